@@ -1,0 +1,143 @@
+/**
+ * Typed errors. Each carries the context a caller needs to act (the current item on a refused
+ * write, the offending field on bad input). The API maps `code` + `status` straight to its
+ * `{ error: { code, message, details } }` body.
+ */
+import type { Task, TaskState } from './task.ts';
+
+/** What a conditional write requires of the stored item. */
+export interface TransitionPrecondition {
+  readonly states: readonly TaskState[];
+  readonly version?: number;
+  readonly fence?: number;
+}
+
+export class SchedulerError extends Error {
+  /** Stable machine-readable code, e.g. "task_not_found". */
+  readonly code: string;
+  /** HTTP status the API answers with when this reaches a handler. */
+  readonly status: number;
+  readonly details?: unknown;
+
+  constructor(code: string, status: number, message: string, options?: { details?: unknown; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SchedulerError';
+    this.code = code;
+    this.status = status;
+    this.details = options?.details;
+  }
+}
+
+export class ConfigError extends SchedulerError {
+  constructor(message: string, details: { problems: string[] }) {
+    super('invalid_config', 500, message, { details });
+    this.name = 'ConfigError';
+  }
+}
+
+/** The caller sent something we refuse. Nothing was written. */
+export class ValidationError extends SchedulerError {
+  constructor(code: string, message: string, details?: unknown, status = 400) {
+    super(code, status, message, { details });
+    this.name = 'ValidationError';
+  }
+}
+
+export class TaskNotFoundError extends SchedulerError {
+  readonly taskId: string;
+  constructor(taskId: string) {
+    super('task_not_found', 404, `No task with id ${taskId}`, { details: { taskId } });
+    this.name = 'TaskNotFoundError';
+    this.taskId = taskId;
+  }
+}
+
+export class UnknownTaskTypeError extends ValidationError {
+  constructor(type: string, known: readonly string[]) {
+    super('unknown_task_type', `Unknown task type "${type}"`, { type, known });
+    this.name = 'UnknownTaskTypeError';
+  }
+}
+
+/** The same idempotency key was reused with a different request body. */
+export class IdempotencyConflictError extends SchedulerError {
+  readonly existing: Task;
+  constructor(existing: Task) {
+    super(
+      'idempotency_key_reused',
+      409,
+      `Idempotency key "${existing.idempotencyKey}" was already used for a different request (task ${existing.taskId})`,
+      { details: { taskId: existing.taskId } },
+    );
+    this.name = 'IdempotencyConflictError';
+    this.existing = existing;
+  }
+}
+
+/**
+ * A transition's precondition did not hold: the task is not in a state that allows it.
+ * Carries the current item so the caller can decide (e.g. a duplicate delivery finds the task
+ * already DISPATCHED and simply drops the message).
+ */
+export class InvalidTransitionError extends SchedulerError {
+  readonly transition: string;
+  readonly current: Task;
+  constructor(transition: string, current: Task, reason: string) {
+    super('invalid_state', 409, `Cannot ${transition} task ${current.taskId} in state ${current.state}: ${reason}`, {
+      details: { taskId: current.taskId, state: current.state, transition },
+    });
+    this.name = 'InvalidTransitionError';
+    this.transition = transition;
+    this.current = current;
+  }
+}
+
+/**
+ * A worker's write was fenced off: its attempt is no longer the current one (its lease was
+ * lost and the task was re-dispatched, cancelled or finished). The worker must stop.
+ */
+export class StaleAttemptError extends SchedulerError {
+  readonly taskId: string;
+  readonly fence: number;
+  readonly current: Task | undefined;
+  constructor(taskId: string, fence: number, current: Task | undefined) {
+    super(
+      'stale_attempt',
+      409,
+      `Attempt with fence ${fence} of task ${taskId} is no longer current` +
+        (current ? ` (now ${current.state}, fence ${current.fence})` : ' (task gone)'),
+      { details: { taskId, fence, currentFence: current?.fence, currentState: current?.state } },
+    );
+    this.name = 'StaleAttemptError';
+    this.taskId = taskId;
+    this.fence = fence;
+    this.current = current;
+  }
+}
+
+/**
+ * The store refused a conditional write because the item changed between our read and our
+ * write (another writer won). Carries the item as it is now.
+ */
+export class ConcurrentUpdateError extends SchedulerError {
+  readonly taskId: string;
+  readonly expected: TransitionPrecondition;
+  readonly current: Task | undefined;
+  constructor(taskId: string, expected: TransitionPrecondition, current: Task | undefined) {
+    super('concurrent_update', 409, `Task ${taskId} changed concurrently; expected ${JSON.stringify(expected)}`, {
+      details: { taskId, currentState: current?.state, currentVersion: current?.version },
+    });
+    this.name = 'ConcurrentUpdateError';
+    this.taskId = taskId;
+    this.expected = expected;
+    this.current = current;
+  }
+}
+
+/** Thrown by a task handler to fail the task without further attempts. */
+export class NonRetryableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'NonRetryableError';
+  }
+}

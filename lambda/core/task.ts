@@ -1,0 +1,119 @@
+/**
+ * The task model. Pure data and constants: no AWS imports, no I/O, no clock.
+ * Every other module (store, API, scheduler, workers, policy) speaks in these types.
+ */
+
+/** Priority tiers, highest first. The index is the tier's rank (0 = most urgent). */
+export const PRIORITY_TIERS = ['critical', 'high', 'normal', 'low'] as const;
+export type PriorityTier = (typeof PRIORITY_TIERS)[number];
+
+export const tierRank = (tier: PriorityTier): number => PRIORITY_TIERS.indexOf(tier);
+
+/** Worker pools. A task runs on exactly one. */
+export const RUNTIMES = ['lambda', 'fargate'] as const;
+export type Runtime = (typeof RUNTIMES)[number];
+
+/**
+ * Lifecycle states. A retry goes back to QUEUED with a future `runAt` (backoff), so there is
+ * no separate waiting-for-retry state: "waiting" is always QUEUED, and the wait reason says why.
+ */
+export const TASK_STATES = ['QUEUED', 'DISPATCHED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+
+export const TERMINAL_STATES: readonly TaskState[] = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
+export const ACTIVE_STATES: readonly TaskState[] = ['DISPATCHED', 'RUNNING'];
+export const isTerminal = (state: TaskState): boolean => TERMINAL_STATES.includes(state);
+
+export interface TaskResources {
+  /** Virtual CPUs (Fargate accounting; Lambda tasks use one concurrency slot regardless). */
+  readonly vcpu: number;
+  readonly memoryMiB: number;
+}
+
+export interface TaskError {
+  readonly name: string;
+  readonly message: string;
+  /** False when the handler threw a NonRetryableError: no further attempts. */
+  readonly retryable: boolean;
+}
+
+/**
+ * One task as stored. Times are ISO 8601 strings (what the API returns and what sorts in
+ * DynamoDB); the core converts to epoch milliseconds where it does arithmetic.
+ */
+export interface Task {
+  readonly taskId: string;
+  readonly tenantId: string;
+  readonly type: string;
+  readonly payload: unknown;
+  readonly priority: PriorityTier;
+  readonly idempotencyKey?: string;
+  readonly resources: TaskResources;
+  readonly runtime: Runtime;
+  readonly timeoutSeconds: number;
+  readonly maxAttempts: number;
+
+  readonly state: TaskState;
+  /** Attempts that reached RUNNING. Counted here, never from SQS receive counts. */
+  readonly attempts: number;
+  /** Incremented on every write: the optimistic-concurrency guard for API-side writes. */
+  readonly version: number;
+  /**
+   * Fencing token: incremented at every dispatch and carried by the worker message. A worker
+   * may write only while the stored fence equals its own, so a zombie's late write fails.
+   */
+  readonly fence: number;
+
+  readonly submittedAt: string;
+  /** Earliest time the task may be dispatched (delay, runAt or retry backoff). */
+  readonly runAt: string;
+  /** Origin of aging: when the task first became eligible. Retries keep it (and their age). */
+  readonly agingFrom: string;
+  readonly dispatchedAt?: string;
+  readonly startedAt?: string;
+  readonly finishedAt?: string;
+  /** While DISPATCHED or RUNNING: past this instant the attempt is presumed dead. */
+  readonly leaseExpiresAt?: string;
+  readonly cancelRequested?: boolean;
+  readonly result?: unknown;
+  /** The last error (kept on retries so the API can show why the previous attempt failed). */
+  readonly error?: TaskError;
+  /** Hash of the submit request, to refuse a reused idempotency key with a different body. */
+  readonly requestHash?: string;
+}
+
+/** What a caller supplies at submit, after validation and defaulting. */
+export interface NewTaskSpec {
+  readonly tenantId: string;
+  readonly type: string;
+  readonly payload: unknown;
+  readonly priority: PriorityTier;
+  readonly idempotencyKey?: string;
+  readonly resources: TaskResources;
+  readonly runtime: Runtime;
+  readonly timeoutSeconds: number;
+  readonly maxAttempts: number;
+  /** Absolute earliest start (from `delaySeconds` or `runAt`); absent = now. */
+  readonly runAt?: Date;
+}
+
+export interface TenantSettings {
+  readonly weight: number;
+  readonly maxConcurrency: number;
+}
+
+/** Limits of the Lambda pool: beyond these a task must run on Fargate. */
+export const LAMBDA_LIMITS = {
+  maxTimeoutSeconds: 900,
+  maxMemoryMiB: 10_240,
+  maxVcpu: 6,
+} as const;
+
+/** Pick the runtime when the caller did not: Lambda when the task fits, else Fargate. */
+export function chooseRuntime(resources: TaskResources, timeoutSeconds: number): Runtime {
+  const fitsLambda =
+    timeoutSeconds <= LAMBDA_LIMITS.maxTimeoutSeconds &&
+    resources.memoryMiB <= LAMBDA_LIMITS.maxMemoryMiB &&
+    resources.vcpu <= LAMBDA_LIMITS.maxVcpu;
+  return fitsLambda ? 'lambda' : 'fargate';
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Integration and end-to-end tests start in-process emulators on ephemeral ports.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Two cores here: keep parallelism modest so emulator-backed tests do not starve.
+    maxWorkers: 2,
+  },
+});
