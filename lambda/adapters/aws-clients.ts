@@ -1,0 +1,56 @@
+/**
+ * AWS SDK clients, created once per process. On AWS the SDK's default chain finds region and
+ * credentials; locally the runtime passes the emulators' endpoints (and LocalStack works through
+ * the SDK's standard `AWS_ENDPOINT_URL[_SERVICE]` variables).
+ */
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+
+export interface AwsEndpoints {
+  readonly region?: string;
+  readonly dynamodb?: string;
+  readonly sqs?: string;
+  readonly s3?: string;
+  /** Static credentials for emulators, which accept anything. */
+  readonly credentials?: { accessKeyId: string; secretAccessKey: string };
+}
+
+export interface AwsClients {
+  readonly dynamodb: DynamoDBClient;
+  readonly documents: DynamoDBDocumentClient;
+  readonly sqs: SQSClient;
+  readonly s3: S3Client;
+}
+
+export function createAwsClients(endpoints: AwsEndpoints = {}): AwsClients {
+  const common = {
+    ...(endpoints.region ? { region: endpoints.region } : {}),
+    ...(endpoints.credentials ? { credentials: endpoints.credentials } : {}),
+  };
+  const dynamodb = new DynamoDBClient({
+    ...common,
+    ...(endpoints.dynamodb ? { endpoint: endpoints.dynamodb } : {}),
+  });
+  const documents = DynamoDBDocumentClient.from(dynamodb, {
+    marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
+  });
+  const sqs = new SQSClient({ ...common, ...(endpoints.sqs ? { endpoint: endpoints.sqs } : {}) });
+  const s3 = new S3Client({
+    ...common,
+    ...(endpoints.s3 ? { endpoint: endpoints.s3, forcePathStyle: true } : {}),
+  });
+  return { dynamodb, documents, sqs, s3 };
+}
+
+/** Endpoints of the local emulators, with the dummy credentials they accept. */
+export function localEndpoints(dynamodbUrl: string, sqsUrl: string): AwsEndpoints {
+  return {
+    region: 'us-east-1',
+    dynamodb: dynamodbUrl,
+    sqs: sqsUrl,
+    s3: sqsUrl,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  };
+}

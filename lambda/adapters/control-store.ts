@@ -1,0 +1,156 @@
+/**
+ * Control items in the `control` table: tenant settings, leases (one active scheduler) and the
+ * scheduler's published snapshot (what the API uses to explain waits).
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { TenantSettings } from '../core/task.ts';
+
+export interface StoredTenant extends TenantSettings {
+  readonly tenantId: string;
+  readonly updatedAt: string;
+}
+
+export interface Lease {
+  readonly name: string;
+  readonly owner: string;
+  /** Monotonic across holders: a new holder always gets a larger token. */
+  readonly token: number;
+  readonly expiresAt: number;
+}
+
+const tenantKey = (tenantId: string) => `tenant#${tenantId}`;
+const leaseKey = (name: string) => `lease#${name}`;
+const SNAPSHOT_KEY = 'snapshot#scheduler';
+
+export class ControlStore {
+  readonly #documents: DynamoDBDocumentClient;
+  readonly #tableName: string;
+
+  constructor(documents: DynamoDBDocumentClient, tableName: string) {
+    this.#documents = documents;
+    this.#tableName = tableName;
+  }
+
+  async getTenant(tenantId: string): Promise<StoredTenant | undefined> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { pk: tenantKey(tenantId) }, ConsistentRead: true }),
+    );
+    return Item ? toTenant(Item) : undefined;
+  }
+
+  async putTenant(tenantId: string, settings: TenantSettings, now: Date): Promise<StoredTenant> {
+    const tenant: StoredTenant = {
+      tenantId,
+      weight: settings.weight,
+      maxConcurrency: settings.maxConcurrency,
+      updatedAt: now.toISOString(),
+    };
+    await this.#documents.send(
+      new PutCommand({ TableName: this.#tableName, Item: { pk: tenantKey(tenantId), kind: 'tenant', ...tenant } }),
+    );
+    return tenant;
+  }
+
+  /** All stored tenants. The control table is small (tenants, a few leases), so a scan is fine. */
+  async listTenants(): Promise<StoredTenant[]> {
+    const tenants: StoredTenant[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const response = await this.#documents.send(
+        new ScanCommand({
+          TableName: this.#tableName,
+          FilterExpression: 'kind = :kind',
+          ExpressionAttributeValues: { ':kind': 'tenant' },
+          ExclusiveStartKey: startKey,
+          ConsistentRead: true,
+        }),
+      );
+      for (const item of response.Items ?? []) tenants.push(toTenant(item));
+      startKey = response.LastEvaluatedKey;
+    } while (startKey);
+    return tenants;
+  }
+
+  /**
+   * Take or renew a lease. Succeeds when the lease is free, expired, or already ours; the
+   * token grows on every change of holder (a fencing token for the holder's writes).
+   *
+   *   holder A (token 4) ── crashes ── lease expires ──▶ B acquires (token 5)
+   *   A wakes up, renews: condition owner = A fails ──▶ A learns it lost the lease
+   */
+  async acquireLease(name: string, owner: string, nowMs: number, ttlMs: number): Promise<Lease | undefined> {
+    const current = await this.getLease(name);
+    const ours = current?.owner === owner && current.expiresAt > nowMs;
+    const token = current ? (ours ? current.token : current.token + 1) : 1;
+    const lease: Lease = { name, owner, token, expiresAt: nowMs + ttlMs };
+    try {
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.#tableName,
+          Item: { pk: leaseKey(name), kind: 'lease', ...lease },
+          ConditionExpression: current
+            ? '#token = :token AND (#owner = :owner OR expiresAt < :now)'
+            : 'attribute_not_exists(pk)',
+          ...(current
+            ? {
+                ExpressionAttributeNames: { '#token': 'token', '#owner': 'owner' },
+                ExpressionAttributeValues: { ':token': current.token, ':owner': owner, ':now': nowMs },
+              }
+            : {}),
+        }),
+      );
+      return lease;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return undefined;
+      throw error;
+    }
+  }
+
+  /** Give the lease up early (clean shutdown) so a successor need not wait for expiry. */
+  async releaseLease(lease: Lease): Promise<void> {
+    try {
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.#tableName,
+          Item: { pk: leaseKey(lease.name), kind: 'lease', ...lease, expiresAt: 0 },
+          ConditionExpression: '#token = :token AND #owner = :owner',
+          ExpressionAttributeNames: { '#token': 'token', '#owner': 'owner' },
+          ExpressionAttributeValues: { ':token': lease.token, ':owner': lease.owner },
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+  }
+
+  async getLease(name: string): Promise<Lease | undefined> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { pk: leaseKey(name) }, ConsistentRead: true }),
+    );
+    if (!Item) return undefined;
+    return { name, owner: Item.owner as string, token: Item.token as number, expiresAt: Item.expiresAt as number };
+  }
+
+  async putSnapshot(snapshot: unknown): Promise<void> {
+    await this.#documents.send(
+      new PutCommand({ TableName: this.#tableName, Item: { pk: SNAPSHOT_KEY, kind: 'snapshot', snapshot } }),
+    );
+  }
+
+  async getSnapshot<T>(): Promise<T | undefined> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { pk: SNAPSHOT_KEY } }),
+    );
+    return Item?.snapshot as T | undefined;
+  }
+}
+
+function toTenant(item: Record<string, unknown>): StoredTenant {
+  return {
+    tenantId: item.tenantId as string,
+    weight: item.weight as number,
+    maxConcurrency: item.maxConcurrency as number,
+    updatedAt: item.updatedAt as string,
+  };
+}

@@ -1,0 +1,332 @@
+/**
+ * DynamoDB persistence of tasks. It only does I/O: every decision is a TransitionPlan from the
+ * core, written here as ONE conditional PutItem whose condition is the plan's precondition.
+ * A refused condition becomes a typed error carrying the item as it is now.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { ConcurrentUpdateError, StaleAttemptError, TaskNotFoundError, ValidationError } from '../core/errors.ts';
+import type { TransitionPlan } from '../core/lifecycle.ts';
+import { ACTIVE_STATES, isTerminal, type Task, type TaskState } from '../core/task.ts';
+import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS } from '../infra/resources.ts';
+
+/** Attributes the store derives for the indexes; stripped again on read. */
+const DERIVED = ['listKey', 'tenantState', 'activeShard', 'dueAt', 'expiresAt'] as const;
+
+/** States kept in the sparse `byActive` index. */
+const INDEXED_ACTIVE: readonly TaskState[] = ['QUEUED', ...ACTIVE_STATES];
+
+export function shardOf(taskId: string): number {
+  // FNV-1a: cheap, stable, spreads ids evenly across the index shards.
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < taskId.length; i++) {
+    hash ^= taskId.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % ACTIVE_SHARDS;
+}
+
+function toItem(task: Task): Record<string, unknown> {
+  const item: Record<string, unknown> = {
+    ...task,
+    listKey: `${task.submittedAt}#${task.taskId}`,
+    tenantState: `${task.tenantId}#${task.state}`,
+  };
+  if (INDEXED_ACTIVE.includes(task.state)) {
+    item.activeShard = `${task.state}#${shardOf(task.taskId)}`;
+    item.dueAt = task.state === 'QUEUED' ? task.runAt : (task.leaseExpiresAt ?? task.runAt);
+  }
+  if (isTerminal(task.state) && task.finishedAt) {
+    // TTL in epoch seconds; readers filter on it too (TTL deletes lazily).
+    item.expiresAt = Math.floor(Date.parse(task.finishedAt) / 1000) + FINISHED_TASK_RETENTION_DAYS * 86_400;
+  }
+  return item;
+}
+
+function fromItem(item: Record<string, unknown>): Task {
+  const task: Record<string, unknown> = { ...item };
+  for (const key of DERIVED) delete task[key];
+  return task as unknown as Task;
+}
+
+/** A task as the `byActive` index holds it: enough to rebuild the scheduler's view. */
+export interface ActiveTaskRef {
+  readonly taskId: string;
+  readonly tenantId: string;
+  readonly state: TaskState;
+  readonly priority: Task['priority'];
+  readonly runtime: Task['runtime'];
+  readonly resources: Task['resources'];
+  readonly fence: number;
+  readonly runAt: string;
+  readonly agingFrom: string;
+  readonly submittedAt: string;
+  readonly leaseExpiresAt?: string;
+  readonly dueAt: string;
+}
+
+export interface TaskPage {
+  readonly items: Task[];
+  readonly nextCursor?: string;
+}
+
+export interface ListTasksQuery {
+  readonly tenantId: string;
+  readonly state?: TaskState;
+  readonly limit: number;
+  readonly cursor?: string;
+}
+
+export type CreateResult = { created: true; task: Task } | { created: false; task: Task };
+
+export class TaskStore {
+  readonly #documents: DynamoDBDocumentClient;
+  readonly #tableName: string;
+
+  constructor(documents: DynamoDBDocumentClient, tableName: string) {
+    this.#documents = documents;
+    this.#tableName = tableName;
+  }
+
+  get tableName(): string {
+    return this.#tableName;
+  }
+
+  /**
+   * Insert a new task unless one with the same id exists. Idempotent submits derive the id from
+   * tenant + idempotency key, so "exists" means "this request was already accepted".
+   */
+  async create(task: Task): Promise<CreateResult> {
+    try {
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.#tableName,
+          Item: toItem(task),
+          ConditionExpression: 'attribute_not_exists(taskId)',
+        }),
+      );
+      return { created: true, task };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      const existing = await this.get(task.taskId);
+      if (!existing) throw error; // cannot happen without deletes; surface rather than guess
+      return { created: false, task: existing };
+    }
+  }
+
+  async get(taskId: string): Promise<Task | undefined> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { taskId }, ConsistentRead: true }),
+    );
+    return Item ? fromItem(Item) : undefined;
+  }
+
+  /** Consistent reads of many tasks (BatchGetItem, 100 keys a call, unprocessed keys retried). */
+  async getMany(taskIds: readonly string[]): Promise<Map<string, Task>> {
+    const found = new Map<string, Task>();
+    const unique = [...new Set(taskIds)];
+    for (let offset = 0; offset < unique.length; offset += 100) {
+      let keys: Record<string, unknown>[] = unique.slice(offset, offset + 100).map((taskId) => ({ taskId }));
+      for (let round = 0; keys.length > 0; round++) {
+        const response = await this.#documents.send(
+          new BatchGetCommand({ RequestItems: { [this.#tableName]: { Keys: keys, ConsistentRead: true } } }),
+        );
+        for (const item of response.Responses?.[this.#tableName] ?? []) {
+          const task = fromItem(item);
+          found.set(task.taskId, task);
+        }
+        keys = (response.UnprocessedKeys?.[this.#tableName]?.Keys as Record<string, unknown>[] | undefined) ?? [];
+        if (keys.length > 0) await sleep(Math.min(1000, 25 * 2 ** round));
+      }
+    }
+    return found;
+  }
+
+  /**
+   * Write a plan as one conditional PutItem.
+   *
+   *   reader ──get(v=7)──▶ plan(v=8) ──put if state∈S ∧ version=7 [∧ fence=f]──▶ stored v=8
+   *   another writer that stored v=8 first ──▶ our put fails ──▶ ConcurrentUpdateError(current)
+   *
+   * A fenced plan (worker write) whose fence no longer matches becomes StaleAttemptError.
+   */
+  async apply(plan: TransitionPlan): Promise<Task> {
+    const { precondition, next } = plan;
+    const names: Record<string, string> = { '#state': 'state', '#version': 'version' };
+    const values: Record<string, unknown> = { ':version': precondition.version };
+    const stateTerms = precondition.states.map((state, i) => {
+      values[`:s${i}`] = state;
+      return `:s${i}`;
+    });
+    const conditions = ['#version = :version', `#state IN (${stateTerms.join(', ')})`];
+    if (precondition.fence !== undefined) {
+      names['#fence'] = 'fence';
+      values[':fence'] = precondition.fence;
+      conditions.push('#fence = :fence');
+    }
+    try {
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.#tableName,
+          Item: toItem(next),
+          ConditionExpression: conditions.join(' AND '),
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return next;
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // AWS can return the item (ALL_OLD) but in raw attribute form, and the local emulator
+      // returns nothing: one consistent read serves both and is rare (only on conflicts).
+      const current = await this.get(next.taskId);
+      if (precondition.fence !== undefined && (!current || current.fence !== precondition.fence)) {
+        throw new StaleAttemptError(next.taskId, precondition.fence, current);
+      }
+      throw new ConcurrentUpdateError(next.taskId, precondition, current);
+    }
+  }
+
+  /**
+   * Read-decide-write with optimistic concurrency: `decide` turns the current item into a plan
+   * (or throws a typed refusal); on a concurrent update it is asked again with the fresh item.
+   * `known` skips the first read when the caller already holds the latest item.
+   */
+  async transition(
+    taskId: string,
+    decide: (current: Task) => TransitionPlan | undefined,
+    options: { known?: Task; attempts?: number } = {},
+  ): Promise<Task> {
+    let current = options.known ?? (await this.get(taskId));
+    const attempts = options.attempts ?? 5;
+    for (let attempt = 1; ; attempt++) {
+      if (!current) throw new TaskNotFoundError(taskId);
+      const plan = decide(current);
+      if (!plan) return current;
+      try {
+        return await this.apply(plan);
+      } catch (error) {
+        if (!(error instanceof ConcurrentUpdateError) || attempt >= attempts) throw error;
+        current = error.current;
+      }
+    }
+  }
+
+  /** A tenant's tasks, newest first, optionally in one state. */
+  async list(query: ListTasksQuery): Promise<TaskPage> {
+    const byState = query.state !== undefined;
+    const input: QueryCommandInput = byState
+      ? {
+          TableName: this.#tableName,
+          IndexName: 'byTenantState',
+          KeyConditionExpression: 'tenantState = :pk',
+          ExpressionAttributeValues: { ':pk': `${query.tenantId}#${query.state}` },
+        }
+      : {
+          TableName: this.#tableName,
+          IndexName: 'byTenant',
+          KeyConditionExpression: 'tenantId = :pk',
+          ExpressionAttributeValues: { ':pk': query.tenantId },
+        };
+    input.ScanIndexForward = false;
+    input.Limit = query.limit;
+    if (query.cursor)
+      input.ExclusiveStartKey = decodeCursor(query.cursor, query.tenantId, byState ? query.state : undefined);
+    const response = await this.#documents.send(new QueryCommand(input));
+    const keys = (response.Items ?? []).map((item) => item.taskId as string);
+    // The indexes are KEYS_ONLY: fetch the items (consistently, so states are current).
+    const tasks = await this.getMany(keys);
+    const items = keys.flatMap((id) => {
+      const task = tasks.get(id);
+      // A GSI lags the table: drop items that have since left the requested state.
+      return task && (!byState || task.state === query.state) ? [task] : [];
+    });
+    const nextCursor = response.LastEvaluatedKey ? encodeCursor(response.LastEvaluatedKey) : undefined;
+    return nextCursor ? { items, nextCursor } : { items };
+  }
+
+  /** Count a tenant's tasks in one state (index query with Select COUNT, all pages). */
+  async countByTenantState(tenantId: string, state: TaskState): Promise<number> {
+    let count = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const response = await this.#documents.send(
+        new QueryCommand({
+          TableName: this.#tableName,
+          IndexName: 'byTenantState',
+          KeyConditionExpression: 'tenantState = :pk',
+          ExpressionAttributeValues: { ':pk': `${tenantId}#${state}` },
+          Select: 'COUNT',
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      count += response.Count ?? 0;
+      startKey = response.LastEvaluatedKey;
+    } while (startKey);
+    return count;
+  }
+
+  /**
+   * Tasks in a non-terminal state from the sparse `byActive` index, optionally only those
+   * due before an instant (`runAt` for QUEUED, the lease for DISPATCHED/RUNNING). Eventually
+   * consistent: callers re-check with a conditional write before acting.
+   */
+  async *listActive(state: TaskState, dueBefore?: Date): AsyncGenerator<ActiveTaskRef> {
+    if (!INDEXED_ACTIVE.includes(state)) throw new Error(`State ${state} is not in the active index`);
+    for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const response = await this.#documents.send(
+          new QueryCommand({
+            TableName: this.#tableName,
+            IndexName: 'byActive',
+            KeyConditionExpression: dueBefore ? 'activeShard = :pk AND dueAt < :due' : 'activeShard = :pk',
+            ExpressionAttributeValues: {
+              ':pk': `${state}#${shard}`,
+              ...(dueBefore ? { ':due': dueBefore.toISOString() } : {}),
+            },
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        for (const item of response.Items ?? []) yield item as ActiveTaskRef;
+        startKey = response.LastEvaluatedKey;
+      } while (startKey);
+    }
+  }
+}
+
+function encodeCursor(key: Record<string, unknown>): string {
+  return Buffer.from(JSON.stringify(key)).toString('base64url');
+}
+
+/**
+ * Cursors are opaque to callers but checked here: a malformed cursor, or one minted for another
+ * tenant or state (which would read another tenant's partition), is a 400, never a 500.
+ */
+function decodeCursor(cursor: string, tenantId: string, state: TaskState | undefined): Record<string, unknown> {
+  const invalid = () => new ValidationError('invalid_cursor', 'The cursor is malformed or belongs to another query');
+  let key: unknown;
+  try {
+    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (typeof key !== 'object' || key === null || Array.isArray(key)) throw invalid();
+  const record = key as Record<string, unknown>;
+  const expected = state ? ['listKey', 'taskId', 'tenantState'] : ['listKey', 'taskId', 'tenantId'];
+  const actual = Object.keys(record).sort();
+  if (actual.length !== expected.length || actual.some((k, i) => k !== expected[i])) throw invalid();
+  if (!Object.values(record).every((v) => typeof v === 'string' && v.length > 0 && v.length < 1024)) throw invalid();
+  if (state ? record.tenantState !== `${tenantId}#${state}` : record.tenantId !== tenantId) throw invalid();
+  return record;
+}
+
+const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));

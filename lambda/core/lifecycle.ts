@@ -1,0 +1,274 @@
+/**
+ * The task state machine. Every transition is a pure function of (current task, inputs, now)
+ * that either refuses (typed error) or returns a plan: the next item and the precondition the
+ * store must check in the same conditional write. The store never decides anything itself.
+ *
+ *   QUEUED ──dispatch──▶ DISPATCHED ──start──▶ RUNNING ──succeed──▶ SUCCEEDED
+ *     ▲  ╲                  │                   │ ╲
+ *     │   ╲cancel           │expireLease        │  ╲fail (no attempts left / non-retryable)──▶ FAILED
+ *     │    ▼                ▼                   │   ╲
+ *     │  CANCELLED ◀──── (back to QUEUED) ◀─────┘    cancel (requested; the handler's signal) ──▶ CANCELLED
+ *     └──────── fail (retryable, attempts left) / expireLease: back to QUEUED with a backoff runAt
+ *   FAILED | CANCELLED ──retry (operator)──▶ QUEUED
+ *
+ * Fencing: `version` guards every write against a concurrent writer; `fence` (incremented at
+ * each dispatch) identifies one attempt, so a worker whose lease was lost and whose task was
+ * re-dispatched can no longer start, heartbeat or finish it.
+ */
+import { InvalidTransitionError, StaleAttemptError, type TransitionPrecondition } from './errors.ts';
+import type { NewTaskSpec, Task, TaskError, TaskState } from './task.ts';
+
+export interface TransitionPlan {
+  readonly name: TransitionName;
+  readonly precondition: TransitionPrecondition;
+  /** The whole next item, version already incremented. */
+  readonly next: Task;
+}
+
+export type TransitionName =
+  | 'dispatch'
+  | 'start'
+  | 'heartbeat'
+  | 'succeed'
+  | 'fail'
+  | 'cancel'
+  | 'requestCancel'
+  | 'expireLease'
+  | 'retry';
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+const ms = (isoTime: string): number => Date.parse(isoTime);
+
+/** Build a new QUEUED task. `taskId` is chosen by the caller (deterministic for idempotent submits). */
+export function createTask(taskId: string, spec: NewTaskSpec, now: Date, requestHash?: string): Task {
+  const submittedAt = now.toISOString();
+  const runAt = spec.runAt && spec.runAt.getTime() > now.getTime() ? spec.runAt.toISOString() : submittedAt;
+  return {
+    taskId,
+    tenantId: spec.tenantId,
+    type: spec.type,
+    payload: spec.payload,
+    priority: spec.priority,
+    ...(spec.idempotencyKey === undefined ? {} : { idempotencyKey: spec.idempotencyKey }),
+    resources: spec.resources,
+    runtime: spec.runtime,
+    timeoutSeconds: spec.timeoutSeconds,
+    maxAttempts: spec.maxAttempts,
+    state: 'QUEUED',
+    attempts: 0,
+    version: 1,
+    fence: 0,
+    submittedAt,
+    runAt,
+    // A delayed task ages from when it becomes eligible, not from submission.
+    agingFrom: runAt,
+    ...(requestHash === undefined ? {} : { requestHash }),
+  };
+}
+
+function plan(
+  name: TransitionName,
+  current: Task,
+  states: readonly TaskState[],
+  changes: Partial<Task>,
+  remove: readonly (keyof Task)[] = [],
+  fence?: number,
+): TransitionPlan {
+  const next: Record<string, unknown> = { ...current, ...changes, version: current.version + 1 };
+  for (const key of remove) delete next[key];
+  return {
+    name,
+    precondition: { states, version: current.version, ...(fence === undefined ? {} : { fence }) },
+    next: next as unknown as Task,
+  };
+}
+
+function requireState(name: TransitionName, task: Task, allowed: readonly TaskState[]): void {
+  if (!allowed.includes(task.state)) {
+    throw new InvalidTransitionError(name, task, `requires ${allowed.join(' or ')}`);
+  }
+}
+
+/** A worker may act only for the attempt it was given: same fence, and the task still active. */
+function requireFence(task: Task, fence: number, allowed: readonly TaskState[]): void {
+  if (task.fence !== fence || !allowed.includes(task.state)) {
+    throw new StaleAttemptError(task.taskId, fence, task);
+  }
+}
+
+/**
+ * QUEUED → DISPATCHED. The scheduler picked the task for a pool. Opens a dispatch lease: if no
+ * worker starts it in time, reconciliation puts it back (no attempt is burned).
+ */
+export function dispatch(task: Task, now: Date, dispatchLeaseSeconds: number): TransitionPlan {
+  requireState('dispatch', task, ['QUEUED']);
+  if (ms(task.runAt) > now.getTime()) {
+    throw new InvalidTransitionError('dispatch', task, `not eligible before ${task.runAt}`);
+  }
+  return plan('dispatch', task, ['QUEUED'], {
+    state: 'DISPATCHED',
+    fence: task.fence + 1,
+    dispatchedAt: iso(now.getTime()),
+    leaseExpiresAt: iso(now.getTime() + dispatchLeaseSeconds * 1000),
+  });
+}
+
+/**
+ * DISPATCHED → RUNNING for the attempt holding `fence`. Counts the attempt here, in DynamoDB,
+ * so throttled or duplicate deliveries that never start the handler burn nothing.
+ */
+export function start(task: Task, fence: number, now: Date, runLeaseSeconds: number): TransitionPlan {
+  requireFence(task, fence, ['DISPATCHED']);
+  return plan(
+    'start',
+    task,
+    ['DISPATCHED'],
+    {
+      state: 'RUNNING',
+      attempts: task.attempts + 1,
+      startedAt: iso(now.getTime()),
+      leaseExpiresAt: iso(now.getTime() + runLeaseSeconds * 1000),
+    },
+    ['finishedAt'],
+    fence,
+  );
+}
+
+/** Extend a running attempt's lease. The caller learns of a cancel request from `next`. */
+export function heartbeat(task: Task, fence: number, now: Date, runLeaseSeconds: number): TransitionPlan {
+  requireFence(task, fence, ['RUNNING']);
+  return plan(
+    'heartbeat',
+    task,
+    ['RUNNING'],
+    { leaseExpiresAt: iso(now.getTime() + runLeaseSeconds * 1000) },
+    [],
+    fence,
+  );
+}
+
+/** RUNNING → SUCCEEDED, only for the current attempt. */
+export function succeed(task: Task, fence: number, now: Date, result: unknown): TransitionPlan {
+  requireFence(task, fence, ['RUNNING']);
+  return plan(
+    'succeed',
+    task,
+    ['RUNNING'],
+    { state: 'SUCCEEDED', finishedAt: iso(now.getTime()), ...(result === undefined ? {} : { result }) },
+    ['leaseExpiresAt', 'error'],
+    fence,
+  );
+}
+
+/**
+ * The current attempt failed. Back to QUEUED after `backoffMs` while attempts remain and the
+ * error is retryable; FAILED otherwise; CANCELLED when a cancel was requested meanwhile.
+ * A retry keeps its tier and `agingFrom`, so it does not lose its place to newer work.
+ */
+export function fail(task: Task, fence: number, now: Date, error: TaskError, backoffMs: number): TransitionPlan {
+  requireFence(task, fence, ['RUNNING']);
+  return settleFailedAttempt('fail', task, now, error, backoffMs, fence);
+}
+
+function settleFailedAttempt(
+  name: TransitionName,
+  task: Task,
+  now: Date,
+  error: TaskError,
+  backoffMs: number,
+  fence?: number,
+): TransitionPlan {
+  const from: TaskState[] = [task.state];
+  if (task.cancelRequested) {
+    return plan(
+      name,
+      task,
+      from,
+      { state: 'CANCELLED', finishedAt: iso(now.getTime()), error },
+      ['leaseExpiresAt'],
+      fence,
+    );
+  }
+  if (error.retryable && task.attempts < task.maxAttempts) {
+    return plan(
+      name,
+      task,
+      from,
+      { state: 'QUEUED', runAt: iso(now.getTime() + backoffMs), error },
+      ['leaseExpiresAt', 'dispatchedAt'],
+      fence,
+    );
+  }
+  return plan(name, task, from, { state: 'FAILED', finishedAt: iso(now.getTime()), error }, ['leaseExpiresAt'], fence);
+}
+
+/**
+ * Cancel. A waiting task (QUEUED or DISPATCHED but not started) is cancelled at once; a running
+ * one is asked to stop (`cancelRequested`), and its worker settles it as CANCELLED.
+ * Cancelling a cancelled task is a no-op (returns undefined); a finished one is refused.
+ */
+export function cancel(task: Task, now: Date): TransitionPlan | undefined {
+  if (task.state === 'CANCELLED' || (task.state === 'RUNNING' && task.cancelRequested)) return undefined;
+  requireState('cancel', task, ['QUEUED', 'DISPATCHED', 'RUNNING']);
+  if (task.state === 'RUNNING') {
+    return plan('requestCancel', task, ['RUNNING'], { cancelRequested: true });
+  }
+  return plan('cancel', task, [task.state], { state: 'CANCELLED', finishedAt: iso(now.getTime()) }, ['leaseExpiresAt']);
+}
+
+/** RUNNING → CANCELLED: the handler stopped after a cancel request. */
+export function acknowledgeCancel(task: Task, fence: number, now: Date): TransitionPlan {
+  requireFence(task, fence, ['RUNNING']);
+  return plan(
+    'cancel',
+    task,
+    ['RUNNING'],
+    { state: 'CANCELLED', finishedAt: iso(now.getTime()) },
+    ['leaseExpiresAt'],
+    fence,
+  );
+}
+
+export const LEASE_EXPIRED_ERROR: TaskError = {
+  name: 'LeaseExpired',
+  message: 'The worker stopped heartbeating (crash or timeout); the attempt was abandoned',
+  retryable: true,
+};
+
+/**
+ * Recovery of an abandoned attempt whose lease ran out (worker crash, timeout, lost message).
+ * DISPATCHED: the worker never started it, so no attempt is burned and it is queued again.
+ * RUNNING: the attempt counts as failed and follows the retry rules.
+ */
+export function expireLease(task: Task, now: Date, backoffMs: number): TransitionPlan {
+  requireState('expireLease', task, ['DISPATCHED', 'RUNNING']);
+  if (!task.leaseExpiresAt || ms(task.leaseExpiresAt) > now.getTime()) {
+    throw new InvalidTransitionError('expireLease', task, `lease runs until ${task.leaseExpiresAt}`);
+  }
+  if (task.state === 'DISPATCHED') {
+    if (task.cancelRequested) {
+      return plan('expireLease', task, ['DISPATCHED'], { state: 'CANCELLED', finishedAt: iso(now.getTime()) }, [
+        'leaseExpiresAt',
+      ]);
+    }
+    return plan('expireLease', task, ['DISPATCHED'], { state: 'QUEUED' }, ['leaseExpiresAt', 'dispatchedAt']);
+  }
+  return settleFailedAttempt('expireLease', task, now, LEASE_EXPIRED_ERROR, backoffMs);
+}
+
+/**
+ * Operator retry of a FAILED or CANCELLED task: a fresh attempt budget, eligible now. Its age
+ * restarts (it is new work as far as fairness is concerned); the last error stays visible.
+ */
+export function retry(task: Task, now: Date): TransitionPlan {
+  requireState('retry', task, ['FAILED', 'CANCELLED']);
+  const at = iso(now.getTime());
+  return plan('retry', task, [task.state], { state: 'QUEUED', attempts: 0, runAt: at, agingFrom: at }, [
+    'finishedAt',
+    'startedAt',
+    'result',
+    'cancelRequested',
+    'leaseExpiresAt',
+    'dispatchedAt',
+  ]);
+}

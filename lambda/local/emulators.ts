@@ -1,0 +1,167 @@
+/**
+ * The embedded AWS emulators for the local runtime and the tests: dynalite (DynamoDB API,
+ * LevelDB on disk when given a path) and fauxqs (SQS and S3 APIs, SQLite on disk when given a
+ * data directory). Tables and queues are created from the shared definitions in
+ * lambda/infra/resources.ts, exactly as the CDK stack creates them on AWS.
+ */
+import { mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DescribeTableCommand,
+  type DynamoDBClient,
+  ResourceNotFoundException,
+} from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+// dynalite ships no types; its factory returns a node http.Server.
+import dynalite from 'dynalite';
+import { startFauxqs } from 'fauxqs';
+import { type AwsClients, createAwsClients, localEndpoints } from '../adapters/aws-clients.ts';
+import { QUEUES, type QueueDefinition, TABLES, type TableDefinition } from '../infra/resources.ts';
+
+export interface Emulators {
+  readonly clients: AwsClients;
+  readonly dynamodbUrl: string;
+  readonly sqsUrl: string;
+  /** Physical table names by table id. */
+  readonly tables: Readonly<Record<string, string>>;
+  /** Queue URLs by queue id. */
+  readonly queueUrls: Readonly<Record<string, string>>;
+  stop(): Promise<void>;
+}
+
+export interface EmulatorOptions {
+  /** Persist state under this folder (`dynamodb/` and `sqs/`); in memory when absent. */
+  readonly dataDir?: string;
+  /** Prefix of physical table names. */
+  readonly prefix?: string;
+}
+
+export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
+  const prefix = options.prefix ?? 'scheduler';
+  const dynamoPath = options.dataDir ? join(options.dataDir, 'dynamodb') : undefined;
+  const sqsPath = options.dataDir ? join(options.dataDir, 'sqs') : undefined;
+  if (dynamoPath) mkdirSync(dynamoPath, { recursive: true });
+  if (sqsPath) mkdirSync(sqsPath, { recursive: true });
+
+  // createTableMs 0: tables are ACTIVE at once (dynalite simulates AWS's delay by default).
+  const dynamoServer = dynalite({ path: dynamoPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((resolve, reject) => {
+    dynamoServer.once('error', reject);
+    dynamoServer.listen(0, '127.0.0.1', () => resolve());
+  });
+  const dynamodbUrl = `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`;
+
+  const sqsServer = await startFauxqs({
+    port: 0,
+    logger: false,
+    host: '127.0.0.1',
+    ...(sqsPath ? { dataDir: sqsPath } : {}),
+  });
+  const sqsUrl = sqsServer.address;
+
+  const clients = createAwsClients(localEndpoints(dynamodbUrl, sqsUrl));
+  const tables: Record<string, string> = {};
+  for (const table of TABLES) tables[table.id] = await ensureTable(clients.dynamodb, table, `${prefix}-${table.id}`);
+  const queueUrls = await ensureQueues(clients.sqs, QUEUES);
+
+  return {
+    clients,
+    dynamodbUrl,
+    sqsUrl,
+    tables,
+    queueUrls,
+    async stop() {
+      clients.dynamodb.destroy();
+      clients.sqs.destroy();
+      clients.s3.destroy();
+      await sqsServer.stop();
+      await new Promise<void>((resolve) => dynamoServer.close(() => resolve()));
+    },
+  };
+}
+
+/** The CreateTable input for a table definition (also what the CDK construct mirrors). */
+export function createTableInput(table: TableDefinition, tableName: string): CreateTableCommandInput {
+  const keyAttributes = new Set<string>([table.partitionKey, ...(table.sortKey ? [table.sortKey] : [])]);
+  for (const index of table.indexes) {
+    keyAttributes.add(index.partitionKey);
+    if (index.sortKey) keyAttributes.add(index.sortKey);
+  }
+  const keySchema = (partitionKey: string, sortKey?: string) => [
+    { AttributeName: partitionKey, KeyType: 'HASH' as const },
+    ...(sortKey ? [{ AttributeName: sortKey, KeyType: 'RANGE' as const }] : []),
+  ];
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [...keyAttributes].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
+    KeySchema: keySchema(table.partitionKey, table.sortKey),
+    ...(table.indexes.length > 0
+      ? {
+          GlobalSecondaryIndexes: table.indexes.map((index) => ({
+            IndexName: index.indexName,
+            KeySchema: keySchema(index.partitionKey, index.sortKey),
+            Projection:
+              index.nonKeyAttributes.length > 0
+                ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...index.nonKeyAttributes] }
+                : { ProjectionType: 'KEYS_ONLY' as const },
+          })),
+        }
+      : {}),
+  };
+}
+
+async function ensureTable(client: DynamoDBClient, table: TableDefinition, tableName: string): Promise<string> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: tableName }));
+    return tableName;
+  } catch (error) {
+    if (!(error instanceof ResourceNotFoundException)) throw error;
+  }
+  await client.send(new CreateTableCommand(createTableInput(table, tableName)));
+  return tableName;
+}
+
+async function ensureQueues(client: SQSClient, queues: readonly QueueDefinition[]): Promise<Record<string, string>> {
+  const urls: Record<string, string> = {};
+  const queueUrl = async (name: string, attributes: Record<string, string>) => {
+    try {
+      const existing = await client.send(new GetQueueUrlCommand({ QueueName: name }));
+      if (existing.QueueUrl) return existing.QueueUrl;
+    } catch {
+      // Not there yet: create it below.
+    }
+    const created = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+    if (!created.QueueUrl) throw new Error(`Queue ${name} was not created`);
+    return created.QueueUrl;
+  };
+  for (const queue of queues) {
+    let redrive: Record<string, string> = {};
+    if (queue.deadLetter) {
+      const dlqUrl = await queueUrl(queue.deadLetter.id, {
+        MessageRetentionPeriod: String(queue.deadLetter.retentionSeconds),
+      });
+      urls[queue.deadLetter.id] = dlqUrl;
+      const attributes = await client.send(
+        new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }),
+      );
+      const dlqArn = attributes.Attributes?.QueueArn;
+      if (!dlqArn) throw new Error(`Queue ${queue.deadLetter.id} has no ARN`);
+      redrive = {
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: dlqArn,
+          maxReceiveCount: queue.deadLetter.maxReceiveCount,
+        }),
+      };
+    }
+    urls[queue.id] = await queueUrl(queue.id, {
+      VisibilityTimeout: String(queue.visibilityTimeoutSeconds),
+      MessageRetentionPeriod: String(queue.retentionSeconds),
+      ...redrive,
+    });
+  }
+  return urls;
+}
