@@ -1,0 +1,257 @@
+/**
+ * The application layer behind the HTTP API, the scheduled-submit handler and the CLI: it
+ * validates against the task-type registry, applies defaults, and calls the core through the
+ * stores and queues. Handlers stay thin: parse, call this, map errors to responses.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { ControlStore, StoredTenant } from '../adapters/control-store.ts';
+import type { QueueClient } from '../adapters/queues.ts';
+import type { TaskPage, TaskStore } from '../adapters/task-store.ts';
+import type { SchedulerConfig } from '../core/config.ts';
+import { IdempotencyConflictError, ValidationError } from '../core/errors.ts';
+import { cancel, createTask, retry } from '../core/lifecycle.ts';
+import {
+  chooseRuntime,
+  LAMBDA_LIMITS,
+  type NewTaskSpec,
+  type PriorityTier,
+  type Runtime,
+  type Task,
+  type TaskState,
+  type TenantSettings,
+} from '../core/task.ts';
+import type { TaskTypeRegistry } from '../task-types/define.ts';
+import { explainWait, type SchedulerSnapshot, type WaitInfo } from './wait.ts';
+
+/** A submit request after schema validation (the API's zod schema produces exactly this). */
+export interface SubmitInput {
+  readonly tenantId: string;
+  readonly type: string;
+  readonly payload?: unknown;
+  readonly priority?: PriorityTier;
+  readonly idempotencyKey?: string;
+  readonly resources?: { readonly vcpu?: number; readonly memoryMiB?: number };
+  readonly runtime?: Runtime;
+  readonly timeoutSeconds?: number;
+  readonly maxAttempts?: number;
+  readonly delaySeconds?: number;
+  /** ISO 8601 instant. */
+  readonly runAt?: string;
+}
+
+export interface SubmitResult {
+  /** False when an earlier request with the same tenant + idempotency key created the task. */
+  readonly created: boolean;
+  readonly task: Task;
+}
+
+export interface TenantView extends TenantSettings {
+  readonly tenantId: string;
+  /** Where the settings come from: stored through the API, the config file, or the defaults. */
+  readonly source: 'stored' | 'config' | 'default';
+  readonly counts: { readonly queued: number; readonly dispatched: number; readonly running: number };
+  /** From the scheduler's latest snapshot, when it has one for this tenant. */
+  readonly share?: SchedulerSnapshot['tenants'][string];
+}
+
+export interface TaskServiceDeps {
+  readonly store: TaskStore;
+  readonly control: ControlStore;
+  readonly queues: QueueClient;
+  readonly registry: TaskTypeRegistry;
+  readonly config: SchedulerConfig;
+  readonly now?: () => Date;
+}
+
+/** Furthest a task may be scheduled ahead (a year): a later date is almost surely a mistake. */
+const MAX_SCHEDULE_AHEAD_MS = 366 * 86_400_000;
+
+export class TaskService {
+  readonly #deps: TaskServiceDeps;
+  readonly #now: () => Date;
+
+  constructor(deps: TaskServiceDeps) {
+    this.#deps = deps;
+    this.#now = deps.now ?? (() => new Date());
+  }
+
+  get registry(): TaskTypeRegistry {
+    return this.#deps.registry;
+  }
+
+  /**
+   * Accept a task: validate, write it (conditional put), announce it on its tier queue.
+   * With an idempotency key the task id is derived from tenant + key, so a repeat creates
+   * nothing and returns the original; a repeat with a different body is refused (409).
+   * If announcing fails after the write, reconciliation finds the QUEUED task and announces it.
+   */
+  async submit(input: SubmitInput): Promise<SubmitResult> {
+    const now = this.#now();
+    const spec = this.resolveSpec(input, now);
+    const requestHash = hashRequest(input);
+    const taskId = input.idempotencyKey ? idempotentTaskId(input.tenantId, input.idempotencyKey) : newTaskId();
+    const { created, task } = await this.#deps.store.create(createTask(taskId, spec, now, requestHash));
+    if (!created && task.requestHash !== requestHash) throw new IdempotencyConflictError(task);
+    // A repeat of a request whose first attempt crashed before announcing: announce again
+    // (duplicate tier messages are harmless; the scheduler dedups on taskId).
+    if (created || task.state === 'QUEUED') await this.#deps.queues.announce([task], now);
+    return { created, task };
+  }
+
+  /** Defaults (task type, then config) and cross-field checks; throws ValidationError. */
+  resolveSpec(input: SubmitInput, now: Date): NewTaskSpec {
+    const { registry, config } = this.#deps;
+    const definition = registry.get(input.type);
+    const payload = registry.parsePayload(input.type, input.payload ?? {});
+    const typeDefaults = definition.defaults ?? {};
+    const taskDefaults = config.taskDefaults;
+    const resources = {
+      vcpu: input.resources?.vcpu ?? typeDefaults.resources?.vcpu ?? taskDefaults.vcpu,
+      memoryMiB: input.resources?.memoryMiB ?? typeDefaults.resources?.memoryMiB ?? taskDefaults.memoryMiB,
+    };
+    const timeoutSeconds = input.timeoutSeconds ?? typeDefaults.timeoutSeconds ?? taskDefaults.timeoutSeconds;
+    const runtime =
+      input.runtime ?? typeDefaults.runtime ?? taskDefaults.runtime ?? chooseRuntime(resources, timeoutSeconds);
+    if (runtime === 'lambda' && timeoutSeconds > LAMBDA_LIMITS.maxTimeoutSeconds) {
+      throw new ValidationError(
+        'invalid_runtime',
+        `runtime "lambda" allows at most ${LAMBDA_LIMITS.maxTimeoutSeconds} s; use "fargate" or a shorter timeoutSeconds`,
+        { field: 'timeoutSeconds' },
+      );
+    }
+    if (runtime === 'lambda' && resources.memoryMiB > LAMBDA_LIMITS.maxMemoryMiB) {
+      throw new ValidationError(
+        'invalid_runtime',
+        `runtime "lambda" allows at most ${LAMBDA_LIMITS.maxMemoryMiB} MiB`,
+        {
+          field: 'resources.memoryMiB',
+        },
+      );
+    }
+    if (runtime === 'fargate') {
+      const pool = config.pools.fargate;
+      if (resources.vcpu > pool.vcpu || resources.memoryMiB > pool.memoryMiB) {
+        throw new ValidationError(
+          'exceeds_pool',
+          `The task needs ${resources.vcpu} vCPU / ${resources.memoryMiB} MiB but the Fargate pool has ${pool.vcpu} vCPU / ${pool.memoryMiB} MiB`,
+          { field: 'resources' },
+        );
+      }
+    }
+    if (input.delaySeconds !== undefined && input.runAt !== undefined) {
+      throw new ValidationError('invalid_schedule', 'Give delaySeconds or runAt, not both', {
+        fields: ['delaySeconds', 'runAt'],
+      });
+    }
+    let runAt: Date | undefined;
+    if (input.delaySeconds !== undefined) runAt = new Date(now.getTime() + input.delaySeconds * 1000);
+    if (input.runAt !== undefined) {
+      runAt = new Date(input.runAt);
+      if (Number.isNaN(runAt.getTime())) {
+        throw new ValidationError('invalid_schedule', 'runAt is not a valid ISO 8601 instant', { field: 'runAt' });
+      }
+      if (runAt.getTime() - now.getTime() > MAX_SCHEDULE_AHEAD_MS) {
+        throw new ValidationError('invalid_schedule', 'runAt is more than a year ahead', { field: 'runAt' });
+      }
+    }
+    return {
+      tenantId: input.tenantId,
+      type: input.type,
+      payload,
+      priority: input.priority ?? typeDefaults.priority ?? taskDefaults.priority,
+      ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+      resources,
+      runtime,
+      timeoutSeconds,
+      maxAttempts: input.maxAttempts ?? typeDefaults.maxAttempts ?? taskDefaults.maxAttempts,
+      ...(runAt ? { runAt } : {}),
+    };
+  }
+
+  async get(taskId: string): Promise<Task | undefined> {
+    return this.#deps.store.get(taskId);
+  }
+
+  /** The task and, while it waits, why and for how long at most. */
+  async describe(taskId: string): Promise<{ task: Task; wait?: WaitInfo } | undefined> {
+    const task = await this.#deps.store.get(taskId);
+    if (!task) return undefined;
+    if (task.state !== 'QUEUED') return { task };
+    const [snapshot, tenant] = await Promise.all([
+      this.#deps.control.getSnapshot<SchedulerSnapshot>(),
+      this.tenantSettings(task.tenantId),
+    ]);
+    return { task, wait: explainWait(task, { config: this.#deps.config, tenant, snapshot, now: this.#now() }) };
+  }
+
+  async list(query: { tenantId: string; state?: TaskState; limit: number; cursor?: string }): Promise<TaskPage> {
+    return this.#deps.store.list(query);
+  }
+
+  /** Cancel a waiting task, or ask a running one to stop. Cancelling twice is harmless. */
+  async cancel(taskId: string): Promise<Task> {
+    return this.#deps.store.transition(taskId, (current) => cancel(current, this.#now()));
+  }
+
+  /** Operator retry of a FAILED or CANCELLED task. */
+  async retry(taskId: string): Promise<Task> {
+    const now = this.#now();
+    const task = await this.#deps.store.transition(taskId, (current) => retry(current, now));
+    await this.#deps.queues.announce([task], now);
+    return task;
+  }
+
+  /** Effective settings: stored (API) > config file entry > tenant defaults. */
+  async tenantSettings(tenantId: string): Promise<TenantSettings & { source: TenantView['source'] }> {
+    const stored = await this.#deps.control.getTenant(tenantId);
+    if (stored) return { weight: stored.weight, maxConcurrency: stored.maxConcurrency, source: 'stored' };
+    const configured = this.#deps.config.tenants[tenantId];
+    if (configured) return { ...configured, source: 'config' };
+    return { ...this.#deps.config.tenantDefaults, source: 'default' };
+  }
+
+  async getTenant(tenantId: string): Promise<TenantView> {
+    const { store, control } = this.#deps;
+    const [settings, queued, dispatched, running, snapshot] = await Promise.all([
+      this.tenantSettings(tenantId),
+      store.countByTenantState(tenantId, 'QUEUED'),
+      store.countByTenantState(tenantId, 'DISPATCHED'),
+      store.countByTenantState(tenantId, 'RUNNING'),
+      control.getSnapshot<SchedulerSnapshot>(),
+    ]);
+    const share = snapshot?.tenants[tenantId];
+    return { tenantId, ...settings, counts: { queued, dispatched, running }, ...(share ? { share } : {}) };
+  }
+
+  async putTenant(tenantId: string, settings: TenantSettings): Promise<StoredTenant> {
+    return this.#deps.control.putTenant(tenantId, settings, this.#now());
+  }
+
+  async listTenants(): Promise<StoredTenant[]> {
+    return this.#deps.control.listTenants();
+  }
+}
+
+/** Deterministic id for an idempotent submit: same tenant + key → same task. */
+export function idempotentTaskId(tenantId: string, idempotencyKey: string): string {
+  const digest = createHash('sha256').update(`${tenantId}\u0000${idempotencyKey}`).digest('base64url');
+  return `tsk_${digest.slice(0, 26)}`;
+}
+
+export function newTaskId(): string {
+  return `tsk_${randomUUID().replaceAll('-', '')}`;
+}
+
+/** Hash of the request as given (keys sorted), to recognise a reused key with another body. */
+export function hashRequest(input: SubmitInput): string {
+  return createHash('sha256').update(canonicalJson(input)).digest('base64url').slice(0, 32);
+}
+
+function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}

@@ -1,0 +1,88 @@
+/**
+ * Builds the object graph (stores, queues, services) from resource names and clients. The
+ * Lambda handlers build it from their environment; the local runtime from its emulators.
+ */
+import { readFileSync } from 'node:fs';
+import { type AwsClients, createAwsClients } from '../adapters/aws-clients.ts';
+import { ControlStore } from '../adapters/control-store.ts';
+import { QueueClient } from '../adapters/queues.ts';
+import { TaskStore } from '../adapters/task-store.ts';
+import { parseConfig, type SchedulerConfig } from '../core/config.ts';
+import { ConfigError } from '../core/errors.ts';
+import { CONTROL_TABLE, ENV, TASKS_TABLE } from '../infra/resources.ts';
+import type { TaskTypeRegistry } from '../task-types/define.ts';
+import { defaultRegistry } from '../task-types/index.ts';
+import { TaskService } from './task-service.ts';
+
+export interface Resources {
+  /** Physical table names by table id. */
+  readonly tables: Readonly<Record<string, string>>;
+  /** Queue URLs by queue id. */
+  readonly queueUrls: Readonly<Record<string, string>>;
+}
+
+export interface Services {
+  readonly config: SchedulerConfig;
+  readonly clients: AwsClients;
+  readonly store: TaskStore;
+  readonly control: ControlStore;
+  readonly queues: QueueClient;
+  readonly registry: TaskTypeRegistry;
+  readonly tasks: TaskService;
+  readonly now: () => Date;
+}
+
+export function buildServices(options: {
+  config: SchedulerConfig;
+  clients: AwsClients;
+  resources: Resources;
+  registry?: TaskTypeRegistry;
+  now?: () => Date;
+}): Services {
+  const { config, clients, resources } = options;
+  const tableName = (id: string) => {
+    const name = resources.tables[id];
+    if (!name) throw new ConfigError(`No table name for "${id}"`, { problems: [`tables.${id}: missing`] });
+    return name;
+  };
+  const now = options.now ?? (() => new Date());
+  const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id));
+  const control = new ControlStore(clients.documents, tableName(CONTROL_TABLE.id));
+  const queues = new QueueClient(clients.sqs, resources.queueUrls);
+  const registry = options.registry ?? defaultRegistry();
+  const tasks = new TaskService({ store, control, queues, registry, config, now });
+  return { config, clients, store, control, queues, registry, tasks, now };
+}
+
+/** Configuration for a Lambda or container: inline JSON (set by the stack) or a file path. */
+export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): SchedulerConfig {
+  const inline = env[ENV.configJson];
+  if (inline) return parseConfig(JSON.parse(inline), `${ENV.configJson}`);
+  const path = env[ENV.config];
+  if (path) return parseConfig(JSON.parse(readFileSync(path, 'utf8')), path);
+  return parseConfig({}, 'default configuration');
+}
+
+/** Resource names from the environment the CDK stack sets on every function and container. */
+export function resourcesFromEnvironment(env: NodeJS.ProcessEnv = process.env): Resources {
+  const missing = [ENV.tasksTable, ENV.controlTable, ENV.queueUrls].filter((name) => !env[name]);
+  if (missing.length > 0) {
+    throw new ConfigError(`Missing environment: ${missing.join(', ')}`, { problems: missing });
+  }
+  return {
+    tables: { [TASKS_TABLE.id]: env[ENV.tasksTable]!, [CONTROL_TABLE.id]: env[ENV.controlTable]! },
+    queueUrls: JSON.parse(env[ENV.queueUrls]!) as Record<string, string>,
+  };
+}
+
+let cached: Services | undefined;
+
+/** Module-scope services for Lambda handlers (built once per execution environment). */
+export function servicesFromEnvironment(): Services {
+  cached ??= buildServices({
+    config: configFromEnvironment(),
+    clients: createAwsClients(),
+    resources: resourcesFromEnvironment(),
+  });
+  return cached;
+}

@@ -1,0 +1,114 @@
+/**
+ * The task-handler API. One call defines a task type: its name, payload schema, defaults and
+ * handler. The handler gets a typed payload and a context; it must be safe to run more than
+ * once for the same task (at-least-once delivery), which `ctx.idempotencyKey` makes easy.
+ */
+import type { z } from 'zod';
+import { UnknownTaskTypeError, ValidationError } from '../core/errors.ts';
+import type { PriorityTier, Runtime, TaskResources } from '../core/task.ts';
+
+export interface TaskLogger {
+  info(message: string, extra?: Record<string, unknown>): void;
+  warn(message: string, extra?: Record<string, unknown>): void;
+  error(message: string, extra?: Record<string, unknown>): void;
+}
+
+export interface TaskContext {
+  readonly taskId: string;
+  readonly tenantId: string;
+  readonly type: string;
+  /** Stable across attempts: the submit's idempotency key, else the task id. */
+  readonly idempotencyKey: string;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** Fencing token of this attempt: pass it to external systems that support fencing. */
+  readonly fence: number;
+  /** Aborted when the task is cancelled, its lease is lost, or its timeout passes. */
+  readonly signal: AbortSignal;
+  /** Extend the lease (long tasks). Rejects if the attempt is no longer current. */
+  heartbeat(): Promise<void>;
+  readonly logger: TaskLogger;
+  /** Services the runtime provides (AWS clients, resource names) for handlers that need them. */
+  readonly services: TaskServices;
+}
+
+/** What handlers may use from the runtime; examples use the AWS clients and the data bucket. */
+export interface TaskServices {
+  readonly aws?: {
+    readonly documents: import('@aws-sdk/lib-dynamodb').DynamoDBDocumentClient;
+    readonly dynamodb: import('@aws-sdk/client-dynamodb').DynamoDBClient;
+    readonly s3: import('@aws-sdk/client-s3').S3Client;
+  };
+  /** Names of the example data stores (tables/buckets), by logical name. */
+  readonly resources?: Readonly<Record<string, string>>;
+}
+
+export interface TaskTypeDefaults {
+  readonly priority?: PriorityTier;
+  readonly runtime?: Runtime;
+  readonly resources?: Partial<TaskResources>;
+  readonly timeoutSeconds?: number;
+  readonly maxAttempts?: number;
+}
+
+export interface TaskTypeDefinition<Payload = unknown> {
+  readonly type: string;
+  readonly description: string;
+  readonly payload: z.ZodType<Payload>;
+  readonly defaults?: TaskTypeDefaults;
+  handler(payload: Payload, context: TaskContext): Promise<unknown>;
+}
+
+/** Define a task type; the payload type is inferred from the schema. */
+export function defineTaskType<Schema extends z.ZodType>(definition: {
+  type: string;
+  description: string;
+  payload: Schema;
+  defaults?: TaskTypeDefaults;
+  handler: (payload: z.output<Schema>, context: TaskContext) => Promise<unknown>;
+}): TaskTypeDefinition<z.output<Schema>> {
+  if (!/^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*$/.test(definition.type)) {
+    throw new Error(`Task type name "${definition.type}" must be dotted lower-case words, e.g. "reports.weekly-sales"`);
+  }
+  return definition as TaskTypeDefinition<z.output<Schema>>;
+}
+
+export class TaskTypeRegistry {
+  readonly #types = new Map<string, TaskTypeDefinition<unknown>>();
+
+  constructor(definitions: readonly TaskTypeDefinition<never>[] = []) {
+    for (const definition of definitions) this.register(definition);
+  }
+
+  register<P>(definition: TaskTypeDefinition<P>): this {
+    if (this.#types.has(definition.type)) throw new Error(`Task type "${definition.type}" is registered twice`);
+    this.#types.set(definition.type, definition as TaskTypeDefinition<unknown>);
+    return this;
+  }
+
+  get(type: string): TaskTypeDefinition<unknown> {
+    const definition = this.#types.get(type);
+    if (!definition) throw new UnknownTaskTypeError(type, this.names());
+    return definition;
+  }
+
+  has(type: string): boolean {
+    return this.#types.has(type);
+  }
+
+  names(): string[] {
+    return [...this.#types.keys()].sort();
+  }
+
+  /** Validate a payload against its type's schema (at submit and again before running). */
+  parsePayload(type: string, payload: unknown): unknown {
+    const parsed = this.get(type).payload.safeParse(payload);
+    if (!parsed.success) {
+      throw new ValidationError('invalid_payload', `Payload does not match task type "${type}"`, {
+        issues: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })),
+      });
+    }
+    return parsed.data;
+  }
+}
