@@ -74,10 +74,14 @@ export function defineTaskType<Schema extends z.ZodType>(definition: {
   return definition as TaskTypeDefinition<z.output<Schema>>;
 }
 
+/** A definition of any payload type (the registry stores them side by side). */
+// biome-ignore lint/suspicious/noExplicitAny: each definition has its own payload type
+export type AnyTaskTypeDefinition = TaskTypeDefinition<any>;
+
 export class TaskTypeRegistry {
   readonly #types = new Map<string, TaskTypeDefinition<unknown>>();
 
-  constructor(definitions: readonly TaskTypeDefinition<never>[] = []) {
+  constructor(definitions: readonly AnyTaskTypeDefinition[] = []) {
     for (const definition of definitions) this.register(definition);
   }
 
