@@ -1,0 +1,119 @@
+/**
+ * A long-polling consumer of one worker queue: the Fargate worker service's main loop, and the
+ * local runtime's Lambda and Fargate pools. At most `maxConcurrent` attempts run at once; a
+ * message is deleted once its attempt is settled (or skipped), and kept (to come back after its
+ * visibility timeout) when the attempt failed for infrastructure reasons.
+ */
+import type { QueueClient, ReceivedMessage, WorkerMessage } from '../adapters/queues.ts';
+import type { TaskLogger } from '../task-types/define.ts';
+import { type AttemptDeps, type AttemptOutcome, runAttempt } from './run-attempt.ts';
+
+export interface QueueWorkerOptions {
+  readonly queues: QueueClient;
+  readonly queueId: string;
+  readonly maxConcurrent: number;
+  readonly attempt: AttemptDeps;
+  /** Long-poll wait per receive (SQS allows up to 20 s). */
+  readonly waitSeconds?: number;
+  /** Visibility given at receive and renewed on every heartbeat. */
+  readonly visibilitySeconds?: number;
+  readonly logger?: TaskLogger;
+  /** Observer of every settled message (tests, metrics). */
+  readonly onOutcome?: (outcome: AttemptOutcome) => void;
+}
+
+export class QueueWorker {
+  readonly #options: QueueWorkerOptions;
+  readonly #inFlight = new Set<Promise<void>>();
+  #running = false;
+  #loop: Promise<void> | undefined;
+  #poll = new AbortController();
+  #wakeUp: (() => void) | undefined;
+
+  constructor(options: QueueWorkerOptions) {
+    this.#options = options;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#poll = new AbortController();
+    this.#loop = this.#run();
+  }
+
+  /** Stop receiving; wait for running attempts (they settle or their lease lapses). */
+  async stop(): Promise<void> {
+    this.#running = false;
+    this.#poll.abort();
+    this.#wakeUp?.();
+    await this.#loop;
+    await Promise.allSettled([...this.#inFlight]);
+  }
+
+  async #run(): Promise<void> {
+    const { queues, queueId, maxConcurrent, logger } = this.#options;
+    const visibilitySeconds = this.#options.visibilitySeconds ?? 60;
+    while (this.#running) {
+      const free = maxConcurrent - this.#inFlight.size;
+      if (free <= 0) {
+        // Wait for a slot rather than receive messages we could not start.
+        await new Promise<void>((resolve) => {
+          this.#wakeUp = resolve;
+        });
+        continue;
+      }
+      let messages: ReceivedMessage<WorkerMessage>[] = [];
+      try {
+        messages = await queues.receive<WorkerMessage>(queueId, {
+          max: Math.min(10, free),
+          waitSeconds: this.#options.waitSeconds ?? 5,
+          visibilitySeconds,
+          abortSignal: this.#poll.signal,
+        });
+      } catch (error) {
+        if (!this.#running) break;
+        logger?.warn('receive failed', { queueId, error: String(error) });
+        await sleep(500);
+        continue;
+      }
+      for (const message of messages) this.#track(this.#handle(message, visibilitySeconds));
+    }
+  }
+
+  #track(work: Promise<void>): void {
+    this.#inFlight.add(work);
+    work.finally(() => {
+      this.#inFlight.delete(work);
+      this.#wakeUp?.();
+      this.#wakeUp = undefined;
+    });
+  }
+
+  async #handle(message: ReceivedMessage<WorkerMessage>, visibilitySeconds: number): Promise<void> {
+    const { queues, queueId, logger } = this.#options;
+    try {
+      const outcome = await runAttempt(
+        {
+          ...this.#options.attempt,
+          // Long tasks keep their message hidden for as long as they heartbeat.
+          onHeartbeat: async (task) => {
+            await queues.changeVisibility(queueId, [message.receiptHandle], visibilitySeconds);
+            await this.#options.attempt.onHeartbeat?.(task);
+          },
+        },
+        message.body,
+      );
+      await queues.delete(queueId, [message.receiptHandle]);
+      this.#options.onOutcome?.(outcome);
+    } catch (error) {
+      // Leave the message: it comes back after its visibility timeout and is tried again.
+      logger?.error('attempt failed before settling', { taskId: message.body.taskId, error: String(error) });
+    }
+  }
+}
+
+const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));

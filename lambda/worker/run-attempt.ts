@@ -1,0 +1,222 @@
+/**
+ * Runs one dispatched attempt: the `DISPATCHED → RUNNING → SUCCEEDED | FAILED` writes around a
+ * task handler, with a lease kept alive by heartbeats, a timeout, and cancellation through the
+ * handler's AbortSignal. The same function serves the Lambda pool, the Fargate service and the
+ * local pools.
+ *
+ * Safe under duplicate delivery: only the delivery that wins the fenced `start` write runs the
+ * handler; a duplicate (or a zombie whose lease was lost) finds the fence or state changed and
+ * returns `skipped` without running anything.
+ */
+import type { CompletionMessage, QueueClient, WorkerMessage } from '../adapters/queues.ts';
+import type { TaskStore } from '../adapters/task-store.ts';
+import { backoffMs } from '../core/backoff.ts';
+import type { SchedulerConfig } from '../core/config.ts';
+import { InvalidTransitionError, NonRetryableError, SchedulerError, StaleAttemptError } from '../core/errors.ts';
+import { acknowledgeCancel, fail, heartbeat, start, succeed } from '../core/lifecycle.ts';
+import type { Task, TaskError } from '../core/task.ts';
+import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
+
+export type AttemptOutcome =
+  | { readonly kind: 'skipped'; readonly reason: string; readonly task?: Task }
+  | { readonly kind: 'finished'; readonly task: Task };
+
+export interface AttemptDeps {
+  readonly store: TaskStore;
+  readonly queues: QueueClient;
+  readonly registry: TaskTypeRegistry;
+  readonly config: SchedulerConfig;
+  readonly services?: TaskServices;
+  readonly logger?: TaskLogger;
+  readonly now?: () => Date;
+  readonly random?: () => number;
+  /** Called after each successful heartbeat (the Fargate pool extends message visibility here). */
+  readonly onHeartbeat?: (task: Task) => Promise<void>;
+  /** Test hook: called between the steps of an attempt, to inject crashes. */
+  readonly faults?: (step: AttemptStep, task: Task) => Promise<void> | void;
+}
+
+export type AttemptStep = 'started' | 'handled' | 'settled' | 'announced';
+
+const silentLogger: TaskLogger = { info() {}, warn() {}, error() {} };
+
+/** Reasons an attempt's signal is aborted, so the outcome can tell them apart. */
+class AttemptAbort extends Error {
+  readonly kind: 'cancelled' | 'timeout' | 'lease_lost';
+  constructor(cause: 'cancelled' | 'timeout' | 'lease_lost', message: string) {
+    super(message);
+    this.name = cause === 'timeout' ? 'TimeoutError' : 'AbortError';
+    this.kind = cause;
+  }
+}
+
+export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Promise<AttemptOutcome> {
+  const now = deps.now ?? (() => new Date());
+  const logger = deps.logger ?? silentLogger;
+  const { store, config } = deps;
+  const { runLeaseSeconds } = config.scheduler;
+
+  let task: Task;
+  try {
+    task = await store.transition(message.taskId, (current) => start(current, message.fence, now(), runLeaseSeconds));
+  } catch (error) {
+    if (error instanceof StaleAttemptError || error instanceof InvalidTransitionError) {
+      // Duplicate delivery, re-dispatched task, or cancelled before start: nothing to run.
+      return { kind: 'skipped', reason: error.message, ...(error.current ? { task: error.current } : {}) };
+    }
+    if (error instanceof SchedulerError && error.code === 'task_not_found') {
+      return { kind: 'skipped', reason: error.message };
+    }
+    throw error;
+  }
+  await deps.faults?.('started', task);
+  logger.info('task RUNNING', { taskId: task.taskId, attempt: task.attempts, fence: task.fence });
+
+  const controller = new AbortController();
+  const abort = (reason: AttemptAbort) => {
+    if (!controller.signal.aborted) controller.abort(reason);
+  };
+  const timeout = setTimeout(
+    () => abort(new AttemptAbort('timeout', `Task exceeded its timeout of ${task.timeoutSeconds} s`)),
+    task.timeoutSeconds * 1000,
+  );
+
+  // Heartbeats keep the lease (and, on Fargate, the message) alive and carry cancel requests.
+  let latest = task;
+  const beat = async () => {
+    try {
+      latest = await store.transition(
+        task.taskId,
+        (current) => heartbeat(current, message.fence, now(), runLeaseSeconds),
+        { known: latest },
+      );
+      await deps.onHeartbeat?.(latest);
+      if (latest.cancelRequested) abort(new AttemptAbort('cancelled', 'The task was cancelled'));
+    } catch (error) {
+      if (error instanceof StaleAttemptError) {
+        abort(new AttemptAbort('lease_lost', 'The attempt lost its lease'));
+        return;
+      }
+      throw error;
+    }
+  };
+  const heartbeatEvery = Math.max(1000, (runLeaseSeconds * 1000) / 3);
+  const heartbeatTimer = setInterval(() => {
+    beat().catch((error) => logger.warn('heartbeat failed', { taskId: task.taskId, error: String(error) }));
+  }, heartbeatEvery);
+
+  let result: unknown;
+  let failure: unknown;
+  let succeeded = false;
+  try {
+    const definition = deps.registry.get(task.type);
+    const payload = parsePayloadOrFailPermanently(deps.registry, task);
+    result = await raceAbort(
+      definition.handler(payload, {
+        taskId: task.taskId,
+        tenantId: task.tenantId,
+        type: task.type,
+        idempotencyKey: task.idempotencyKey ?? task.taskId,
+        attempt: task.attempts,
+        maxAttempts: task.maxAttempts,
+        fence: message.fence,
+        signal: controller.signal,
+        heartbeat: beat,
+        logger,
+        services: deps.services ?? {},
+      }),
+      controller.signal,
+    );
+    succeeded = true;
+  } catch (error) {
+    failure = error;
+  } finally {
+    clearTimeout(timeout);
+    clearInterval(heartbeatTimer);
+  }
+  await deps.faults?.('handled', task);
+
+  const abortReason = controller.signal.reason as AttemptAbort | undefined;
+  if (abortReason?.kind === 'lease_lost') {
+    // Another attempt owns the task now; writing anything would be a zombie write.
+    return { kind: 'skipped', reason: 'lease lost during the attempt' };
+  }
+
+  let settled: Task;
+  try {
+    settled = await store.transition(
+      task.taskId,
+      (current) => {
+        const at = now();
+        if (succeeded) return succeed(current, message.fence, at, result);
+        if (abortReason?.kind === 'cancelled' || current.cancelRequested) {
+          return acknowledgeCancel(current, message.fence, at);
+        }
+        const taskError = toTaskError(failure, abortReason);
+        const delay = backoffMs(current.attempts, config.retry, deps.random);
+        return fail(current, message.fence, at, taskError, delay);
+      },
+      { known: latest },
+    );
+  } catch (error) {
+    if (error instanceof StaleAttemptError) return { kind: 'skipped', reason: error.message };
+    throw error;
+  }
+  await deps.faults?.('settled', settled);
+  logger.info(`task ${settled.state}`, {
+    taskId: settled.taskId,
+    attempt: settled.attempts,
+    ...(settled.error && settled.state !== 'SUCCEEDED' ? { error: settled.error.message } : {}),
+  });
+
+  if (settled.state === 'QUEUED') await deps.queues.announce([settled], now());
+  await deps.faults?.('announced', settled);
+  const completion: CompletionMessage = {
+    taskId: settled.taskId,
+    fence: message.fence,
+    tenantId: settled.tenantId,
+    state: settled.state,
+  };
+  // Best effort: if this is lost the scheduler frees the capacity when it next reconciles.
+  await deps.queues.reportCompletions([completion]).catch((error) => {
+    logger.warn('completion report failed', { taskId: settled.taskId, error: String(error) });
+  });
+  return { kind: 'finished', task: settled };
+}
+
+function parsePayloadOrFailPermanently(registry: TaskTypeRegistry, task: Task): unknown {
+  try {
+    return registry.parsePayload(task.type, task.payload);
+  } catch (error) {
+    // Accepted at submit but invalid now (the type's schema changed): retrying cannot help.
+    throw new NonRetryableError(error instanceof Error ? error.message : String(error), { cause: error });
+  }
+}
+
+/** Settle as soon as the signal aborts, even if the handler ignores its signal. */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+function toTaskError(failure: unknown, abortReason: AttemptAbort | undefined): TaskError {
+  if (abortReason?.kind === 'timeout') return { name: 'TimeoutError', message: abortReason.message, retryable: true };
+  if (failure instanceof NonRetryableError) return { name: failure.name, message: failure.message, retryable: false };
+  if (failure instanceof Error) {
+    return { name: failure.name, message: failure.message.slice(0, 2000), retryable: true };
+  }
+  return { name: 'Error', message: String(failure).slice(0, 2000), retryable: true };
+}
