@@ -6,7 +6,9 @@
 import {
   ChangeMessageVisibilityBatchCommand,
   DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
   type Message,
+  type QueueAttributeName,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   type SendMessageBatchRequestEntry,
@@ -146,6 +148,14 @@ export class QueueClient {
       );
       // A failed delete only means the message comes back; consumers are idempotent on taskId.
     }
+  }
+
+  /** Queue attributes such as ApproximateNumberOfMessages (approximate, as SQS says). */
+  async attributes(queueId: string, names: readonly QueueAttributeName[]): Promise<Partial<Record<string, string>>> {
+    const response = await this.#sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: this.urlOf(queueId), AttributeNames: [...names] }),
+    );
+    return response.Attributes ?? {};
   }
 
   async changeVisibility(queueId: string, receiptHandles: readonly string[], seconds: number): Promise<void> {

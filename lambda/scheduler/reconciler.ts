@@ -1,0 +1,149 @@
+/**
+ * Reconciliation: the safety net under every crash window. It finds, from DynamoDB,
+ * - attempts whose lease ran out (worker crash, timeout, lost worker message) and puts them back
+ *   through the scheduler (`expireLease`), keeping their tier and age;
+ * - capacity the scheduler still counts for tasks that are no longer active (a lost completion
+ *   report), and frees it;
+ * - QUEUED tasks with no tier message (a crash between the write and the send at submit, or the
+ *   queue state lost), and announces them again.
+ * Each fix is a conditional write or an idempotent message, so running it twice is harmless.
+ */
+import type { QueueClient } from '../adapters/queues.ts';
+import type { TaskStore } from '../adapters/task-store.ts';
+import { backoffMs } from '../core/backoff.ts';
+import type { SchedulerConfig } from '../core/config.ts';
+import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
+import { expireLease } from '../core/lifecycle.ts';
+import { PRIORITY_TIERS, type PriorityTier, type Task } from '../core/task.ts';
+import { tierQueue } from '../infra/resources.ts';
+import type { TaskLogger } from '../task-types/define.ts';
+
+export interface ReconcilerDeps {
+  readonly store: TaskStore;
+  readonly queues: QueueClient;
+  readonly config: SchedulerConfig;
+  readonly now: () => Date;
+  readonly random?: () => number;
+  readonly logger?: TaskLogger;
+  /** How often the lease sweep runs. */
+  readonly everyMs?: number;
+  /** A QUEUED task due this long ago with no message is announced again. */
+  readonly orphanAfterMs?: number;
+}
+
+export interface ReconcileResult {
+  /** Active tasks the scheduler may stop counting. */
+  readonly released: string[];
+  readonly expired: number;
+  readonly reannounced: number;
+}
+
+/** GSIs lag the table by about a second; allow far more before trusting an absence. */
+const INDEX_LAG_GRACE_MS = 15_000;
+
+export class Reconciler {
+  readonly #deps: ReconcilerDeps;
+  #lastRunMs = 0;
+  #lastOrphanSweepMs = 0;
+
+  constructor(deps: ReconcilerDeps) {
+    this.#deps = deps;
+  }
+
+  async maybeRun(
+    held: ReadonlySet<string>,
+    active: ReadonlyMap<string, { fence: number; sinceMs: number }>,
+  ): Promise<ReconcileResult> {
+    const nowMs = this.#deps.now().getTime();
+    if (nowMs - this.#lastRunMs < (this.#deps.everyMs ?? 5_000)) return { released: [], expired: 0, reannounced: 0 };
+    this.#lastRunMs = nowMs;
+    return this.run(held, active);
+  }
+
+  async run(
+    held: ReadonlySet<string>,
+    active: ReadonlyMap<string, { fence: number; sinceMs: number }>,
+  ): Promise<ReconcileResult> {
+    const { store } = this.#deps;
+    const now = this.#deps.now();
+    const nowMs = now.getTime();
+    const released: string[] = [];
+    const stillActive = new Set<string>();
+    const requeued: Task[] = [];
+    let expired = 0;
+
+    for (const state of ['DISPATCHED', 'RUNNING'] as const) {
+      for await (const ref of store.listActive(state)) {
+        stillActive.add(ref.taskId);
+        if (!ref.leaseExpiresAt || Date.parse(ref.leaseExpiresAt) > nowMs) continue;
+        try {
+          const task = await store.transition(ref.taskId, (current) =>
+            expireLease(current, now, backoffMs(current.attempts, this.#deps.config.retry, this.#deps.random)),
+          );
+          expired++;
+          stillActive.delete(ref.taskId);
+          if (task.state === 'QUEUED') requeued.push(task);
+          this.#deps.logger?.warn(`lease expired: task ${task.state}`, {
+            taskId: task.taskId,
+            attempts: task.attempts,
+          });
+        } catch (error) {
+          // The lease was renewed or the task finished meanwhile: nothing to recover.
+          if (!(error instanceof InvalidTransitionError || error instanceof ConcurrentUpdateError)) throw error;
+        }
+      }
+    }
+    if (requeued.length > 0) await this.#deps.queues.announce(requeued, now);
+
+    for (const [taskId, { sinceMs }] of active) {
+      if (!stillActive.has(taskId) && nowMs - sinceMs > INDEX_LAG_GRACE_MS) released.push(taskId);
+    }
+
+    let reannounced = 0;
+    if (nowMs - this.#lastOrphanSweepMs >= 30_000) {
+      this.#lastOrphanSweepMs = nowMs;
+      reannounced = await this.#announceOrphans(held, now);
+    }
+    return { released, expired, reannounced };
+  }
+
+  /**
+   * A QUEUED task needs a tier message. When a tier queue holds no visible or delayed message,
+   * every QUEUED task of that tier that is due and not held by the scheduler has lost its
+   * message: announce it again. (A task parked for a few seconds may get a second message;
+   * duplicates are dropped on receipt.) Checking the queue first keeps the sweep cheap: it only
+   * reads the index when a tier has drained.
+   */
+  async #announceOrphans(held: ReadonlySet<string>, now: Date): Promise<number> {
+    const drained = await this.#drainedTiers();
+    if (drained.size === 0) return 0;
+    const dueBefore = new Date(now.getTime() - (this.#deps.orphanAfterMs ?? 60_000));
+    const orphans: string[] = [];
+    for await (const ref of this.#deps.store.listActive('QUEUED', dueBefore)) {
+      if (drained.has(ref.priority) && !held.has(ref.taskId)) orphans.push(ref.taskId);
+    }
+    if (orphans.length === 0) return 0;
+    const tasks = await this.#deps.store.getMany(orphans);
+    const queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
+    await this.#deps.queues.announce(queued, now);
+    this.#deps.logger?.warn('re-announced QUEUED tasks that had no tier message', { count: queued.length });
+    return queued.length;
+  }
+
+  async #drainedTiers(): Promise<Set<PriorityTier>> {
+    const drained = new Set<PriorityTier>();
+    await Promise.all(
+      PRIORITY_TIERS.map(async (tier) => {
+        const attributes = await this.#deps.queues.attributes(tierQueue(tier).id, [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesDelayed',
+        ]);
+        const waiting =
+          Number(attributes.ApproximateNumberOfMessages ?? 0) +
+          Number(attributes.ApproximateNumberOfMessagesDelayed ?? 0);
+        if (waiting === 0) drained.add(tier);
+      }),
+    );
+    return drained;
+  }
+}

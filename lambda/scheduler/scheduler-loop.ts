@@ -1,0 +1,91 @@
+/**
+ * Runs schedulers one at a time. A scheduler ticks only while it holds the `scheduler` lease in
+ * the control table; a second instance waits for the lease, and when the holder crashes its
+ * lease lapses and the waiting one takes over, rebuilding its view from DynamoDB (`resume`).
+ * A holder that fails to renew (paused, partitioned) stops dispatching at once and starts over
+ * with a fresh Scheduler, because its in-memory view may be stale.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ControlStore, Lease } from '../adapters/control-store.ts';
+import type { TaskLogger } from '../task-types/define.ts';
+import type { Scheduler, TickResult } from './scheduler.ts';
+
+export interface SchedulerLoopOptions {
+  readonly control: ControlStore;
+  /** A fresh scheduler for each lease held. */
+  readonly createScheduler: () => Scheduler;
+  readonly signal: AbortSignal;
+  /** Stop once this returns false (the Lambda stops shortly before its timeout). */
+  readonly keepGoing?: () => boolean;
+  readonly ownerId?: string;
+  readonly leaseTtlMs?: number;
+  /** Long-poll wait of an idle tick. */
+  readonly waitSeconds?: number;
+  readonly now?: () => Date;
+  readonly logger?: TaskLogger;
+  readonly onTick?: (result: TickResult, scheduler: Scheduler) => void;
+  readonly onLease?: (event: 'acquired' | 'lost' | 'released', lease: Lease) => void;
+}
+
+export const SCHEDULER_LEASE = 'scheduler';
+
+export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<void> {
+  const { control, signal } = options;
+  const owner = options.ownerId ?? `scheduler-${randomUUID()}`;
+  const ttlMs = options.leaseTtlMs ?? 30_000;
+  const now = options.now ?? (() => new Date());
+  const keepGoing = () => !signal.aborted && (options.keepGoing?.() ?? true);
+
+  while (keepGoing()) {
+    const lease = await control.acquireLease(SCHEDULER_LEASE, owner, now().getTime(), ttlMs);
+    if (!lease) {
+      await sleep(Math.min(ttlMs / 3, 2_000), signal);
+      continue;
+    }
+    options.onLease?.('acquired', lease);
+    const scheduler = options.createScheduler();
+    let held: Lease | undefined = lease;
+    try {
+      await scheduler.resume();
+      let renewedAtMs = now().getTime();
+      while (keepGoing()) {
+        const result = await scheduler.tick({ waitSeconds: options.waitSeconds ?? 1 });
+        options.onTick?.(result, scheduler);
+        const nowMs = now().getTime();
+        if (nowMs - renewedAtMs >= ttlMs / 3) {
+          held = await control.acquireLease(SCHEDULER_LEASE, owner, nowMs, ttlMs);
+          if (!held) {
+            options.logger?.warn('scheduler lease lost; starting over', { owner });
+            options.onLease?.('lost', lease);
+            break;
+          }
+          renewedAtMs = nowMs;
+        }
+      }
+    } catch (error) {
+      options.logger?.error('scheduler tick failed', { error: String(error) });
+      await sleep(1_000, signal);
+    } finally {
+      if (held) {
+        await scheduler.releaseHeld().catch(() => {});
+        await control.releaseLease(held).catch(() => {});
+        options.onLease?.('released', held);
+      }
+    }
+  }
+}
+
+function sleep(millis: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(resolve, millis);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

@@ -1,0 +1,448 @@
+/**
+ * The scheduler: drains the tier queues into a bounded buffer of candidates, asks the policy
+ * which to dispatch, and dispatches each with one conditional write (`QUEUED → DISPATCHED`)
+ * followed by a send to its pool's worker queue and a delete from the tier queue.
+ *
+ * What it holds in memory is a cache: after a crash a new scheduler rebuilds the capacity in use
+ * from DynamoDB (the `byActive` index), and every task it held comes back on its tier queue once
+ * the message's visibility lapses. Writes are idempotent on taskId + fence, so a duplicate tier
+ * message, a duplicate worker message or a replayed tick cannot dispatch a task twice.
+ *
+ * One tick:
+ *   completions ─▶ release capacity
+ *   tier queues ─▶ BatchGet tasks ─▶ hold (or drop stale / park over-limit / defer far-future)
+ *   policy.next ─▶ conditional dispatch ─▶ send worker messages ─▶ delete tier messages
+ *   every few seconds: renew held messages' visibility, reconcile, publish a snapshot
+ */
+import type { ControlStore } from '../adapters/control-store.ts';
+import type {
+  CompletionMessage,
+  QueueClient,
+  ReceivedMessage,
+  TierMessage,
+  WorkerMessage,
+} from '../adapters/queues.ts';
+import type { TaskStore } from '../adapters/task-store.ts';
+import type { SchedulerSnapshot } from '../app/wait.ts';
+import type { SchedulerConfig } from '../core/config.ts';
+import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
+import { dispatch } from '../core/lifecycle.ts';
+import { SchedulingPolicy } from '../core/policy/index.ts';
+import { PRIORITY_TIERS, type PriorityTier, type Task, type TenantSettings } from '../core/task.ts';
+import { COMPLETIONS_QUEUE, tierQueue } from '../infra/resources.ts';
+import type { TaskLogger } from '../task-types/define.ts';
+import { Reconciler } from './reconciler.ts';
+
+interface Held {
+  task: Task;
+  queueId: string;
+  receiptHandle: string;
+  /** When the tier message becomes visible again unless renewed. */
+  visibleUntilMs: number;
+}
+
+export interface SchedulerDeps {
+  readonly store: TaskStore;
+  readonly control: ControlStore;
+  readonly queues: QueueClient;
+  readonly config: SchedulerConfig;
+  readonly now?: () => Date;
+  readonly logger?: TaskLogger;
+  readonly random?: () => number;
+  /** Observer of each state change the scheduler makes (the local runtime logs them). */
+  readonly onDispatch?: (task: Task) => void;
+}
+
+export interface TickResult {
+  readonly received: number;
+  readonly dispatched: number;
+  readonly completed: number;
+}
+
+/** Hold visibility of tier messages for this long, renewed when a third remains. */
+const HOLD_VISIBILITY_SECONDS = 120;
+/** An over-limit tenant's message is parked (hidden) this long so others' messages surface. */
+const PARK_SECONDS = 20;
+/** Tasks due further ahead than this are not held; their message is hidden until nearer. */
+const HOLD_AHEAD_MS = 60_000;
+const SNAPSHOT_EVERY_MS = 2_000;
+
+export class Scheduler {
+  readonly #deps: SchedulerDeps;
+  readonly #now: () => Date;
+  readonly #policy: SchedulingPolicy;
+  readonly #held = new Map<string, Held>();
+  /** Dispatched or running tasks this scheduler counts against capacity: taskId → fence. */
+  readonly #active = new Map<string, { fence: number; sinceMs: number }>();
+  readonly #heldPerTenant = new Map<string, number>();
+  readonly #reconciler: Reconciler;
+  readonly #dispatchTimes: number[] = [];
+  #seq = 0;
+  #lastSnapshotMs = 0;
+  #lastTenantRefreshMs = 0;
+
+  constructor(deps: SchedulerDeps) {
+    this.#deps = deps;
+    this.#now = deps.now ?? (() => new Date());
+    const { config } = deps;
+    this.#policy = new SchedulingPolicy({
+      policy: config.policy,
+      agingSeconds: config.agingSeconds,
+      pools: config.pools,
+      tenantDefaults: config.tenantDefaults,
+      tenants: config.tenants,
+      maxHoldSeconds: config.taskDefaults.timeoutSeconds + config.scheduler.dispatchLeaseSeconds,
+    });
+    this.#reconciler = new Reconciler({
+      store: deps.store,
+      queues: deps.queues,
+      config,
+      now: this.#now,
+      ...(deps.random ? { random: deps.random } : {}),
+      ...(deps.logger ? { logger: deps.logger } : {}),
+    });
+  }
+
+  get policy(): SchedulingPolicy {
+    return this.#policy;
+  }
+
+  get heldCount(): number {
+    return this.#held.size;
+  }
+
+  get activeCount(): number {
+    return this.#active.size;
+  }
+
+  /**
+   * Rebuild the capacity in use from DynamoDB and load tenant settings. Called when the
+   * scheduler takes the lease, so a restarted scheduler never exceeds a quota.
+   */
+  async resume(): Promise<void> {
+    await this.refreshTenants();
+    const nowMs = this.#now().getTime();
+    for (const state of ['DISPATCHED', 'RUNNING'] as const) {
+      for await (const ref of this.#deps.store.listActive(state)) {
+        if (this.#active.has(ref.taskId)) continue;
+        this.#active.set(ref.taskId, { fence: ref.fence, sinceMs: nowMs });
+        this.#policy.markActive(ref);
+      }
+    }
+  }
+
+  /** Apply stored tenant settings (PUT /v1/tenants) to the policy, queued work included. */
+  async refreshTenants(): Promise<void> {
+    const stored = await this.#deps.control.listTenants();
+    for (const tenant of stored) {
+      const settings: TenantSettings = { weight: tenant.weight, maxConcurrency: tenant.maxConcurrency };
+      this.#policy.setTenant(tenant.tenantId, settings);
+    }
+    this.#lastTenantRefreshMs = this.#now().getTime();
+  }
+
+  /** One scheduling round. `waitSeconds` > 0 long-polls when there is nothing to do. */
+  async tick(options: { waitSeconds?: number } = {}): Promise<TickResult> {
+    const waitSeconds = options.waitSeconds ?? 0;
+    const idle = this.#held.size === 0;
+    const [completed, received] = await Promise.all([
+      this.#drainCompletions(idle ? 0 : waitSeconds),
+      this.#fill(idle ? waitSeconds : 0),
+    ]);
+    const dispatched = await this.#dispatchReady();
+    await this.#maintain();
+    return { received, dispatched, completed };
+  }
+
+  /** Free capacity for every attempt a worker reports finished. */
+  async #drainCompletions(waitSeconds: number): Promise<number> {
+    let count = 0;
+    for (let round = 0; round < 10; round++) {
+      const messages = await this.#deps.queues.receive<CompletionMessage>(COMPLETIONS_QUEUE.id, {
+        max: 10,
+        waitSeconds: round === 0 ? waitSeconds : 0,
+      });
+      for (const { body } of messages) {
+        const active = this.#active.get(body.taskId);
+        // A stale report (older fence) must not free the capacity of a newer attempt.
+        if (active && active.fence === body.fence) {
+          this.#active.delete(body.taskId);
+          this.#policy.release(body.taskId);
+          count++;
+        }
+      }
+      if (messages.length > 0) {
+        await this.#deps.queues.delete(
+          COMPLETIONS_QUEUE.id,
+          messages.map((m) => m.receiptHandle),
+        );
+      }
+      if (messages.length < 10) break;
+    }
+    return count;
+  }
+
+  /** Receive from every tier queue (one batch each) while the buffer has room. */
+  async #fill(waitSeconds: number): Promise<number> {
+    const room = this.#deps.config.scheduler.bufferSize - this.#held.size;
+    if (room <= 0) return 0;
+    const batches = await Promise.all(
+      PRIORITY_TIERS.map(async (tier) => {
+        const queueId = tierQueue(tier).id;
+        const messages = await this.#deps.queues.receive<TierMessage>(queueId, {
+          max: Math.min(10, room),
+          waitSeconds,
+          visibilitySeconds: HOLD_VISIBILITY_SECONDS,
+        });
+        return messages.map((message) => ({ queueId, message }));
+      }),
+    );
+    const received = batches.flat();
+    if (received.length === 0) return 0;
+    await this.#admit(received);
+    return received.length;
+  }
+
+  async #admit(received: { queueId: string; message: ReceivedMessage<TierMessage> }[]): Promise<void> {
+    const { store, queues } = this.#deps;
+    const nowMs = this.#now().getTime();
+    const tasks = await store.getMany(received.map(({ message }) => message.body.taskId));
+    const drop = new Map<string, string[]>();
+    const park = new Map<string, string[]>();
+    const defer: { queueId: string; handle: string; seconds: number }[] = [];
+    const add = (bucket: Map<string, string[]>, queueId: string, handle: string) => {
+      const list = bucket.get(queueId) ?? [];
+      list.push(handle);
+      bucket.set(queueId, list);
+    };
+    for (const { queueId, message } of received) {
+      const task = tasks.get(message.body.taskId);
+      const held = this.#held.get(message.body.taskId);
+      if (held || !task || task.state !== 'QUEUED') {
+        // A duplicate of a message we hold, or the task finished, was cancelled or dispatched.
+        add(drop, queueId, message.receiptHandle);
+        continue;
+      }
+      const runAtMs = Date.parse(task.runAt);
+      if (runAtMs - nowMs > HOLD_AHEAD_MS) {
+        // Hide it until shortly before it is due (SQS caps visibility at 12 h).
+        defer.push({ queueId, handle: message.receiptHandle, seconds: visibilityUntil(runAtMs - nowMs) });
+        continue;
+      }
+      if ((this.#heldPerTenant.get(task.tenantId) ?? 0) >= this.#perTenantHoldLimit(task.tenantId)) {
+        add(park, queueId, message.receiptHandle);
+        continue;
+      }
+      this.#hold(task, queueId, message.receiptHandle, nowMs);
+    }
+    await Promise.all([
+      ...[...drop].map(([queueId, handles]) => queues.delete(queueId, handles)),
+      ...[...park].map(([queueId, handles]) => queues.changeVisibility(queueId, handles, PARK_SECONDS)),
+      ...defer.map(({ queueId, handle, seconds }) => queues.changeVisibility(queueId, [handle], seconds)),
+    ]);
+  }
+
+  /**
+   * A tenant may hold at most this many candidates, so one tenant's flood cannot fill the
+   * buffer and hide other tenants' messages in the queue. Twice its quota keeps its own
+   * dispatch pipeline full.
+   */
+  #perTenantHoldLimit(tenantId: string): number {
+    const { maxConcurrency } = this.#policy.tenantSettings(tenantId);
+    const buffer = this.#deps.config.scheduler.bufferSize;
+    return Math.max(10, Math.min(buffer, 2 * maxConcurrency));
+  }
+
+  #hold(task: Task, queueId: string, receiptHandle: string, nowMs: number): void {
+    this.#held.set(task.taskId, {
+      task,
+      queueId,
+      receiptHandle,
+      visibleUntilMs: nowMs + HOLD_VISIBILITY_SECONDS * 1000,
+    });
+    this.#heldPerTenant.set(task.tenantId, (this.#heldPerTenant.get(task.tenantId) ?? 0) + 1);
+    this.#policy.add({
+      taskId: task.taskId,
+      tenantId: task.tenantId,
+      priority: task.priority,
+      runtime: task.runtime,
+      resources: task.resources,
+      agingFromMs: Date.parse(task.agingFrom),
+      runAtMs: Date.parse(task.runAt),
+      seq: this.#seq++,
+    });
+  }
+
+  #unhold(taskId: string): Held | undefined {
+    const held = this.#held.get(taskId);
+    if (!held) return undefined;
+    this.#held.delete(taskId);
+    const left = (this.#heldPerTenant.get(held.task.tenantId) ?? 1) - 1;
+    if (left > 0) this.#heldPerTenant.set(held.task.tenantId, left);
+    else this.#heldPerTenant.delete(held.task.tenantId);
+    return held;
+  }
+
+  /** Ask the policy for every task that can start now, and dispatch them together. */
+  async #dispatchReady(): Promise<number> {
+    const now = this.#now();
+    const nowMs = now.getTime();
+    const picked: Held[] = [];
+    for (let candidate = this.#policy.next(nowMs); candidate; candidate = this.#policy.next(nowMs)) {
+      const held = this.#unhold(candidate.taskId);
+      if (!held) {
+        this.#policy.release(candidate.taskId);
+        continue;
+      }
+      picked.push(held);
+    }
+    if (picked.length === 0) return 0;
+
+    const { store, queues, config } = this.#deps;
+    const outcomes = await Promise.all(
+      picked.map(async (held) => {
+        try {
+          const task = await store.apply(dispatch(held.task, now, config.scheduler.dispatchLeaseSeconds));
+          return { held, task };
+        } catch (error) {
+          // Someone else moved it (cancelled, or dispatched by another scheduler): let go.
+          if (error instanceof ConcurrentUpdateError || error instanceof InvalidTransitionError) {
+            return { held, task: undefined };
+          }
+          throw error;
+        }
+      }),
+    );
+    const byRuntime = new Map<string, WorkerMessage[]>();
+    const toDelete = new Map<string, string[]>();
+    let dispatched = 0;
+    for (const { held, task } of outcomes) {
+      const handles = toDelete.get(held.queueId) ?? [];
+      handles.push(held.receiptHandle);
+      toDelete.set(held.queueId, handles);
+      if (!task) {
+        this.#policy.release(held.task.taskId);
+        continue;
+      }
+      this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
+      const messages = byRuntime.get(task.runtime) ?? [];
+      messages.push({ taskId: task.taskId, fence: task.fence, tenantId: task.tenantId, type: task.type });
+      byRuntime.set(task.runtime, messages);
+      this.#dispatchTimes.push(nowMs);
+      this.#deps.onDispatch?.(task);
+      dispatched++;
+    }
+    // Send before deleting: a crash in between leaves a duplicate tier message (harmless: the
+    // task is no longer QUEUED), never a dispatched task without a worker message (and even that
+    // is recovered when its dispatch lease runs out).
+    await Promise.all(
+      [...byRuntime].map(([runtime, messages]) => queues.sendToWorkers(runtime as Task['runtime'], messages)),
+    );
+    await Promise.all([...toDelete].map(([queueId, handles]) => queues.delete(queueId, handles)));
+    return dispatched;
+  }
+
+  /** Periodic upkeep: visibility of held messages, reconciliation, tenant settings, snapshot. */
+  async #maintain(): Promise<void> {
+    const nowMs = this.#now().getTime();
+    await this.#renewHeldVisibility(nowMs);
+    if (nowMs - this.#lastTenantRefreshMs > 10_000) await this.refreshTenants();
+    const reconciled = await this.#reconciler.maybeRun(new Set(this.#held.keys()), this.#active);
+    for (const taskId of reconciled.released) {
+      this.#active.delete(taskId);
+      this.#policy.release(taskId);
+    }
+    if (nowMs - this.#lastSnapshotMs >= SNAPSHOT_EVERY_MS) {
+      this.#lastSnapshotMs = nowMs;
+      await this.#deps.control.putSnapshot(this.snapshot());
+    }
+  }
+
+  async #renewHeldVisibility(nowMs: number): Promise<void> {
+    const renewBefore = nowMs + (HOLD_VISIBILITY_SECONDS * 1000) / 3;
+    const due = new Map<string, string[]>();
+    for (const held of this.#held.values()) {
+      if (held.visibleUntilMs > renewBefore) continue;
+      held.visibleUntilMs = nowMs + HOLD_VISIBILITY_SECONDS * 1000;
+      const list = due.get(held.queueId) ?? [];
+      list.push(held.receiptHandle);
+      due.set(held.queueId, list);
+    }
+    await Promise.all(
+      [...due].map(([queueId, handles]) =>
+        this.#deps.queues.changeVisibility(queueId, handles, HOLD_VISIBILITY_SECONDS),
+      ),
+    );
+  }
+
+  /** What the API uses to explain waits and the dashboard to draw tiers, pools and tenants. */
+  snapshot(): SchedulerSnapshot {
+    const nowMs = this.#now().getTime();
+    const policy = this.#policy.snapshot(nowMs);
+    while (this.#dispatchTimes.length > 0 && this.#dispatchTimes[0]! < nowMs - 60_000) this.#dispatchTimes.shift();
+    const tiers = Object.fromEntries(
+      PRIORITY_TIERS.map((tier) => [tier, { waiting: 0, oldestWaitSeconds: 0 }]),
+    ) as Record<PriorityTier, { waiting: number; oldestWaitSeconds: number }>;
+    for (const { task } of this.#held.values()) {
+      const entry = tiers[task.priority];
+      entry.waiting++;
+      entry.oldestWaitSeconds = Math.max(entry.oldestWaitSeconds, (nowMs - Date.parse(task.agingFrom)) / 1000);
+    }
+    const lambda = policy.pools.find((p) => p.runtime === 'lambda');
+    const fargate = policy.pools.find((p) => p.runtime === 'fargate');
+    const { pools } = this.#deps.config;
+    const tenants: Record<string, SchedulerSnapshot['tenants'][string]> = {};
+    // Bounded so the snapshot item stays far below DynamoDB's 400 KB: the busiest tenants.
+    const busiest = [...policy.tenants].sort((a, b) => b.active + b.queued - (a.active + a.queued)).slice(0, 500);
+    for (const tenant of busiest) {
+      tenants[tenant.tenantId] = {
+        running: tenant.active,
+        queued: tenant.queued,
+        weight: tenant.weight,
+        maxConcurrency: tenant.maxConcurrency,
+        dominantShare: round3(tenant.weightedDominantShare * tenant.weight),
+        entitlement: round3(tenant.entitlement),
+      };
+    }
+    return {
+      at: new Date(nowMs).toISOString(),
+      policy: policy.policy,
+      pools: {
+        lambda: { used: lambda?.used.slots ?? 0, capacity: pools.lambda.concurrency },
+        fargate: {
+          vcpuUsed: fargate?.used.vcpu ?? 0,
+          vcpu: pools.fargate.vcpu,
+          memoryMiBUsed: fargate?.used.memoryMiB ?? 0,
+          memoryMiB: pools.fargate.memoryMiB,
+        },
+      },
+      tiers,
+      tenants,
+      dispatchRate: round3(this.#dispatchTimes.length / 60),
+    };
+  }
+
+  /** Let go of every held message at once (clean shutdown): another scheduler can take them. */
+  async releaseHeld(): Promise<void> {
+    const byQueue = new Map<string, string[]>();
+    for (const held of this.#held.values()) {
+      const list = byQueue.get(held.queueId) ?? [];
+      list.push(held.receiptHandle);
+      byQueue.set(held.queueId, list);
+    }
+    await Promise.all(
+      [...byQueue].map(([queueId, handles]) => this.#deps.queues.changeVisibility(queueId, handles, 0)),
+    );
+    for (const taskId of [...this.#held.keys()]) {
+      this.#unhold(taskId);
+      this.#policy.remove(taskId);
+    }
+  }
+}
+
+/** SQS visibility for a message due in `msAhead`: wake a little early, at most 12 h. */
+function visibilityUntil(msAhead: number): number {
+  return Math.max(1, Math.min(43_200, Math.floor((msAhead - HOLD_AHEAD_MS / 2) / 1000)));
+}
+
+const round3 = (value: number) => Math.round(value * 1000) / 1000;
