@@ -1,0 +1,121 @@
+/**
+ * Types of the scheduling-policy engine. Pure data: the scheduler feeds candidates in and asks
+ * which one to dispatch next; the API asks why a task waits.
+ */
+import type { PolicyName, SchedulerConfig } from '../config.ts';
+import type { PriorityTier, Runtime, TaskResources, TenantSettings } from '../task.ts';
+
+/** A waiting task as the policy sees it. Times are epoch milliseconds. */
+export interface Candidate {
+  readonly taskId: string;
+  readonly tenantId: string;
+  readonly priority: PriorityTier;
+  readonly runtime: Runtime;
+  readonly resources: TaskResources;
+  /** Origin of aging: when the task first became eligible. Retries keep it. */
+  readonly agingFromMs: number;
+  /** Not dispatched before this instant (delay, runAt, retry backoff). */
+  readonly runAtMs: number;
+  /** Arrival order, the last tie-breaker (any increasing number, e.g. a submit counter). */
+  readonly seq: number;
+}
+
+/** A task that already holds capacity (dispatched or running). */
+export type ActiveCandidate = Pick<Candidate, 'taskId' | 'tenantId' | 'runtime' | 'resources'>;
+
+export type Pools = SchedulerConfig['pools'];
+
+export interface PolicyOptions {
+  readonly policy: PolicyName;
+  readonly agingSeconds: number;
+  readonly pools: Pools;
+  readonly tenantDefaults: TenantSettings;
+  readonly tenants?: Readonly<Record<string, TenantSettings>>;
+  /**
+   * Upper bound on how long a dispatched task holds its capacity (its timeout plus the dispatch
+   * lease). Only the wait bound uses it; the bound is as sound as this number. Default 300.
+   */
+  readonly maxHoldSeconds?: number;
+  /**
+   * A Fargate task that does not fit may be passed by smaller tasks at most this many times;
+   * then it reserves its pool (nothing else starts there until it fits). Default 8.
+   * `Infinity` disables reservations (pure backfill: large tasks may starve).
+   */
+  readonly reservationAfterSkips?: number;
+  /**
+   * How many tenant queues one decision inspects at most looking for a head that fits a
+   * partly-full Fargate pool. Bounds the cost of a decision. Default 64.
+   */
+  readonly fitScanLimit?: number;
+}
+
+/** Why a waiting task is not being dispatched right now. */
+export type WaitReason =
+  /** Its `runAtMs` is in the future. */
+  | 'delayed'
+  /** Its pool has no room for it (or the pool is held for a starving larger task). */
+  | 'capacity'
+  /** Its tenant already has `maxConcurrency` tasks dispatched or running. */
+  | 'tenant_quota'
+  /** Tasks of a higher effective tier, or older tasks of the same tier, are ahead of it. */
+  | 'priority'
+  /** Same tier, but other tenants are further below their weighted share. */
+  | 'fair_share';
+
+export interface WaitExplanation {
+  readonly taskId: string;
+  readonly reason: WaitReason;
+  readonly baseTier: PriorityTier;
+  /** The tier it competes at now, after aging. */
+  readonly effectiveTier: PriorityTier;
+  /** When it reaches the top tier (epoch ms); its own base tier is reached at `agingFromMs`. */
+  readonly topTierAtMs: number;
+  /**
+   * Upper bound on the remaining wait in seconds, from `nowMs`, or null when no bound holds:
+   * the task can never fit its pool, its tenant's quota is 0, or it is delayed and its aging has
+   * not started (work submitted before it starts aging may still go first). See aging.ts.
+   */
+  readonly waitBoundSeconds: number | null;
+}
+
+/** Usage of the three pool resources. Fargate vCPU is kept in milli-vCPU (integers, exact sums). */
+export interface ResourceVector {
+  slots: number;
+  milliVcpu: number;
+  memoryMiB: number;
+}
+
+export interface PoolSnapshot {
+  readonly runtime: 'lambda' | 'fargate';
+  readonly capacity: { readonly slots?: number; readonly vcpu?: number; readonly memoryMiB?: number };
+  readonly used: { readonly slots?: number; readonly vcpu?: number; readonly memoryMiB?: number };
+  readonly waiting: number;
+  /** A starving large task holding the pool (Fargate only), or null. */
+  readonly reservedForTaskId: string | null;
+}
+
+export interface TenantSnapshot {
+  readonly tenantId: string;
+  readonly weight: number;
+  readonly maxConcurrency: number;
+  /** Dispatched or running. */
+  readonly active: number;
+  /** Waiting, including delayed. */
+  readonly queued: number;
+  readonly usage: { readonly lambdaSlots: number; readonly vcpu: number; readonly memoryMiB: number };
+  /** max over resources of used / capacity, divided by weight. */
+  readonly weightedDominantShare: number;
+  /** weight / sum of weights of tenants that are backlogged or active: the share it is owed. */
+  readonly entitlement: number;
+}
+
+export interface PolicySnapshot {
+  readonly nowMs: number;
+  readonly policy: PolicyName;
+  readonly waiting: number;
+  readonly active: number;
+  /** Waiting tasks that can never fit their pool (bigger than its whole capacity). */
+  readonly unschedulable: number;
+  readonly pools: readonly PoolSnapshot[];
+  readonly tenants: readonly TenantSnapshot[];
+}
