@@ -1,0 +1,144 @@
+/**
+ * The whole system on one machine (`npm start`): the embedded DynamoDB and SQS emulators
+ * (persisted under DATA_DIR, so a restart — even after kill -9 — resumes every task), the HTTP
+ * API, the scheduler loop, the Lambda and Fargate worker pools with their configured capacity,
+ * and the configured schedules. The same handlers, stores and definitions as on AWS.
+ */
+import type { AwsClients } from '../adapters/aws-clients.ts';
+import { buildServices, type Services } from '../app/wiring.ts';
+import type { SchedulerConfig } from '../core/config.ts';
+import { workerQueue } from '../infra/resources.ts';
+import { Scheduler } from '../scheduler/scheduler.ts';
+import { runSchedulerLoop } from '../scheduler/scheduler-loop.ts';
+import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
+import { QueueWorker } from '../worker/queue-worker.ts';
+import type { AttemptOutcome } from '../worker/run-attempt.ts';
+import { consoleLogger } from './console-logger.ts';
+import { type Emulators, startEmulators } from './emulators.ts';
+
+export interface LocalRuntimeOptions {
+  readonly config: SchedulerConfig;
+  /** Folder for persisted state; in memory when undefined. */
+  readonly dataDir?: string;
+  readonly logger?: TaskLogger;
+  readonly registry?: TaskTypeRegistry;
+  /** Services handed to task handlers (example data stores). */
+  readonly taskServices?: (clients: AwsClients) => Promise<TaskServices>;
+  /** Seconds between summary lines; 0 disables them. */
+  readonly summaryEverySeconds?: number;
+  /** Start the worker pools (tests of the scheduler alone may not). Default true. */
+  readonly workers?: boolean;
+  readonly onOutcome?: (outcome: AttemptOutcome) => void;
+}
+
+export interface LocalRuntime {
+  readonly emulators: Emulators;
+  readonly services: Services;
+  readonly workers: readonly QueueWorker[];
+  /** Latest scheduler (undefined until it holds the lease). */
+  scheduler(): Scheduler | undefined;
+  stop(): Promise<void>;
+}
+
+export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
+  const { config } = options;
+  const logger = options.logger ?? consoleLogger();
+  const emulators = await startEmulators(options.dataDir ? { dataDir: options.dataDir } : {});
+  const services = buildServices({
+    config,
+    clients: emulators.clients,
+    resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
+    ...(options.registry ? { registry: options.registry } : {}),
+  });
+  const taskServices = (await options.taskServices?.(emulators.clients)) ?? {};
+
+  const stopping = new AbortController();
+  let current: Scheduler | undefined;
+  const schedulerLoop = runSchedulerLoop({
+    control: services.control,
+    signal: stopping.signal,
+    waitSeconds: 1,
+    // A local restart after kill -9 should not wait a whole lease: the old process is gone.
+    leaseTtlMs: 10_000,
+    logger,
+    createScheduler: () => {
+      current = new Scheduler({
+        store: services.store,
+        control: services.control,
+        queues: services.queues,
+        config,
+        logger,
+        onDispatch: (task) =>
+          logger.info('task DISPATCHED', { taskId: task.taskId, tenant: task.tenantId, pool: task.runtime }),
+      });
+      return current;
+    },
+    onLease: (event, lease) => logger.info(`scheduler lease ${event}`, { token: lease.token }),
+  });
+
+  const workers: QueueWorker[] = [];
+  if (options.workers ?? true) {
+    const attempt = {
+      store: services.store,
+      queues: services.queues,
+      registry: services.registry,
+      config,
+      services: taskServices,
+      logger,
+    };
+    workers.push(
+      new QueueWorker({
+        queues: services.queues,
+        queueId: workerQueue('lambda').id,
+        maxConcurrent: config.pools.lambda.concurrency,
+        attempt,
+        waitSeconds: 1,
+        logger,
+        ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
+      }),
+      new QueueWorker({
+        queues: services.queues,
+        queueId: workerQueue('fargate').id,
+        // The scheduler keeps the pool within its vCPU and memory; this only caps the process.
+        maxConcurrent: Math.max(1, Math.ceil(config.pools.fargate.vcpu / 0.25)),
+        attempt,
+        waitSeconds: 1,
+        logger,
+        ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
+      }),
+    );
+    for (const worker of workers) worker.start();
+  }
+
+  let summaryTimer: NodeJS.Timeout | undefined;
+  const summaryEvery = options.summaryEverySeconds ?? 5;
+  if (summaryEvery > 0) {
+    let lastLine = '';
+    summaryTimer = setInterval(() => {
+      const snapshot = current?.snapshot();
+      if (!snapshot) return;
+      const tiers = Object.entries(snapshot.tiers)
+        .map(([tier, t]) => `${tier}=${t.waiting}`)
+        .join(' ');
+      const line = `waiting[${tiers}] lambda=${snapshot.pools.lambda.used}/${snapshot.pools.lambda.capacity} fargate=${snapshot.pools.fargate.vcpuUsed}/${snapshot.pools.fargate.vcpu}vCPU rate=${snapshot.dispatchRate}/s`;
+      // Quiet when nothing changes, so an idle runtime does not flood the terminal.
+      if (line !== lastLine) logger.info(`summary ${line}`);
+      lastLine = line;
+    }, summaryEvery * 1000);
+    summaryTimer.unref();
+  }
+
+  return {
+    emulators,
+    services,
+    workers,
+    scheduler: () => current,
+    async stop() {
+      if (summaryTimer) clearInterval(summaryTimer);
+      stopping.abort();
+      await schedulerLoop;
+      await Promise.all(workers.map((worker) => worker.stop()));
+      await emulators.stop();
+    },
+  };
+}
