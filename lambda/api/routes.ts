@@ -1,0 +1,218 @@
+/**
+ * The route table: every route of the HTTP API, the same locally and behind API Gateway.
+ * Handlers get validated input and call TaskService; authorization is checked before any write.
+ */
+import { TaskNotFoundError } from '../core/errors.ts';
+import { buildOpenApiDocument } from './openapi.ts';
+import { type AnyRoute, defineRoute, type ResponseSpec } from './route.ts';
+import {
+  emptyBodySchema,
+  listTasksQuerySchema,
+  noParamsSchema,
+  noQuerySchema,
+  submitTaskSchema,
+  taskIdParamsSchema,
+  tenantIdParamsSchema,
+  tenantSettingsSchema,
+} from './schemas.ts';
+import {
+  errorResponseSchema,
+  healthSchema,
+  presentStoredTenant,
+  presentTask,
+  presentTaskDetail,
+  storedTenantSchema,
+  taskDetailSchema,
+  taskPageSchema,
+  taskViewSchema,
+  tenantViewSchema,
+} from './views.ts';
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid JSON, or a field, parameter or query value failed validation (details.issues names each field)',
+  403: 'The caller may not act for this tenant',
+  404: 'No such task (or not visible to the caller)',
+  409: 'The task is not in a state that allows this, or the idempotency key was used for another request',
+  413: 'The body is larger than 256 KiB',
+  415: 'The body is not JSON',
+};
+
+const errors = (...statuses: number[]): Record<number, ResponseSpec> =>
+  Object.fromEntries(
+    statuses.map((status) => [status, { description: ERROR_DESCRIPTIONS[status]!, schema: errorResponseSchema }]),
+  );
+
+const health = defineRoute({
+  method: 'GET',
+  path: '/health',
+  operationId: 'getHealth',
+  summary: 'Liveness check',
+  params: noParamsSchema,
+  query: noQuerySchema,
+  responses: { 200: { description: 'The API is up', schema: healthSchema }, ...errors(400) },
+  async handle({ services }) {
+    return { status: 200, body: { status: 'ok', time: services.now().toISOString() } };
+  },
+});
+
+const submitTask = defineRoute({
+  method: 'POST',
+  path: '/v1/tasks',
+  operationId: 'submitTask',
+  summary: 'Submit a task',
+  params: noParamsSchema,
+  query: noQuerySchema,
+  body: { schema: submitTaskSchema, required: true },
+  responses: {
+    202: { description: 'Accepted: the new task, QUEUED', schema: taskViewSchema },
+    200: {
+      description: 'The same tenantId + idempotencyKey was accepted before: the original task',
+      schema: taskViewSchema,
+    },
+    ...errors(400, 403, 409, 413, 415),
+  },
+  async handle({ body, services, requireTenant }) {
+    await requireTenant(body.tenantId);
+    const { created, task } = await services.tasks.submit(body);
+    return { status: created ? 202 : 200, body: presentTask(task) };
+  },
+});
+
+const getTask = defineRoute({
+  method: 'GET',
+  path: '/v1/tasks/{taskId}',
+  operationId: 'getTask',
+  summary: 'A task and, while it waits, why and for how long at most',
+  params: taskIdParamsSchema,
+  query: noQuerySchema,
+  responses: { 200: { description: 'The task', schema: taskDetailSchema }, ...errors(400, 404) },
+  async handle({ params, services, mayActFor }) {
+    const described = await services.tasks.describe(params.taskId);
+    if (!described || !(await mayActFor(described.task.tenantId))) throw new TaskNotFoundError(params.taskId);
+    return { status: 200, body: presentTaskDetail(described.task, described.wait) };
+  },
+});
+
+const listTasks = defineRoute({
+  method: 'GET',
+  path: '/v1/tasks',
+  operationId: 'listTasks',
+  summary: "A tenant's tasks, newest first",
+  params: noParamsSchema,
+  query: listTasksQuerySchema,
+  responses: { 200: { description: 'One page of tasks', schema: taskPageSchema }, ...errors(400, 403) },
+  async handle({ query, services, requireTenant }) {
+    await requireTenant(query.tenantId);
+    const page = await services.tasks.list({
+      tenantId: query.tenantId,
+      limit: query.limit,
+      ...(query.state ? { state: query.state } : {}),
+      ...(query.cursor ? { cursor: query.cursor } : {}),
+    });
+    const items = page.items.map(presentTask);
+    return { status: 200, body: page.nextCursor ? { items, nextCursor: page.nextCursor } : { items } };
+  },
+});
+
+/** Cancel and retry read the task first, so a task of another tenant is a 404 and is never touched. */
+const cancelTask = defineRoute({
+  method: 'POST',
+  path: '/v1/tasks/{taskId}/cancel',
+  operationId: 'cancelTask',
+  summary: 'Cancel a waiting task, or ask a running one to stop',
+  params: taskIdParamsSchema,
+  query: noQuerySchema,
+  body: { schema: emptyBodySchema, required: false },
+  responses: {
+    200: { description: 'The task: CANCELLED, or RUNNING with cancelRequested', schema: taskViewSchema },
+    ...errors(400, 404, 409, 413, 415),
+  },
+  async handle({ params, services, mayActFor }) {
+    const task = await services.tasks.get(params.taskId);
+    if (!task || !(await mayActFor(task.tenantId))) throw new TaskNotFoundError(params.taskId);
+    return { status: 200, body: presentTask(await services.tasks.cancel(params.taskId)) };
+  },
+});
+
+const retryTask = defineRoute({
+  method: 'POST',
+  path: '/v1/tasks/{taskId}/retry',
+  operationId: 'retryTask',
+  summary: 'Queue a FAILED or CANCELLED task again with a fresh attempt budget',
+  params: taskIdParamsSchema,
+  query: noQuerySchema,
+  body: { schema: emptyBodySchema, required: false },
+  responses: {
+    200: { description: 'The task, QUEUED again', schema: taskViewSchema },
+    ...errors(400, 404, 409, 413, 415),
+  },
+  async handle({ params, services, mayActFor }) {
+    const task = await services.tasks.get(params.taskId);
+    if (!task || !(await mayActFor(task.tenantId))) throw new TaskNotFoundError(params.taskId);
+    return { status: 200, body: presentTask(await services.tasks.retry(params.taskId)) };
+  },
+});
+
+const getTenant = defineRoute({
+  method: 'GET',
+  path: '/v1/tenants/{tenantId}',
+  operationId: 'getTenant',
+  summary: "A tenant's effective settings, live counts and fair share",
+  params: tenantIdParamsSchema,
+  query: noQuerySchema,
+  responses: { 200: { description: 'The tenant', schema: tenantViewSchema }, ...errors(400, 403) },
+  async handle({ params, services, requireTenant }) {
+    await requireTenant(params.tenantId);
+    return { status: 200, body: await services.tasks.getTenant(params.tenantId) };
+  },
+});
+
+const putTenant = defineRoute({
+  method: 'PUT',
+  path: '/v1/tenants/{tenantId}',
+  operationId: 'putTenant',
+  summary: "Store a tenant's settings (they override the configuration file)",
+  params: tenantIdParamsSchema,
+  query: noQuerySchema,
+  body: { schema: tenantSettingsSchema, required: true },
+  responses: {
+    200: { description: 'The stored settings', schema: storedTenantSchema },
+    ...errors(400, 403, 413, 415),
+  },
+  async handle({ params, body, services, requireTenant }) {
+    await requireTenant(params.tenantId);
+    return { status: 200, body: presentStoredTenant(await services.tasks.putTenant(params.tenantId, body)) };
+  },
+});
+
+const openApi = defineRoute({
+  method: 'GET',
+  path: '/openapi.json',
+  operationId: 'getOpenApi',
+  summary: 'This OpenAPI 3.1 document',
+  params: noParamsSchema,
+  query: noQuerySchema,
+  responses: { 200: { description: 'The OpenAPI document' }, ...errors(400) },
+  async handle() {
+    return { status: 200, body: openApiDocument() };
+  },
+});
+
+export const API_ROUTES: readonly AnyRoute[] = [
+  health,
+  submitTask,
+  listTasks,
+  getTask,
+  cancelTask,
+  retryTask,
+  getTenant,
+  putTenant,
+  openApi,
+];
+
+let cachedDocument: unknown;
+/** Built on first request: the schemas are static. */
+function openApiDocument(): unknown {
+  cachedDocument ??= buildOpenApiDocument(API_ROUTES);
+  return cachedDocument;
+}

@@ -1,0 +1,131 @@
+/**
+ * Request schemas (zod). They are the single source of truth for validation in the router and
+ * for the OpenAPI document. Everything a request carries is checked here before any I/O;
+ * cross-field rules that need the task-type registry or the config (unknown type, payload
+ * shape, runtime limits) are checked by TaskService.resolveSpec, also before any I/O.
+ */
+import { z } from 'zod';
+import type { SubmitInput } from '../app/task-service.ts';
+import { PRIORITY_TIERS, RUNTIMES, TASK_STATES } from '../core/task.ts';
+import {
+  LIST_LIMIT,
+  MAX_CURSOR_LENGTH,
+  MAX_ID_LENGTH,
+  MAX_PAYLOAD_BYTES,
+  MAX_PAYLOAD_DEPTH,
+  MIN_NUMBER_MAGNITUDE,
+} from './limits.ts';
+
+/** Task, tenant and idempotency ids: safe in URLs, keys and logs. */
+export const idSchema = z
+  .string()
+  .min(1)
+  .max(MAX_ID_LENGTH)
+  .regex(/^[A-Za-z0-9_.:@-]+$/, 'only letters, digits and _ . : @ - are allowed');
+
+/** Same rule as defineTaskType: dotted lower-case words. */
+export const taskTypeNameSchema = z
+  .string()
+  .min(1)
+  .max(MAX_ID_LENGTH)
+  .regex(/^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*$/, 'dotted lower-case words, e.g. "demo.sleep"');
+
+/**
+ * Why a JSON value cannot be stored as a payload, or undefined when it can. DynamoDB limits
+ * nesting depth and number range; the SDK refuses numbers beyond MAX_SAFE_INTEGER. Checked
+ * here so such a request is a 400, not a 500 from the store.
+ */
+export function payloadProblem(value: unknown): string | undefined {
+  const serialized = JSON.stringify(value ?? null);
+  if (Buffer.byteLength(serialized, 'utf8') > MAX_PAYLOAD_BYTES) {
+    return `must be at most ${MAX_PAYLOAD_BYTES} bytes when serialized`;
+  }
+  // Iterative walk: a hostile body may nest far deeper than the call stack allows.
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: current, depth } = stack.pop()!;
+    if (typeof current === 'number') {
+      const magnitude = Math.abs(current);
+      if (magnitude > Number.MAX_SAFE_INTEGER || (magnitude !== 0 && magnitude < MIN_NUMBER_MAGNITUDE)) {
+        return `numbers must be 0 or between ${MIN_NUMBER_MAGNITUDE} and ${Number.MAX_SAFE_INTEGER} in magnitude`;
+      }
+    } else if (current !== null && typeof current === 'object') {
+      if (depth >= MAX_PAYLOAD_DEPTH) return `must nest at most ${MAX_PAYLOAD_DEPTH} levels deep`;
+      for (const child of Object.values(current)) stack.push({ value: child, depth: depth + 1 });
+    }
+  }
+  return undefined;
+}
+
+export const payloadSchema = z
+  .unknown()
+  .superRefine((value, ctx) => {
+    const problem = payloadProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({ description: `Any JSON value the task type accepts (at most ${MAX_PAYLOAD_BYTES} bytes serialized)` });
+
+export const resourcesSchema = z.strictObject({
+  vcpu: z.number().min(0.25).max(16).optional(),
+  memoryMiB: z.number().int().min(128).max(122_880).optional(),
+});
+
+export const submitTaskSchema = z
+  .strictObject({
+    tenantId: idSchema,
+    type: taskTypeNameSchema,
+    payload: payloadSchema.optional(),
+    priority: z.enum(PRIORITY_TIERS).optional(),
+    idempotencyKey: idSchema.optional(),
+    resources: resourcesSchema.optional(),
+    runtime: z.enum(RUNTIMES).optional(),
+    timeoutSeconds: z.number().int().min(1).max(86_400).optional(),
+    maxAttempts: z.number().int().min(1).max(100).optional(),
+    delaySeconds: z.number().int().min(0).max(31_536_000).optional(),
+    runAt: z.iso.datetime({ offset: true }).optional(),
+  })
+  .superRefine((input, ctx) => {
+    if (input.delaySeconds !== undefined && input.runAt !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['runAt'], message: 'give delaySeconds or runAt, not both' });
+    }
+  })
+  .meta({ description: 'A task to run. Fields left out take the task type defaults, then the configured defaults.' });
+
+/** Compile-time proof that what the schema produces is what TaskService.submit takes. */
+export type SubmitTaskBody = z.output<typeof submitTaskSchema>;
+const _submitFits: (body: SubmitTaskBody) => SubmitInput = (body) => body;
+void _submitFits;
+
+export const tenantSettingsSchema = z.strictObject({
+  weight: z.number().positive().max(1000).meta({ description: 'Fair-share weight' }),
+  maxConcurrency: z.number().int().min(1).max(100_000).meta({ description: 'Tasks dispatched or running at once' }),
+});
+
+/** Cancel and retry take no input; an empty body or `{}` is accepted for clients that always send one. */
+export const emptyBodySchema = z.strictObject({});
+
+export const listTasksQuerySchema = z.strictObject({
+  tenantId: idSchema,
+  state: z.enum(TASK_STATES).optional(),
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,3}$/, `an integer from ${LIST_LIMIT.min} to ${LIST_LIMIT.max}`)
+    .transform(Number)
+    .pipe(z.number().int().min(LIST_LIMIT.min).max(LIST_LIMIT.max))
+    .optional()
+    .transform((limit) => limit ?? LIST_LIMIT.default)
+    .meta({ description: `Page size, ${LIST_LIMIT.min}–${LIST_LIMIT.max} (default ${LIST_LIMIT.default})` }),
+  cursor: z
+    .string()
+    .min(1)
+    .max(MAX_CURSOR_LENGTH)
+    .regex(/^[A-Za-z0-9_-]+$/, 'the opaque nextCursor of a previous page')
+    .optional(),
+});
+
+/** Routes without query parameters refuse any (strict), so a typo is not silently ignored. */
+export const noQuerySchema = z.strictObject({});
+
+export const taskIdParamsSchema = z.strictObject({ taskId: idSchema });
+export const tenantIdParamsSchema = z.strictObject({ tenantId: idSchema });
+export const noParamsSchema = z.strictObject({});

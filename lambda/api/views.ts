@@ -1,0 +1,144 @@
+/**
+ * What the API returns: the task presenter and the response schemas (used by the OpenAPI
+ * document, and by the tests to check responses match what is documented).
+ *
+ * A task view exposes what a user needs; the bookkeeping of the store and scheduler (`version`,
+ * `fence`, `requestHash`, `agingFrom`, `leaseExpiresAt`) stays internal: the `wait` explanation
+ * is the user-facing form of aging and leases.
+ */
+import { z } from 'zod';
+import type { StoredTenant } from '../adapters/control-store.ts';
+import { WAIT_REASONS, type WaitInfo } from '../app/wait.ts';
+import { PRIORITY_TIERS, RUNTIMES, TASK_STATES, type Task } from '../core/task.ts';
+
+const isoTime = z.iso.datetime({ offset: true });
+
+export const taskViewSchema = z
+  .object({
+    taskId: z.string(),
+    tenantId: z.string(),
+    type: z.string(),
+    priority: z.enum(PRIORITY_TIERS),
+    state: z.enum(TASK_STATES),
+    attempts: z.number().int().meta({ description: 'Attempts that started running' }),
+    maxAttempts: z.number().int(),
+    runtime: z.enum(RUNTIMES),
+    resources: z.object({ vcpu: z.number(), memoryMiB: z.number() }),
+    timeoutSeconds: z.number().int(),
+    payload: z.unknown(),
+    idempotencyKey: z.string().optional(),
+    submittedAt: isoTime,
+    runAt: isoTime.meta({ description: 'Earliest dispatch time (delay, runAt or retry backoff)' }),
+    dispatchedAt: isoTime.nullable(),
+    startedAt: isoTime.nullable(),
+    finishedAt: isoTime.nullable(),
+    result: z.unknown().meta({ description: 'What the handler returned; null until it succeeds' }),
+    error: z
+      .object({ name: z.string(), message: z.string(), retryable: z.boolean() })
+      .nullable()
+      .meta({ description: 'The last error (kept while a retry waits)' }),
+    cancelRequested: z.literal(true).optional().meta({ description: 'Present while a running task is asked to stop' }),
+  })
+  .meta({ id: 'Task' });
+export type TaskView = z.infer<typeof taskViewSchema>;
+
+export const waitSchema = z
+  .object({
+    reason: z.enum(WAIT_REASONS),
+    message: z.string(),
+    effectiveTier: z.enum(PRIORITY_TIERS),
+    waitedSeconds: z.number(),
+    secondsToTopTier: z.number(),
+    maxWaitSeconds: z.number().nullable().meta({ description: 'Upper bound on the remaining wait; null when none' }),
+    asOf: isoTime.optional(),
+  })
+  .meta({ id: 'Wait' });
+
+export const taskDetailSchema = taskViewSchema
+  .extend({
+    wait: waitSchema.optional().meta({ description: 'While QUEUED: why the task waits and how long at most' }),
+  })
+  .meta({ id: 'TaskDetail' });
+
+export const taskPageSchema = z
+  .object({
+    items: z.array(taskViewSchema),
+    nextCursor: z.string().optional().meta({ description: 'Absent on the last page' }),
+  })
+  .meta({ id: 'TaskPage' });
+
+export const tenantViewSchema = z
+  .object({
+    tenantId: z.string(),
+    weight: z.number(),
+    maxConcurrency: z.number().int(),
+    source: z.enum(['stored', 'config', 'default']),
+    counts: z.object({ queued: z.number().int(), dispatched: z.number().int(), running: z.number().int() }),
+    share: z
+      .object({
+        running: z.number(),
+        queued: z.number(),
+        weight: z.number(),
+        maxConcurrency: z.number(),
+        dominantShare: z.number(),
+        entitlement: z.number(),
+      })
+      .optional()
+      .meta({ description: "From the scheduler's latest snapshot, when it has one for this tenant" }),
+  })
+  .meta({ id: 'Tenant' });
+
+export const storedTenantSchema = z
+  .object({ tenantId: z.string(), weight: z.number(), maxConcurrency: z.number().int(), updatedAt: isoTime })
+  .meta({ id: 'TenantSettings' });
+
+export const healthSchema = z.object({ status: z.literal('ok'), time: isoTime }).meta({ id: 'Health' });
+
+export const errorResponseSchema = z
+  .object({
+    error: z.object({
+      code: z.string().meta({ description: 'Stable machine-readable code, e.g. "task_not_found"' }),
+      message: z.string(),
+      details: z.unknown().optional(),
+    }),
+  })
+  .meta({ id: 'Error' });
+export type ErrorResponse = z.infer<typeof errorResponseSchema>;
+
+export function presentTask(task: Task): TaskView {
+  return {
+    taskId: task.taskId,
+    tenantId: task.tenantId,
+    type: task.type,
+    priority: task.priority,
+    state: task.state,
+    attempts: task.attempts,
+    maxAttempts: task.maxAttempts,
+    runtime: task.runtime,
+    resources: { vcpu: task.resources.vcpu, memoryMiB: task.resources.memoryMiB },
+    timeoutSeconds: task.timeoutSeconds,
+    payload: task.payload ?? null,
+    ...(task.idempotencyKey === undefined ? {} : { idempotencyKey: task.idempotencyKey }),
+    submittedAt: task.submittedAt,
+    runAt: task.runAt,
+    dispatchedAt: task.dispatchedAt ?? null,
+    startedAt: task.startedAt ?? null,
+    finishedAt: task.finishedAt ?? null,
+    result: task.result ?? null,
+    error: task.error ? { name: task.error.name, message: task.error.message, retryable: task.error.retryable } : null,
+    ...(task.cancelRequested ? { cancelRequested: true as const } : {}),
+  };
+}
+
+export function presentTaskDetail(task: Task, wait: WaitInfo | undefined) {
+  return { ...presentTask(task), ...(wait ? { wait } : {}) };
+}
+
+export function presentStoredTenant(tenant: StoredTenant): StoredTenant {
+  return {
+    tenantId: tenant.tenantId,
+    weight: tenant.weight,
+    maxConcurrency: tenant.maxConcurrency,
+    updatedAt: tenant.updatedAt,
+  };
+}

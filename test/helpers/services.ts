@@ -1,0 +1,88 @@
+/**
+ * Shared fixture: the in-memory emulators (dynalite + fauxqs) with the real tables and queues,
+ * and the services built on them exactly as the local runtime builds them.
+ */
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { buildServices, type Services } from '../../lambda/app/wiring.ts';
+import { type ConfigInput, parseConfig } from '../../lambda/core/config.ts';
+import { CONTROL_TABLE, QUEUES, TASKS_TABLE } from '../../lambda/infra/resources.ts';
+import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
+import type { TaskTypeRegistry } from '../../lambda/task-types/define.ts';
+
+export interface TestServices extends Services {
+  readonly emulators: Emulators;
+  stop(): Promise<void>;
+}
+
+export interface TestServicesOptions {
+  /** Configuration (defaults applied); the built-in defaults when absent. */
+  readonly config?: ConfigInput;
+  readonly registry?: TaskTypeRegistry;
+  readonly now?: () => Date;
+}
+
+/** Start in-memory emulators and build the services on them. Call `stop()` in `afterAll`. */
+export async function startTestServices(options: TestServicesOptions = {}): Promise<TestServices> {
+  const emulators = await startEmulators();
+  const services = buildServices({
+    config: parseConfig(options.config ?? {}, 'test configuration'),
+    clients: emulators.clients,
+    resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
+    ...(options.registry ? { registry: options.registry } : {}),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  return { ...services, emulators, stop: () => emulators.stop() };
+}
+
+/** What a request can have written: items per table and messages waiting per queue. */
+export interface WriteSnapshot {
+  readonly tasks: number;
+  readonly control: number;
+  /** Visible + delayed + in-flight messages, by queue id. */
+  readonly queues: Readonly<Record<string, number>>;
+}
+
+/**
+ * Count everything a request could have written, to prove a refused request wrote nothing.
+ * Consistent scans: the tables in tests are small.
+ */
+export async function snapshotWrites(services: TestServices): Promise<WriteSnapshot> {
+  const [tasks, control] = await Promise.all([
+    countItems(services, services.emulators.tables[TASKS_TABLE.id]!),
+    countItems(services, services.emulators.tables[CONTROL_TABLE.id]!),
+  ]);
+  const queues: Record<string, number> = {};
+  await Promise.all(
+    QUEUES.map(async (queue) => {
+      const { Attributes } = await services.clients.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: services.emulators.queueUrls[queue.id],
+          AttributeNames: [
+            'ApproximateNumberOfMessages',
+            'ApproximateNumberOfMessagesDelayed',
+            'ApproximateNumberOfMessagesNotVisible',
+          ],
+        }),
+      );
+      queues[queue.id] =
+        Number(Attributes?.ApproximateNumberOfMessages ?? 0) +
+        Number(Attributes?.ApproximateNumberOfMessagesDelayed ?? 0) +
+        Number(Attributes?.ApproximateNumberOfMessagesNotVisible ?? 0);
+    }),
+  );
+  return { tasks, control, queues };
+}
+
+async function countItems(services: TestServices, tableName: string): Promise<number> {
+  let count = 0;
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const response = await services.clients.documents.send(
+      new ScanCommand({ TableName: tableName, Select: 'COUNT', ConsistentRead: true, ExclusiveStartKey: startKey }),
+    );
+    count += response.Count ?? 0;
+    startKey = response.LastEvaluatedKey;
+  } while (startKey);
+  return count;
+}
