@@ -1,0 +1,54 @@
+/**
+ * The CDK app: `npx cdk deploy` (or synth). Reads the same JSON configuration as the local
+ * runtime, validates it before building anything, and builds one stack named by deploy.stackName.
+ *
+ *   npx cdk deploy --context config=config/prod.json   (or SCHEDULER_CONFIG=config/prod.json)
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { parseConfig, type SchedulerConfig } from '../lambda/core/config.ts';
+import { ENV } from '../lambda/infra/resources.ts';
+import { TaskSchedulerStack } from '../lib/task-scheduler-stack.ts';
+
+const DEFAULT_CONFIG = 'config/default.json';
+
+function loadConfig(file: string): SchedulerConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`Cannot read the scheduler configuration ${file}: ${reason}`, { cause: error });
+  }
+  return parseConfig(raw, `configuration ${file}`);
+}
+
+const app = new App();
+const contextPath: unknown = app.node.tryGetContext('config');
+const configPath = path.resolve(
+  typeof contextPath === 'string' && contextPath ? contextPath : (process.env[ENV.config] ?? DEFAULT_CONFIG),
+);
+
+let config: SchedulerConfig;
+try {
+  config = loadConfig(configPath);
+} catch (error) {
+  // A clear message and a non-zero exit beat a stack trace through the CDK CLI.
+  console.error(error instanceof Error ? error.message : String(error));
+  process.exit(1);
+}
+
+new TaskSchedulerStack(app, config.deploy.stackName, {
+  config,
+  description: 'Serverless distributed task scheduler (API Gateway, DynamoDB, SQS, Lambda, Fargate)',
+  // Environment-agnostic unless the CLI knows the target account, so `cdk synth` works offline.
+  ...(process.env.CDK_DEFAULT_ACCOUNT && process.env.CDK_DEFAULT_REGION
+    ? { env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION } }
+    : {}),
+});
+// Every synth (and so every deploy) is checked against the AWS Solutions rules; acknowledged
+// findings carry their reason next to the resource (Validations.of(...).acknowledge).
+Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+app.synth();

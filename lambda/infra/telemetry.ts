@@ -1,0 +1,52 @@
+/**
+ * The one definition of metric names. The runtime emits them through Powertools Metrics; the CDK
+ * dashboard and alarms (lib/monitoring.ts) read them back. Pure data: no AWS SDK or CDK imports.
+ *
+ * Contract for emitters: publish every metric below with exactly the default dimension set
+ * `{ service }` (Powertools adds it from `POWERTOOLS_SERVICE_NAME`, which the stack sets to the
+ * stack name). Alarms match a metric only on its exact dimension set, so a metric published only
+ * with extra dimensions (tier, pool, tenant) would never reach them.
+ */
+
+/** CloudWatch namespace of every custom metric (also set as `POWERTOOLS_METRICS_NAMESPACE`). */
+export const METRICS_NAMESPACE = 'TaskScheduler';
+
+/** Service name used locally; on AWS the stack sets `POWERTOOLS_SERVICE_NAME` to its own name. */
+export const DEFAULT_SERVICE_NAME = 'task-scheduler';
+
+/** Metric names, all unit Count. */
+export const METRIC = {
+  /** A task was accepted by `POST /v1/tasks` or a schedule (not counted for idempotent replays). */
+  tasksSubmitted: 'TasksSubmitted',
+  /** The scheduler sent a task to a worker queue. */
+  tasksDispatched: 'TasksDispatched',
+  tasksSucceeded: 'TasksSucceeded',
+  /** A task reached FAILED (no attempts left or a non-retryable error). */
+  tasksFailed: 'TasksFailed',
+  /** A failed attempt went back to QUEUED with backoff. */
+  tasksRetried: 'TasksRetried',
+  /** The redrive handler received a message from a worker dead-letter queue. */
+  deadLettered: 'DeadLettered',
+  /** The scheduler finished one pass of its loop; emitted at least once a minute while healthy. */
+  schedulerLoopCompleted: 'SchedulerLoopCompleted',
+  /** The scheduler caught an error it survived (one per error). */
+  schedulerErrors: 'SchedulerErrors',
+} as const;
+
+export type MetricName = (typeof METRIC)[keyof typeof METRIC];
+
+/** Dimension names. Only `service` is on the alarmed dimension set; the others are optional extras. */
+export const DIMENSION = {
+  service: 'service',
+  /** Worker pool: `lambda` or `fargate`. */
+  pool: 'pool',
+  /** Priority tier: `critical`, `high`, `normal`, `low`. */
+  tier: 'tier',
+} as const;
+
+/** Environment variables Powertools reads; the stack sets them on every function and container. */
+export const POWERTOOLS_ENV = {
+  serviceName: 'POWERTOOLS_SERVICE_NAME',
+  metricsNamespace: 'POWERTOOLS_METRICS_NAMESPACE',
+  logLevel: 'POWERTOOLS_LOG_LEVEL',
+} as const;

@@ -1,0 +1,205 @@
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import type { RuntimeSettings } from './runtime-function.ts';
+import type { DefinedQueue } from './task-queues.ts';
+
+export interface FargateWorkersProps {
+  /** `projectRoot` holds the Dockerfile; `environment` is passed to the container. */
+  readonly runtime: RuntimeSettings;
+  readonly tasksTable: dynamodb.ITable;
+  /** The `worker-fargate` queue the workers long-poll. */
+  readonly queue: DefinedQueue;
+  readonly completionsQueue: DefinedQueue;
+  readonly tierQueues: readonly DefinedQueue[];
+  /** `pools.fargate` from the configuration: the most the service may run at once. */
+  readonly pool: { readonly vcpu: number; readonly memoryMiB: number };
+  /**
+   * Network for the workers. They need outbound access to SQS, DynamoDB, ECR and CloudWatch only.
+   * @default - a new two-AZ VPC with public subnets only and no NAT gateway; workers get a
+   *   public IP and a security group that admits nothing inbound
+   */
+  readonly vpc?: ec2.IVpc;
+  /** CPU units of one worker (1024 = 1 vCPU). @default 1024 */
+  readonly workerCpu?: number;
+  /** Memory of one worker. @default 2048 */
+  readonly workerMemoryMiB?: number;
+  /** @default ecs.CpuArchitecture.ARM64 (Graviton: about 20 % cheaper per vCPU-hour) */
+  readonly cpuArchitecture?: ecs.CpuArchitecture;
+}
+
+/** Fargate task sizes: CPU units → allowed memory (MiB) range and step. */
+const FARGATE_SIZES: Readonly<Record<number, { min: number; max: number; step: number }>> = {
+  256: { min: 512, max: 2048, step: 512 },
+  512: { min: 1024, max: 4096, step: 1024 },
+  1024: { min: 2048, max: 8192, step: 1024 },
+  2048: { min: 4096, max: 16_384, step: 1024 },
+  4096: { min: 8192, max: 30_720, step: 1024 },
+  8192: { min: 16_384, max: 61_440, step: 4096 },
+  16384: { min: 32_768, max: 122_880, step: 8192 },
+};
+
+/**
+ * Backlog → worker count steps (EXACT_CAPACITY): never fewer workers than messages waiting or
+ * running, doubling so a burst is met in a few steps, capped at the pool.
+ */
+export function backlogScalingSteps(maxWorkers: number): appscaling.ScalingInterval[] {
+  // Nothing visible and nothing in flight: every worker is idle.
+  const steps: appscaling.ScalingInterval[] = [{ upper: 0, change: 0 }];
+  if (maxWorkers === 1) return [...steps, { lower: 1, change: 1 }];
+  steps.push({ lower: 1, upper: 2, change: 1 });
+  let lower = 2;
+  while (lower * 2 < maxWorkers) {
+    steps.push({ lower, upper: lower * 2, change: lower * 2 });
+    lower *= 2;
+  }
+  steps.push({ lower, change: maxWorkers });
+  return steps;
+}
+
+/**
+ * The Fargate worker pool: the worker program from the repository's Dockerfile as an ECS service
+ * that scales with the `worker-fargate` backlog, from zero up to the configured pool capacity.
+ */
+export class FargateWorkers extends Construct {
+  public readonly vpc: ec2.IVpc;
+  public readonly cluster: ecs.Cluster;
+  public readonly taskDefinition: ecs.FargateTaskDefinition;
+  public readonly container: ecs.ContainerDefinition;
+  public readonly service: ecs.FargateService;
+  public readonly logGroup: logs.LogGroup;
+  public readonly securityGroup: ec2.SecurityGroup;
+  /** Workers at most: the pool divided by one worker's size. */
+  public readonly maxWorkers: number;
+  /** Messages waiting plus messages being worked on: what the service scales on. */
+  public readonly backlog: cloudwatch.MathExpression;
+
+  constructor(scope: Construct, id: string, props: FargateWorkersProps) {
+    super(scope, id);
+    const cpu = props.workerCpu ?? 1024;
+    const memoryMiB = props.workerMemoryMiB ?? 2048;
+    const size = FARGATE_SIZES[cpu];
+    if (!size || memoryMiB < size.min || memoryMiB > size.max || (memoryMiB - size.min) % size.step !== 0) {
+      throw new Error(`FargateWorkers: ${cpu} CPU units with ${memoryMiB} MiB is not a Fargate task size`);
+    }
+    this.maxWorkers = Math.floor(Math.min((props.pool.vcpu * 1024) / cpu, props.pool.memoryMiB / memoryMiB));
+    if (this.maxWorkers < 1) {
+      throw new Error(
+        `FargateWorkers: the fargate pool (${props.pool.vcpu} vCPU, ${props.pool.memoryMiB} MiB) is smaller than one worker (${cpu / 1024} vCPU, ${memoryMiB} MiB)`,
+      );
+    }
+    const architecture = props.cpuArchitecture ?? ecs.CpuArchitecture.ARM64;
+
+    this.vpc = props.vpc ?? this.defaultVpc(props.runtime.logRetention);
+    this.cluster = new ecs.Cluster(this, 'Cluster', {
+      vpc: this.vpc,
+      containerInsightsV2: ecs.ContainerInsights.ENABLED,
+    });
+
+    this.taskDefinition = new ecs.FargateTaskDefinition(this, 'Task', {
+      cpu,
+      memoryLimitMiB: memoryMiB,
+      runtimePlatform: { cpuArchitecture: architecture, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
+    });
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.runtime.logRetention,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    this.container = this.taskDefinition.addContainer('Worker', {
+      // Staged (copied) at synth, built by Docker only at deploy time.
+      image: ecs.ContainerImage.fromAsset(props.runtime.projectRoot, {
+        platform: architecture === ecs.CpuArchitecture.ARM64 ? Platform.LINUX_ARM64 : Platform.LINUX_AMD64,
+      }),
+      logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'worker', logGroup: this.logGroup }),
+      environment: {
+        ...props.runtime.environment,
+        // Lets one worker run several small tasks side by side within its own size.
+        WORKER_VCPU: String(cpu / 1024),
+        WORKER_MEMORY_MIB: String(memoryMiB),
+      },
+      // The most ECS allows between SIGTERM and SIGKILL: time to hand the running task back.
+      stopTimeout: Duration.seconds(120),
+    });
+
+    const tasksRole = this.taskDefinition.taskRole;
+    props.tasksTable.grantReadWriteData(tasksRole);
+    props.queue.queue.grantConsumeMessages(tasksRole);
+    props.completionsQueue.queue.grantSendMessages(tasksRole);
+    for (const tier of props.tierQueues) tier.queue.grantSendMessages(tasksRole);
+
+    this.securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
+      vpc: this.vpc,
+      description: 'Task scheduler Fargate workers: outbound only',
+      allowAllOutbound: true,
+    });
+    const ownVpc = props.vpc === undefined;
+    this.service = new ecs.FargateService(this, 'Service', {
+      cluster: this.cluster,
+      taskDefinition: this.taskDefinition,
+      securityGroups: [this.securityGroup],
+      // Without a NAT gateway a public IP is the way out to the AWS APIs; nothing can reach in.
+      assignPublicIp: ownVpc,
+      vpcSubnets: { subnetType: ownVpc ? ec2.SubnetType.PUBLIC : ec2.SubnetType.PRIVATE_WITH_EGRESS },
+      minHealthyPercent: 100,
+      maxHealthyPercent: 200,
+      circuitBreaker: { enable: true, rollback: true },
+    });
+
+    const visible = props.queue.queue.metricApproximateNumberOfMessagesVisible({
+      period: Duration.minutes(1),
+      statistic: cloudwatch.Stats.MAXIMUM,
+    });
+    const inFlight = props.queue.queue.metricApproximateNumberOfMessagesNotVisible({
+      period: Duration.minutes(1),
+      statistic: cloudwatch.Stats.MAXIMUM,
+    });
+    // Scaling on visible messages alone would scale in while workers still hold in-flight tasks.
+    this.backlog = new cloudwatch.MathExpression({
+      expression: 'FILL(visible, 0) + FILL(inFlight, 0)',
+      usingMetrics: { visible, inFlight },
+      label: 'Fargate backlog (waiting + running)',
+      period: Duration.minutes(1),
+    });
+    const scaling = this.service.autoScaleTaskCount({ minCapacity: 0, maxCapacity: this.maxWorkers });
+    scaling.scaleOnMetric('ScaleOnBacklog', {
+      metric: this.backlog,
+      adjustmentType: appscaling.AdjustmentType.EXACT_CAPACITY,
+      scalingSteps: backlogScalingSteps(this.maxWorkers),
+      cooldown: Duration.minutes(1),
+      evaluationPeriods: 1,
+    });
+
+    Validations.of(this.taskDefinition).acknowledge({
+      id: 'AwsSolutions-ECS2',
+      reason:
+        'The environment holds resource names, queue URLs and the non-secret scheduler configuration; there are no credentials to move to Secrets Manager.',
+    });
+    Validations.of(this.taskDefinition).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'The execution role needs ecr:GetAuthorizationToken, which supports no resource-level permissions.',
+    });
+  }
+
+  private defaultVpc(retention: logs.RetentionDays): ec2.Vpc {
+    const vpc = new ec2.Vpc(this, 'Vpc', {
+      maxAzs: 2,
+      // No NAT gateway (about $32 a month each): workers reach AWS APIs through their public IP.
+      natGateways: 0,
+      subnetConfiguration: [{ name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: 24 }],
+    });
+    vpc.addFlowLog('FlowLogs', {
+      destination: ec2.FlowLogDestination.toCloudWatchLogs(
+        new logs.LogGroup(this, 'FlowLogs', { retention, removalPolicy: RemovalPolicy.RETAIN }),
+      ),
+      // Rejected traffic is the security signal here (nothing should arrive); accepted is noise.
+      trafficType: ec2.FlowLogTrafficType.REJECT,
+    });
+    return vpc;
+  }
+}

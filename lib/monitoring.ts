@@ -1,0 +1,267 @@
+import { Duration } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { PRIORITY_TIERS, type PriorityTier } from '../lambda/core/task.ts';
+import { DIMENSION, METRIC, METRICS_NAMESPACE, type MetricName } from '../lambda/infra/telemetry.ts';
+import type { DefinedQueue } from './task-queues.ts';
+
+export interface MonitoringProps {
+  /** Value of the `service` dimension the runtime publishes with (POWERTOOLS_SERVICE_NAME). */
+  readonly serviceName: string;
+  /** @default - CloudFormation picks the name */
+  readonly dashboardName?: string;
+  readonly tierQueues: readonly DefinedQueue[];
+  readonly workerQueues: readonly DefinedQueue[];
+  /** Every dead-letter queue to alarm on, by id. */
+  readonly deadLetterQueues: readonly { readonly id: string; readonly queue: sqs.IQueue }[];
+  readonly schedulerFunction: lambda.IFunction;
+  readonly workerFunction: lambda.IFunction;
+  readonly apiFunction: lambda.IFunction;
+  readonly fargateService?: ecs.FargateService;
+  /** Alarm when no SchedulerLoopCompleted arrives for this long. @default Duration.minutes(5) */
+  readonly schedulerSilence?: Duration;
+  /** Alarm when a tier's oldest message is older. @default critical 5 min, high 15 min, normal 1 h, low 4 h */
+  readonly oldestAgeThresholds?: Partial<Readonly<Record<PriorityTier, Duration>>>;
+  /** Subscribe this address to an alarm topic. @default - no topic; alarms show on the dashboard only */
+  readonly alarmEmail?: string;
+}
+
+const DEFAULT_OLDEST_AGE: Readonly<Record<PriorityTier, Duration>> = {
+  critical: Duration.minutes(5),
+  high: Duration.minutes(15),
+  normal: Duration.hours(1),
+  low: Duration.hours(4),
+};
+
+/**
+ * The operator's view: a dashboard (depth and oldest age per tier, dispatch rate, running per
+ * pool, outcomes, dead letters, scheduler loop health) and alarms on dead letters, oldest age per
+ * tier, scheduler errors and scheduler silence, optionally mailed through an encrypted SNS topic.
+ */
+export class Monitoring extends Construct {
+  public readonly dashboard: cloudwatch.Dashboard;
+  public readonly alarms: readonly cloudwatch.Alarm[];
+  public readonly topic?: sns.Topic;
+
+  readonly #serviceName: string;
+
+  constructor(scope: Construct, id: string, props: MonitoringProps) {
+    super(scope, id);
+    this.#serviceName = props.serviceName;
+    const silenceMinutes = (props.schedulerSilence ?? Duration.minutes(5)).toMinutes();
+    if (!Number.isInteger(silenceMinutes) || silenceMinutes < 2 || silenceMinutes > 60) {
+      throw new Error(
+        `Monitoring: schedulerSilence must be a whole number of minutes from 2 to 60, got ${silenceMinutes}`,
+      );
+    }
+    const thresholds = { ...DEFAULT_OLDEST_AGE, ...props.oldestAgeThresholds };
+    for (const tier of PRIORITY_TIERS) {
+      if (thresholds[tier].toSeconds() < 60) {
+        throw new Error(`Monitoring: oldestAgeThresholds.${tier} must be at least 60 seconds`);
+      }
+    }
+
+    const alarms: cloudwatch.Alarm[] = [];
+    for (const { id: queueId, queue } of props.deadLetterQueues) {
+      alarms.push(
+        queue
+          .metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' })
+          .createAlarm(this, `DeadLetters-${queueId}`, {
+            alarmDescription: `Dead letters in ${queueId}: tasks (or schedule runs) that need an operator's look`,
+            threshold: 0,
+            comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluationPeriods: 1,
+            treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+          }),
+      );
+    }
+    for (const tier of props.tierQueues) {
+      const tierName = tier.definition.id.replace(/^tier-/, '') as PriorityTier;
+      const threshold = thresholds[tierName] ?? DEFAULT_OLDEST_AGE.low;
+      alarms.push(
+        tier.queue
+          .metricApproximateAgeOfOldestMessage({ period: Duration.minutes(5), statistic: 'Maximum' })
+          .createAlarm(this, `OldestAge-${tier.definition.id}`, {
+            alarmDescription: `Oldest ${tierName} task has waited over ${threshold.toHumanString()}: capacity or the scheduler is behind`,
+            threshold: threshold.toSeconds(),
+            comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluationPeriods: 2,
+            treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+          }),
+      );
+    }
+    const schedulerErrors = new cloudwatch.MathExpression({
+      expression: 'FILL(caught, 0) + FILL(crashed, 0)',
+      usingMetrics: {
+        caught: this.metric(METRIC.schedulerErrors),
+        crashed: props.schedulerFunction.metricErrors({ period: Duration.minutes(1), statistic: 'Sum' }),
+      },
+      label: 'Scheduler errors',
+      period: Duration.minutes(1),
+    });
+    alarms.push(
+      schedulerErrors.createAlarm(this, 'SchedulerErrors', {
+        alarmDescription: 'The scheduler reported or crashed with errors in 3 of the last 5 minutes',
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 5,
+        datapointsToAlarm: 3,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    );
+    alarms.push(
+      this.metric(METRIC.schedulerLoopCompleted).createAlarm(this, 'SchedulerSilence', {
+        alarmDescription: `No scheduler loop completed for ${silenceMinutes} minutes: nothing is being dispatched`,
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+        evaluationPeriods: silenceMinutes,
+        // Silence is the failure: a missing data point counts against the scheduler.
+        treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      }),
+    );
+    this.alarms = alarms;
+
+    if (props.alarmEmail) {
+      // CloudWatch cannot publish to a topic under the AWS-managed SNS key, so the topic gets its own.
+      const key = new kms.Key(this, 'AlarmTopicKey', {
+        description: 'Encrypts the task scheduler alarm topic',
+        enableKeyRotation: true,
+      });
+      key.grant(new iam.ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey*');
+      this.topic = new sns.Topic(this, 'AlarmTopic', {
+        displayName: 'Task scheduler alarms',
+        masterKey: key,
+        enforceSSL: true,
+      });
+      this.topic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
+      const action = new actions.SnsAction(this.topic);
+      for (const alarm of alarms) {
+        alarm.addAlarmAction(action);
+        alarm.addOkAction(action);
+      }
+    }
+
+    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+      ...(props.dashboardName ? { dashboardName: props.dashboardName } : {}),
+      defaultInterval: Duration.hours(3),
+    });
+    const perQueue = (queues: readonly DefinedQueue[], pick: (queue: sqs.IQueue) => cloudwatch.IMetric) =>
+      queues.map(({ definition, queue }) => withLabel(pick(queue), definition.id));
+    const running: cloudwatch.IMetric[] = perQueue(props.workerQueues, (queue) =>
+      queue.metricApproximateNumberOfMessagesNotVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
+    );
+    running.push(
+      withLabel(
+        props.workerFunction.metric('ConcurrentExecutions', { period: Duration.minutes(1), statistic: 'Maximum' }),
+        'Lambda workers running',
+      ),
+    );
+    if (props.fargateService) {
+      running.push(
+        new cloudwatch.Metric({
+          namespace: 'ECS/ContainerInsights',
+          metricName: 'RunningTaskCount',
+          dimensionsMap: {
+            ClusterName: props.fargateService.cluster.clusterName,
+            ServiceName: props.fargateService.serviceName,
+          },
+          period: Duration.minutes(1),
+          statistic: 'Maximum',
+          label: 'Fargate workers running',
+        }),
+      );
+    }
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Queue depth per tier (waiting)',
+        left: perQueue(props.tierQueues, (queue) =>
+          queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
+        ),
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Oldest message age per tier (s)',
+        left: perQueue(props.tierQueues, (queue) =>
+          queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum' }),
+        ),
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Submitted and dispatched per minute',
+        left: [this.metric(METRIC.tasksSubmitted), this.metric(METRIC.tasksDispatched)],
+        width: 8,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Running per pool (in flight on worker queues)',
+        left: running,
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Outcomes per minute',
+        left: [
+          this.metric(METRIC.tasksSucceeded),
+          this.metric(METRIC.tasksFailed),
+          this.metric(METRIC.tasksRetried),
+          this.metric(METRIC.deadLettered),
+        ],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Dead-letter queue depth',
+        left: props.deadLetterQueues.map(({ id: queueId, queue }) =>
+          withLabel(
+            queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
+            queueId,
+          ),
+        ),
+        width: 8,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Scheduler loop health',
+        left: [this.metric(METRIC.schedulerLoopCompleted), this.metric(METRIC.schedulerErrors)],
+        right: [
+          props.schedulerFunction.metricErrors({ period: Duration.minutes(1), statistic: 'Sum' }),
+          props.schedulerFunction.metricThrottles({ period: Duration.minutes(1), statistic: 'Sum' }),
+        ],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'API (handler)',
+        left: [
+          props.apiFunction.metricInvocations({ period: Duration.minutes(1), statistic: 'Sum' }),
+          props.apiFunction.metricErrors({ period: Duration.minutes(1), statistic: 'Sum' }),
+        ],
+        right: [props.apiFunction.metricDuration({ period: Duration.minutes(1), statistic: 'p99' })],
+        width: 8,
+      }),
+      new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms, width: 8 }),
+    );
+  }
+
+  /** A runtime metric (Sum per minute) on the dimension set the runtime publishes with. */
+  public metric(name: MetricName): cloudwatch.Metric {
+    return new cloudwatch.Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: name,
+      dimensionsMap: { [DIMENSION.service]: this.#serviceName },
+      statistic: 'Sum',
+      period: Duration.minutes(1),
+      label: name,
+    });
+  }
+}
+
+const withLabel = (metric: cloudwatch.IMetric, label: string): cloudwatch.IMetric =>
+  metric instanceof cloudwatch.Metric ? metric.with({ label }) : metric;

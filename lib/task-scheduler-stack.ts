@@ -1,0 +1,211 @@
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type CfnElement, CfnOutput, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import type { SchedulerConfig } from '../lambda/core/config.ts';
+import { EXAMPLE_RESOURCE_IDS, EXAMPLE_RESOURCES_ENV } from '../lambda/infra/example-resources.ts';
+import { ENV, QUEUES } from '../lambda/infra/resources.ts';
+import { METRICS_NAMESPACE, POWERTOOLS_ENV } from '../lambda/infra/telemetry.ts';
+import { ExampleStores } from './example-stores.ts';
+import { FargateWorkers } from './fargate-workers.ts';
+import { LambdaWorkers } from './lambda-workers.ts';
+import { Monitoring } from './monitoring.ts';
+import { NightlySchedules } from './nightly-schedules.ts';
+import { Redrive } from './redrive.ts';
+import type { RuntimeSettings } from './runtime-function.ts';
+import { SchedulerLoop } from './scheduler-loop.ts';
+import { TaskApi } from './task-api.ts';
+import { constructId, TaskQueues } from './task-queues.ts';
+import { TaskTables } from './task-tables.ts';
+
+export interface TaskSchedulerStackProps extends StackProps {
+  /** The validated configuration (parseConfig): the same file the local runtime reads. */
+  readonly config: SchedulerConfig;
+  /**
+   * Repository root: `lambda/handlers/*.ts`, `package-lock.json` and the worker `Dockerfile`.
+   * @default the directory above lib/
+   */
+  readonly projectRoot?: string;
+}
+
+/** Lambda allows 4 KB of environment in total (names and values). */
+const LAMBDA_ENVIRONMENT_LIMIT = 4096;
+/** Upper bounds for values only known at deploy time: an SQS URL with an 80-character name; a table name. */
+const QUEUE_URL_ALLOWANCE = 130;
+const TABLE_NAME_ALLOWANCE = 100;
+
+/**
+ * The whole scheduler in one stack. It composes one construct per concern and wires the shared
+ * runtime environment; each construct owns its resources and its least-privilege grants.
+ */
+export class TaskSchedulerStack extends Stack {
+  public readonly tables: TaskTables;
+  public readonly queues: TaskQueues;
+  public readonly exampleStores: ExampleStores;
+  public readonly api: TaskApi;
+  public readonly scheduler: SchedulerLoop;
+  public readonly lambdaWorkers: LambdaWorkers;
+  public readonly fargateWorkers: FargateWorkers;
+  public readonly redrive: Redrive;
+  /** Absent when the configuration has no schedules. */
+  public readonly schedules?: NightlySchedules;
+  public readonly monitoring: Monitoring;
+
+  constructor(scope: Construct, id: string, props: TaskSchedulerStackProps) {
+    super(scope, id, props);
+    const { config } = props;
+    const projectRoot = props.projectRoot ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+    const configJson = JSON.stringify(config);
+    checkEnvironmentBudget(configJson);
+
+    this.tables = new TaskTables(this, 'Tables', { deletionProtection: config.deploy.deletionProtection });
+    this.queues = new TaskQueues(this, 'Queues');
+    this.exampleStores = new ExampleStores(this, 'Examples', {
+      deletionProtection: config.deploy.deletionProtection,
+    });
+    const { tiers, workers, completions } = this.queues;
+    const tasksTable = this.tables.tasks;
+    const controlTable = this.tables.control;
+
+    const runtime: RuntimeSettings = {
+      projectRoot,
+      logRetention: retentionDays(config.deploy.logRetentionDays),
+      environment: {
+        [ENV.tasksTable]: tasksTable.tableName,
+        [ENV.controlTable]: controlTable.tableName,
+        [ENV.queueUrls]: this.toJsonString(this.queues.urlsById()),
+        [ENV.configJson]: configJson,
+        // One service name per deployment keeps two stacks in one account apart in CloudWatch.
+        [POWERTOOLS_ENV.serviceName]: this.stackName,
+        [POWERTOOLS_ENV.metricsNamespace]: METRICS_NAMESPACE,
+        [POWERTOOLS_ENV.logLevel]: 'INFO',
+      },
+    };
+
+    // Workers also run the example task types, which find their data stores through this map.
+    const workerRuntime: RuntimeSettings = {
+      ...runtime,
+      environment: { ...runtime.environment, [EXAMPLE_RESOURCES_ENV]: this.toJsonString(this.exampleStores.names()) },
+    };
+
+    this.api = new TaskApi(this, 'Api', { runtime, tasksTable, controlTable, tierQueues: tiers });
+    this.scheduler = new SchedulerLoop(this, 'Scheduler', {
+      runtime,
+      tasksTable,
+      controlTable,
+      tierQueues: tiers,
+      workerQueues: workers,
+      completionsQueue: completions,
+    });
+    this.lambdaWorkers = new LambdaWorkers(this, 'LambdaWorkers', {
+      runtime: workerRuntime,
+      tasksTable,
+      queue: this.queues.get('worker-lambda'),
+      completionsQueue: completions,
+      tierQueues: tiers,
+      poolConcurrency: config.pools.lambda.concurrency,
+    });
+    this.fargateWorkers = new FargateWorkers(this, 'FargateWorkers', {
+      runtime: workerRuntime,
+      tasksTable,
+      queue: this.queues.get('worker-fargate'),
+      completionsQueue: completions,
+      tierQueues: tiers,
+      pool: config.pools.fargate,
+    });
+    this.exampleStores.grantUse(this.lambdaWorkers.handler.function);
+    this.exampleStores.grantUse(this.fargateWorkers.taskDefinition.taskRole);
+    this.exampleStores.acknowledgeGrants(this);
+
+    this.redrive = new Redrive(this, 'Redrive', {
+      runtime,
+      tasksTable,
+      workerQueues: workers,
+      tierQueues: tiers,
+      completionsQueue: completions,
+    });
+    if (config.schedules.length > 0) {
+      this.schedules = new NightlySchedules(this, 'Schedules', {
+        runtime,
+        tasksTable,
+        controlTable,
+        tierQueues: tiers,
+        schedules: config.schedules,
+      });
+    }
+
+    this.monitoring = new Monitoring(this, 'Monitoring', {
+      serviceName: this.stackName,
+      dashboardName: this.stackName,
+      tierQueues: tiers,
+      workerQueues: workers,
+      deadLetterQueues: [
+        ...this.queues.deadLetterQueues(),
+        ...(this.schedules ? [{ id: 'schedules-dlq', queue: this.schedules.deadLetterQueue }] : []),
+      ],
+      schedulerFunction: this.scheduler.handler.function,
+      workerFunction: this.lambdaWorkers.handler.function,
+      apiFunction: this.api.handler.function,
+      fargateService: this.fargateWorkers.service,
+      ...(config.deploy.alarmEmail ? { alarmEmail: config.deploy.alarmEmail } : {}),
+    });
+
+    // Only the task table has indexes (the control table has none, so its grants carry no wildcard).
+    const tasksLogicalId = this.resolve(this.getLogicalId(tasksTable.node.defaultChild as CfnElement)) as string;
+    Validations.of(this).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${tasksLogicalId}.Arn>/index/*]`,
+      reason:
+        "Task table grants cover the table's own indexes (by tenant, by tenant and state, active tasks), named in resources.ts; no other table is reachable.",
+    });
+
+    new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'Base URL of the HTTP API (SigV4 required)' });
+    new CfnOutput(this, 'TasksTableName', { value: tasksTable.tableName });
+    new CfnOutput(this, 'ControlTableName', { value: controlTable.tableName });
+    for (const [queueId, url] of Object.entries(this.queues.urlsById())) {
+      new CfnOutput(this, `QueueUrl${constructId(queueId)}`, { value: url, description: `SQS queue ${queueId}` });
+    }
+    new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
+    if (this.monitoring.topic) new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
+  }
+}
+
+/**
+ * Fail at synth, with the fix named, rather than at deploy with "Lambda was unable to configure
+ * your environment variables because the environment variables you have provided exceeded 4KB".
+ */
+function checkEnvironmentBudget(configJson: string): void {
+  const queueIds = QUEUES.flatMap((queue) => (queue.deadLetter ? [queue.id, queue.deadLetter.id] : [queue.id]));
+  const queueUrlsJson = queueIds.reduce((sum, id) => sum + id.length + 6 + QUEUE_URL_ALLOWANCE, 2);
+  const names = [...Object.values(ENV), ...Object.values(POWERTOOLS_ENV), 'NODE_OPTIONS', EXAMPLE_RESOURCES_ENV];
+  // The worker's environment is the largest: everyone's plus the example data stores.
+  const exampleResourcesJson = EXAMPLE_RESOURCE_IDS.reduce((sum, id) => sum + id.length + 6 + TABLE_NAME_ALLOWANCE, 2);
+  const fixed =
+    names.join('').length +
+    queueUrlsJson +
+    exampleResourcesJson +
+    2 * TABLE_NAME_ALLOWANCE +
+    // Stack name (service name), namespace, log level, NODE_OPTIONS value.
+    128 +
+    METRICS_NAMESPACE.length +
+    64;
+  const budget = LAMBDA_ENVIRONMENT_LIMIT - fixed;
+  const size = Buffer.byteLength(configJson);
+  if (size > budget) {
+    throw new Error(
+      `Configuration is ${size} bytes as JSON, but the Lambda environment (4 KB in total, shared with queue URLs and table names) leaves room for ${budget}. Set tenant weights and quotas through PUT /v1/tenants/{tenantId} instead of listing them under "tenants".`,
+    );
+  }
+}
+
+/** CloudWatch Logs accepts only certain retention periods: use the shortest one that is at least as long. */
+export function retentionDays(days: number): logs.RetentionDays {
+  const allowed = Object.values(logs.RetentionDays)
+    .filter((value): value is number => typeof value === 'number' && value > 0)
+    .sort((a, b) => a - b);
+  const match = allowed.find((value) => value >= days);
+  if (match === undefined) {
+    throw new Error(`deploy.logRetentionDays: ${days} is longer than CloudWatch Logs allows (${allowed.at(-1)} days)`);
+  }
+  return match as logs.RetentionDays;
+}
