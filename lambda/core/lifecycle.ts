@@ -34,6 +34,7 @@ export type TransitionName =
   | 'cancel'
   | 'requestCancel'
   | 'expireLease'
+  | 'deadLetter'
   | 'retry';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -254,6 +255,27 @@ export function expireLease(task: Task, now: Date, backoffMs: number): Transitio
     return plan('expireLease', task, ['DISPATCHED'], { state: 'QUEUED' }, ['leaseExpiresAt', 'dispatchedAt']);
   }
   return settleFailedAttempt('expireLease', task, now, LEASE_EXPIRED_ERROR, backoffMs);
+}
+
+export const DEAD_LETTERED_ERROR: TaskError = {
+  name: 'DeadLettered',
+  message: 'The worker message was received too many times without the attempt settling',
+  retryable: true,
+};
+
+/**
+ * A worker message reached its dead-letter queue (received `maxReceiveCount` times without being
+ * settled: the worker kept crashing or timing out). If that attempt is still the current one,
+ * it counts as a failed attempt — also when it never reached RUNNING, so a message that crashes
+ * every worker cannot loop forever — and follows the retry rules. A stale dead letter (the task
+ * moved on) changes nothing: returns undefined.
+ */
+export function deadLetter(task: Task, fence: number, now: Date, backoffMs: number): TransitionPlan | undefined {
+  if (task.fence !== fence || (task.state !== 'DISPATCHED' && task.state !== 'RUNNING')) return undefined;
+  const counted = task.state === 'DISPATCHED' ? { ...task, attempts: task.attempts + 1 } : task;
+  const planned = settleFailedAttempt('deadLetter', counted, now, DEAD_LETTERED_ERROR, backoffMs);
+  // The precondition is on the stored item (its version), not on the adjusted copy.
+  return { ...planned, precondition: { states: [task.state], version: task.version, fence } };
 }
 
 /**

@@ -1,0 +1,40 @@
+/**
+ * The Fargate worker service's main program: the same worker runtime as the Lambda pool, as a
+ * long-polling loop on the `worker-fargate` queue. Each container runs up to WORKER_CONCURRENCY
+ * attempts (default: its vCPUs × 4) and extends message visibility while tasks heartbeat.
+ * SIGTERM (scale-in, deploy) stops receiving and lets running attempts finish; ECS's stop
+ * timeout bounds that, and an unfinished attempt is recovered through its lease.
+ */
+import { availableParallelism } from 'node:os';
+import { servicesFromEnvironment } from '../app/wiring.ts';
+import { workerQueue } from '../infra/resources.ts';
+import { QueueWorker } from '../worker/queue-worker.ts';
+import { logger, taskLogger } from './observability.ts';
+
+const services = servicesFromEnvironment();
+const concurrency = Number(process.env.WORKER_CONCURRENCY ?? availableParallelism() * 4);
+const worker = new QueueWorker({
+  queues: services.queues,
+  queueId: workerQueue('fargate').id,
+  maxConcurrent: concurrency,
+  waitSeconds: 20,
+  visibilitySeconds: Math.max(60, services.config.scheduler.runLeaseSeconds * 2),
+  logger: taskLogger,
+  attempt: {
+    store: services.store,
+    queues: services.queues,
+    registry: services.registry,
+    config: services.config,
+    services: { aws: services.clients },
+    logger: taskLogger,
+  },
+});
+
+worker.start();
+logger.info('fargate worker started', { concurrency });
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    logger.info(`${signal}: draining`, { inFlight: worker.inFlight });
+    worker.stop().then(() => process.exit(0));
+  });
+}

@@ -1,0 +1,43 @@
+/**
+ * Lambda worker: SQS event source on the `worker-lambda` queue. Each record is one dispatched
+ * attempt. A task that fails is recorded in DynamoDB (and retried through the scheduler), so it
+ * is NOT a batch item failure; only an infrastructure error (store or queue unreachable) fails
+ * the record, which SQS redelivers and finally dead-letters to the redrive handler.
+ */
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { WorkerMessage } from '../adapters/queues.ts';
+import { servicesFromEnvironment } from '../app/wiring.ts';
+import { runAttempt } from '../worker/run-attempt.ts';
+import { logger, metrics, taskLogger } from './observability.ts';
+
+const processor = new BatchProcessor(EventType.SQS);
+
+async function recordHandler(record: SQSRecord): Promise<void> {
+  const services = servicesFromEnvironment();
+  const message = JSON.parse(record.body) as WorkerMessage;
+  const outcome = await runAttempt(
+    {
+      store: services.store,
+      queues: services.queues,
+      registry: services.registry,
+      config: services.config,
+      services: { aws: services.clients },
+      logger: taskLogger,
+    },
+    message,
+  );
+  if (outcome.kind === 'finished') metrics.addMetric(`Tasks${titleCase(outcome.task.state)}`, 'Count', 1);
+  else logger.info('attempt skipped', { taskId: message.taskId, reason: outcome.reason });
+}
+
+export const handler = async (event: SQSEvent, context: Context) => {
+  logger.addContext(context);
+  try {
+    return await processPartialResponse(event, recordHandler, processor, { context });
+  } finally {
+    metrics.publishStoredMetrics();
+  }
+};
+
+const titleCase = (state: string) => state.charAt(0) + state.slice(1).toLowerCase();
