@@ -1,0 +1,113 @@
+/**
+ * Caller → tenant authorization for the deployed stack. API Gateway checks the SigV4 signature
+ * (IAM authorization on every route) and hands the caller's identity to the Lambda in
+ * `requestContext.authorizer.iam`; `config.deploy.callers` says which tenants each principal
+ * may act for:
+ *
+ *   "callers": {
+ *     "arn:aws:iam::111122223333:role/orders-service": ["orders"],
+ *     "arn:aws:iam::111122223333:user/ops": ["*"]
+ *   }
+ *
+ * A role entry covers every session of the role: a caller that assumed it is seen as
+ * `arn:aws:sts::111122223333:assumed-role/orders-service/<session>` (the role's IAM path is not
+ * in that ARN, so roles match by partition, account and name). An entry may also name one
+ * session exactly, or `arn:aws:sts::ACCOUNT:assumed-role/ROLE` for any session.
+ *
+ * With no entries the API is open to every caller API Gateway lets through, i.e. any IAM
+ * principal of the account whose policies allow `execute-api:Invoke` on it.
+ */
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { AuthorizeFn } from './router.ts';
+
+export type CallerMap = Readonly<Record<string, readonly string[]>>;
+
+/** Every tenant. */
+export const ALL_TENANTS = '*';
+
+export interface CallerIdentity {
+  readonly userArn: string;
+  readonly accountId?: string;
+  readonly callerId?: string;
+}
+
+interface ParsedArn {
+  readonly partition: string;
+  readonly service: string;
+  readonly account: string;
+  readonly resource: string;
+}
+
+function parseArn(arn: string): ParsedArn | undefined {
+  const parts = arn.split(':');
+  if (parts.length < 6 || parts[0] !== 'arn') return undefined;
+  return { partition: parts[1]!, service: parts[2]!, account: parts[4]!, resource: parts.slice(5).join(':') };
+}
+
+/** `{ account, role, session? }` of an assumed-role ARN, else undefined. */
+function assumedRole(arn: ParsedArn): { role: string; session?: string } | undefined {
+  if (arn.service !== 'sts' || !arn.resource.startsWith('assumed-role/')) return undefined;
+  const [, role, ...session] = arn.resource.split('/');
+  if (!role) return undefined;
+  return session.length > 0 ? { role, session: session.join('/') } : { role };
+}
+
+/** Role name of an IAM role ARN (`role/NAME` or `role/PATH/NAME`), else undefined. */
+function roleName(arn: ParsedArn): string | undefined {
+  if (arn.service !== 'iam' || !arn.resource.startsWith('role/')) return undefined;
+  return arn.resource.split('/').at(-1) || undefined;
+}
+
+/** Whether a configured principal ARN covers the calling principal. */
+export function principalMatches(configured: string, caller: string): boolean {
+  if (configured === caller) return true;
+  const entry = parseArn(configured);
+  const call = parseArn(caller);
+  if (!entry || !call || entry.partition !== call.partition || entry.account !== call.account) return false;
+  const callerRole = assumedRole(call);
+  if (!callerRole) return false;
+  const entryRole = roleName(entry);
+  if (entryRole !== undefined) return entryRole === callerRole.role;
+  const entryAssumed = assumedRole(entry);
+  // An assumed-role entry without a session covers all sessions of that role.
+  return entryAssumed !== undefined && entryAssumed.session === undefined && entryAssumed.role === callerRole.role;
+}
+
+/** The tenants a caller may act for: the union over every entry that covers it. */
+export function tenantsForCaller(callers: CallerMap, callerArn: string): ReadonlySet<string> {
+  const tenants = new Set<string>();
+  for (const [principal, allowed] of Object.entries(callers)) {
+    if (principalMatches(principal, callerArn)) for (const tenant of allowed) tenants.add(tenant);
+  }
+  return tenants;
+}
+
+export function mayActFor(callers: CallerMap, callerArn: string, tenantId: string): boolean {
+  const tenants = tenantsForCaller(callers, callerArn);
+  return tenants.has(ALL_TENANTS) || tenants.has(tenantId);
+}
+
+/** The IAM identity API Gateway attached to the event, when the route uses IAM authorization. */
+export function callerIdentity(event: APIGatewayProxyEventV2): CallerIdentity | undefined {
+  const context = event.requestContext as { authorizer?: { iam?: Record<string, unknown> } } | undefined;
+  const iam = context?.authorizer?.iam;
+  if (!iam || typeof iam.userArn !== 'string' || iam.userArn === '') return undefined;
+  return {
+    userArn: iam.userArn,
+    ...(typeof iam.accountId === 'string' ? { accountId: iam.accountId } : {}),
+    ...(typeof iam.callerId === 'string' ? { callerId: iam.callerId } : {}),
+  };
+}
+
+/**
+ * The router's `authorize` hook for a caller map, or undefined (open to every authorized
+ * caller) when the map is empty. A request without an IAM identity is refused: it can only
+ * come from a route someone forgot to protect.
+ */
+export function createCallerAuthorizer(callers: CallerMap): AuthorizeFn | undefined {
+  if (Object.keys(callers).length === 0) return undefined;
+  return (event, tenantId) => {
+    const identity = callerIdentity(event);
+    return identity !== undefined && mayActFor(callers, identity.userArn, tenantId);
+  };
+}

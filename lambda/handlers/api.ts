@@ -1,0 +1,40 @@
+/**
+ * The API Lambda behind API Gateway (HTTP API, payload 2.0). Thin: module-scope services and
+ * logger, the shared router, one structured log line per request.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { callerIdentity, createCallerAuthorizer } from '../api/authorization.ts';
+import { requestMethod, requestPath } from '../api/request.ts';
+import { createApiRouter } from '../api/router.ts';
+import { servicesFromEnvironment } from '../app/wiring.ts';
+import { DEFAULT_SERVICE_NAME } from '../infra/telemetry.ts';
+
+const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? DEFAULT_SERVICE_NAME });
+const services = servicesFromEnvironment();
+const authorize = createCallerAuthorizer(services.config.deploy.callers);
+if (!authorize) {
+  logger.warn('deploy.callers is empty: every IAM-authorized caller may act for every tenant');
+}
+const router = createApiRouter(services, {
+  ...(authorize ? { authorize } : {}),
+  logger: { error: (message, extra) => logger.error(message, extra) },
+});
+
+export const handler = async (
+  event: APIGatewayProxyEventV2,
+  context?: Context,
+): Promise<APIGatewayProxyStructuredResultV2> => {
+  if (context) logger.addContext(context);
+  const started = Date.now();
+  const result = await router(event);
+  logger.info('request', {
+    method: requestMethod(event),
+    path: requestPath(event),
+    status: result.statusCode,
+    durationMs: Date.now() - started,
+    caller: callerIdentity(event)?.userArn,
+    apiRequestId: event.requestContext?.requestId,
+  });
+  return result;
+};

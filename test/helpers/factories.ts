@@ -1,0 +1,47 @@
+/**
+ * Factories for tasks in any lifecycle state, written through the real store and the core's
+ * transitions (so their items are exactly what the runtime would have stored).
+ */
+import type { Services } from '../../lambda/app/wiring.ts';
+import { dispatch, fail, start, succeed } from '../../lambda/core/lifecycle.ts';
+import type { Task } from '../../lambda/core/task.ts';
+
+export interface SubmitOverrides {
+  readonly tenantId?: string;
+  readonly type?: string;
+  readonly payload?: unknown;
+  readonly idempotencyKey?: string;
+  readonly maxAttempts?: number;
+}
+
+export async function submitTask(services: Services, overrides: SubmitOverrides = {}): Promise<Task> {
+  const { task } = await services.tasks.submit({
+    tenantId: overrides.tenantId ?? 'tenant-a',
+    type: overrides.type ?? 'demo.echo',
+    payload: overrides.payload ?? { hello: 'world' },
+    ...(overrides.idempotencyKey ? { idempotencyKey: overrides.idempotencyKey } : {}),
+    ...(overrides.maxAttempts ? { maxAttempts: overrides.maxAttempts } : {}),
+  });
+  return task;
+}
+
+/** QUEUED → DISPATCHED → RUNNING, as the scheduler and a worker would. */
+export async function runningTask(services: Services, overrides: SubmitOverrides = {}): Promise<Task> {
+  const queued = await submitTask(services, overrides);
+  const now = services.now();
+  const dispatched = await services.store.transition(queued.taskId, (t) => dispatch(t, now, 120));
+  return services.store.transition(dispatched.taskId, (t) => start(t, dispatched.fence, now, 60));
+}
+
+export async function succeededTask(services: Services, overrides: SubmitOverrides = {}): Promise<Task> {
+  const running = await runningTask(services, overrides);
+  return services.store.transition(running.taskId, (t) => succeed(t, running.fence, services.now(), { ok: true }));
+}
+
+/** A task that failed its only attempt with a non-retryable error. */
+export async function failedTask(services: Services, overrides: SubmitOverrides = {}): Promise<Task> {
+  const running = await runningTask(services, { maxAttempts: 1, ...overrides });
+  return services.store.transition(running.taskId, (t) =>
+    fail(t, running.fence, services.now(), { name: 'Error', message: 'boom', retryable: false }, 0),
+  );
+}
