@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TierMessage, WorkerMessage } from '../../lambda/adapters/queues.ts';
+import { createTask } from '../../lambda/core/lifecycle.ts';
+import { startTestServices, type TestServices } from '../helpers/services.ts';
+
+let services: TestServices;
+
+beforeAll(async () => {
+  services = await startTestServices();
+});
+afterAll(async () => {
+  await services.stop();
+});
+
+const task = (id: string, priority: 'critical' | 'low', runAt?: Date) =>
+  createTask(
+    id,
+    {
+      tenantId: 'acme',
+      type: 'demo.echo',
+      payload: {},
+      priority,
+      resources: { vcpu: 0.25, memoryMiB: 512 },
+      runtime: 'lambda',
+      timeoutSeconds: 60,
+      maxAttempts: 3,
+      ...(runAt ? { runAt } : {}),
+    },
+    new Date(),
+  );
+
+describe('Class: QueueClient (against fauxqs)', () => {
+  it('announces each task on its own tier queue, in batches beyond ten', async () => {
+    // Prepare
+    const tasks = [...Array.from({ length: 12 }, (_, i) => task(`c${i}`, 'critical')), task('l0', 'low')];
+
+    // Act
+    await services.queues.announce(tasks, new Date());
+    const critical: string[] = [];
+    for (let round = 0; round < 5 && critical.length < 12; round++) {
+      const got = await services.queues.receive<TierMessage>('tier-critical', { waitSeconds: 1 });
+      critical.push(...got.map((m) => m.body.taskId));
+      await services.queues.delete(
+        'tier-critical',
+        got.map((m) => m.receiptHandle),
+      );
+    }
+    const low = await services.queues.receive<TierMessage>('tier-low', { waitSeconds: 1 });
+
+    // Assess
+    expect(critical.sort()).toEqual(
+      tasks
+        .slice(0, 12)
+        .map((t) => t.taskId)
+        .sort(),
+    );
+    expect(low.map((m) => m.body)).toEqual([{ taskId: 'l0', tenantId: 'acme', priority: 'low' }]);
+  });
+
+  it('delays the message of a task that runs later', async () => {
+    await services.queues.announce([task('later', 'low', new Date(Date.now() + 2_000))], new Date());
+    expect(await services.queues.receive('tier-low', { waitSeconds: 0 })).toEqual([]);
+    const got = await services.queues.receive<TierMessage>('tier-low', { waitSeconds: 5 });
+    expect(got.map((m) => m.body.taskId)).toEqual(['later']);
+    await services.queues.delete(
+      'tier-low',
+      got.map((m) => m.receiptHandle),
+    );
+  });
+
+  it('moves a worker message to its dead-letter queue after maxReceiveCount receives', async () => {
+    // Prepare
+    const message: WorkerMessage = { taskId: 'poison', fence: 1, tenantId: 'acme', type: 'demo.echo' };
+    await services.queues.sendToWorkers('fargate', [message]);
+
+    // Act: receive and never delete, as a crashing worker would (maxReceiveCount is 5).
+    for (let i = 0; i < 5; i++) {
+      const got = await services.queues.receive('worker-fargate', { waitSeconds: 1, visibilitySeconds: 0 });
+      expect(got).toHaveLength(1);
+    }
+    await services.queues.receive('worker-fargate', { waitSeconds: 0, visibilitySeconds: 0 });
+    const dead = await services.queues.receive<WorkerMessage>('worker-fargate-dlq', { waitSeconds: 2 });
+
+    // Assess
+    expect(dead.map((m) => m.body)).toEqual([message]);
+  });
+});

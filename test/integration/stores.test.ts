@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ConcurrentUpdateError,
+  StaleAttemptError,
+  TaskNotFoundError,
+  ValidationError,
+} from '../../lambda/core/errors.ts';
+import { cancel, createTask, dispatch, start, succeed } from '../../lambda/core/lifecycle.ts';
+import type { NewTaskSpec } from '../../lambda/core/task.ts';
+import { startTestServices, type TestServices } from '../helpers/services.ts';
+
+const spec = (tenantId = 'acme'): NewTaskSpec => ({
+  tenantId,
+  type: 'demo.echo',
+  payload: { hello: 'world' },
+  priority: 'normal',
+  resources: { vcpu: 0.25, memoryMiB: 512 },
+  runtime: 'lambda',
+  timeoutSeconds: 60,
+  maxAttempts: 3,
+});
+
+let services: TestServices;
+let counter = 0;
+const newId = () => `it-${Date.now()}-${counter++}`;
+
+beforeAll(async () => {
+  services = await startTestServices();
+});
+afterAll(async () => {
+  await services.stop();
+});
+
+describe('Class: TaskStore (against dynalite)', () => {
+  describe('Method: create', () => {
+    it('writes once; a second create returns the existing item untouched', async () => {
+      // Prepare
+      const task = createTask(newId(), spec(), new Date());
+
+      // Act
+      const first = await services.store.create(task);
+      const second = await services.store.create({ ...task, payload: { other: true } });
+
+      // Assess
+      expect(first.created).toBe(true);
+      expect(second).toEqual({ created: false, task });
+    });
+  });
+
+  describe('Method: apply', () => {
+    it('writes a plan whose precondition holds', async () => {
+      const { task } = await services.store.create(createTask(newId(), spec(), new Date()));
+      const stored = await services.store.apply(dispatch(task, new Date(), 60));
+      expect(stored.state).toBe('DISPATCHED');
+      expect(await services.store.get(task.taskId)).toEqual(stored);
+    });
+
+    it('refuses a plan computed from a stale version and carries the current item', async () => {
+      // Prepare: two writers read version 1; the first wins.
+      const { task } = await services.store.create(createTask(newId(), spec(), new Date()));
+      const winner = await services.store.apply(dispatch(task, new Date(), 60));
+
+      // Act
+      const loser = services.store.apply(cancel(task, new Date())!);
+
+      // Assess
+      await expect(loser).rejects.toBeInstanceOf(ConcurrentUpdateError);
+      const error = (await loser.catch((e) => e)) as ConcurrentUpdateError;
+      expect(error.current).toEqual(winner);
+      expect(error.expected).toEqual({ states: ['QUEUED'], version: 1 });
+    });
+
+    it('turns a fenced write from a superseded attempt into StaleAttemptError', async () => {
+      // Prepare: attempt 1 runs, its lease is lost, the task is re-dispatched (fence 2).
+      const { task } = await services.store.create(createTask(newId(), spec(), new Date()));
+      const d1 = await services.store.apply(dispatch(task, new Date(), 60));
+      const r1 = await services.store.apply(start(d1, 1, new Date(), 60));
+      const requeued = { ...r1, state: 'QUEUED' as const, version: r1.version };
+      const zombiePlan = succeed(r1, 1, new Date(), 'late');
+      await services.store.apply({
+        name: 'expireLease',
+        precondition: { states: ['RUNNING'], version: r1.version },
+        next: { ...requeued, version: r1.version + 1 },
+      });
+      const current = await services.store.get(task.taskId);
+      await services.store.apply(dispatch(current!, new Date(), 60));
+
+      // Act
+      const zombie = services.store.apply(zombiePlan);
+
+      // Assess
+      await expect(zombie).rejects.toBeInstanceOf(StaleAttemptError);
+      expect((await services.store.get(task.taskId))?.state).toBe('DISPATCHED');
+    });
+  });
+
+  describe('Method: transition', () => {
+    it('re-decides on the fresh item after losing a race', async () => {
+      const { task } = await services.store.create(createTask(newId(), spec(), new Date()));
+      await services.store.apply(dispatch(task, new Date(), 60));
+      // The caller's copy is stale (QUEUED); cancel must be re-planned against DISPATCHED.
+      const result = await services.store.transition(task.taskId, (t) => cancel(t, new Date()), { known: task });
+      expect(result).toMatchObject({ state: 'CANCELLED', version: 3 });
+    });
+
+    it('reports an unknown task', async () => {
+      await expect(services.store.transition('nope', (t) => cancel(t, new Date()))).rejects.toBeInstanceOf(
+        TaskNotFoundError,
+      );
+    });
+  });
+
+  describe('Method: list', () => {
+    it('pages a tenant newest first, by state, with cursors that cannot cross tenants', async () => {
+      // Prepare
+      const tenant = `list-${newId()}`;
+      const ids: string[] = [];
+      for (let i = 0; i < 7; i++) {
+        const created = createTask(newId(), spec(tenant), new Date(Date.UTC(2026, 0, 1, 0, 0, i)));
+        await services.store.create(created);
+        ids.push(created.taskId);
+      }
+      await services.store.transition(ids[0]!, (t) => cancel(t, new Date()));
+
+      // Act
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await services.store.list({ tenantId: tenant, limit: 3, ...(cursor ? { cursor } : {}) });
+        seen.push(...page.items.map((t) => t.taskId));
+        cursor = page.nextCursor;
+      } while (cursor);
+      const cancelled = await services.store.list({ tenantId: tenant, state: 'CANCELLED', limit: 10 });
+      const first = await services.store.list({ tenantId: tenant, limit: 3 });
+
+      // Assess
+      expect(seen).toEqual([...ids].reverse());
+      expect(cancelled.items.map((t) => t.taskId)).toEqual([ids[0]]);
+      await expect(
+        services.store.list({ tenantId: 'someone-else', limit: 3, cursor: first.nextCursor! }),
+      ).rejects.toBeInstanceOf(ValidationError);
+      await expect(services.store.list({ tenantId: tenant, limit: 3, cursor: 'garbage!' })).rejects.toThrow(/cursor/);
+    });
+  });
+
+  describe('Method: listActive', () => {
+    it('finds dispatched tasks whose lease is due, across shards', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        const { task } = await services.store.create(createTask(newId(), spec('active'), new Date()));
+        await services.store.apply(dispatch(task, new Date(), i < 4 ? 1 : 3600));
+        ids.push(task.taskId);
+      }
+      const soon = new Date(Date.now() + 5_000);
+      const due: string[] = [];
+      for await (const ref of services.store.listActive('DISPATCHED', soon)) due.push(ref.taskId);
+      expect(due).toEqual(expect.arrayContaining(ids.slice(0, 4)));
+      expect(due).not.toEqual(expect.arrayContaining(ids.slice(4)));
+    });
+  });
+});
+
+describe('Class: ControlStore (against dynalite)', () => {
+  it('stores tenant settings', async () => {
+    const stored = await services.control.putTenant('t-settings', { weight: 2, maxConcurrency: 7 }, new Date());
+    expect(await services.control.getTenant('t-settings')).toEqual(stored);
+    expect((await services.control.listTenants()).map((t) => t.tenantId)).toContain('t-settings');
+  });
+
+  it('grants a lease to one holder at a time, with a growing token across holders', async () => {
+    const name = `lease-${newId()}`;
+    const a = await services.control.acquireLease(name, 'A', 1_000, 10_000);
+    expect(a).toMatchObject({ owner: 'A', token: 1 });
+    expect(await services.control.acquireLease(name, 'B', 5_000, 10_000)).toBeUndefined();
+    expect(await services.control.acquireLease(name, 'A', 6_000, 10_000)).toMatchObject({ token: 1 });
+    // A stops renewing; after expiry B takes over with a larger token, and A cannot renew.
+    const b = await services.control.acquireLease(name, 'B', 17_000, 10_000);
+    expect(b).toMatchObject({ owner: 'B', token: 2 });
+    expect(await services.control.acquireLease(name, 'A', 18_000, 10_000)).toBeUndefined();
+    await services.control.releaseLease(b!);
+    expect(await services.control.acquireLease(name, 'A', 19_000, 10_000)).toMatchObject({ token: 3 });
+  });
+});
