@@ -1,0 +1,152 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { WorkerMessage } from '../../lambda/adapters/queues.ts';
+import { start, succeed } from '../../lambda/core/lifecycle.ts';
+import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
+import { startTestServices, type TestServices } from '../helpers/services.ts';
+
+let services: TestServices;
+
+beforeEach(async () => {
+  services = await startTestServices({
+    config: {
+      pools: { lambda: { concurrency: 3 }, fargate: { vcpu: 1, memoryMiB: 2048 } },
+      tenantDefaults: { weight: 1, maxConcurrency: 10 },
+      tenants: { capped: { weight: 1, maxConcurrency: 2 } },
+    },
+  });
+});
+afterEach(async () => {
+  await services.stop();
+});
+
+const newScheduler = () =>
+  new Scheduler({ store: services.store, control: services.control, queues: services.queues, config: services.config });
+
+async function submit(count: number, tenantId: string, extra: Record<string, unknown> = {}) {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const { task } = await services.tasks.submit({ tenantId, type: 'demo.echo', payload: { i }, ...extra });
+    ids.push(task.taskId);
+  }
+  return ids;
+}
+
+/** Tick until nothing more is dispatched (the buffer fills over a few receives). */
+async function settle(scheduler: Scheduler, ticks = 6) {
+  let dispatched = 0;
+  for (let i = 0; i < ticks; i++) dispatched += (await scheduler.tick()).dispatched;
+  return dispatched;
+}
+
+async function workerMessages(runtime: 'lambda' | 'fargate') {
+  const messages: WorkerMessage[] = [];
+  for (let round = 0; round < 5; round++) {
+    const got = await services.queues.receive<WorkerMessage>(`worker-${runtime}`, { waitSeconds: 0 });
+    if (got.length === 0) break;
+    messages.push(...got.map((m) => m.body));
+    await services.queues.delete(
+      `worker-${runtime}`,
+      got.map((m) => m.receiptHandle),
+    );
+  }
+  return messages;
+}
+
+describe('Class: Scheduler (against the emulators)', () => {
+  it('dispatches no more than the Lambda pool holds, each with one worker message', async () => {
+    // Prepare
+    const ids = await submit(10, 'acme');
+    const scheduler = newScheduler();
+    await scheduler.resume();
+
+    // Act
+    const dispatched = await settle(scheduler);
+
+    // Assess
+    const tasks = [...(await services.store.getMany(ids)).values()];
+    expect(dispatched).toBe(3);
+    expect(tasks.filter((t) => t.state === 'DISPATCHED')).toHaveLength(3);
+    const messages = await workerMessages('lambda');
+    expect(messages.map((m) => m.taskId).sort()).toEqual(
+      tasks
+        .filter((t) => t.state === 'DISPATCHED')
+        .map((t) => t.taskId)
+        .sort(),
+    );
+    expect(messages.every((m) => m.fence === 1)).toBe(true);
+  });
+
+  it('holds a tenant to its quota while others use the remaining capacity', async () => {
+    await submit(5, 'capped');
+    await submit(1, 'other');
+    const scheduler = newScheduler();
+    await scheduler.resume();
+    await settle(scheduler);
+    const messages = await workerMessages('lambda');
+    expect(messages.filter((m) => m.tenantId === 'capped')).toHaveLength(2);
+    expect(messages.filter((m) => m.tenantId === 'other')).toHaveLength(1);
+  });
+
+  it('dispatches a task announced three times exactly once', async () => {
+    const [id] = await submit(1, 'acme');
+    const task = (await services.store.get(id!))!;
+    await services.queues.announce([task, task], new Date());
+    const scheduler = newScheduler();
+    await scheduler.resume();
+    await settle(scheduler);
+    const messages = await workerMessages('lambda');
+    expect(messages).toHaveLength(1);
+    expect((await services.store.get(id!))?.fence).toBe(1);
+    // The duplicate tier messages were dropped, not left to come back.
+    expect(await services.queues.receive('tier-normal', { waitSeconds: 0, visibilitySeconds: 0 })).toEqual([]);
+  });
+
+  it('frees capacity when a worker reports completion', async () => {
+    await submit(4, 'acme');
+    const scheduler = newScheduler();
+    await scheduler.resume();
+    await settle(scheduler);
+    const [first] = await workerMessages('lambda');
+    // A worker runs and finishes the first one (what runAttempt does, then reports).
+    const running = await services.store.transition(first!.taskId, (t) => start(t, first!.fence, new Date(), 60));
+    const done = await services.store.transition(first!.taskId, (t) => succeed(t, first!.fence, new Date(), 1), {
+      known: running,
+    });
+    await services.queues.reportCompletions([{ taskId: done.taskId, fence: 1, tenantId: 'acme', state: done.state }]);
+    expect(await settle(scheduler)).toBe(1);
+  });
+
+  it('resumes after a crash from DynamoDB, not memory: a new scheduler keeps the pool limit', async () => {
+    // Prepare: the first scheduler fills the pool and "crashes" (is dropped without cleanup).
+    const ids = await submit(6, 'acme');
+    const crashed = newScheduler();
+    await crashed.resume();
+    await settle(crashed);
+
+    // Act: its held tier messages come back, as when their visibility lapses after a crash
+    // (releaseHeld only makes them visible; the crashed instance's counts are simply gone).
+    await crashed.releaseHeld();
+    const successor = newScheduler();
+    await successor.resume();
+    const dispatched = await settle(successor);
+
+    // Assess
+    expect(successor.activeCount).toBe(3);
+    expect(successor.heldCount).toBe(3);
+    expect(dispatched).toBe(0);
+    const states = [...(await services.store.getMany(ids)).values()].map((t) => t.state);
+    expect(states.filter((s) => s === 'DISPATCHED')).toHaveLength(3);
+  });
+
+  it('does not dispatch a task cancelled while held', async () => {
+    const [id] = await submit(1, 'acme', { delaySeconds: 2 });
+    const scheduler = newScheduler();
+    await scheduler.resume();
+    await settle(scheduler, 2);
+    await services.tasks.cancel(id!);
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    await settle(scheduler, 3);
+    expect((await services.store.get(id!))?.state).toBe('CANCELLED');
+    expect(await workerMessages('lambda')).toEqual([]);
+  });
+});
