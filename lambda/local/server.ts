@@ -3,7 +3,7 @@
  * the end-to-end tests drive over HTTP.
  */
 import type { SchedulerConfig } from '../core/config.ts';
-import type { TaskLogger } from '../task-types/define.ts';
+import type { TaskLogger, TaskTypeRegistry } from '../task-types/define.ts';
 import { ensureExampleResources } from '../task-types/examples/resources.ts';
 import { seedExampleData } from '../task-types/examples/seed-data.ts';
 import type { AttemptOutcome } from '../worker/run-attempt.ts';
@@ -20,6 +20,8 @@ export interface LocalServerOptions {
   readonly examples?: boolean;
   readonly summaryEverySeconds?: number;
   readonly onOutcome?: (outcome: AttemptOutcome) => void;
+  /** Task types to run (the default registry when absent). */
+  readonly registry?: TaskTypeRegistry;
 }
 
 export interface LocalServer {
@@ -36,6 +38,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.summaryEverySeconds === undefined ? {} : { summaryEverySeconds: options.summaryEverySeconds }),
     ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
+    ...(options.registry ? { registry: options.registry } : {}),
     taskServices: async (clients) => {
       if (!withExamples) return { aws: clients };
       const resources = await ensureExampleResources(clients, 'examples');
