@@ -1,5 +1,6 @@
 import { BatchWriteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scheduledSubmitInput } from '../../lambda/app/scheduled.ts';
 import { ValidationError } from '../../lambda/core/errors.ts';
 import { findMismatches, paymentsReconciliation } from '../../lambda/task-types/examples/payments-reconciliation.ts';
 import { defaultRegistry } from '../../lambda/task-types/index.ts';
@@ -185,11 +186,23 @@ describe('examples.payments-reconciliation', () => {
     });
   });
 
-  it('accepts a schedule time and reconciles its UTC date; refuses anything else', async () => {
+  it('accepts a date, a schedule time (its UTC date) and a backward offset; refuses anything else', async () => {
     const registry = defaultRegistry();
     expect(registry.parsePayload(TYPE, { night: '2026-11-29T02:00:00Z' })).toEqual({ night: '2026-11-29' });
     expect(registry.parsePayload(TYPE, { night: '2026-11-29' })).toEqual({ night: '2026-11-29' });
+    // A 02:00 firing on the 1st covers the night of the 30th (and the month boundary).
+    expect(registry.parsePayload(TYPE, { night: '2026-12-01', offsetDays: -1 })).toEqual({ night: '2026-11-30' });
+    expect(() => registry.parsePayload(TYPE, { night: '2026-12-01', offsetDays: 1 })).toThrow(ValidationError);
     expect(() => registry.parsePayload(TYPE, { night: '29/11/2026' })).toThrow(ValidationError);
     expect(() => registry.parsePayload(TYPE, {})).toThrow(ValidationError);
+  });
+
+  it('a nightly schedule firing at 02:00 UTC submits the night that just ended', () => {
+    const input = scheduledSubmitInput({
+      scheduleName: 'nightly-payments-reconciliation',
+      scheduledTime: '2026-12-01T02:00:00Z',
+      task: { tenantId: 'finance', type: TYPE, payload: { night: '{{date}}', offsetDays: -1 } },
+    });
+    expect(defaultRegistry().parsePayload(TYPE, input.payload)).toEqual({ night: '2026-11-30' });
   });
 });

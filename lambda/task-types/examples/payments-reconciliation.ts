@@ -13,7 +13,7 @@ import { type DynamoDBDocumentClient, GetCommand, PutCommand, paginateQuery } fr
 import { z } from 'zod';
 import { EXAMPLE_LEDGER_TABLE, EXAMPLE_MISMATCHES_TABLE, EXAMPLE_ORDERS_TABLE } from '../../infra/example-resources.ts';
 import { defineTaskType } from '../define.ts';
-import { calendarDate } from './dates.ts';
+import { addDays, calendarDate } from './dates.ts';
 import { exampleStores } from './stores.ts';
 
 export const MISMATCH_KINDS = ['missing_payment', 'amount_mismatch', 'payment_without_order'] as const;
@@ -75,16 +75,23 @@ export const paymentsReconciliation = defineTaskType({
   type: 'examples.payments-reconciliation',
   description:
     "Compares the night's payments ledger with its orders and records each mismatch once per night in the mismatches table.",
-  payload: z.strictObject({
-    /**
-     * The business date to reconcile. A schedule may pass its scheduled time (ISO 8601) instead:
-     * its UTC date is used.
-     */
-    night: z.union([
-      calendarDate,
-      z.iso.datetime({ offset: true }).transform((time) => new Date(time).toISOString().slice(0, 10)),
-    ]),
-  }),
+  payload: z
+    .strictObject({
+      /**
+       * The business date to reconcile. Schedules pass `"{{date}}"` (the scheduled date); a full
+       * ISO 8601 time is accepted too and its UTC date used.
+       */
+      night: z.union([
+        calendarDate,
+        z.iso.datetime({ offset: true }).transform((time) => new Date(time).toISOString().slice(0, 10)),
+      ]),
+      /**
+       * Added to `night`: a schedule firing at 02:00 passes -1 to cover the night that just
+       * ended. Never "today" read from the clock: a retry after midnight must redo the same night.
+       */
+      offsetDays: z.number().int().min(-7).max(0).default(0),
+    })
+    .transform(({ night, offsetDays }) => ({ night: addDays(night, offsetDays) })),
   // Two Queries and a write per mismatch: a night of a few hundred thousand orders fits a
   // Lambda's 15 minutes and 2 GiB. Submit with runtime "fargate" for bigger ledgers.
   defaults: { runtime: 'lambda', timeoutSeconds: 900, maxAttempts: 5, resources: { vcpu: 1, memoryMiB: 2048 } },
