@@ -5,6 +5,7 @@
 import { TaskNotFoundError } from '../core/errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { type AnyRoute, defineRoute, type ResponseSpec } from './route.ts';
+import { statusRoute } from './status.ts';
 import {
   emptyBodySchema,
   listTasksQuerySchema,
@@ -207,6 +208,7 @@ export const API_ROUTES: readonly AnyRoute[] = [
   retryTask,
   getTenant,
   putTenant,
+  statusRoute,
   openApi,
 ];
 

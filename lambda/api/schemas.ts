@@ -97,7 +97,8 @@ const _submitFits: (body: SubmitTaskBody) => SubmitInput = (body) => body;
 void _submitFits;
 
 export const tenantSettingsSchema = z.strictObject({
-  weight: z.number().positive().max(1000).meta({ description: 'Fair-share weight' }),
+  // A lower bound, not just positive: DynamoDB cannot store magnitudes below 1e-130 (found by the fuzz test).
+  weight: z.number().min(0.001).max(1000).meta({ description: 'Fair-share weight, 0.001–1000' }),
   maxConcurrency: z.number().int().min(1).max(100_000).meta({ description: 'Tasks dispatched or running at once' }),
 });
 

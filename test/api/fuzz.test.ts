@@ -1,0 +1,243 @@
+/**
+ * Fuzzing the HTTP API (fast-check) over methods, paths, query strings, content types and
+ * bodies, mixing valid pieces with garbage so requests reach every layer of validation.
+ * Properties: never a 5xx; every refusal is a coded 4xx with the documented error shape; a
+ * refused request writes nothing (tables and queues unchanged).
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ApiRouter, createApiRouter } from '../../lambda/api/router.ts';
+import { errorResponseSchema } from '../../lambda/api/views.ts';
+import { PRIORITY_TIERS, RUNTIMES, TASK_STATES } from '../../lambda/core/task.ts';
+import { apiEvent, jsonOf } from '../helpers/api-events.ts';
+import { runningTask, submitTask } from '../helpers/factories.ts';
+import { snapshotWrites, startTestServices, type TestServices, type WriteSnapshot } from '../helpers/services.ts';
+
+let services: TestServices;
+let api: ApiRouter;
+let knownTaskIds: string[];
+const unexpected: { message: string; extra: Record<string, unknown> }[] = [];
+
+beforeAll(async () => {
+  services = await startTestServices();
+  // Unexpected errors are collected (and must stay absent) rather than printed.
+  api = createApiRouter(services, { logger: { error: (message, extra) => unexpected.push({ message, extra }) } });
+  knownTaskIds = [
+    (await submitTask(services, { tenantId: 'fuzz' })).taskId,
+    (await runningTask(services, { tenantId: 'fuzz' })).taskId,
+  ];
+});
+afterAll(async () => {
+  await services.stop();
+});
+
+const anyText = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 20 }));
+const goodId = fc.stringMatching(/^[A-Za-z0-9_.:@-]{1,20}$/);
+const idLike = fc.oneof(goodId, anyText, fc.constant('x'.repeat(129)));
+const segment = fc.oneof(
+  idLike.map(encodeURIComponent),
+  anyText, // unencoded, as a misbehaving client might send
+  fc.constantFrom('%', '%E0%A4%A', '%2F', '..', ''),
+);
+
+/** Ids of real tasks, read when a value is generated (they exist only after `beforeAll`). */
+const knownTask = () => fc.nat(1).map((i) => knownTaskIds[i]!);
+
+const path = fc.oneof(
+  fc.constantFrom('/health', '/openapi.json', '/v1/tasks', '/', '/v1', '/v1/tenants', '/v1/tasks/'),
+  fc.tuple(fc.oneof(segment, knownTask())).map(([id]) => `/v1/tasks/${id}`),
+  fc
+    .tuple(fc.oneof(segment, knownTask()), fc.constantFrom('cancel', 'retry', 'x'))
+    .map(([id, op]) => `/v1/tasks/${id}/${op}`),
+  segment.map((id) => `/v1/tenants/${id}`),
+  fc.array(segment, { maxLength: 5 }).map((segments) => `/${segments.join('/')}`),
+);
+
+const queryValue = fc.oneof(
+  goodId,
+  anyText,
+  fc.constantFrom(...TASK_STATES, 'done'),
+  fc.integer({ min: -5, max: 200 }).map(String),
+  fc.base64String({ maxLength: 60 }),
+);
+const query = fc.oneof(
+  fc.constant(''),
+  fc
+    .array(fc.tuple(fc.oneof(fc.constantFrom('tenantId', 'state', 'limit', 'cursor'), anyText), queryValue), {
+      maxLength: 5,
+    })
+    .map((pairs) => new URLSearchParams(pairs).toString()),
+  anyText, // not even key=value
+);
+
+/**
+ * Mostly a good value, sometimes out of range or any JSON: enough bodies get past the schema
+ * to reach the registry, the service and the store.
+ */
+const loose = <T>(good: fc.Arbitrary<T>) =>
+  fc.oneof(
+    { arbitrary: good, weight: 9 },
+    { arbitrary: fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.double(), fc.integer()), weight: 1 },
+  );
+const submitBody = fc.record(
+  {
+    tenantId: loose(goodId),
+    type: loose(fc.constantFrom('demo.echo', 'demo.echo', 'demo.sleep', 'demo.fail', 'demo.nope')),
+    payload: fc.oneof(
+      fc.jsonValue({ maxDepth: 4 }),
+      fc.record({ ms: loose(fc.nat(10)) }),
+      fc.record({ failTimes: loose(fc.nat(3)) }),
+    ),
+    priority: loose(fc.constantFrom(...PRIORITY_TIERS)),
+    idempotencyKey: loose(goodId),
+    resources: loose(
+      fc.record(
+        { vcpu: fc.double({ min: 0.25, max: 4, noNaN: true }), memoryMiB: fc.integer({ min: 128, max: 4096 }) },
+        { requiredKeys: [] },
+      ),
+    ),
+    runtime: loose(fc.constantFrom(...RUNTIMES)),
+    timeoutSeconds: loose(fc.integer({ min: 1, max: 900 })),
+    maxAttempts: loose(fc.integer({ min: 1, max: 100 })),
+    delaySeconds: loose(fc.integer({ min: 0, max: 3600 })),
+    runAt: loose(
+      fc.integer({ min: -86_400, max: 30 * 86_400 }).map((s) => new Date(Date.now() + s * 1000).toISOString()),
+    ),
+  },
+  { requiredKeys: ['tenantId', 'type'] },
+);
+/** Now and then an unknown key, which the strict schema must refuse. */
+const withUnknownKey = fc.oneof(
+  { arbitrary: submitBody, weight: 7 },
+  {
+    arbitrary: fc.tuple(submitBody, fc.jsonValue({ maxDepth: 1 })).map(([submit, extra]) => ({ ...submit, extra })),
+    weight: 1,
+  },
+);
+const tenantBody = fc.record(
+  {
+    weight: loose(fc.double({ min: -1, max: 2000, noNaN: true })),
+    maxConcurrency: loose(fc.integer({ min: -1, max: 200_000 })),
+  },
+  { requiredKeys: [] },
+);
+
+const body = fc.oneof(
+  fc.constant(undefined),
+  withUnknownKey.map((b) => JSON.stringify(b)),
+  tenantBody.map((b) => JSON.stringify(b)),
+  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+  fc.constantFrom('{}', '{', 'null', '[]', '""', ' ', '{"a":1}}'),
+  anyText,
+);
+
+/** Anything at all, mostly refused early (routing, media type, syntax). */
+const anyRequest = fc.record({
+  method: fc.oneof(
+    fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS'),
+    fc.stringMatching(/^[A-Z]{1,8}$/),
+  ),
+  path,
+  query,
+  body,
+  contentType: fc.constantFrom(
+    undefined,
+    'application/json',
+    'application/json; charset=utf-8',
+    'text/plain',
+    'application/problem+json',
+    '',
+  ),
+});
+
+const jsonOrNot = fc.oneof(
+  { arbitrary: fc.constant('application/json'), weight: 9 },
+  { arbitrary: fc.constantFrom('text/plain', 'application/xml'), weight: 1 },
+);
+
+/** A well-aimed request to a real route with a fuzzed body, so validation deeper down is exercised. */
+const aimedRequest = fc.oneof(
+  fc.tuple(withUnknownKey, jsonOrNot).map(([b, contentType]) => ({
+    method: 'POST',
+    path: '/v1/tasks',
+    query: '',
+    body: JSON.stringify(b),
+    contentType,
+  })),
+  // A submit of the simplest valid shape with a fuzzed payload: demo.echo takes any JSON.
+  fc.tuple(goodId, fc.jsonValue({ maxDepth: 4 })).map(([tenantId, payload]) => ({
+    method: 'POST',
+    path: '/v1/tasks',
+    query: '',
+    body: JSON.stringify({ tenantId, type: 'demo.echo', payload }),
+    contentType: 'application/json',
+  })),
+  fc.tuple(segment, tenantBody).map(([tenant, b]) => ({
+    method: 'PUT',
+    path: `/v1/tenants/${tenant}`,
+    query: '',
+    body: JSON.stringify(b),
+    contentType: 'application/json',
+  })),
+  fc
+    .tuple(
+      fc.oneof(segment, knownTask()),
+      fc.constantFrom('cancel', 'retry'),
+      fc.constantFrom(undefined, '{}', '{"a":1}'),
+    )
+    .map(([id, op, b]) => ({
+      method: 'POST',
+      path: `/v1/tasks/${id}/${op}`,
+      query: '',
+      body: b,
+      contentType: 'application/json',
+    })),
+  query.map((q) => ({ method: 'GET', path: '/v1/tasks', query: q, body: undefined, contentType: undefined })),
+);
+
+const request = fc.oneof(anyRequest, aimedRequest);
+
+describe('Router: fuzzed requests', () => {
+  it('never answers 5xx; refusals are coded 4xx with the error shape and write nothing', async () => {
+    let baseline: WriteSnapshot = await snapshotWrites(services);
+    const statuses = new Map<number, number>();
+
+    await fc.assert(
+      fc.asyncProperty(request, async (input) => {
+        // Prepare
+        const event = apiEvent({
+          method: input.method,
+          path: input.query ? `${input.path}?${input.query}` : input.path,
+          ...(input.body === undefined ? {} : { body: input.body }),
+          ...(input.contentType === undefined ? {} : { headers: { 'content-type': input.contentType } }),
+        });
+
+        // Act
+        const result = await api(event);
+
+        // Assess
+        const status = result.statusCode ?? 0;
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        expect(status).toBeGreaterThanOrEqual(200);
+        expect(status).toBeLessThan(500);
+        const after = await snapshotWrites(services);
+        if (status >= 400) {
+          const { error } = errorResponseSchema.parse(jsonOf(result));
+          expect(error.code).toMatch(/^[a-z_]+$/);
+          expect(after).toEqual(baseline);
+        } else {
+          expect([200, 202]).toContain(status);
+          baseline = after;
+        }
+      }),
+      { numRuns: Number(process.env.FUZZ_RUNS ?? 250) },
+    );
+
+    expect(unexpected).toEqual([]);
+    // The generator must reach both acceptance and many kinds of refusal to mean anything.
+    const seen = Object.fromEntries(statuses);
+    for (const status of [200, 202, 400, 404, 405, 409, 415]) {
+      expect(seen, `no ${status} among ${JSON.stringify(seen)}`).toHaveProperty(String(status));
+    }
+  });
+});
