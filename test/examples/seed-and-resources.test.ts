@@ -50,6 +50,20 @@ describe('example resources', () => {
       'examples.payments-reconciliation',
     ]);
   });
+
+  it('parsing a payload twice changes nothing (the worker re-parses the stored, parsed payload)', () => {
+    const registry = defaultRegistry();
+    const cases: [string, unknown][] = [
+      ['examples.weekly-sales-report', { restaurantId: 'r-001', weekStart: '2026-11-23' }],
+      ['examples.photo-resize', { prefix: 'uploads/', sizes: [1024, 320, 320] }],
+      ['examples.payments-reconciliation', { night: '2026-12-01', offsetDays: -1 }],
+      ['examples.payments-reconciliation', { night: '2026-12-01T02:00:00Z' }],
+    ];
+    for (const [type, payload] of cases) {
+      const once = registry.parsePayload(type, payload);
+      expect(registry.parsePayload(type, once)).toEqual(once);
+    }
+  });
 });
 
 describe('seedExampleData', () => {
