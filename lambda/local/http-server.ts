@@ -49,8 +49,8 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
 
   const server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      // Only reachable if writing the response itself failed; nothing useful can be sent.
-      console.error('local http server: failed to answer', error);
+      // Reachable only when the client left or writing the response failed: nothing can be sent.
+      if (!(error instanceof ClientGoneError)) console.error('local http server: failed to answer', error);
       response.destroy();
     });
   });
@@ -89,6 +89,13 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
         server.closeAllConnections();
       }),
   };
+}
+
+class ClientGoneError extends Error {
+  constructor() {
+    super('The client closed the connection before sending the whole body');
+    this.name = 'ClientGoneError';
+  }
 }
 
 interface BodyRead {
@@ -134,6 +141,13 @@ function readBody(request: IncomingMessage, limit: number): Promise<BodyRead> {
     });
     request.on('error', (error) => {
       if (!settled) reject(error);
+    });
+    // The client went away mid-body: nothing to answer, and a truncated body must not be routed.
+    request.on('close', () => {
+      if (!settled && !request.complete) {
+        settled = true;
+        reject(new ClientGoneError());
+      }
     });
   });
 }
