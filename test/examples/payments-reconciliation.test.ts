@@ -1,6 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { BatchWriteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scheduledSubmitInput } from '../../lambda/app/scheduled.ts';
+import { parseConfig } from '../../lambda/core/config.ts';
 import { ValidationError } from '../../lambda/core/errors.ts';
 import { findMismatches, paymentsReconciliation } from '../../lambda/task-types/examples/payments-reconciliation.ts';
 import { defaultRegistry } from '../../lambda/task-types/index.ts';
@@ -202,6 +204,19 @@ describe('examples.payments-reconciliation', () => {
       scheduleName: 'nightly-payments-reconciliation',
       scheduledTime: '2026-12-01T02:00:00Z',
       task: { tenantId: 'finance', type: TYPE, payload: { night: '{{date}}', offsetDays: -1 } },
+    });
+    expect(defaultRegistry().parsePayload(TYPE, input.payload)).toEqual({ night: '2026-11-30' });
+  });
+
+  it("the default configuration's nightly schedule submits a payload the type accepts", () => {
+    const config = parseConfig(JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')));
+    const schedule = config.schedules.find((entry) => entry.task.type === TYPE);
+    expect(schedule).toBeDefined();
+    if (!schedule) return;
+    const input = scheduledSubmitInput({
+      scheduleName: schedule.name,
+      scheduledTime: '2026-12-01T02:00:00Z',
+      task: schedule.task,
     });
     expect(defaultRegistry().parsePayload(TYPE, input.payload)).toEqual({ night: '2026-11-30' });
   });
