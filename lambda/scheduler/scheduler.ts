@@ -61,8 +61,13 @@ export interface TickResult {
 
 /** Hold visibility of tier messages for this long, renewed when a third remains. */
 const HOLD_VISIBILITY_SECONDS = 120;
-/** An over-limit tenant's message is parked (hidden) this long so others' messages surface. */
-const PARK_SECONDS = 20;
+/**
+ * A tenant's messages beyond its hold limit are parked (hidden) so other tenants' messages
+ * surface. They come back in waves of one hold limit every PARK_WAVE_SECONDS: about the rate the
+ * tenant can use them, so a small burst returns within seconds while a flood of 100k is spread
+ * out (up to SQS's 12 h visibility cap) instead of being re-received over and over.
+ */
+const PARK_WAVE_SECONDS = 2;
 /** Tasks due further ahead than this are not held; their message is hidden until nearer. */
 const HOLD_AHEAD_MS = 60_000;
 const SNAPSHOT_EVERY_MS = 2_000;
@@ -75,6 +80,8 @@ export class Scheduler {
   /** Dispatched or running tasks this scheduler counts against capacity: taskId → fence. */
   readonly #active = new Map<string, { fence: number; sinceMs: number }>();
   readonly #heldPerTenant = new Map<string, number>();
+  /** Per tenant: the park wave being filled (when it comes back) and how many it holds. */
+  readonly #parkWaves = new Map<string, { untilMs: number; count: number }>();
   readonly #reconciler: Reconciler;
   readonly #dispatchTimes: number[] = [];
   #seq = 0;
@@ -208,7 +215,6 @@ export class Scheduler {
     const nowMs = this.#now().getTime();
     const tasks = await store.getMany(received.map(({ message }) => message.body.taskId));
     const drop = new Map<string, string[]>();
-    const park = new Map<string, string[]>();
     const defer: { queueId: string; handle: string; seconds: number }[] = [];
     const add = (bucket: Map<string, string[]>, queueId: string, handle: string) => {
       const list = bucket.get(queueId) ?? [];
@@ -230,15 +236,16 @@ export class Scheduler {
         continue;
       }
       if ((this.#heldPerTenant.get(task.tenantId) ?? 0) >= this.#perTenantHoldLimit(task.tenantId)) {
-        add(park, queueId, message.receiptHandle);
+        defer.push({ queueId, handle: message.receiptHandle, seconds: this.#parkSeconds(task.tenantId, nowMs) });
         continue;
       }
       this.#hold(task, queueId, message.receiptHandle, nowMs);
     }
     await Promise.all([
       ...[...drop].map(([queueId, handles]) => queues.delete(queueId, handles)),
-      ...[...park].map(([queueId, handles]) => queues.changeVisibility(queueId, handles, PARK_SECONDS)),
-      ...defer.map(({ queueId, handle, seconds }) => queues.changeVisibility(queueId, [handle], seconds)),
+      ...groupDeferrals(defer).map(({ queueId, handles, seconds }) =>
+        queues.changeVisibility(queueId, handles, seconds),
+      ),
     ]);
   }
 
@@ -253,7 +260,21 @@ export class Scheduler {
     return Math.max(10, Math.min(buffer, 2 * maxConcurrency));
   }
 
+  #parkSeconds(tenantId: string, nowMs: number): number {
+    const limit = this.#perTenantHoldLimit(tenantId);
+    let wave = this.#parkWaves.get(tenantId);
+    if (!wave || wave.untilMs <= nowMs) wave = { untilMs: nowMs + PARK_WAVE_SECONDS * 1000, count: 0 };
+    if (wave.count >= limit) wave = { untilMs: wave.untilMs + PARK_WAVE_SECONDS * 1000, count: 0 };
+    wave.count++;
+    this.#parkWaves.set(tenantId, wave);
+    return Math.min(43_200, Math.ceil((wave.untilMs - nowMs) / 1000));
+  }
+
   #hold(task: Task, queueId: string, receiptHandle: string, nowMs: number): void {
+    // The task is QUEUED again (lease expired, retry, lost completion): its old attempt is over.
+    // Still counting it would make the policy refuse the task as already active, and the held
+    // candidate would never be dispatched (nor re-announced, being held).
+    if (this.#active.delete(task.taskId)) this.#policy.release(task.taskId);
     this.#held.set(task.taskId, {
       task,
       queueId,
@@ -438,6 +459,18 @@ export class Scheduler {
       this.#policy.remove(taskId);
     }
   }
+}
+
+/** One ChangeMessageVisibilityBatch per queue and duration, instead of one call per message. */
+function groupDeferrals(defer: readonly { queueId: string; handle: string; seconds: number }[]) {
+  const groups = new Map<string, { queueId: string; handles: string[]; seconds: number }>();
+  for (const { queueId, handle, seconds } of defer) {
+    const key = `${queueId}\u0000${seconds}`;
+    const group = groups.get(key) ?? { queueId, handles: [], seconds };
+    group.handles.push(handle);
+    groups.set(key, group);
+  }
+  return [...groups.values()];
 }
 
 /** SQS visibility for a message due in `msAhead`: wake a little early, at most 12 h. */
