@@ -12,10 +12,10 @@
  */
 import { parseArgs } from 'node:util';
 import { createAwsClients } from '../lambda/adapters/aws-clients.ts';
-import { EXAMPLE_RESOURCE_IDS, EXAMPLE_RESOURCES_ENV } from '../lambda/infra/example-resources.ts';
+import { EXAMPLE_RESOURCES_ENV } from '../lambda/infra/example-resources.ts';
 import { ensureExampleResources } from '../lambda/task-types/examples/resources.ts';
 import { SAMPLE, seedExampleData } from '../lambda/task-types/examples/seed-data.ts';
-import type { ExampleResourceNames } from '../lambda/task-types/examples/stores.ts';
+import { exampleResourcesFromEnvironment } from '../lambda/task-types/examples/stores.ts';
 
 const USAGE = `Usage: node examples/seed.ts [--dynamodb URL] [--s3 URL] [--prefix NAME] [--region REGION]
 
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
     ...(emulated && !env.AWS_ACCESS_KEY_ID ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
   });
   try {
-    const names = deployedNames ? parseNames(deployedNames) : await ensureExampleResources(clients, values.prefix);
+    const names = exampleResourcesFromEnvironment(env) ?? (await ensureExampleResources(clients, values.prefix));
     const summary = await seedExampleData(clients, names);
     console.log(
       `Seeded ${summary.sales} sales, ${summary.orders} orders, ${summary.ledgerEntries} ledger entries and ` +
@@ -74,19 +74,6 @@ async function main(): Promise<void> {
 }
 
 class UsageError extends Error {}
-
-function parseNames(json: string): ExampleResourceNames {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(json);
-  } catch {
-    throw new UsageError(`${EXAMPLE_RESOURCES_ENV} is not JSON`);
-  }
-  const names = parsed as Record<string, unknown>;
-  const missing = EXAMPLE_RESOURCE_IDS.filter((id) => typeof names?.[id] !== 'string');
-  if (missing.length > 0) throw new UsageError(`${EXAMPLE_RESOURCES_ENV} lacks ${missing.join(', ')}`);
-  return names as ExampleResourceNames;
-}
 
 main().catch((error: unknown) => {
   if (error instanceof UsageError) console.error(`${error.message}\n\n${USAGE}`);

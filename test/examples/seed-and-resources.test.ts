@@ -8,6 +8,7 @@ import { paymentsReconciliation } from '../../lambda/task-types/examples/payment
 import { photoResize } from '../../lambda/task-types/examples/photo-resize.ts';
 import { ensureExampleResources } from '../../lambda/task-types/examples/resources.ts';
 import { SAMPLE, sampleSales, seedExampleData } from '../../lambda/task-types/examples/seed-data.ts';
+import { exampleResourcesFromEnvironment } from '../../lambda/task-types/examples/stores.ts';
 import { weeklySalesReport } from '../../lambda/task-types/examples/weekly-sales-report.ts';
 import { defaultRegistry } from '../../lambda/task-types/index.ts';
 import { type ExampleEnv, makeContext, readObject, startExampleEnv } from './helpers.ts';
@@ -39,6 +40,15 @@ describe('example resources', () => {
         table.indexes.map((index) => index.indexName),
       );
     }
+  });
+
+  it('reads the names map a deployed stack passes in EXAMPLE_RESOURCES, and refuses an incomplete one', () => {
+    expect(exampleResourcesFromEnvironment({})).toBeUndefined();
+    expect(exampleResourcesFromEnvironment({ EXAMPLE_RESOURCES: JSON.stringify(env.names) })).toEqual(env.names);
+    expect(() => exampleResourcesFromEnvironment({ EXAMPLE_RESOURCES: '{"example-data":"b"}' })).toThrow(
+      /lacks example-sales/,
+    );
+    expect(() => exampleResourcesFromEnvironment({ EXAMPLE_RESOURCES: 'nope' })).toThrow(/JSON/);
   });
 
   it('registers the three examples beside the demo types', () => {

@@ -9,7 +9,7 @@ import { paymentsReconciliation } from './payments-reconciliation.ts';
 import { photoResize } from './photo-resize.ts';
 import { weeklySalesReport } from './weekly-sales-report.ts';
 
-export type { ExampleResourceNames } from './stores.ts';
+export { type ExampleResourceNames, exampleResourcesFromEnvironment } from './stores.ts';
 export { paymentsReconciliation, photoResize, weeklySalesReport };
 
 export const EXAMPLE_TASK_TYPES = [weeklySalesReport, photoResize, paymentsReconciliation] as const;

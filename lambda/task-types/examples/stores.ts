@@ -4,7 +4,7 @@
  * bundles that carry them) never import the local emulators.
  */
 import { NonRetryableError } from '../../core/errors.ts';
-import type { ExampleResourceId } from '../../infra/example-resources.ts';
+import { EXAMPLE_RESOURCE_IDS, EXAMPLE_RESOURCES_ENV, type ExampleResourceId } from '../../infra/example-resources.ts';
 import type { TaskServices } from '../define.ts';
 
 /** Physical names by logical id: what goes into `TaskServices.resources`. */
@@ -35,4 +35,25 @@ export function exampleStores<const Ids extends readonly ExampleResourceId[]>(
     );
   }
   return { aws, names };
+}
+
+/**
+ * The names map on AWS: the stack puts it in `EXAMPLE_RESOURCES` as JSON (id → physical name).
+ * Undefined when unset, so a deployment without the examples simply provides no names.
+ */
+export function exampleResourcesFromEnvironment(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ExampleResourceNames | undefined {
+  const json = env[EXAMPLE_RESOURCES_ENV];
+  if (!json) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    throw new Error(`${EXAMPLE_RESOURCES_ENV} must be a JSON object of resource id to name`);
+  }
+  const names = (parsed ?? {}) as Record<string, unknown>;
+  const missing = EXAMPLE_RESOURCE_IDS.filter((id) => typeof names[id] !== 'string' || names[id] === '');
+  if (missing.length > 0) throw new Error(`${EXAMPLE_RESOURCES_ENV} lacks ${missing.join(', ')}`);
+  return Object.fromEntries(EXAMPLE_RESOURCE_IDS.map((id) => [id, names[id] as string])) as ExampleResourceNames;
 }
