@@ -5,7 +5,6 @@
 import { TaskNotFoundError } from '../core/errors.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { type AnyRoute, defineRoute, type ResponseSpec } from './route.ts';
-import { statusRoute } from './status.ts';
 import {
   emptyBodySchema,
   listTasksQuerySchema,
@@ -16,6 +15,7 @@ import {
   tenantIdParamsSchema,
   tenantSettingsSchema,
 } from './schemas.ts';
+import { statusRoute } from './status.ts';
 import {
   errorResponseSchema,
   healthSchema,

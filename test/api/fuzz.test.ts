@@ -13,6 +13,9 @@ import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { runningTask, submitTask } from '../helpers/factories.ts';
 import { snapshotWrites, startTestServices, type TestServices, type WriteSnapshot } from '../helpers/services.ts';
 
+/** FUZZ_RUNS=5000 for a longer hunt. */
+const RUNS = Number(process.env.FUZZ_RUNS ?? 250);
+
 let services: TestServices;
 let api: ApiRouter;
 let knownTaskIds: string[];
@@ -198,46 +201,50 @@ const aimedRequest = fc.oneof(
 const request = fc.oneof(anyRequest, aimedRequest);
 
 describe('Router: fuzzed requests', () => {
-  it('never answers 5xx; refusals are coded 4xx with the error shape and write nothing', async () => {
-    let baseline: WriteSnapshot = await snapshotWrites(services);
-    const statuses = new Map<number, number>();
+  it(
+    'never answers 5xx; refusals are coded 4xx with the error shape and write nothing',
+    async () => {
+      let baseline: WriteSnapshot = await snapshotWrites(services);
+      const statuses = new Map<number, number>();
 
-    await fc.assert(
-      fc.asyncProperty(request, async (input) => {
-        // Prepare
-        const event = apiEvent({
-          method: input.method,
-          path: input.query ? `${input.path}?${input.query}` : input.path,
-          ...(input.body === undefined ? {} : { body: input.body }),
-          ...(input.contentType === undefined ? {} : { headers: { 'content-type': input.contentType } }),
-        });
+      await fc.assert(
+        fc.asyncProperty(request, async (input) => {
+          // Prepare
+          const event = apiEvent({
+            method: input.method,
+            path: input.query ? `${input.path}?${input.query}` : input.path,
+            ...(input.body === undefined ? {} : { body: input.body }),
+            ...(input.contentType === undefined ? {} : { headers: { 'content-type': input.contentType } }),
+          });
 
-        // Act
-        const result = await api(event);
+          // Act
+          const result = await api(event);
 
-        // Assess
-        const status = result.statusCode ?? 0;
-        statuses.set(status, (statuses.get(status) ?? 0) + 1);
-        expect(status).toBeGreaterThanOrEqual(200);
-        expect(status).toBeLessThan(500);
-        const after = await snapshotWrites(services);
-        if (status >= 400) {
-          const { error } = errorResponseSchema.parse(jsonOf(result));
-          expect(error.code).toMatch(/^[a-z_]+$/);
-          expect(after).toEqual(baseline);
-        } else {
-          expect([200, 202]).toContain(status);
-          baseline = after;
-        }
-      }),
-      { numRuns: Number(process.env.FUZZ_RUNS ?? 250) },
-    );
+          // Assess
+          const status = result.statusCode ?? 0;
+          statuses.set(status, (statuses.get(status) ?? 0) + 1);
+          expect(status).toBeGreaterThanOrEqual(200);
+          expect(status).toBeLessThan(500);
+          const after = await snapshotWrites(services);
+          if (status >= 400) {
+            const { error } = errorResponseSchema.parse(jsonOf(result));
+            expect(error.code).toMatch(/^[a-z_]+$/);
+            expect(after).toEqual(baseline);
+          } else {
+            expect([200, 202]).toContain(status);
+            baseline = after;
+          }
+        }),
+        { numRuns: RUNS },
+      );
 
-    expect(unexpected).toEqual([]);
-    // The generator must reach both acceptance and many kinds of refusal to mean anything.
-    const seen = Object.fromEntries(statuses);
-    for (const status of [200, 202, 400, 404, 405, 409, 415]) {
-      expect(seen, `no ${status} among ${JSON.stringify(seen)}`).toHaveProperty(String(status));
-    }
-  });
+      expect(unexpected).toEqual([]);
+      // The generator must reach both acceptance and many kinds of refusal to mean anything.
+      const seen = Object.fromEntries(statuses);
+      for (const status of [200, 202, 400, 404, 405, 409, 415]) {
+        expect(seen, `no ${status} among ${JSON.stringify(seen)}`).toHaveProperty(String(status));
+      }
+    },
+    60_000 + RUNS * 100,
+  );
 });

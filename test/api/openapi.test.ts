@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { buildOpenApiDocument } from '../../lambda/api/openapi.ts';
+import { API_ROUTES } from '../../lambda/api/routes.ts';
+
+interface Document {
+  openapi: string;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        operationId: string;
+        parameters: { name: string; in: string; required: boolean }[];
+        requestBody?: unknown;
+        responses: Record<string, unknown>;
+      }
+    >
+  >;
+  components: { schemas: Record<string, unknown> };
+}
+
+const document = buildOpenApiDocument(API_ROUTES) as unknown as Document;
+
+describe('Function: buildOpenApiDocument', () => {
+  it('is OpenAPI 3.1', () => {
+    expect(document.openapi).toBe('3.1.0');
+  });
+
+  it('documents every route of the router, and nothing else', () => {
+    // Prepare
+    const routes = API_ROUTES.map((route) => `${route.method} ${route.path}`).sort();
+
+    // Act
+    const documented = Object.entries(document.paths)
+      .flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`))
+      .sort();
+
+    // Assess
+    expect(documented).toEqual(routes);
+    // At least the routes of PRODUCT.md "HTTP API" (other read-only views may be added).
+    expect(documented).toEqual(
+      expect.arrayContaining([
+        'GET /health',
+        'GET /openapi.json',
+        'GET /v1/tasks',
+        'GET /v1/tasks/{taskId}',
+        'GET /v1/tenants/{tenantId}',
+        'POST /v1/tasks',
+        'POST /v1/tasks/{taskId}/cancel',
+        'POST /v1/tasks/{taskId}/retry',
+        'PUT /v1/tenants/{tenantId}',
+      ]),
+    );
+  });
+
+  it('generates parameters and bodies from the zod schemas', () => {
+    // Act
+    const list = document.paths['/v1/tasks']!.get!;
+    const submit = document.paths['/v1/tasks']!.post!;
+    const getTask = document.paths['/v1/tasks/{taskId}']!.get!;
+
+    // Assess
+    expect(list.parameters.map((p) => [p.name, p.in, p.required])).toEqual([
+      ['tenantId', 'query', true],
+      ['state', 'query', false],
+      ['limit', 'query', false],
+      ['cursor', 'query', false],
+    ]);
+    expect(getTask.parameters).toEqual([
+      expect.objectContaining({
+        name: 'taskId',
+        in: 'path',
+        required: true,
+        schema: expect.objectContaining({ maxLength: 128 }),
+      }),
+    ]);
+    expect(submit.requestBody).toMatchObject({
+      required: true,
+      content: {
+        'application/json': {
+          schema: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['tenantId', 'type'],
+            properties: { timeoutSeconds: { type: 'integer', minimum: 1, maximum: 86_400 } },
+          },
+        },
+      },
+    });
+    expect(Object.keys(submit.responses).sort()).toEqual(['200', '202', '400', '403', '409', '413', '415']);
+  });
+
+  it('resolves every $ref to a component schema', () => {
+    // Act
+    const refs = [...JSON.stringify(document).matchAll(/"\$ref":"([^"]+)"/g)].map((match) => match[1]!);
+
+    // Assess
+    expect(refs.length).toBeGreaterThan(0);
+    for (const ref of refs) {
+      expect(ref).toMatch(/^#\/components\/schemas\//);
+      expect(document.components.schemas).toHaveProperty(ref.slice('#/components/schemas/'.length));
+    }
+    expect(JSON.stringify(document)).not.toContain('$defs');
+  });
+});
