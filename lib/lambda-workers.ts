@@ -2,7 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
-import { handlerEntry, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
+import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
 export interface LambdaWorkersProps {
@@ -65,11 +65,8 @@ export class LambdaWorkers extends Construct {
     this.maxConcurrency = Math.min(SQS_ESM_MAX_CONCURRENCY, Math.max(SQS_ESM_MIN_CONCURRENCY, props.poolConcurrency));
 
     this.handler = new RuntimeFunction(this, 'Handler', {
-      entry: handlerEntry(props.runtime, 'worker'),
-      projectRoot: props.runtime.projectRoot,
+      ...handlerProps(props.runtime, 'worker'),
       description: 'Task scheduler Lambda worker pool',
-      environment: props.runtime.environment,
-      logRetention: props.runtime.logRetention,
       memorySize: props.memorySize ?? 2048,
       timeout,
     });

@@ -258,7 +258,6 @@ export class Monitoring extends Construct {
       dimensionsMap: { [DIMENSION.service]: this.#serviceName },
       statistic: 'Sum',
       period: Duration.minutes(1),
-      label: name,
     });
   }
 }

@@ -5,7 +5,7 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { ScheduleConfig } from '../lambda/core/config.ts';
-import { handlerEntry, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
+import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import { schedulerInvokeRole } from './scheduler-invoke-role.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
@@ -71,11 +71,8 @@ export class NightlySchedules extends Construct {
     }
 
     this.handler = new RuntimeFunction(this, 'Handler', {
-      entry: handlerEntry(props.runtime, 'scheduled-submit'),
-      projectRoot: props.runtime.projectRoot,
+      ...handlerProps(props.runtime, 'scheduled-submit'),
       description: 'Task scheduler submit from EventBridge schedules',
-      environment: props.runtime.environment,
-      logRetention: props.runtime.logRetention,
       memorySize: 256,
       timeout: Duration.seconds(30),
     });

@@ -2,7 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
-import { handlerEntry, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
+import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import { DEAD_LETTER_VISIBILITY_SECONDS, type DefinedQueue } from './task-queues.ts';
 
 export interface RedriveProps {
@@ -44,11 +44,8 @@ export class Redrive extends Construct {
     });
 
     this.handler = new RuntimeFunction(this, 'Handler', {
-      entry: handlerEntry(props.runtime, 'redrive'),
-      projectRoot: props.runtime.projectRoot,
+      ...handlerProps(props.runtime, 'redrive'),
       description: 'Task scheduler redrive of worker dead letters',
-      environment: props.runtime.environment,
-      logRetention: props.runtime.logRetention,
       memorySize: 256,
       timeout,
     });

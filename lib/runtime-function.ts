@@ -5,6 +5,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { estimateEnvironmentBytes, LAMBDA_ENVIRONMENT_LIMIT } from './environment-size.ts';
 
 export interface RuntimeFunctionProps {
   /** Absolute path of the handler module; it must export `handler`. */
@@ -22,6 +23,13 @@ export interface RuntimeFunctionProps {
   readonly logRetention?: logs.RetentionDays;
   /** @default - unreserved (the account's shared pool) */
   readonly reservedConcurrentExecutions?: number;
+  /**
+   * Packages with native binaries that esbuild cannot bundle, installed next to the bundle from
+   * the lockfile for Lambda's platform (linux, arm64, glibc). Needs the npm registry (or its
+   * cache) when bundling.
+   * @default - none
+   */
+  readonly nativeModules?: readonly string[];
 }
 
 const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
@@ -37,6 +45,8 @@ export class RuntimeFunction extends Construct {
   public readonly role: iam.Role;
   public readonly logGroup: logs.LogGroup;
   public readonly timeout: Duration;
+  /** The variables the function gets (references resolve at deploy). */
+  public readonly environment: Readonly<Record<string, string>>;
 
   constructor(scope: Construct, id: string, props: RuntimeFunctionProps) {
     super(scope, id);
@@ -69,6 +79,30 @@ export class RuntimeFunction extends Construct {
     // Instead of AWSLambdaBasicExecutionRole (logs:* on every group): write to this group only.
     this.logGroup.grantWrite(this.role);
 
+    const nativeModules = props.nativeModules ?? [];
+    const environment: Record<string, string> = {
+      ...props.environment,
+      // Stack traces point at the TypeScript sources.
+      NODE_OPTIONS: '--enable-source-maps',
+    };
+    this.environment = environment;
+    // Checked once every resource exists (names in the environment are references until then).
+    this.node.addValidation({
+      validate: () => {
+        const bytes = estimateEnvironmentBytes(this, environment);
+        if (bytes <= LAMBDA_ENVIRONMENT_LIMIT) return [];
+        const largest = Object.entries(environment)
+          .map(([name, value]) => [name, estimateEnvironmentBytes(this, { [name]: value })] as const)
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 3)
+          .map(([name, size]) => `${name} ${size}`)
+          .join(', ');
+        return [
+          `RuntimeFunction ${id}: the environment may reach ${bytes} bytes once deployed, over Lambda's 4096-byte limit (largest: ${largest}). Shrink the configuration, e.g. set tenant settings through PUT /v1/tenants/{tenantId} instead of "tenants".`,
+        ];
+      },
+    });
+
     this.function = new NodejsFunction(this, 'Function', {
       entry: props.entry,
       handler: 'handler',
@@ -83,11 +117,7 @@ export class RuntimeFunction extends Construct {
       reservedConcurrentExecutions: reserved,
       depsLockFilePath: path.join(props.projectRoot, 'package-lock.json'),
       projectRoot: props.projectRoot,
-      environment: {
-        ...props.environment,
-        // Stack traces point at the TypeScript sources.
-        NODE_OPTIONS: '--enable-source-maps',
-      },
+      environment,
       bundling: {
         format: OutputFormat.ESM,
         target: 'node24',
@@ -97,8 +127,15 @@ export class RuntimeFunction extends Construct {
         sourcesContent: false,
         // Bundle the SDK so its version is the lockfile's, not whatever the runtime ships.
         bundleAwsSDK: true,
-        // sharp is a native module esbuild cannot bundle; image work runs on the Fargate pool.
-        externalModules: ['sharp'],
+        // Native packages stay out of the bundle: installed below, or absent if not asked for.
+        externalModules: ['sharp', ...nativeModules],
+        ...(nativeModules.length > 0
+          ? {
+              nodeModules: [...nativeModules],
+              // npm picks the optional per-platform binaries (e.g. @img/sharp-linux-arm64) by these.
+              environment: { npm_config_os: 'linux', npm_config_cpu: 'arm64', npm_config_libc: 'glibc' },
+            }
+          : {}),
         // CommonJS dependencies inside an ESM bundle still call require().
         banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
       },
@@ -118,8 +155,15 @@ export interface RuntimeSettings {
   /** TASKS_TABLE, CONTROL_TABLE, QUEUE_URLS, SCHEDULER_CONFIG_JSON and the Powertools settings. */
   readonly environment: Readonly<Record<string, string>>;
   readonly logRetention: logs.RetentionDays;
+  /** Native packages every function's code imports (see {@link RuntimeFunctionProps.nativeModules}). */
+  readonly nativeModules?: readonly string[];
 }
 
-/** `lambda/handlers/<name>.ts` under the project root. */
-export const handlerEntry = (settings: RuntimeSettings, name: string): string =>
-  path.join(settings.projectRoot, 'lambda', 'handlers', `${name}.ts`);
+/** The props every runtime function shares, for the handler `lambda/handlers/<name>.ts`. */
+export const handlerProps = (settings: RuntimeSettings, name: string) => ({
+  entry: path.join(settings.projectRoot, 'lambda', 'handlers', `${name}.ts`),
+  projectRoot: settings.projectRoot,
+  environment: settings.environment,
+  logRetention: settings.logRetention,
+  ...(settings.nativeModules ? { nativeModules: settings.nativeModules } : {}),
+});

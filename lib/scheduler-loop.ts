@@ -3,7 +3,7 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { Construct } from 'constructs';
-import { handlerEntry, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
+import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import { schedulerInvokeRole } from './scheduler-invoke-role.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
@@ -49,11 +49,8 @@ export class SchedulerLoop extends Construct {
     }
 
     this.handler = new RuntimeFunction(this, 'Handler', {
-      entry: handlerEntry(props.runtime, 'scheduler'),
-      projectRoot: props.runtime.projectRoot,
+      ...handlerProps(props.runtime, 'scheduler'),
       description: 'Task scheduler loop (one at a time)',
-      environment: props.runtime.environment,
-      logRetention: props.runtime.logRetention,
       memorySize: props.memorySize ?? 512,
       timeout,
       reservedConcurrentExecutions: 1,

@@ -6,7 +6,7 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { handlerEntry, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
+import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
 /** Every route of the HTTP API; each one requires a SigV4-signed request (IAM authorization). */
@@ -61,11 +61,8 @@ export class TaskApi extends Construct {
     }
 
     this.handler = new RuntimeFunction(this, 'Handler', {
-      entry: handlerEntry(props.runtime, 'api'),
-      projectRoot: props.runtime.projectRoot,
+      ...handlerProps(props.runtime, 'api'),
       description: 'Task scheduler HTTP API (every route)',
-      environment: props.runtime.environment,
-      logRetention: props.runtime.logRetention,
       memorySize: props.memorySize ?? 512,
       // API Gateway gives up after 30 s; a longer function timeout would only hide stuck calls.
       timeout: Duration.seconds(29),

@@ -17,9 +17,17 @@ export interface DefinedQueue {
 }
 
 export interface TaskQueuesProps {
+  /**
+   * Queues are named `${namePrefix}-${queue id}`: operators find them by name, and the short
+   * names keep QUEUE_URLS small (Lambda allows 4 KB of environment in all).
+   */
+  readonly namePrefix: string;
   /** @default QUEUES from lambda/infra/resources.ts (tiers, worker pools, completions) */
   readonly definitions?: readonly QueueDefinition[];
 }
+
+/** SQS queue names: letters, digits, hyphens and underscores, at most 80 characters. */
+const MAX_QUEUE_NAME_LENGTH = 80;
 
 const MAX_VISIBILITY_SECONDS = 12 * 3600;
 const MIN_RETENTION_SECONDS = 60;
@@ -44,9 +52,20 @@ export class TaskQueues extends Construct {
   public readonly workers: readonly DefinedQueue[];
   public readonly completions: DefinedQueue;
 
-  constructor(scope: Construct, id: string, props: TaskQueuesProps = {}) {
+  constructor(scope: Construct, id: string, props: TaskQueuesProps) {
     super(scope, id);
     const definitions = props.definitions ?? QUEUES;
+    const queueName = (queueId: string) => `${props.namePrefix}-${queueId}`;
+    for (const definition of definitions) {
+      for (const queueId of [definition.id, ...(definition.deadLetter ? [definition.deadLetter.id] : [])]) {
+        const name = queueName(queueId);
+        if (name.length > MAX_QUEUE_NAME_LENGTH || !/^[A-Za-z0-9_-]+$/.test(name)) {
+          throw new Error(
+            `TaskQueues: queue name "${name}" must be at most 80 letters, digits, hyphens or underscores; use a shorter name prefix (stack name)`,
+          );
+        }
+      }
+    }
     definitions.forEach(validateDefinition);
     // The workers, scheduler and API are wired to these ids; a definition list without one cannot deploy.
     for (const required of [...TIER_QUEUES, ...WORKER_QUEUES, COMPLETIONS_QUEUE]) {
@@ -60,6 +79,7 @@ export class TaskQueues extends Construct {
       let deadLetterQueue: sqs.Queue | undefined;
       if (definition.deadLetter) {
         deadLetterQueue = new sqs.Queue(this, constructId(definition.deadLetter.id), {
+          queueName: queueName(definition.deadLetter.id),
           visibilityTimeout: Duration.seconds(DEAD_LETTER_VISIBILITY_SECONDS),
           retentionPeriod: Duration.seconds(definition.deadLetter.retentionSeconds),
           encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -67,6 +87,7 @@ export class TaskQueues extends Construct {
         });
       }
       const queue = new sqs.Queue(this, constructId(definition.id), {
+        queueName: queueName(definition.id),
         visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
         retentionPeriod: Duration.seconds(definition.retentionSeconds),
         encryption: sqs.QueueEncryption.SQS_MANAGED,

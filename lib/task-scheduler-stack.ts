@@ -4,9 +4,9 @@ import { type CfnElement, CfnOutput, Stack, type StackProps, Validations } from 
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { SchedulerConfig } from '../lambda/core/config.ts';
-import { EXAMPLE_RESOURCE_IDS, EXAMPLE_RESOURCES_ENV } from '../lambda/infra/example-resources.ts';
-import { ENV, QUEUES } from '../lambda/infra/resources.ts';
-import { METRICS_NAMESPACE, POWERTOOLS_ENV } from '../lambda/infra/telemetry.ts';
+import { EXAMPLE_RESOURCES_ENV } from '../lambda/infra/example-resources.ts';
+import { ENV } from '../lambda/infra/resources.ts';
+import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE, POWERTOOLS_ENV } from '../lambda/infra/telemetry.ts';
 import { ExampleStores } from './example-stores.ts';
 import { FargateWorkers } from './fargate-workers.ts';
 import { LambdaWorkers } from './lambda-workers.ts';
@@ -28,12 +28,6 @@ export interface TaskSchedulerStackProps extends StackProps {
    */
   readonly projectRoot?: string;
 }
-
-/** Lambda allows 4 KB of environment in total (names and values). */
-const LAMBDA_ENVIRONMENT_LIMIT = 4096;
-/** Upper bounds for values only known at deploy time: an SQS URL with an 80-character name; a table name. */
-const QUEUE_URL_ALLOWANCE = 130;
-const TABLE_NAME_ALLOWANCE = 100;
 
 /**
  * The whole scheduler in one stack. It composes one construct per concern and wires the shared
@@ -57,10 +51,9 @@ export class TaskSchedulerStack extends Stack {
     const { config } = props;
     const projectRoot = props.projectRoot ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
     const configJson = JSON.stringify(config);
-    checkEnvironmentBudget(configJson);
 
     this.tables = new TaskTables(this, 'Tables', { deletionProtection: config.deploy.deletionProtection });
-    this.queues = new TaskQueues(this, 'Queues');
+    this.queues = new TaskQueues(this, 'Queues', { namePrefix: this.stackName });
     this.exampleStores = new ExampleStores(this, 'Examples', {
       deletionProtection: config.deploy.deletionProtection,
     });
@@ -71,13 +64,15 @@ export class TaskSchedulerStack extends Stack {
     const runtime: RuntimeSettings = {
       projectRoot,
       logRetention: retentionDays(config.deploy.logRetentionDays),
+      // Every handler loads the task-type registry, and the photo-resize type imports sharp.
+      nativeModules: ['sharp'],
       environment: {
         [ENV.tasksTable]: tasksTable.tableName,
         [ENV.controlTable]: controlTable.tableName,
         [ENV.queueUrls]: this.toJsonString(this.queues.urlsById()),
         [ENV.configJson]: configJson,
-        // One service name per deployment keeps two stacks in one account apart in CloudWatch.
-        [POWERTOOLS_ENV.serviceName]: this.stackName,
+        // The runtime publishes under this service name; the alarms match on it.
+        [POWERTOOLS_ENV.serviceName]: DEFAULT_SERVICE_NAME,
         [POWERTOOLS_ENV.metricsNamespace]: METRICS_NAMESPACE,
         [POWERTOOLS_ENV.logLevel]: 'INFO',
       },
@@ -136,7 +131,7 @@ export class TaskSchedulerStack extends Stack {
     }
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
-      serviceName: this.stackName,
+      serviceName: DEFAULT_SERVICE_NAME,
       dashboardName: this.stackName,
       tierQueues: tiers,
       workerQueues: workers,
@@ -167,34 +162,6 @@ export class TaskSchedulerStack extends Stack {
     }
     new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
     if (this.monitoring.topic) new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
-  }
-}
-
-/**
- * Fail at synth, with the fix named, rather than at deploy with "Lambda was unable to configure
- * your environment variables because the environment variables you have provided exceeded 4KB".
- */
-function checkEnvironmentBudget(configJson: string): void {
-  const queueIds = QUEUES.flatMap((queue) => (queue.deadLetter ? [queue.id, queue.deadLetter.id] : [queue.id]));
-  const queueUrlsJson = queueIds.reduce((sum, id) => sum + id.length + 6 + QUEUE_URL_ALLOWANCE, 2);
-  const names = [...Object.values(ENV), ...Object.values(POWERTOOLS_ENV), 'NODE_OPTIONS', EXAMPLE_RESOURCES_ENV];
-  // The worker's environment is the largest: everyone's plus the example data stores.
-  const exampleResourcesJson = EXAMPLE_RESOURCE_IDS.reduce((sum, id) => sum + id.length + 6 + TABLE_NAME_ALLOWANCE, 2);
-  const fixed =
-    names.join('').length +
-    queueUrlsJson +
-    exampleResourcesJson +
-    2 * TABLE_NAME_ALLOWANCE +
-    // Stack name (service name), namespace, log level, NODE_OPTIONS value.
-    128 +
-    METRICS_NAMESPACE.length +
-    64;
-  const budget = LAMBDA_ENVIRONMENT_LIMIT - fixed;
-  const size = Buffer.byteLength(configJson);
-  if (size > budget) {
-    throw new Error(
-      `Configuration is ${size} bytes as JSON, but the Lambda environment (4 KB in total, shared with queue URLs and table names) leaves room for ${budget}. Set tenant weights and quotas through PUT /v1/tenants/{tenantId} instead of listing them under "tenants".`,
-    );
   }
 }
 

@@ -2,16 +2,16 @@
  * The one definition of metric names. The runtime emits them through Powertools Metrics; the CDK
  * dashboard and alarms (lib/monitoring.ts) read them back. Pure data: no AWS SDK or CDK imports.
  *
- * Contract for emitters: publish every metric below with exactly the default dimension set
- * `{ service }` (Powertools adds it from `POWERTOOLS_SERVICE_NAME`, which the stack sets to the
- * stack name). Alarms match a metric only on its exact dimension set, so a metric published only
- * with extra dimensions (tier, pool, tenant) would never reach them.
+ * Contract for emitters: publish every metric below in METRICS_NAMESPACE with exactly the
+ * default dimension set `{ service: DEFAULT_SERVICE_NAME }` (Powertools adds `service` by itself).
+ * Alarms match a metric only on its exact dimension set, so a metric published only with extra
+ * dimensions (tier, pool, tenant) would never reach them.
  */
 
 /** CloudWatch namespace of every custom metric (also set as `POWERTOOLS_METRICS_NAMESPACE`). */
 export const METRICS_NAMESPACE = 'TaskScheduler';
 
-/** Service name used locally; on AWS the stack sets `POWERTOOLS_SERVICE_NAME` to its own name. */
+/** The `service` dimension of every metric (also set as `POWERTOOLS_SERVICE_NAME` on AWS). */
 export const DEFAULT_SERVICE_NAME = 'task-scheduler';
 
 /** Metric names, all unit Count. */

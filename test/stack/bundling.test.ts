@@ -1,0 +1,40 @@
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { logicalId, missingHandlers, synthesize } from './helpers.ts';
+
+const missing = missingHandlers();
+
+describe('Bundling (esbuild, no Docker)', () => {
+  // The other stack tests skip bundling; this one builds every function as `cdk deploy` would.
+  it.skipIf(missing.length > 0)(
+    `bundles every handler into an ESM bundle with a source map${missing.length ? ` (waiting for lambda/handlers: ${missing.join(', ')})` : ''}`,
+    () => {
+      // Act
+      const { stack, template, app } = synthesize({ bundle: true });
+
+      // Assess
+      const assembly = app.synth();
+      const functions = [
+        stack.api.handler,
+        stack.scheduler.handler,
+        stack.lambdaWorkers.handler,
+        stack.redrive.handler,
+        ...(stack.schedules ? [stack.schedules.handler] : []),
+      ];
+      const resources = template.toJSON().Resources;
+      for (const wrapper of functions) {
+        // Code.S3Key is `<asset hash>.zip`; the bundle is staged in `asset.<asset hash>`.
+        const s3Key = resources[logicalId(stack, wrapper.function)].Properties.Code.S3Key as string;
+        const assetDir = path.join(assembly.directory, `asset.${s3Key.replace(/\.zip$/, '')}`);
+        const bundle = path.join(assetDir, 'index.mjs');
+        expect(existsSync(bundle), wrapper.node.path).toBe(true);
+        expect(existsSync(`${bundle}.map`), wrapper.node.path).toBe(true);
+        const code = readFileSync(bundle, 'utf8');
+        expect(code, wrapper.node.path).toMatch(/export\s*\{[^}]*\bhandler\b/);
+        expect(code.startsWith("import { createRequire } from 'node:module';")).toBe(true);
+      }
+    },
+    300_000,
+  );
+});

@@ -1,0 +1,171 @@
+import { Match } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { EXAMPLE_RESOURCES_ENV } from '../../lambda/infra/example-resources.ts';
+import { ENV, QUEUES } from '../../lambda/infra/resources.ts';
+import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE } from '../../lambda/infra/telemetry.ts';
+import { API_ROUTES } from '../../lib/task-api.ts';
+import { defaultConfigInput, logicalId, type Synthesized, synthesize } from './helpers.ts';
+
+let synth: Synthesized;
+beforeAll(() => {
+  synth = synthesize();
+});
+
+const functionsOf = (s: Synthesized) => ({
+  api: s.stack.api.handler,
+  scheduler: s.stack.scheduler.handler,
+  worker: s.stack.lambdaWorkers.handler,
+  redrive: s.stack.redrive.handler,
+  scheduledSubmit: s.stack.schedules!.handler,
+});
+
+describe('Construct: RuntimeFunction (every function)', () => {
+  it('runs nodejs24.x on arm64 with tracing, source maps and its own log group', () => {
+    const { template, stack, config } = synth;
+    for (const [name, wrapper] of Object.entries(functionsOf(synth))) {
+      const fn = template.toJSON().Resources[logicalId(stack, wrapper.function)].Properties;
+      expect(fn.Runtime, name).toBe('nodejs24.x');
+      expect(fn.Architectures, name).toEqual(['arm64']);
+      expect(fn.TracingConfig, name).toEqual({ Mode: 'Active' });
+      expect(fn.Environment.Variables.NODE_OPTIONS, name).toBe('--enable-source-maps');
+      expect(fn.LoggingConfig, name).toEqual({ LogGroup: { Ref: logicalId(stack, wrapper.logGroup) } });
+      const logGroup = template.toJSON().Resources[logicalId(stack, wrapper.logGroup)].Properties;
+      expect(logGroup.RetentionInDays, name).toBe(config.deploy.logRetentionDays);
+      // No managed policies: the role holds only what the construct grants.
+      const role = template.toJSON().Resources[logicalId(stack, wrapper.role)].Properties;
+      expect(role.ManagedPolicyArns, name).toBeUndefined();
+    }
+  });
+
+  it('passes the shared environment: table names, queue URLs, the validated config, Powertools settings', () => {
+    const { template, stack, config } = synth;
+    for (const [name, wrapper] of Object.entries(functionsOf(synth))) {
+      const variables =
+        template.toJSON().Resources[logicalId(stack, wrapper.function)].Properties.Environment.Variables;
+      expect(variables[ENV.tasksTable], name).toEqual({ Ref: logicalId(stack, stack.tables.tasks) });
+      expect(variables[ENV.controlTable], name).toEqual({ Ref: logicalId(stack, stack.tables.control) });
+      expect(JSON.parse(variables[ENV.configJson]), name).toEqual(config);
+      expect(variables.POWERTOOLS_SERVICE_NAME, name).toBe(DEFAULT_SERVICE_NAME);
+      expect(variables.POWERTOOLS_METRICS_NAMESPACE, name).toBe(METRICS_NAMESPACE);
+      // QUEUE_URLS is a JSON object built from tokens: every queue and dead-letter id appears as a key.
+      const queueUrls = JSON.stringify(variables[ENV.queueUrls]);
+      for (const definition of QUEUES) {
+        expect(queueUrls, `${name} ${definition.id}`).toContain(`\\"${definition.id}\\":`);
+        if (definition.deadLetter) expect(queueUrls).toContain(`\\"${definition.deadLetter.id}\\":`);
+      }
+      // Only the workers run example task types.
+      expect(variables[EXAMPLE_RESOURCES_ENV] !== undefined, name).toBe(name === 'worker');
+    }
+  });
+});
+
+describe('Construct: TaskApi', () => {
+  it('routes every path to the handler and requires IAM (SigV4) on every route', () => {
+    const routes = synth.template.findResources('AWS::ApiGatewayV2::Route');
+    expect(
+      Object.values(routes)
+        .map((route) => route.Properties.RouteKey)
+        .sort(),
+    ).toEqual(API_ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+    for (const route of Object.values(routes)) {
+      expect(route.Properties.AuthorizationType, route.Properties.RouteKey).toBe('AWS_IAM');
+    }
+  });
+
+  it('throttles the stage and writes access logs with the caller ARN', () => {
+    const { template, stack } = synth;
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 },
+      AccessLogSettings: {
+        DestinationArn: { 'Fn::GetAtt': [logicalId(stack, stack.api.accessLogs), 'Arn'] },
+        Format: Match.stringLikeRegexp('\\$context\\.identity\\.userArn'),
+      },
+    });
+    template.hasResourceProperties('AWS::ApiGatewayV2::Integration', { PayloadFormatVersion: '2.0' });
+  });
+});
+
+describe('Construct: SchedulerLoop', () => {
+  it('runs one at a time, started every minute, dropping ticks that cannot start', () => {
+    const { template, stack } = synth;
+    const fnId = logicalId(stack, stack.scheduler.handler.function);
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Handler: 'index.handler',
+      ReservedConcurrentExecutions: 1,
+      Timeout: 60,
+      Description: Match.stringLikeRegexp('scheduler loop'),
+    });
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: fnId },
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 60,
+    });
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Target: {
+        Arn: { 'Fn::GetAtt': [fnId, 'Arn'] },
+        RoleArn: { 'Fn::GetAtt': [logicalId(stack, stack.scheduler.invokeRole), 'Arn'] },
+        RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 },
+      },
+    });
+  });
+});
+
+describe('Construct: LambdaWorkers', () => {
+  it('consumes worker-lambda with partial batch responses and the pool capacity as maximum concurrency', () => {
+    const { template, stack, config } = synth;
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalId(stack, stack.lambdaWorkers.handler.function) },
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(stack, stack.queues.get('worker-lambda').queue), 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: config.pools.lambda.concurrency },
+      BatchSize: 1,
+    });
+  });
+
+  it('keeps the queue visibility at least six times the function timeout', () => {
+    const { template, stack } = synth;
+    const resources = template.toJSON().Resources;
+    const pairs = [
+      [stack.lambdaWorkers.handler.function, stack.queues.get('worker-lambda').queue],
+      ...stack.queues.workers.map((worker) => [stack.redrive.handler.function, worker.deadLetterQueue!] as const),
+    ] as const;
+    for (const [fn, queue] of pairs) {
+      const timeout = resources[logicalId(stack, fn)].Properties.Timeout as number;
+      const visibility = resources[logicalId(stack, queue)].Properties.VisibilityTimeout as number;
+      expect(visibility, queue.node.path).toBeGreaterThanOrEqual(6 * timeout);
+    }
+  });
+
+  it.each([
+    [1, 2],
+    [50, 50],
+    [1000, 1000],
+  ])('clamps pools.lambda.concurrency %i to MaximumConcurrency %i', (concurrency, expected) => {
+    const input = defaultConfigInput();
+    const { template } = synthesize({
+      config: { ...input, pools: { ...input.pools!, lambda: { concurrency } } },
+    });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: expected },
+      BatchSize: 1,
+    });
+  });
+});
+
+describe('Construct: Redrive', () => {
+  it('drains each worker dead-letter queue with partial batch responses', () => {
+    const { template, stack } = synth;
+    for (const worker of stack.queues.workers) {
+      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        FunctionName: { Ref: logicalId(stack, stack.redrive.handler.function) },
+        EventSourceArn: { 'Fn::GetAtt': [logicalId(stack, worker.deadLetterQueue!), 'Arn'] },
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+      });
+    }
+  });
+});

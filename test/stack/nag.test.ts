@@ -1,0 +1,66 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { App, Stack, Validations } from 'aws-cdk-lib';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../lambda/core/config.ts';
+import { TaskSchedulerStack } from '../../lib/task-scheduler-stack.ts';
+import { cdkJsonContext, defaultConfigInput, projectFixture } from './helpers.ts';
+
+interface ValidationReport {
+  pluginReports: { pluginName: string; violations: { ruleName: string; violatingConstructs: unknown[] }[] }[];
+}
+
+/** Synthesize with the AWS Solutions pack registered, as bin/app.ts does; return the report. */
+function synthWithNag(build: (app: App) => void): { error?: Error; report: ValidationReport } {
+  const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+  build(app);
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  let error: Error | undefined;
+  try {
+    app.synth();
+  } catch (caught) {
+    error = caught as Error;
+  }
+  const report = JSON.parse(readFileSync(path.join(app.outdir, 'validation-report.json'), 'utf8')) as ValidationReport;
+  return { ...(error ? { error } : {}), report };
+}
+
+describe('cdk-nag AwsSolutionsChecks (v3)', () => {
+  it('reports a finding the stack does not acknowledge (the check is live)', () => {
+    const { error, report } = synthWithNag((app) => {
+      const stack = new Stack(app, 'Bad');
+      new sqs.Queue(stack, 'Plain', { encryption: sqs.QueueEncryption.UNENCRYPTED });
+    });
+    expect(error?.message).toMatch(/AwsSolutions-SQS2/);
+    const rules = report.pluginReports.flatMap((plugin) => plugin.violations.map((violation) => violation.ruleName));
+    expect(rules).toContain('AwsSolutions-SQS2');
+  });
+
+  it.each([
+    ['the default configuration', {}],
+    [
+      'an alarm e-mail and no deletion protection',
+      { deploy: { alarmEmail: 'ops@example.com', deletionProtection: false } },
+    ],
+  ])('finds nothing unacknowledged in the stack with %s', (_name, overrides) => {
+    // Prepare
+    const input = defaultConfigInput();
+    const config = parseConfig({
+      ...input,
+      ...overrides,
+      deploy: { ...input.deploy, ...(overrides as { deploy?: object }).deploy },
+    });
+
+    // Act
+    const { error, report } = synthWithNag((app) => {
+      new TaskSchedulerStack(app, config.deploy.stackName, { config, projectRoot: projectFixture() });
+    });
+
+    // Assess
+    const nag = report.pluginReports.filter((plugin) => plugin.pluginName === 'AwsSolutions');
+    expect(nag.flatMap((plugin) => plugin.violations)).toEqual([]);
+    expect(error).toBeUndefined();
+  });
+});

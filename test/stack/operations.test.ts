@@ -1,0 +1,241 @@
+import { Match } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { PRIORITY_TIERS } from '../../lambda/core/task.ts';
+import { DEFAULT_SERVICE_NAME, METRIC, METRICS_NAMESPACE } from '../../lambda/infra/telemetry.ts';
+import { backlogScalingSteps } from '../../lib/fargate-workers.ts';
+import { defaultConfigInput, logicalId, type Synthesized, synthesize } from './helpers.ts';
+
+let synth: Synthesized;
+beforeAll(() => {
+  synth = synthesize();
+});
+
+describe('Construct: NightlySchedules', () => {
+  it('schedules the nightly payments reconciliation at 02:00 UTC with retries and a dead-letter queue', () => {
+    const { template, stack } = synth;
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'cron(0 2 * * ? *)',
+      ScheduleExpressionTimezone: 'UTC',
+      State: 'ENABLED',
+      FlexibleTimeWindow: { Mode: 'OFF' },
+      Target: {
+        Arn: { 'Fn::GetAtt': [logicalId(stack, stack.schedules!.handler.function), 'Arn'] },
+        RoleArn: { 'Fn::GetAtt': [logicalId(stack, stack.schedules!.invokeRole), 'Arn'] },
+        RetryPolicy: { MaximumRetryAttempts: 10, MaximumEventAgeInSeconds: 7200 },
+        DeadLetterConfig: { Arn: { 'Fn::GetAtt': [logicalId(stack, stack.schedules!.deadLetterQueue), 'Arn'] } },
+      },
+    });
+  });
+
+  it('passes the schedule name, the scheduled-time placeholder and the task template as input', () => {
+    const schedule = synth.stack.schedules!.schedules.get('nightly-payments-reconciliation')!;
+    const target = synth.stack.resolve(schedule.target) as { input: string };
+    expect(JSON.parse(target.input)).toEqual({
+      scheduleName: 'nightly-payments-reconciliation',
+      scheduledTime: '<aws.scheduler.scheduled-time>',
+      task: {
+        tenantId: 'finance',
+        type: 'examples.payments-reconciliation',
+        // The scheduled date, minus a day: a 02:00 run reconciles the night that just ended.
+        payload: { night: '{{date}}', offsetDays: -1 },
+        priority: 'high',
+        maxAttempts: 5,
+      },
+    });
+  });
+
+  it('keeps a disabled schedule, disabled, in its time zone', () => {
+    // Prepare
+    const input = defaultConfigInput();
+    const schedule = {
+      name: 'weekly-sales',
+      cron: 'cron(30 6 ? * MON *)',
+      timezone: 'Europe/Paris',
+      enabled: false,
+      task: { tenantId: 'bistro', type: 'examples.weekly-sales-report', payload: { restaurantId: 'r1' } },
+    };
+
+    // Act
+    const { template } = synthesize({ config: { ...input, schedules: [...(input.schedules ?? []), schedule] } });
+
+    // Assess
+    template.resourceCountIs('AWS::Scheduler::Schedule', 3);
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'cron(30 6 ? * MON *)',
+      ScheduleExpressionTimezone: 'Europe/Paris',
+      State: 'DISABLED',
+    });
+  });
+
+  it('creates no schedule machinery when the configuration has no schedules', () => {
+    const { template, stack } = synthesize({ config: { ...defaultConfigInput(), schedules: [] } });
+    expect(stack.schedules).toBeUndefined();
+    // Only the scheduler's one-minute tick remains.
+    template.resourceCountIs('AWS::Scheduler::Schedule', 1);
+  });
+});
+
+describe('Construct: FargateWorkers', () => {
+  it('runs the worker image on ARM64 Fargate, sized by default at 1 vCPU / 2 GiB', () => {
+    const { template } = synth;
+    template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+      Cpu: '1024',
+      Memory: '2048',
+      RequiresCompatibilities: ['FARGATE'],
+      RuntimePlatform: { CpuArchitecture: 'ARM64', OperatingSystemFamily: 'LINUX' },
+      ContainerDefinitions: [
+        Match.objectLike({
+          StopTimeout: 120,
+          LogConfiguration: Match.objectLike({ LogDriver: 'awslogs' }),
+          Environment: Match.arrayWith([
+            { Name: 'WORKER_VCPU', Value: '1' },
+            { Name: 'WORKER_MEMORY_MIB', Value: '2048' },
+          ]),
+        }),
+      ],
+    });
+  });
+
+  it('puts the service in public subnets with a public IP, no NAT gateway and no inbound rule', () => {
+    const { template } = synth;
+    template.resourceCountIs('AWS::EC2::NatGateway', 0);
+    template.hasResourceProperties('AWS::ECS::Service', {
+      LaunchType: 'FARGATE',
+      NetworkConfiguration: { AwsvpcConfiguration: Match.objectLike({ AssignPublicIp: 'ENABLED' }) },
+      DeploymentConfiguration: Match.objectLike({ DeploymentCircuitBreaker: { Enable: true, Rollback: true } }),
+    });
+    template.hasResourceProperties('AWS::EC2::SecurityGroup', {
+      GroupDescription: Match.stringLikeRegexp('Fargate workers'),
+      SecurityGroupIngress: Match.absent(),
+    });
+    template.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'REJECT' });
+  });
+
+  it('scales from zero to the pool capacity on the worker-fargate backlog', () => {
+    const { template, stack, config } = synth;
+    // 16 vCPU and 32 GiB of pool in 1 vCPU / 2 GiB workers.
+    expect(stack.fargateWorkers.maxWorkers).toBe(
+      Math.min(config.pools.fargate.vcpu, config.pools.fargate.memoryMiB / 2048),
+    );
+    template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
+      MinCapacity: 0,
+      MaxCapacity: stack.fargateWorkers.maxWorkers,
+      ScalableDimension: 'ecs:service:DesiredCount',
+    });
+    template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalingPolicy', {
+      PolicyType: 'StepScaling',
+      StepScalingPolicyConfiguration: Match.objectLike({ AdjustmentType: 'ExactCapacity' }),
+    });
+    const queueId = logicalId(stack, stack.queues.get('worker-fargate').queue);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Metrics: Match.arrayWith([
+        Match.objectLike({
+          MetricStat: Match.objectLike({
+            Metric: {
+              Namespace: 'AWS/SQS',
+              MetricName: 'ApproximateNumberOfMessagesVisible',
+              Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queueId, 'QueueName'] } }],
+            },
+          }),
+        }),
+      ]),
+    });
+  });
+
+  it.each([
+    [1, [0, 1]],
+    [2, [0, 1, 2]],
+    [16, [0, 1, 4, 8, 16]],
+    [20, [0, 1, 4, 8, 16, 20]],
+  ])('keeps at least as many workers as backlog, capped at %i', (max, capacities) => {
+    const steps = backlogScalingSteps(max);
+    expect(steps.map((step) => step.change)).toEqual(capacities);
+    for (const step of steps) {
+      // A backlog at the bottom of the step never outnumbers the workers it gets (below the cap).
+      if (step.lower !== undefined) expect(step.change).toBeGreaterThanOrEqual(Math.min(step.lower, max));
+    }
+  });
+});
+
+describe('Construct: Monitoring', () => {
+  it('alarms on every dead-letter queue, the oldest message per tier, scheduler errors and silence', () => {
+    const { template, stack } = synth;
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
+      (alarm) => alarm.Properties as Record<string, unknown>,
+    );
+    const deadLetterAlarms = alarms.filter((alarm) => alarm.MetricName === 'ApproximateNumberOfMessagesVisible');
+    // Worker and tier dead-letter queues, plus the schedules' one.
+    expect(deadLetterAlarms).toHaveLength(stack.queues.deadLetterQueues().length + 1);
+    for (const alarm of deadLetterAlarms) {
+      expect(alarm.Threshold).toBe(0);
+      expect(alarm.ComparisonOperator).toBe('GreaterThanThreshold');
+    }
+    const ageAlarms = alarms.filter((alarm) => alarm.MetricName === 'ApproximateAgeOfOldestMessage');
+    expect(ageAlarms.map((alarm) => alarm.Threshold)).toEqual([300, 900, 3600, 14_400]);
+    expect(ageAlarms).toHaveLength(PRIORITY_TIERS.length);
+
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: METRICS_NAMESPACE,
+      MetricName: METRIC.schedulerLoopCompleted,
+      Dimensions: [{ Name: 'service', Value: DEFAULT_SERVICE_NAME }],
+      ComparisonOperator: 'LessThanThreshold',
+      Threshold: 1,
+      EvaluationPeriods: 5,
+      TreatMissingData: 'breaching',
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmDescription: Match.stringLikeRegexp('scheduler reported or crashed'),
+      Metrics: Match.arrayWith([
+        Match.objectLike({
+          MetricStat: Match.objectLike({ Metric: Match.objectLike({ MetricName: METRIC.schedulerErrors }) }),
+        }),
+      ]),
+    });
+  });
+
+  it('builds the dashboard under the stack name, with no alarm topic unless an address is configured', () => {
+    const { template, stack } = synth;
+    template.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: stack.stackName });
+    template.resourceCountIs('AWS::SNS::Topic', 0);
+  });
+
+  it('mails alarms through a KMS-encrypted, TLS-only topic when deploy.alarmEmail is set', () => {
+    // Prepare
+    const input = defaultConfigInput();
+
+    // Act
+    const { template, stack } = synthesize({
+      config: { ...input, deploy: { ...input.deploy, alarmEmail: 'ops@example.com' } },
+    });
+
+    // Assess
+    template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+    template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+    const topicId = logicalId(stack, stack.monitoring.topic!);
+    const notifying = Object.values(template.findResources('AWS::CloudWatch::Alarm')).filter((alarm) =>
+      (alarm.Properties.AlarmActions as unknown[] | undefined)?.some(
+        (action) => JSON.stringify(action) === JSON.stringify({ Ref: topicId }),
+      ),
+    );
+    expect(notifying).toHaveLength(stack.monitoring.alarms.length);
+  });
+});
+
+describe('Stack outputs', () => {
+  it('exports the API URL, table names, every queue URL and the dashboard name', () => {
+    const outputs = Object.keys(synth.template.toJSON().Outputs);
+    expect(outputs).toEqual(
+      expect.arrayContaining([
+        'ApiUrl',
+        'TasksTableName',
+        'ControlTableName',
+        'DashboardName',
+        'QueueUrlTierCritical',
+        'QueueUrlWorkerLambda',
+        'QueueUrlWorkerLambdaDlq',
+        'QueueUrlCompletions',
+      ]),
+    );
+  });
+});

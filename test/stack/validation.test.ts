@@ -1,0 +1,258 @@
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { describe, expect, it } from 'vitest';
+import type { ScheduleConfig } from '../../lambda/core/config.ts';
+import { QUEUES, type QueueDefinition, workerQueue } from '../../lambda/infra/resources.ts';
+import { FargateWorkers } from '../../lib/fargate-workers.ts';
+import { LambdaWorkers } from '../../lib/lambda-workers.ts';
+import { Monitoring } from '../../lib/monitoring.ts';
+import { NightlySchedules } from '../../lib/nightly-schedules.ts';
+import { Redrive } from '../../lib/redrive.ts';
+import { RuntimeFunction, type RuntimeSettings } from '../../lib/runtime-function.ts';
+import { SchedulerLoop } from '../../lib/scheduler-loop.ts';
+import { TaskApi } from '../../lib/task-api.ts';
+import { TaskQueues } from '../../lib/task-queues.ts';
+import { retentionDays } from '../../lib/task-scheduler-stack.ts';
+import { TaskTables } from '../../lib/task-tables.ts';
+import { defaultConfigInput, projectFixture, REPO_ROOT, synthesize } from './helpers.ts';
+
+/** A stack with the shared tables and queues, for constructing one construct at a time. */
+function parts() {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new Stack(app, 'Test');
+  const tables = new TaskTables(stack, 'Tables');
+  const queues = new TaskQueues(stack, 'Queues', { namePrefix: 'Test' });
+  const runtime: RuntimeSettings = {
+    projectRoot: projectFixture(),
+    environment: {},
+    logRetention: logs.RetentionDays.ONE_WEEK,
+  };
+  return { stack, tables, queues, runtime };
+}
+
+const nightly: ScheduleConfig = {
+  name: 'nightly',
+  cron: 'cron(0 2 * * ? *)',
+  timezone: 'UTC',
+  enabled: true,
+  task: { tenantId: 'finance', type: 'examples.payments-reconciliation', payload: {}, priority: 'normal' },
+};
+
+describe('Construct props are validated up front, with exact messages', () => {
+  it('RuntimeFunction: timeout, memory, reserved concurrency', () => {
+    const { stack, runtime } = parts();
+    const base = {
+      entry: path.join(runtime.projectRoot, 'lambda/handlers/api.ts'),
+      projectRoot: runtime.projectRoot,
+      description: 'test',
+    };
+    expect(() => new RuntimeFunction(stack, 'A', { ...base, timeout: Duration.seconds(901) })).toThrow(
+      'RuntimeFunction A: timeout must be between 1 and 900 seconds, got 901',
+    );
+    expect(() => new RuntimeFunction(stack, 'B', { ...base, memorySize: 64 })).toThrow(
+      'RuntimeFunction B: memorySize must be an integer from 128 to 10240 MiB, got 64',
+    );
+    expect(() => new RuntimeFunction(stack, 'C', { ...base, reservedConcurrentExecutions: 0 })).toThrow(
+      'RuntimeFunction C: reservedConcurrentExecutions must be a positive integer, got 0',
+    );
+  });
+
+  it('TaskQueues: required ids, receive count, dead-letter retention, name length', () => {
+    const stack = new Stack(new App(), 'Test');
+    const withoutCompletions = QUEUES.filter((queue) => queue.id !== 'completions');
+    expect(() => new TaskQueues(stack, 'A', { namePrefix: 'T', definitions: withoutCompletions })).toThrow(
+      'TaskQueues: definitions must include queue "completions"',
+    );
+    const lambdaQueue = workerQueue('lambda');
+    const tweak = (deadLetter: Partial<NonNullable<QueueDefinition['deadLetter']>>): QueueDefinition[] =>
+      QUEUES.map((queue) =>
+        queue.id === lambdaQueue.id ? { ...queue, deadLetter: { ...queue.deadLetter!, ...deadLetter } } : queue,
+      );
+    expect(() => new TaskQueues(stack, 'B', { namePrefix: 'T', definitions: tweak({ maxReceiveCount: 1 }) })).toThrow(
+      'Queue worker-lambda: maxReceiveCount must be an integer of at least 3, got 1',
+    );
+    expect(
+      () => new TaskQueues(stack, 'C', { namePrefix: 'T', definitions: tweak({ retentionSeconds: 3600 }) }),
+    ).toThrow(
+      "Queue worker-lambda: dead-letter retention (3600 s) must be at least the queue's own (345600 s) and at most 1209600 s",
+    );
+    expect(() => new TaskQueues(stack, 'D', { namePrefix: 'x'.repeat(70) })).toThrow(
+      `TaskQueues: queue name "${'x'.repeat(70)}-tier-critical" must be at most 80 letters, digits, hyphens or underscores; use a shorter name prefix (stack name)`,
+    );
+  });
+
+  it('LambdaWorkers: queue visibility at least 6 × timeout, pool and batch sizes', () => {
+    const { stack, tables, queues, runtime } = parts();
+    const queue = queues.get('worker-lambda');
+    const base = {
+      runtime,
+      tasksTable: tables.tasks,
+      completionsQueue: queues.completions,
+      tierQueues: queues.tiers,
+      poolConcurrency: 10,
+    };
+    const shortVisibility = { ...queue, definition: { ...queue.definition, visibilityTimeoutSeconds: 600 } };
+    expect(() => new LambdaWorkers(stack, 'A', { ...base, queue: shortVisibility })).toThrow(
+      'LambdaWorkers: queue worker-lambda visibility timeout (600 s) must be at least 6 × the function timeout (6 × 900 s = 5400 s)',
+    );
+    expect(() => new LambdaWorkers(stack, 'B', { ...base, queue, poolConcurrency: 0 })).toThrow(
+      'LambdaWorkers: poolConcurrency must be a positive integer, got 0',
+    );
+    expect(() => new LambdaWorkers(stack, 'C', { ...base, queue, batchSize: 11 })).toThrow(
+      'LambdaWorkers: batchSize must be an integer from 1 to 10, got 11',
+    );
+  });
+
+  it('Redrive: dead-letter visibility at least 6 × timeout', () => {
+    const { stack, tables, queues, runtime } = parts();
+    expect(
+      () =>
+        new Redrive(stack, 'A', {
+          runtime,
+          tasksTable: tables.tasks,
+          workerQueues: queues.workers,
+          tierQueues: queues.tiers,
+          completionsQueue: queues.completions,
+          timeout: Duration.seconds(10),
+        }),
+    ).toThrow(
+      'Redrive: dead-letter visibility timeout (30 s) must be at least 6 × the function timeout (6 × 10 s = 60 s)',
+    );
+  });
+
+  it('SchedulerLoop and TaskApi: timeout and throttling', () => {
+    const { stack, tables, queues, runtime } = parts();
+    expect(
+      () =>
+        new SchedulerLoop(stack, 'A', {
+          runtime,
+          tasksTable: tables.tasks,
+          controlTable: tables.control,
+          tierQueues: queues.tiers,
+          workerQueues: queues.workers,
+          completionsQueue: queues.completions,
+          timeout: Duration.seconds(30),
+        }),
+    ).toThrow('SchedulerLoop: timeout must be from 60 seconds (the tick interval) to 900 seconds, got 30');
+    const api = { runtime, tasksTable: tables.tasks, controlTable: tables.control, tierQueues: queues.tiers };
+    expect(() => new TaskApi(stack, 'B', { ...api, rateLimit: 0 })).toThrow(
+      'TaskApi: rateLimit must be a positive number of requests per second, got 0',
+    );
+    expect(() => new TaskApi(stack, 'C', { ...api, burstLimit: 1.5 })).toThrow(
+      'TaskApi: burstLimit must be a positive integer, got 1.5',
+    );
+  });
+
+  it('NightlySchedules: cron shape, time zone, duplicates, retry policy', () => {
+    const { stack, tables, queues, runtime } = parts();
+    const base = { runtime, tasksTable: tables.tasks, controlTable: tables.control, tierQueues: queues.tiers };
+    const create =
+      (id: string, schedules: ScheduleConfig[], extra: object = {}) =>
+      () =>
+        new NightlySchedules(stack, id, { ...base, schedules, ...extra });
+    expect(create('A', [{ ...nightly, cron: 'cron(0 2 * * *)' }])).toThrow(
+      'Schedule "nightly": cron must have 6 fields (minutes hours day-of-month month day-of-week year), got "cron(0 2 * * *)"',
+    );
+    expect(create('B', [{ ...nightly, cron: 'cron(0 2 * * MON *)' }])).toThrow(
+      'Schedule "nightly": cron must use "?" in day-of-month or day-of-week, got "cron(0 2 * * MON *)"',
+    );
+    expect(create('C', [{ ...nightly, timezone: 'Mars/Olympus' }])).toThrow(
+      'Schedule "nightly": unknown time zone "Mars/Olympus"',
+    );
+    expect(create('D', [nightly, nightly])).toThrow('Schedule "nightly" is defined twice');
+    expect(create('E', [nightly], { retryAttempts: 186 })).toThrow(
+      'NightlySchedules: retryAttempts must be an integer from 0 to 185, got 186',
+    );
+    expect(create('F', [nightly], { maxEventAge: Duration.seconds(30) })).toThrow(
+      'NightlySchedules: maxEventAge must be from 60 to 86400 seconds, got 30',
+    );
+  });
+
+  it('FargateWorkers: Fargate task sizes and a pool that fits one worker', () => {
+    const { stack, tables, queues, runtime } = parts();
+    const base = {
+      runtime,
+      tasksTable: tables.tasks,
+      queue: queues.get('worker-fargate'),
+      completionsQueue: queues.completions,
+      tierQueues: queues.tiers,
+      pool: { vcpu: 16, memoryMiB: 32_768 },
+    };
+    expect(() => new FargateWorkers(stack, 'A', { ...base, workerCpu: 1024, workerMemoryMiB: 1024 })).toThrow(
+      'FargateWorkers: 1024 CPU units with 1024 MiB is not a Fargate task size',
+    );
+    expect(() => new FargateWorkers(stack, 'B', { ...base, pool: { vcpu: 0.5, memoryMiB: 4096 } })).toThrow(
+      'FargateWorkers: the fargate pool (0.5 vCPU, 4096 MiB) is smaller than one worker (1 vCPU, 2048 MiB)',
+    );
+  });
+
+  it('Monitoring: scheduler silence window', () => {
+    const { stack, queues } = parts();
+    const fn = lambda.Function.fromFunctionName(stack, 'Fn', 'any-function');
+    expect(
+      () =>
+        new Monitoring(stack, 'A', {
+          serviceName: 'x',
+          tierQueues: queues.tiers,
+          workerQueues: queues.workers,
+          deadLetterQueues: [],
+          schedulerFunction: fn,
+          workerFunction: fn,
+          apiFunction: fn,
+          schedulerSilence: Duration.minutes(1),
+        }),
+    ).toThrow('Monitoring: schedulerSilence must be a whole number of minutes from 2 to 60, got 1');
+  });
+
+  it('deploy.logRetentionDays rounds up to a period CloudWatch Logs offers', () => {
+    expect(retentionDays(30)).toBe(logs.RetentionDays.ONE_MONTH);
+    expect(retentionDays(31)).toBe(logs.RetentionDays.TWO_MONTHS);
+    expect(() => retentionDays(100_000)).toThrow(
+      'deploy.logRetentionDays: 100000 is longer than CloudWatch Logs allows',
+    );
+  });
+
+  it('refuses at synth a configuration that would overflow the 4 KB Lambda environment', () => {
+    // Prepare: many tenants listed in the file.
+    const tenants = Object.fromEntries(
+      Array.from({ length: 60 }, (_, i) => [`tenant-${i}`, { weight: 1, maxConcurrency: 10 }]),
+    );
+
+    // Act
+    const act = () => synthesize({ config: { ...defaultConfigInput(), tenants } });
+
+    // Assess
+    expect(act).toThrow(
+      /RuntimeFunction Handler: the environment may reach \d+ bytes once deployed, over Lambda's 4096-byte limit \(largest: SCHEDULER_CONFIG_JSON \d+/,
+    );
+  });
+});
+
+describe('bin/app.ts', () => {
+  it('stops with the validation problems, by key, for an invalid configuration file', () => {
+    // Prepare
+    const file = path.join(projectFixture(), 'bad-config.json');
+    writeFileSync(file, JSON.stringify({ pools: { lambda: { concurrency: 0 } }, deploy: { stackName: '1bad' } }));
+
+    // Act
+    const result = spawnSync(
+      process.execPath,
+      ['--experimental-strip-types', '--no-warnings=ExperimentalWarning', 'bin/app.ts'],
+      {
+        cwd: REPO_ROOT,
+        env: { ...process.env, SCHEDULER_CONFIG: file, CDK_OUTDIR: projectFixture() },
+        encoding: 'utf8',
+      },
+    );
+
+    // Assess
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(`Invalid configuration ${file}:`);
+    expect(result.stderr).toContain('pools.lambda.concurrency:');
+    expect(result.stderr).toContain('deploy.stackName:');
+  });
+});
