@@ -6,8 +6,8 @@
  * (and so their tasks) only to callers that may act for them.
  */
 import { z } from 'zod';
-import type { Services } from '../app/wiring.ts';
 import { explainWait, type SchedulerSnapshot } from '../app/wait.ts';
+import type { Services } from '../app/wiring.ts';
 import { PRIORITY_TIERS, type Task, type TenantSettings } from '../core/task.ts';
 import { defineRoute } from './route.ts';
 import { idSchema } from './schemas.ts';
@@ -56,9 +56,7 @@ export const statusSchema = z
       .meta({ description: 'The snapshot the figures come from; null before the scheduler first publishes one' }),
     pools: poolsSchema.meta({ description: 'Capacity in use per worker pool' }),
     tiers: z
-      .array(
-        z.object({ tier: z.enum(PRIORITY_TIERS), waiting: z.number().int(), oldestWaitSeconds: z.number() }),
-      )
+      .array(z.object({ tier: z.enum(PRIORITY_TIERS), waiting: z.number().int(), oldestWaitSeconds: z.number() }))
       .meta({ description: 'Tasks the scheduler holds per tier (highest first) and the age of the oldest' }),
     tenants: z
       .array(
@@ -116,9 +114,7 @@ export async function buildStatus(
     visible.map(async (tenantId) => {
       const settings = await services.tasks.tenantSettings(tenantId);
       const share = snapshot?.tenants[tenantId];
-      const row: StatusTenant = share
-        ? { tenantId, ...share }
-        : await quietTenant(services, tenantId, settings);
+      const row: StatusTenant = share ? { tenantId, ...share } : await quietTenant(services, tenantId, settings);
       const page =
         input.recent > 0 ? await services.tasks.list({ tenantId, limit: input.recent }) : { items: [] as Task[] };
       const recent = page.items.map((task) => ({
@@ -147,7 +143,12 @@ export async function buildStatus(
       : null,
     pools: snapshot?.pools ?? {
       lambda: { used: 0, capacity: config.pools.lambda.concurrency },
-      fargate: { vcpuUsed: 0, vcpu: config.pools.fargate.vcpu, memoryMiBUsed: 0, memoryMiB: config.pools.fargate.memoryMiB },
+      fargate: {
+        vcpuUsed: 0,
+        vcpu: config.pools.fargate.vcpu,
+        memoryMiBUsed: 0,
+        memoryMiB: config.pools.fargate.memoryMiB,
+      },
     },
     tiers: PRIORITY_TIERS.map((tier) => ({
       tier,

@@ -1,0 +1,23 @@
+#!/usr/bin/env node
+/**
+ * `tasks`: the command line (`npx tasks --help`, or `npm run cli -- --help`). The logic is in
+ * lambda/cli/run.ts; this file only connects it to the process.
+ */
+import { runCli } from '../lambda/cli/run.ts';
+
+const stopping = new AbortController();
+// First Ctrl-C stops `watch` / `submit --wait` cleanly (cursor restored); a second one exits.
+process.on('SIGINT', () => {
+  if (stopping.signal.aborted) process.exit(130);
+  stopping.abort(new Error('interrupted'));
+});
+
+const code = await runCli(process.argv.slice(2), {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  env: process.env,
+  isTTY: process.stdout.isTTY === true,
+  columns: () => process.stdout.columns || 100,
+  signal: stopping.signal,
+});
+process.exitCode = code;

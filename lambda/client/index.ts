@@ -1,0 +1,38 @@
+/**
+ * The client SDK: `import { SchedulerClient } from 'serverless-task-scheduler/client'`.
+ */
+export {
+  SchedulerClient,
+  type SchedulerClientOptions,
+  type SubmitManyOptions,
+  type SubmitOutcome,
+  type WaitForOptions,
+} from './client.ts';
+export {
+  type ApiErrorCode,
+  ConflictError,
+  ForbiddenError,
+  InvalidRequestError,
+  type KnownApiErrorCode,
+  NotFoundError,
+  SchedulerApiError,
+  SchedulerClientError,
+  SchedulerConnectionError,
+  WaitTimeoutError,
+} from './errors.ts';
+export type { AwsCredentials, CredentialsOption } from './signing.ts';
+export type {
+  ListTasksQuery,
+  PriorityTier,
+  Runtime,
+  SchedulerStatus,
+  StoredTenantSettings,
+  SubmitTaskInput,
+  Task,
+  TaskDetail,
+  TaskPage,
+  TaskState,
+  TaskWait,
+  Tenant,
+  TenantSettingsInput,
+} from './types.ts';
