@@ -3,7 +3,7 @@ import { BatchWriteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamo
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scheduledSubmitInput } from '../../lambda/app/scheduled.ts';
 import { parseConfig } from '../../lambda/core/config.ts';
-import { ValidationError } from '../../lambda/core/errors.ts';
+import { NonRetryableError, ValidationError } from '../../lambda/core/errors.ts';
 import { findMismatches, paymentsReconciliation } from '../../lambda/task-types/examples/payments-reconciliation.ts';
 import { defaultRegistry } from '../../lambda/task-types/index.ts';
 import { type ExampleEnv, makeContext, startExampleEnv } from './helpers.ts';
@@ -176,6 +176,14 @@ describe('examples.payments-reconciliation', () => {
     expect(a.newlyReported + b.newlyReported).toBe(4);
     expect(a.alreadyReported + b.alreadyReported).toBe(4);
     expect(await reported(night)).toHaveLength(4);
+  });
+
+  it('fails permanently on a ledger entry whose amount is not integer cents', async () => {
+    const night = '2026-12-07';
+    await put('example-payments-ledger', [{ ...payment(night, 'bad-entry', 'o-1', 100), amountCents: '1.00' }]);
+    const error = await run({ night }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(NonRetryableError);
+    expect((error as Error).message).toMatch(/bad-entry/);
   });
 
   it('a night without orders or payments checks nothing and reports nothing', async () => {

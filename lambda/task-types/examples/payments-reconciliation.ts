@@ -11,6 +11,7 @@
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
+import { NonRetryableError } from '../../core/errors.ts';
 import { EXAMPLE_LEDGER_TABLE, EXAMPLE_MISMATCHES_TABLE, EXAMPLE_ORDERS_TABLE } from '../../infra/example-resources.ts';
 import { defineTaskType } from '../define.ts';
 import { addDays, calendarDate } from './dates.ts';
@@ -33,6 +34,12 @@ interface OrderRow {
   readonly orderId: string;
   readonly totalCents: number;
   readonly status?: string;
+}
+
+/** Amounts are integer cents; anything else is bad data that no retry will fix. */
+function cents(value: unknown, what: string): number {
+  if (typeof value === 'number' && Number.isInteger(value)) return value;
+  throw new NonRetryableError(`${what} has no integer amount in cents (got ${JSON.stringify(value)})`);
 }
 
 const expectedFor = (order: OrderRow): number => (order.status === 'cancelled' ? 0 : order.totalCents);
@@ -103,21 +110,25 @@ export const paymentsReconciliation = defineTaskType({
     ]);
     const send = { abortSignal: ctx.signal };
 
+    // Both tables list a night through their byBusinessDate index (paginated).
+    const listNight = (tableName: string) =>
+      paginateQuery(
+        { client: aws.documents },
+        {
+          TableName: tableName,
+          IndexName: 'byBusinessDate',
+          KeyConditionExpression: 'businessDate = :night',
+          ExpressionAttributeValues: { ':night': night },
+        },
+        send,
+      );
+
     const ledger = new Map<string, { paidCents: number; entries: number }>();
-    for await (const page of paginateQuery(
-      { client: aws.documents },
-      {
-        TableName: names[EXAMPLE_LEDGER_TABLE.id],
-        IndexName: 'byBusinessDate',
-        KeyConditionExpression: 'businessDate = :night',
-        ExpressionAttributeValues: { ':night': night },
-      },
-      send,
-    )) {
+    for await (const page of listNight(names[EXAMPLE_LEDGER_TABLE.id])) {
       for (const entry of page.Items ?? []) {
         const orderId = String(entry.orderId);
         const sum = ledger.get(orderId) ?? { paidCents: 0, entries: 0 };
-        sum.paidCents += Number(entry.amountCents);
+        sum.paidCents += cents(entry.amountCents, `ledger entry ${String(entry.entryId)}`);
         sum.entries += 1;
         ledger.set(orderId, sum);
       }
@@ -125,18 +136,10 @@ export const paymentsReconciliation = defineTaskType({
     await ctx.heartbeat();
 
     const orders: OrderRow[] = [];
-    for await (const page of paginateQuery(
-      { client: aws.documents },
-      {
-        TableName: names[EXAMPLE_ORDERS_TABLE.id],
-        IndexName: 'byBusinessDate',
-        KeyConditionExpression: 'businessDate = :night',
-        ExpressionAttributeValues: { ':night': night },
-      },
-      send,
-    )) {
+    for await (const page of listNight(names[EXAMPLE_ORDERS_TABLE.id])) {
       for (const order of page.Items ?? []) {
-        orders.push({ orderId: String(order.orderId), totalCents: Number(order.totalCents), status: order.status });
+        const orderId = String(order.orderId);
+        orders.push({ orderId, totalCents: cents(order.totalCents, `order ${orderId}`), status: order.status });
       }
     }
     await ctx.heartbeat();
@@ -206,7 +209,7 @@ async function confirmAgainstOrder(
   }
   const expectedCents = expectedFor({
     orderId: mismatch.orderId,
-    totalCents: Number(Item.totalCents),
+    totalCents: cents(Item.totalCents, `order ${mismatch.orderId}`),
     status: Item.status,
   });
   return expectedCents === mismatch.paidCents ? undefined : { ...mismatch, expectedCents };
