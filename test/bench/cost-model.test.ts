@@ -1,0 +1,151 @@
+import { Readable } from 'node:stream';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import {
+  CallCounter,
+  costPerMillionTasks,
+  LIST_PRICES,
+  nativeItemSize,
+  STEP_FUNCTIONS_MINIMAL,
+  stepFunctionsUsage,
+  usageFromCalls,
+  wireItemSize,
+} from '../../lambda/adapters/call-counter.ts';
+import { TASKS_TABLE } from '../../lambda/infra/resources.ts';
+
+/** A client whose transport answers every request with `body`, so no server is needed. */
+function stubTransport(body: () => string) {
+  return {
+    handle: async () => ({
+      response: {
+        statusCode: 200,
+        headers: { 'content-type': 'application/x-amz-json-1.0' },
+        body: Readable.from([body()]),
+      },
+    }),
+  };
+}
+
+const common = { region: 'us-east-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 1 };
+
+describe('CallCounter', () => {
+  it('counts each call once by service and operation, through the document client too', async () => {
+    let reply = '{}';
+    const dynamodb = new DynamoDBClient({ ...common, requestHandler: stubTransport(() => reply) });
+    const documents = DynamoDBDocumentClient.from(dynamodb);
+    const counter = new CallCounter().attach(dynamodb);
+    await documents.send(new PutCommand({ TableName: 't', Item: { taskId: 'a', note: 'x'.repeat(1500) } }));
+    reply = JSON.stringify({ Item: { taskId: { S: 'a' } } });
+    await documents.send(new GetCommand({ TableName: 't', Key: { taskId: 'a' }, ConsistentRead: true }));
+    await documents.send(new GetCommand({ TableName: 't', Key: { taskId: 'a' } }));
+    const stats = counter.snapshot();
+    expect(stats.get('DynamoDB.PutItem')).toMatchObject({ count: 1, writeUnits: 2, errors: 0 });
+    // Strongly consistent 1 RRU + eventually consistent 0.5 RRU.
+    expect(stats.get('DynamoDB.GetItem')).toMatchObject({ count: 2, readUnits: 1.5 });
+    counter.detach(dynamodb);
+    await documents.send(new GetCommand({ TableName: 't', Key: { taskId: 'a' } }));
+    expect(counter.snapshot().get('DynamoDB.GetItem')?.count).toBe(2);
+  });
+
+  it('bills SQS per request and per 64 KB chunk', async () => {
+    const sqs = new SQSClient({ ...common, requestHandler: stubTransport(() => '{"Successful":[],"Failed":[]}') });
+    const counter = new CallCounter().attach(sqs);
+    const small = { Id: '0', MessageBody: 'x' };
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q',
+        Entries: [small, { ...small, Id: '1' }],
+      }),
+    );
+    const big = Array.from({ length: 3 }, (_, i) => ({ Id: String(i), MessageBody: 'y'.repeat(50 * 1024) }));
+    await sqs.send(new SendMessageBatchCommand({ QueueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q', Entries: big }));
+    expect(counter.snapshot().get('SQS.SendMessageBatch')).toMatchObject({ count: 2, sqsRequests: 1 + 3 });
+  });
+
+  it('counts errors and still bills a refused conditional write', async () => {
+    const counter = new CallCounter();
+    const middleware = counter.middleware();
+    const context = { clientName: 'DynamoDBClient', commandName: 'PutItemCommand' };
+    const failing = middleware(async () => {
+      throw new Error('ConditionalCheckFailed');
+    }, context);
+    await expect(failing({ input: { TableName: 't', Item: { taskId: { S: 'a' } } } })).rejects.toThrow();
+    expect(counter.snapshot().get('DynamoDB.PutItem')).toMatchObject({ count: 1, errors: 1, writeUnits: 1 });
+  });
+
+  it('estimates GSI writes: created entries 1, moved keys 2, unchanged 0', async () => {
+    const counter = new CallCounter({ indexes: { tasks: TASKS_TABLE.indexes } });
+    const put = counter.middleware()(async () => ({ output: {} }), {
+      clientName: 'DynamoDBClient',
+      commandName: 'PutItemCommand',
+    });
+    const item = (state: string, active: boolean) => ({
+      taskId: { S: 'a' },
+      tenantId: { S: 't1' },
+      listKey: { S: '2025#a' },
+      tenantState: { S: `t1#${state}` },
+      ...(active ? { activeShard: { S: `${state}#0` }, dueAt: { S: '2025' } } : {}),
+    });
+    await put({ input: { TableName: 'tasks', Item: item('QUEUED', true) } });
+    expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(3); // 3 entries created
+    await put({ input: { TableName: 'tasks', Item: item('RUNNING', true) } });
+    // byTenant unchanged 0, byTenantState moved 2, byActive moved 2.
+    expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(3 + 4);
+    await put({ input: { TableName: 'tasks', Item: item('SUCCEEDED', false) } });
+    // byTenantState moved 2, byActive removed 1.
+    expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(3 + 4 + 3);
+  });
+
+  it('sizes items by DynamoDB rules, in wire and native form alike', () => {
+    const native = { taskId: 'abc', n: 12345, ok: true, tags: ['a', 'b'], m: { k: 'v' } };
+    const wire = {
+      taskId: { S: 'abc' },
+      n: { N: '12345' },
+      ok: { BOOL: true },
+      tags: { L: [{ S: 'a' }, { S: 'b' }] },
+      m: { M: { k: { S: 'v' } } },
+    };
+    expect(nativeItemSize(native)).toBe(wireItemSize(wire));
+    expect(wireItemSize({ taskId: { S: 'abc' } })).toBe(6 + 3);
+  });
+});
+
+describe('cost model', () => {
+  it('multiplies usage per task by list prices per million', () => {
+    const estimate = costPerMillionTasks({
+      sqsRequests: 10,
+      dynamoWriteUnits: 4,
+      dynamoReadUnits: 2,
+      lambdaInvocations: 2,
+      lambdaGbSeconds: 0.1,
+      apiRequests: 1,
+    });
+    const byItem = Object.fromEntries(estimate.lines.map((l) => [l.item, l.usdPerMillionTasks]));
+    expect(byItem['SQS requests']).toBeCloseTo(4.0);
+    expect(byItem['DynamoDB write units']).toBeCloseTo(2.5);
+    expect(byItem['DynamoDB read units']).toBeCloseTo(0.25);
+    expect(byItem['Lambda requests']).toBeCloseTo(0.4);
+    expect(byItem['Lambda GB-s']).toBeCloseTo(1.33334);
+    expect(byItem['API Gateway HTTP requests']).toBeCloseTo(1.0);
+    expect(estimate.usdPerMillionTasks).toBeCloseTo(4 + 2.5 + 0.25 + 0.4 + 1.33334 + 1);
+  });
+
+  it('models the minimal Step Functions Standard machine at 4 transitions per task', () => {
+    expect(STEP_FUNCTIONS_MINIMAL.transitionsPerTask).toBe(STEP_FUNCTIONS_MINIMAL.states.length);
+    const estimate = costPerMillionTasks(stepFunctionsUsage({ workerGbSeconds: 0 }));
+    const transitions = estimate.lines.find((l) => l.item === 'Step Functions transitions');
+    expect(transitions?.usdPerMillionTasks).toBeCloseTo(4 * LIST_PRICES.stepFunctionsPerMillionTransitions);
+  });
+
+  it('derives usage per task from counter totals', () => {
+    const counter = new CallCounter();
+    const stat = counter.record('SQS', 'ReceiveMessage');
+    stat.sqsRequests = 6;
+    const write = counter.record('DynamoDB', 'PutItem');
+    write.writeUnits = 3;
+    write.indexWriteUnits = 3;
+    expect(usageFromCalls(counter.snapshot(), 3)).toEqual({ sqsRequests: 2, dynamoWriteUnits: 2, dynamoReadUnits: 0 });
+  });
+});
