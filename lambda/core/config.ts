@@ -3,6 +3,7 @@
  * validated here (zod) with messages that name the offending key.
  */
 import { z } from 'zod';
+import { CronSyntaxError, parseAwsCron } from './cron.ts';
 import { ConfigError } from './errors.ts';
 import { PRIORITY_TIERS, RUNTIMES } from './task.ts';
 
@@ -115,6 +116,25 @@ export function parseConfig(raw: unknown, source = 'configuration'): SchedulerCo
     throw new ConfigError(`Invalid ${source}:\n  ${problems.join('\n  ')}`, { problems });
   }
   const config = parsed.data;
+  const scheduleProblems = config.schedules.flatMap((schedule, index) => {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: schedule.timezone });
+    } catch {
+      return [`schedules.${index}.timezone: unknown time zone "${schedule.timezone}"`];
+    }
+    try {
+      parseAwsCron(schedule.cron, schedule.timezone);
+      return [];
+    } catch (error) {
+      return [`schedules.${index}.cron: ${error instanceof CronSyntaxError ? error.message : String(error)}`];
+    }
+  });
+  const names = config.schedules.map((schedule) => schedule.name);
+  const duplicate = names.find((name, index) => names.indexOf(name) !== index);
+  if (duplicate) scheduleProblems.push(`schedules: the name "${duplicate}" is used twice`);
+  if (scheduleProblems.length > 0) {
+    throw new ConfigError(`Invalid ${source}:\n  ${scheduleProblems.join('\n  ')}`, { problems: scheduleProblems });
+  }
   if (config.retry.maxDelaySeconds < config.retry.baseDelaySeconds) {
     throw new ConfigError(`Invalid ${source}: retry.maxDelaySeconds is below retry.baseDelaySeconds`, {
       problems: ['retry.maxDelaySeconds: must be >= retry.baseDelaySeconds'],

@@ -15,6 +15,7 @@ import { QueueWorker } from '../worker/queue-worker.ts';
 import type { AttemptOutcome } from '../worker/run-attempt.ts';
 import { consoleLogger } from './console-logger.ts';
 import { type Emulators, startEmulators } from './emulators.ts';
+import { startScheduleRunner } from './schedule-runner.ts';
 
 export interface LocalRuntimeOptions {
   readonly config: SchedulerConfig;
@@ -110,6 +111,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     for (const worker of workers) worker.start();
   }
 
+  const schedules = startScheduleRunner({ schedules: config.schedules, tasks: services.tasks, logger });
+  for (const [name, at] of Object.entries(schedules.nextFirings())) {
+    logger.info(`schedule ${name} next fires at ${at ?? 'never'}`);
+  }
+
   let summaryTimer: NodeJS.Timeout | undefined;
   const summaryEvery = options.summaryEverySeconds ?? 5;
   if (summaryEvery > 0) {
@@ -135,6 +141,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     scheduler: () => current,
     async stop() {
       if (summaryTimer) clearInterval(summaryTimer);
+      schedules.stop();
       stopping.abort();
       await schedulerLoop;
       await Promise.all(workers.map((worker) => worker.stop()));

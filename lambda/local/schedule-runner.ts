@@ -1,0 +1,71 @@
+/**
+ * The configured schedules on a laptop: what EventBridge Scheduler does on AWS. Each firing
+ * submits through the same code path as the scheduled-submit Lambda, with the same idempotency
+ * key (schedule + scheduled minute), so a firing is one task however often it is delivered.
+ * Like EventBridge, firings missed while the runtime was stopped are not replayed.
+ */
+import { scheduledSubmitInput } from '../app/scheduled.ts';
+import type { TaskService } from '../app/task-service.ts';
+import type { ScheduleConfig } from '../core/config.ts';
+import { parseAwsCron } from '../core/cron.ts';
+import type { TaskLogger } from '../task-types/define.ts';
+
+/** setTimeout's ceiling is about 24.8 days; longer waits re-arm in steps. */
+const MAX_TIMER_MS = 2_000_000_000;
+
+export interface ScheduleRunner {
+  /** Next firing per enabled schedule (for logs and tests). */
+  nextFirings(): Record<string, string | undefined>;
+  stop(): void;
+}
+
+export function startScheduleRunner(options: {
+  schedules: readonly ScheduleConfig[];
+  tasks: TaskService;
+  logger: TaskLogger;
+  now?: () => Date;
+}): ScheduleRunner {
+  const now = options.now ?? (() => new Date());
+  const timers = new Map<string, NodeJS.Timeout>();
+  const upcoming = new Map<string, Date | undefined>();
+  let stopped = false;
+
+  const arm = (schedule: ScheduleConfig, after: Date) => {
+    if (stopped) return;
+    const cron = parseAwsCron(schedule.cron, schedule.timezone);
+    const next = cron.nextAfter(after);
+    upcoming.set(schedule.name, next);
+    if (!next) return;
+    const wait = next.getTime() - now().getTime();
+    const timer = setTimeout(
+      () => {
+        if (next.getTime() > now().getTime()) return arm(schedule, after); // re-arm a long wait
+        fire(schedule, next).finally(() => arm(schedule, next));
+      },
+      Math.max(0, Math.min(wait, MAX_TIMER_MS)),
+    );
+    timer.unref();
+    timers.set(schedule.name, timer);
+  };
+
+  const fire = async (schedule: ScheduleConfig, at: Date) => {
+    try {
+      const { created, task } = await options.tasks.submit(
+        scheduledSubmitInput({ scheduleName: schedule.name, scheduledTime: at.toISOString(), task: schedule.task }),
+      );
+      options.logger.info(`schedule ${schedule.name} fired`, { taskId: task.taskId, created });
+    } catch (error) {
+      options.logger.error(`schedule ${schedule.name} failed to submit`, { error: String(error) });
+    }
+  };
+
+  for (const schedule of options.schedules) if (schedule.enabled) arm(schedule, now());
+
+  return {
+    nextFirings: () => Object.fromEntries([...upcoming].map(([name, at]) => [name, at?.toISOString()])),
+    stop() {
+      stopped = true;
+      for (const timer of timers.values()) clearTimeout(timer);
+    },
+  };
+}
