@@ -1,0 +1,285 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type CliIo, runCli } from '../../lambda/cli/run.ts';
+import type { LocalServer } from '../../lambda/local/server.ts';
+import { startQuietServer } from './local-server.ts';
+
+let server: LocalServer;
+
+beforeAll(async () => {
+  server = await startQuietServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the CLI in-process against the local server (via SCHEDULER_ENDPOINT, as a user would). */
+async function cli(argv: string[], io: Partial<CliIo> = {}): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    env: { SCHEDULER_ENDPOINT: server.url },
+    ...io,
+  });
+  return { code, stdout, stderr };
+}
+
+describe('Function: runCli', () => {
+  describe('Help and usage errors', () => {
+    it('lists every command with --help and exits 0', async () => {
+      // Act
+      const run = await cli(['--help']);
+
+      // Assess
+      expect(run.code).toBe(0);
+      for (const command of ['submit', 'get', 'list', 'cancel', 'retry', 'tenants', 'redrive', 'watch']) {
+        expect(run.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+      }
+    });
+
+    it.each(['submit', 'get', 'list', 'cancel', 'retry', 'tenants', 'redrive', 'watch'])(
+      'prints usage for "%s --help" and exits 0',
+      async (command) => {
+        // Act
+        const run = await cli([command, '--help']);
+
+        // Assess
+        expect(run.code).toBe(0);
+        expect(run.stdout).toMatch(new RegExp(`^Usage: tasks ${command}`));
+        expect(run.stdout).toContain('--endpoint URL');
+      },
+    );
+
+    it.each([
+      [[], 'Usage: tasks <command>'],
+      [['frobnicate'], 'Unknown command "frobnicate"'],
+      [['submit', '--type', 'demo.echo'], '--tenant is required'],
+      [['submit', '--tenant', 'a', '--type', 'demo.echo', '--priority', 'urgent'], '--priority must be one of'],
+      [['submit', '--tenant', 'a', '--type', 'demo.echo', '--payload', '{nope'], '--payload is not valid JSON'],
+      [['submit', '--tenant', 'a', '--type', 'demo.echo', '--delay', 'soon'], '--delay must be an integer'],
+      [['list', '--tenant', 'a', '--limit', '500'], '--limit must be an integer 1-100'],
+      [['get'], 'TASK_ID is required'],
+      [['get', '--bogus'], "Unknown option '--bogus'"],
+      [['tenants', 'set', 'a', '--weight', '2'], 'tenants set needs --weight and --max-concurrency'],
+      [['tenants', 'delete', 'a'], 'Give a subcommand: get or set'],
+      [['list', '--tenant', 'a', '--endpoint', 'not a url'], 'Invalid endpoint "not a url"'],
+    ])('exits 2 on %j', async (argv, message) => {
+      // Act
+      const run = await cli(argv);
+
+      // Assess
+      expect(run.code).toBe(2);
+      expect(run.stdout + run.stderr).toContain(message);
+    });
+  });
+
+  describe('Command: submit', () => {
+    it('submits and prints the task as JSON with --json', async () => {
+      // Act
+      const run = await cli([
+        'submit',
+        '--tenant',
+        'cli-a',
+        '--type',
+        'demo.echo',
+        '--payload',
+        '{"hello":"world"}',
+        '--priority',
+        'high',
+        '--idempotency-key',
+        'cli-key-1',
+        '--delay',
+        '3600',
+        '--json',
+      ]);
+
+      // Assess
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({
+        tenantId: 'cli-a',
+        type: 'demo.echo',
+        priority: 'high',
+        state: 'QUEUED',
+        payload: { hello: 'world' },
+        idempotencyKey: 'cli-key-1',
+      });
+    });
+
+    it('reads the payload from @file and waits for the result with --wait', async () => {
+      // Prepare
+      const readFile = async (path: string) =>
+        path === 'payload.json' ? '{"n":42}' : Promise.reject(new Error('ENOENT'));
+
+      // Act
+      const run = await cli(
+        ['submit', '--tenant', 'cli-a', '--type', 'demo.echo', '--payload', '@payload.json', '--wait'],
+        {
+          readFile,
+        },
+      );
+
+      // Assess
+      expect(run.code).toBe(0);
+      expect(run.stderr).toMatch(/^Submitted tsk_\w+; waiting for it to finish/);
+      expect(run.stdout).toMatch(/^state\s+SUCCEEDED$/m);
+      expect(run.stdout).toMatch(/^result\s+\{"echo":\{"n":42\}\}$/m);
+    });
+
+    it('exits 1 with the API code and message when the API refuses', async () => {
+      // Act
+      const run = await cli(['submit', '--tenant', 'cli-a', '--type', 'no.such-type']);
+
+      // Assess
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe('error: unknown_task_type: Unknown task type "no.such-type"\n');
+    });
+
+    it('prints the error as JSON on stderr with --json', async () => {
+      // Act
+      const run = await cli(['get', 'tsk_missing', '--json']);
+
+      // Assess
+      expect(run.code).toBe(1);
+      expect(run.stdout).toBe('');
+      expect(JSON.parse(run.stderr)).toEqual({
+        error: {
+          status: 404,
+          code: 'task_not_found',
+          message: 'No task with id tsk_missing',
+          details: { taskId: 'tsk_missing' },
+        },
+      });
+    });
+
+    it('exits 1 when the scheduler cannot be reached', async () => {
+      // Act
+      const run = await cli(['get', 'tsk_1', '--endpoint', 'http://127.0.0.1:9']);
+
+      // Assess
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain('Cannot reach the scheduler at http://127.0.0.1:9');
+    });
+  });
+
+  describe('Commands: get, list, cancel, retry', () => {
+    it('follows a task through get, cancel and retry', async () => {
+      // Prepare
+      const submitted = JSON.parse(
+        (await cli(['submit', '--tenant', 'cli-b', '--type', 'demo.echo', '--delay', '3600', '--json'])).stdout,
+      ) as { taskId: string };
+
+      // Act
+      const got = await cli(['get', submitted.taskId]);
+      const cancelled = await cli(['cancel', submitted.taskId]);
+      const retried = await cli(['retry', submitted.taskId, '--json']);
+
+      // Assess
+      expect(got.code).toBe(0);
+      expect(got.stdout).toMatch(/^state\s+QUEUED$/m);
+      expect(got.stdout).toMatch(/^waiting\s+delayed: Not eligible before /m);
+      expect(cancelled).toMatchObject({ code: 0, stdout: `Cancelled ${submitted.taskId}\n` });
+      expect(retried.code).toBe(0);
+      expect(JSON.parse(retried.stdout)).toMatchObject({ taskId: submitted.taskId, state: 'QUEUED' });
+    });
+
+    it('lists one page, or every page with --all', async () => {
+      // Prepare
+      for (let i = 0; i < 3; i++)
+        await cli(['submit', '--tenant', 'cli-list', '--type', 'demo.echo', '--delay', '3600']);
+
+      // Act
+      const page = await cli(['list', '--tenant', 'cli-list', '--limit', '2', '--json']);
+      const all = await cli(['list', '--tenant', 'cli-list', '--limit', '2', '--all', '--json']);
+      const human = await cli(['list', '--tenant', 'cli-list', '--limit', '2']);
+
+      // Assess
+      const first = JSON.parse(page.stdout) as { items: unknown[]; nextCursor?: string };
+      expect(first.items).toHaveLength(2);
+      expect(first.nextCursor).toEqual(expect.any(String));
+      expect((JSON.parse(all.stdout) as { items: unknown[] }).items).toHaveLength(3);
+      expect(human.stdout).toMatch(/^TASK\s+STATE\s+TYPE\s+PRIORITY\s+ATTEMPTS\s+SUBMITTED$/m);
+      expect(human.stdout).toContain('(more: use --all, or a larger --limit)');
+    });
+  });
+
+  describe('Command: tenants', () => {
+    it('sets and gets a tenant', async () => {
+      // Act
+      const set = await cli(['tenants', 'set', 'cli-t', '--weight', '2.5', '--max-concurrency', '4']);
+      const got = await cli(['tenants', 'get', 'cli-t', '--json']);
+
+      // Assess
+      expect(set.code).toBe(0);
+      expect(set.stdout).toMatch(/^weight\s+2\.5$/m);
+      expect(JSON.parse(got.stdout)).toMatchObject({
+        tenantId: 'cli-t',
+        weight: 2.5,
+        maxConcurrency: 4,
+        source: 'stored',
+      });
+    });
+  });
+
+  describe('Command: watch', () => {
+    it('prints one frame of tiers, pools, tenants and recent tasks with --once', async () => {
+      // Act
+      const run = await cli(['watch', '--once', '--tenants', 'cli-list']);
+
+      // Assess
+      expect(run.code).toBe(0);
+      expect(run.stdout).not.toContain('\x1b[');
+      expect(run.stdout).toMatch(/^TIERS\s+WAITING\s+OLDEST WAIT$/m);
+      expect(run.stdout).toMatch(/^critical\s+\d+/m);
+      expect(run.stdout).toMatch(/^lambda\s+\[.*\] \d+\/\d+ slots$/m);
+      expect(run.stdout).toMatch(/^cli-list\s+\[/m);
+      expect(run.stdout).toMatch(/^tsk_\w+\s+cli-list\s+demo\.echo\s+QUEUED\s+normal\s+delayed: /m);
+    });
+
+    it('prints the status object with --once --json', async () => {
+      // Act
+      const run = await cli(['watch', '--once', '--json']);
+
+      // Assess
+      expect(run.code).toBe(0);
+      const status = JSON.parse(run.stdout) as { tiers: unknown[]; tenants: unknown[] };
+      expect(status.tiers).toHaveLength(4);
+    });
+
+    it('redraws in place on a terminal until the signal stops it', async () => {
+      // Prepare
+      const controller = new AbortController();
+      let frames = 0;
+      let stdout = '';
+
+      // Act
+      const code = await runCli(['watch', '--interval', '0.2'], {
+        stdout: (text) => {
+          stdout += text;
+          if (text.startsWith('\x1b[H\x1b[2J') && ++frames === 2) controller.abort();
+        },
+        stderr: () => {},
+        env: { SCHEDULER_ENDPOINT: server.url },
+        isTTY: true,
+        columns: () => 80,
+        signal: controller.signal,
+      });
+
+      // Assess
+      expect(code).toBe(0);
+      expect(frames).toBe(2);
+      expect(stdout.startsWith('\x1b[?25l')).toBe(true);
+      expect(stdout.endsWith('\x1b[?25h')).toBe(true);
+    });
+  });
+});

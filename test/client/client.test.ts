@@ -1,0 +1,242 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ConflictError,
+  InvalidRequestError,
+  NotFoundError,
+  SchedulerApiError,
+  SchedulerClient,
+  SchedulerConnectionError,
+  WaitTimeoutError,
+} from '../../lambda/index.ts';
+import type { LocalServer } from '../../lambda/local/server.ts';
+import { startQuietServer } from './local-server.ts';
+
+let server: LocalServer;
+let client: SchedulerClient;
+
+beforeAll(async () => {
+  server = await startQuietServer();
+  client = new SchedulerClient({ endpoint: server.url });
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+describe('Class: SchedulerClient', () => {
+  describe('Method: submit + waitFor', () => {
+    it('submits a task and resolves when it SUCCEEDED', async () => {
+      // Act
+      const submitted = await client.submit({ tenantId: 'sdk-a', type: 'demo.sleep', payload: { ms: 50 } });
+      const done = await client.waitFor(submitted.taskId, { timeoutMs: 30_000, pollMs: 100 });
+
+      // Assess
+      expect(submitted).toMatchObject({ tenantId: 'sdk-a', type: 'demo.sleep', state: 'QUEUED' });
+      expect(done).toMatchObject({ taskId: submitted.taskId, state: 'SUCCEEDED', attempts: 1, error: null });
+      expect(done.finishedAt).not.toBeNull();
+    });
+
+    it('returns the original task for a repeated idempotency key', async () => {
+      // Prepare
+      const input = { tenantId: 'sdk-a', type: 'demo.echo', payload: { n: 1 }, idempotencyKey: 'order-42' };
+
+      // Act
+      const first = await client.submit(input);
+      const second = await client.submit(input);
+
+      // Assess
+      expect(second.taskId).toBe(first.taskId);
+    });
+
+    it('throws WaitTimeoutError carrying the last task seen when the task does not finish in time', async () => {
+      // Prepare
+      const task = await client.submit({ tenantId: 'sdk-a', type: 'demo.echo', delaySeconds: 3600 });
+
+      // Act
+      const waiting = client.waitFor(task.taskId, { timeoutMs: 300, pollMs: 50 });
+
+      // Assess
+      await expect(waiting).rejects.toBeInstanceOf(WaitTimeoutError);
+      await expect(waiting).rejects.toMatchObject({ taskId: task.taskId, lastSeen: { state: 'QUEUED' } });
+    });
+
+    it('stops waiting with the reason of an aborted signal', async () => {
+      // Prepare
+      const task = await client.submit({ tenantId: 'sdk-a', type: 'demo.echo', delaySeconds: 3600 });
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('caller gave up')), 100);
+
+      // Act & Assess
+      await expect(client.waitFor(task.taskId, { pollMs: 30, signal: controller.signal })).rejects.toThrow(
+        'caller gave up',
+      );
+    });
+  });
+
+  describe('Method: submitMany', () => {
+    it('submits with limited concurrency and reports each outcome in input order', async () => {
+      // Prepare
+      const inputs = [
+        { tenantId: 'sdk-many', type: 'demo.echo', payload: 1 },
+        { tenantId: 'sdk-many', type: 'demo.nope' },
+        { tenantId: 'sdk-many', type: 'demo.echo', payload: 3, idempotencyKey: 'k3' },
+        { tenantId: 'sdk-many', type: 'demo.echo', payload: 3, idempotencyKey: 'k3' },
+      ];
+
+      // Act
+      const outcomes = await client.submitMany(inputs, { concurrency: 1 });
+
+      // Assess
+      expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      const [first, second, third, fourth] = outcomes;
+      expect(first).toMatchObject({ created: true, task: { payload: 1 } });
+      expect(second?.status === 'rejected' && second.error).toBeInstanceOf(InvalidRequestError);
+      expect(third).toMatchObject({ created: true });
+      expect(fourth).toMatchObject({ created: false });
+      if (third?.status === 'fulfilled' && fourth?.status === 'fulfilled') {
+        expect(fourth.task.taskId).toBe(third.task.taskId);
+      }
+    });
+  });
+
+  describe('Method: list', () => {
+    it('iterates every task across pages, following nextCursor', async () => {
+      // Prepare
+      const outcomes = await client.submitMany(
+        Array.from({ length: 5 }, (_, i) => ({
+          tenantId: 'sdk-pages',
+          type: 'demo.echo',
+          payload: i,
+          delaySeconds: 3600,
+        })),
+      );
+      const ids = outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.task.taskId : 'failed'));
+
+      // Act
+      const seen: string[] = [];
+      for await (const task of client.list({ tenantId: 'sdk-pages', limit: 2 })) seen.push(task.taskId);
+      const pages = [];
+      for await (const page of client.listPages({ tenantId: 'sdk-pages', limit: 2 })) pages.push(page);
+
+      // Assess
+      expect(seen.sort()).toEqual([...ids].sort());
+      expect(pages.map((page) => page.items.length)).toEqual([2, 2, 1]);
+      expect(pages.map((page) => page.nextCursor === undefined)).toEqual([false, false, true]);
+    });
+
+    it('filters by state', async () => {
+      // Act
+      const page = await client.listPage({ tenantId: 'sdk-pages', state: 'SUCCEEDED' });
+
+      // Assess
+      expect(page.items).toEqual([]);
+    });
+  });
+
+  describe('Methods: cancel and retry', () => {
+    it('cancels a waiting task and queues it again on retry', async () => {
+      // Prepare
+      const task = await client.submit({ tenantId: 'sdk-cancel', type: 'demo.echo', delaySeconds: 3600 });
+
+      // Act
+      const cancelled = await client.cancel(task.taskId);
+      const retried = await client.retry(task.taskId);
+
+      // Assess
+      expect(cancelled.state).toBe('CANCELLED');
+      expect(retried.state).toBe('QUEUED');
+    });
+  });
+
+  describe('Methods: getTenant and putTenant', () => {
+    it('stores settings and reads them back with live counts', async () => {
+      // Act
+      const stored = await client.putTenant('sdk-tenant', { weight: 3, maxConcurrency: 7 });
+      const tenant = await client.getTenant('sdk-tenant');
+
+      // Assess
+      expect(stored).toMatchObject({ tenantId: 'sdk-tenant', weight: 3, maxConcurrency: 7 });
+      expect(tenant).toMatchObject({
+        tenantId: 'sdk-tenant',
+        weight: 3,
+        maxConcurrency: 7,
+        source: 'stored',
+        counts: { queued: 0, dispatched: 0, running: 0 },
+      });
+    });
+  });
+
+  describe('Method: status', () => {
+    it('returns tiers highest first, pools and the tenants with their newest tasks', async () => {
+      // Act
+      const status = await client.status({ tenants: ['sdk-pages'], recent: 2 });
+
+      // Assess
+      expect(status.tiers.map((tier) => tier.tier)).toEqual(['critical', 'high', 'normal', 'low']);
+      expect(status.pools.lambda.capacity).toBeGreaterThan(0);
+      expect(status.tenants.map((tenant) => tenant.tenantId)).toContain('sdk-pages');
+      const pagesTasks = status.recentTasks.filter((task) => task.tenantId === 'sdk-pages');
+      expect(pagesTasks).toHaveLength(2);
+      expect(pagesTasks[0]?.wait?.reason).toBe('delayed');
+    });
+  });
+
+  describe('Typed errors', () => {
+    it('throws NotFoundError with the API code for an unknown task', async () => {
+      // Act
+      const error = await client.get('tsk_missing').catch((e: unknown) => e);
+
+      // Assess
+      expect(error).toBeInstanceOf(NotFoundError);
+      expect(error).toBeInstanceOf(SchedulerApiError);
+      expect(error).toMatchObject({
+        status: 404,
+        code: 'task_not_found',
+        details: { taskId: 'tsk_missing' },
+        request: 'GET /v1/tasks/tsk_missing',
+      });
+    });
+
+    it('throws InvalidRequestError naming each invalid field', async () => {
+      // Act
+      const error = await client
+        .submit({ tenantId: 'bad tenant!', type: 'demo.echo', priority: 'urgent' as 'high' })
+        .catch((e: unknown) => e);
+
+      // Assess
+      expect(error).toBeInstanceOf(InvalidRequestError);
+      expect(error).toMatchObject({ status: 400, code: 'invalid_request', details: { in: 'body' } });
+      const paths = (error as InvalidRequestError & { details: { issues: { path: string }[] } }).details.issues.map(
+        (issue) => issue.path,
+      );
+      expect(paths).toEqual(expect.arrayContaining(['tenantId', 'priority']));
+    });
+
+    it('carries the specific code of a semantic refusal (unknown task type)', async () => {
+      // Act
+      const error = await client.submit({ tenantId: 'sdk-err', type: 'no.such-type' }).catch((e: unknown) => e);
+
+      // Assess
+      expect(error).toMatchObject({ status: 400, code: 'unknown_task_type' });
+    });
+
+    it('throws ConflictError when the state does not allow the action', async () => {
+      // Prepare
+      const task = await client.submit({ tenantId: 'sdk-err', type: 'demo.echo', delaySeconds: 3600 });
+
+      // Act
+      const error = await client.retry(task.taskId).catch((e: unknown) => e);
+
+      // Assess
+      expect(error).toBeInstanceOf(ConflictError);
+      expect(error).toMatchObject({ status: 409, code: 'invalid_state' });
+    });
+
+    it('throws SchedulerConnectionError when nothing answers', async () => {
+      // Prepare
+      const nowhere = new SchedulerClient({ endpoint: 'http://127.0.0.1:9', maxRetries: 0 });
+
+      // Act & Assess
+      await expect(nowhere.health()).rejects.toBeInstanceOf(SchedulerConnectionError);
+    });
+  });
+});
