@@ -10,7 +10,8 @@ import { TaskStore } from '../adapters/task-store.ts';
 import { parseConfig, type SchedulerConfig } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
 import { CONTROL_TABLE, ENV, TASKS_TABLE } from '../infra/resources.ts';
-import type { TaskTypeRegistry } from '../task-types/define.ts';
+import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
+import { exampleResourcesFromEnvironment } from '../task-types/examples/stores.ts';
 import { defaultRegistry } from '../task-types/index.ts';
 import { TaskService } from './task-service.ts';
 
@@ -85,4 +86,10 @@ export function servicesFromEnvironment(): Services {
     resources: resourcesFromEnvironment(),
   });
   return cached;
+}
+
+/** What task handlers get on AWS: the SDK clients and the example stores' names (when deployed). */
+export function taskServicesFromEnvironment(services: Services): TaskServices {
+  const resources = exampleResourcesFromEnvironment();
+  return { aws: services.clients, ...(resources ? { resources } : {}) };
 }

@@ -6,7 +6,7 @@
  * timeout bounds that, and an unfinished attempt is recovered through its lease.
  */
 import { availableParallelism } from 'node:os';
-import { servicesFromEnvironment } from '../app/wiring.ts';
+import { servicesFromEnvironment, taskServicesFromEnvironment } from '../app/wiring.ts';
 import { workerQueue } from '../infra/resources.ts';
 import { QueueWorker } from '../worker/queue-worker.ts';
 import { logger, taskLogger } from './observability.ts';
@@ -25,7 +25,7 @@ const worker = new QueueWorker({
     queues: services.queues,
     registry: services.registry,
     config: services.config,
-    services: { aws: services.clients },
+    services: taskServicesFromEnvironment(services),
     logger: taskLogger,
   },
 });

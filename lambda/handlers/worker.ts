@@ -7,7 +7,7 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { WorkerMessage } from '../adapters/queues.ts';
-import { servicesFromEnvironment } from '../app/wiring.ts';
+import { servicesFromEnvironment, taskServicesFromEnvironment } from '../app/wiring.ts';
 import { runAttempt } from '../worker/run-attempt.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
 
@@ -22,7 +22,7 @@ async function recordHandler(record: SQSRecord): Promise<void> {
       queues: services.queues,
       registry: services.registry,
       config: services.config,
-      services: { aws: services.clients },
+      services: taskServicesFromEnvironment(services),
       logger: taskLogger,
     },
     message,
