@@ -16,6 +16,11 @@ afterEach(async () => {
   harness = undefined;
 });
 
+async function started(): Promise<Harness> {
+  harness = await Harness.start();
+  return harness;
+}
+
 const WORKER_QUEUE = workerQueue('lambda').id;
 
 function attemptDeps(h: Harness, component: FaultyComponent, faults?: AttemptDeps['faults']): AttemptDeps {
@@ -58,7 +63,7 @@ const record = (ms = 0, failTimes = 0) => ({
 
 describe('bug classes peers have shipped', () => {
   it('a lease that expires mid-run: the zombie cannot overwrite the new attempt (bull#1416, bullmq#439)', async () => {
-    const h = (harness = await Harness.start());
+    const h = await started();
     const task = await h.submit(record(50));
     const first = await nextWorkerMessage(h, task.taskId);
 
@@ -95,7 +100,7 @@ describe('bug classes peers have shipped', () => {
   });
 
   it('a worker that crashes after starting does not leave the task RUNNING forever (bullmq#652)', async () => {
-    const h = (harness = await Harness.start());
+    const h = await started();
     const task = await h.submit(record());
     const first = await nextWorkerMessage(h, task.taskId);
     const crashed = h.component('worker');
@@ -125,7 +130,7 @@ describe('bug classes peers have shipped', () => {
   });
 
   it('throttled and crashed deliveries do not burn attempts (azul#3708)', async () => {
-    const h = (harness = await Harness.start());
+    const h = await started();
     const task = await h.submit({ ...record(), maxAttempts: 1 });
     const message = await nextWorkerMessage(h, task.taskId);
     // Every worker's start write is throttled (SDK retries spent), five deliveries in a row.
@@ -145,7 +150,7 @@ describe('bug classes peers have shipped', () => {
   });
 
   it('a retried task keeps its tier and its age (bull#1755, bullmq#2507)', async () => {
-    const h = (harness = await Harness.start());
+    const h = await started();
     const task = await h.submit({ ...record(0, 1), priority: 'critical', maxAttempts: 3 });
     const first = await nextWorkerMessage(h, task.taskId);
     const failed = await runAttempt(attemptDeps(h, h.component('worker', false)), first);
@@ -161,7 +166,7 @@ describe('bug classes peers have shipped', () => {
   });
 
   it('a crash between the submit write and the tier send: reconciliation announces the task', async () => {
-    const h = (harness = await Harness.start());
+    const h = await started();
     // The API process dies right before sending the tier message.
     const api = h.component('api');
     api.sqs.decide = (call) => (call.command === 'SendMessageBatchCommand' ? 'crash' : undefined);
