@@ -132,8 +132,17 @@ export class RuntimeFunction extends Construct {
         ...(nativeModules.length > 0
           ? {
               nodeModules: [...nativeModules],
-              // npm picks the optional per-platform binaries (e.g. @img/sharp-linux-arm64) by these.
-              environment: { npm_config_os: 'linux', npm_config_cpu: 'arm64', npm_config_libc: 'glibc' },
+              environment: {
+                // npm picks the optional per-platform binaries (e.g. @img/sharp-linux-arm64) by these.
+                npm_config_os: 'linux',
+                npm_config_cpu: 'arm64',
+                npm_config_libc: 'glibc',
+                // Once cached, synth needs no network: no revalidation, no audit call.
+                npm_config_prefer_offline: 'true',
+                npm_config_audit: 'false',
+                npm_config_fund: 'false',
+                npm_config_update_notifier: 'false',
+              },
             }
           : {}),
         // CommonJS dependencies inside an ESM bundle still call require().

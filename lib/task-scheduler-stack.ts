@@ -160,6 +160,10 @@ export class TaskSchedulerStack extends Stack {
     for (const [queueId, url] of Object.entries(this.queues.urlsById())) {
       new CfnOutput(this, `QueueUrl${constructId(queueId)}`, { value: url, description: `SQS queue ${queueId}` });
     }
+    new CfnOutput(this, 'ExampleResources', {
+      value: this.toJsonString(this.exampleStores.names()),
+      description: `Example data stores as ${EXAMPLE_RESOURCES_ENV} JSON (for examples/seed.ts)`,
+    });
     new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
     if (this.monitoring.topic) new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
   }

@@ -231,6 +231,7 @@ describe('Stack outputs', () => {
         'TasksTableName',
         'ControlTableName',
         'DashboardName',
+        'ExampleResources',
         'QueueUrlTierCritical',
         'QueueUrlWorkerLambda',
         'QueueUrlWorkerLambdaDlq',
