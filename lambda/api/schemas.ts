@@ -4,17 +4,12 @@
  * cross-field rules that need the task-type registry or the config (unknown type, payload
  * shape, runtime limits) are checked by TaskService.resolveSpec, also before any I/O.
  */
+
 import { z } from 'zod';
 import type { SubmitInput } from '../app/task-service.ts';
+import { storableProblem } from '../core/storable.ts';
 import { PRIORITY_TIERS, RUNTIMES, TASK_STATES } from '../core/task.ts';
-import {
-  LIST_LIMIT,
-  MAX_CURSOR_LENGTH,
-  MAX_ID_LENGTH,
-  MAX_PAYLOAD_BYTES,
-  MAX_PAYLOAD_DEPTH,
-  MIN_NUMBER_MAGNITUDE,
-} from './limits.ts';
+import { LIST_LIMIT, MAX_CURSOR_LENGTH, MAX_ID_LENGTH, MAX_PAYLOAD_BYTES } from './limits.ts';
 
 /** Task, tenant and idempotency ids: safe in URLs, keys and logs. */
 export const idSchema = z
@@ -30,31 +25,9 @@ export const taskTypeNameSchema = z
   .max(MAX_ID_LENGTH)
   .regex(/^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*$/, 'dotted lower-case words, e.g. "demo.sleep"');
 
-/**
- * Why a JSON value cannot be stored as a payload, or undefined when it can. DynamoDB limits
- * nesting depth and number range; the SDK refuses numbers beyond MAX_SAFE_INTEGER. Checked
- * here so such a request is a 400, not a 500 from the store.
- */
+/** Why a JSON value cannot be stored as a payload (a 400, not a 500 from the store). */
 export function payloadProblem(value: unknown): string | undefined {
-  const serialized = JSON.stringify(value ?? null);
-  if (Buffer.byteLength(serialized, 'utf8') > MAX_PAYLOAD_BYTES) {
-    return `must be at most ${MAX_PAYLOAD_BYTES} bytes when serialized`;
-  }
-  // Iterative walk: a hostile body may nest far deeper than the call stack allows.
-  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
-  while (stack.length > 0) {
-    const { value: current, depth } = stack.pop()!;
-    if (typeof current === 'number') {
-      const magnitude = Math.abs(current);
-      if (magnitude > Number.MAX_SAFE_INTEGER || (magnitude !== 0 && magnitude < MIN_NUMBER_MAGNITUDE)) {
-        return `numbers must be 0 or between ${MIN_NUMBER_MAGNITUDE} and ${Number.MAX_SAFE_INTEGER} in magnitude`;
-      }
-    } else if (current !== null && typeof current === 'object') {
-      if (depth >= MAX_PAYLOAD_DEPTH) return `must nest at most ${MAX_PAYLOAD_DEPTH} levels deep`;
-      for (const child of Object.values(current)) stack.push({ value: child, depth: depth + 1 });
-    }
-  }
-  return undefined;
+  return storableProblem(value, MAX_PAYLOAD_BYTES);
 }
 
 export const payloadSchema = z

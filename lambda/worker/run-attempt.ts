@@ -14,6 +14,7 @@ import { backoffMs } from '../core/backoff.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { InvalidTransitionError, NonRetryableError, SchedulerError, StaleAttemptError } from '../core/errors.ts';
 import { acknowledgeCancel, fail, heartbeat, start, succeed } from '../core/lifecycle.ts';
+import { MAX_RESULT_BYTES, storableProblem } from '../core/storable.ts';
 import type { Task, TaskError } from '../core/task.ts';
 import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 
@@ -127,6 +128,8 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
       }),
       controller.signal,
     );
+    const problem = storableProblem(result ?? null, MAX_RESULT_BYTES);
+    if (problem) throw new NonRetryableError(`The handler's result cannot be stored: it ${problem}`);
     succeeded = true;
   } catch (error) {
     failure = error;

@@ -12,13 +12,14 @@ const executions = new Map<string, number>();
 const counted = defineTaskType({
   type: 'test.counted',
   description: 'Counts its executions; sleeps a little so duplicates overlap.',
-  payload: z.strictObject({ ms: z.number().default(50), mode: z.enum(['ok', 'throw', 'permanent', 'hang']) }),
+  payload: z.strictObject({ ms: z.number().default(50), mode: z.enum(['ok', 'throw', 'permanent', 'hang', 'huge']) }),
   async handler({ ms, mode }, ctx) {
     executions.set(ctx.taskId, (executions.get(ctx.taskId) ?? 0) + 1);
     await new Promise((resolve) => setTimeout(resolve, ms));
     if (mode === 'throw') throw new Error('transient');
     if (mode === 'permanent') throw new NonRetryableError('bad input');
     if (mode === 'hang') await new Promise(() => {});
+    if (mode === 'huge') return { blob: 'x'.repeat(400_000) };
     return { attempt: ctx.attempt, key: ctx.idempotencyKey };
   },
 });
@@ -87,6 +88,16 @@ describe('Function: runAttempt (against the emulators)', () => {
       attempts: 1,
       error: { name: 'NonRetryableError', message: 'bad input', retryable: false },
     });
+  });
+
+  it('fails a task whose result cannot be stored, instead of retrying a write that cannot succeed', async () => {
+    const message = await dispatched({ mode: 'huge', ms: 1 });
+    const outcome = await runAttempt(deps, message);
+    expect(outcome.kind === 'finished' && outcome.task).toMatchObject({
+      state: 'FAILED',
+      error: { name: 'NonRetryableError', retryable: false },
+    });
+    expect(outcome.kind === 'finished' && outcome.task.error?.message).toMatch(/result cannot be stored/);
   });
 
   it('aborts a handler past its timeout and records a retryable TimeoutError', async () => {
