@@ -30,6 +30,11 @@ export interface FargateWorkersProps {
   readonly workerCpu?: number;
   /** Memory of one worker. @default 2048 */
   readonly workerMemoryMiB?: number;
+  /**
+   * Attempts one worker runs at once (its WORKER_CONCURRENCY), the unit the service scales in.
+   * @default 4 per vCPU of a worker
+   */
+  readonly tasksPerWorker?: number;
   /** @default ecs.CpuArchitecture.ARM64 (Graviton: about 20 % cheaper per vCPU-hour) */
   readonly cpuArchitecture?: ecs.CpuArchitecture;
 }
@@ -46,18 +51,20 @@ const FARGATE_SIZES: Readonly<Record<number, { min: number; max: number; step: n
 };
 
 /**
- * Backlog → worker count steps (EXACT_CAPACITY): never fewer workers than messages waiting or
- * running, doubling so a burst is met in a few steps, capped at the pool.
+ * Backlog → worker count steps (EXACT_CAPACITY): never fewer worker slots than messages waiting
+ * or running, doubling the workers per step so a burst is met in a few steps, capped at the pool.
  */
-export function backlogScalingSteps(maxWorkers: number): appscaling.ScalingInterval[] {
+export function backlogScalingSteps(maxWorkers: number, tasksPerWorker: number): appscaling.ScalingInterval[] {
   // Nothing visible and nothing in flight: every worker is idle.
   const steps: appscaling.ScalingInterval[] = [{ upper: 0, change: 0 }];
-  if (maxWorkers === 1) return [...steps, { lower: 1, change: 1 }];
-  steps.push({ lower: 1, upper: 2, change: 1 });
-  let lower = 2;
-  while (lower * 2 < maxWorkers) {
-    steps.push({ lower, upper: lower * 2, change: lower * 2 });
-    lower *= 2;
+  let workers = 1;
+  let lower = 1;
+  while (workers < maxWorkers) {
+    // Up to `workers × tasksPerWorker` messages fit in `workers` workers.
+    const upper = workers * tasksPerWorker + 1;
+    steps.push({ lower, upper, change: workers });
+    lower = upper;
+    workers *= 2;
   }
   steps.push({ lower, change: maxWorkers });
   return steps;
@@ -77,6 +84,7 @@ export class FargateWorkers extends Construct {
   public readonly securityGroup: ec2.SecurityGroup;
   /** Workers at most: the pool divided by one worker's size. */
   public readonly maxWorkers: number;
+  public readonly tasksPerWorker: number;
   /** Messages waiting plus messages being worked on: what the service scales on. */
   public readonly backlog: cloudwatch.MathExpression;
 
@@ -93,6 +101,10 @@ export class FargateWorkers extends Construct {
       throw new Error(
         `FargateWorkers: the fargate pool (${props.pool.vcpu} vCPU, ${props.pool.memoryMiB} MiB) is smaller than one worker (${cpu / 1024} vCPU, ${memoryMiB} MiB)`,
       );
+    }
+    this.tasksPerWorker = props.tasksPerWorker ?? Math.max(1, Math.floor((cpu / 1024) * 4));
+    if (!Number.isInteger(this.tasksPerWorker) || this.tasksPerWorker < 1) {
+      throw new Error(`FargateWorkers: tasksPerWorker must be a positive integer, got ${this.tasksPerWorker}`);
     }
     const architecture = props.cpuArchitecture ?? ecs.CpuArchitecture.ARM64;
 
@@ -119,9 +131,8 @@ export class FargateWorkers extends Construct {
       logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'worker', logGroup: this.logGroup }),
       environment: {
         ...props.runtime.environment,
-        // Lets one worker run several small tasks side by side within its own size.
-        WORKER_VCPU: String(cpu / 1024),
-        WORKER_MEMORY_MIB: String(memoryMiB),
+        // Stated rather than left to the worker's default, so scaling and workers agree.
+        WORKER_CONCURRENCY: String(this.tasksPerWorker),
       },
       // The most ECS allows between SIGTERM and SIGKILL: time to hand the running task back.
       stopTimeout: Duration.seconds(120),
@@ -170,7 +181,7 @@ export class FargateWorkers extends Construct {
     scaling.scaleOnMetric('ScaleOnBacklog', {
       metric: this.backlog,
       adjustmentType: appscaling.AdjustmentType.EXACT_CAPACITY,
-      scalingSteps: backlogScalingSteps(this.maxWorkers),
+      scalingSteps: backlogScalingSteps(this.maxWorkers, this.tasksPerWorker),
       cooldown: Duration.minutes(1),
       evaluationPeriods: 1,
     });

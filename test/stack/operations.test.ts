@@ -87,10 +87,8 @@ describe('Construct: FargateWorkers', () => {
         Match.objectLike({
           StopTimeout: 120,
           LogConfiguration: Match.objectLike({ LogDriver: 'awslogs' }),
-          Environment: Match.arrayWith([
-            { Name: 'WORKER_VCPU', Value: '1' },
-            { Name: 'WORKER_MEMORY_MIB', Value: '2048' },
-          ]),
+          // 4 attempts per vCPU, the worker program's own default, stated so scaling agrees.
+          Environment: Match.arrayWith([{ Name: 'WORKER_CONCURRENCY', Value: '4' }]),
         }),
       ],
     });
@@ -143,17 +141,19 @@ describe('Construct: FargateWorkers', () => {
   });
 
   it.each([
-    [1, [0, 1]],
-    [2, [0, 1, 2]],
-    [16, [0, 1, 4, 8, 16]],
-    [20, [0, 1, 4, 8, 16, 20]],
-  ])('keeps at least as many workers as backlog, capped at %i', (max, capacities) => {
-    const steps = backlogScalingSteps(max);
-    expect(steps.map((step) => step.change)).toEqual(capacities);
+    [1, 1, [0, 1]],
+    [16, 1, [0, 1, 2, 4, 8, 16]],
+    [16, 4, [0, 1, 2, 4, 8, 16]],
+    [20, 4, [0, 1, 2, 4, 8, 16, 20]],
+  ])('with at most %i workers of %i tasks, has a slot for every message', (max, perWorker, workers) => {
+    const steps = backlogScalingSteps(max, perWorker);
+    expect(steps.map((step) => step.change)).toEqual(workers);
     for (const step of steps) {
-      // A backlog at the bottom of the step never outnumbers the workers it gets (below the cap).
-      if (step.lower !== undefined) expect(step.change).toBeGreaterThanOrEqual(Math.min(step.lower, max));
+      // The largest backlog of the step still fits its workers (until the pool cap).
+      const largest = step.upper === undefined ? max * perWorker : step.upper - 1;
+      expect(step.change * perWorker).toBeGreaterThanOrEqual(Math.min(largest, max * perWorker));
     }
+    expect(steps.length).toBeLessThanOrEqual(20); // Application Auto Scaling's limit per policy
   });
 });
 

@@ -188,6 +188,9 @@ describe('Construct props are validated up front, with exact messages', () => {
     expect(() => new FargateWorkers(stack, 'B', { ...base, pool: { vcpu: 0.5, memoryMiB: 4096 } })).toThrow(
       'FargateWorkers: the fargate pool (0.5 vCPU, 4096 MiB) is smaller than one worker (1 vCPU, 2048 MiB)',
     );
+    expect(() => new FargateWorkers(stack, 'C', { ...base, tasksPerWorker: 0 })).toThrow(
+      'FargateWorkers: tasksPerWorker must be a positive integer, got 0',
+    );
   });
 
   it('Monitoring: scheduler silence window', () => {
