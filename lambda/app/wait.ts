@@ -4,6 +4,7 @@
  * derived from the task, its tenant's settings and that snapshot.
  */
 import type { PolicyName, SchedulerConfig } from '../core/config.ts';
+import { effectiveRank, waitBoundSeconds } from '../core/policy/index.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Task, type TenantSettings, tierRank } from '../core/task.ts';
 
 export const WAIT_REASONS = ['delayed', 'tenant_quota', 'capacity', 'fair_share', 'priority'] as const;
@@ -58,8 +59,8 @@ export interface WaitInfo {
 
 /** The tier a task competes in after waiting: one tier up per `agingSeconds` waited. */
 export function effectiveTier(priority: PriorityTier, waitedSeconds: number, agingSeconds: number): PriorityTier {
-  const promotions = Math.floor(Math.max(0, waitedSeconds) / agingSeconds);
-  return PRIORITY_TIERS[Math.max(0, tierRank(priority) - promotions)] ?? 'critical';
+  const rank = effectiveRank(tierRank(priority), 0, Math.max(0, waitedSeconds) * 1000, agingSeconds * 1000);
+  return PRIORITY_TIERS[rank] ?? 'critical';
 }
 
 export function explainWait(
@@ -78,12 +79,11 @@ export function explainWait(
   const asOf = snapshot ? { asOf: snapshot.at } : {};
 
   if (runAtMs > nowMs) {
-    const delay = (runAtMs - nowMs) / 1000;
     return {
       reason: 'delayed',
       message: `Not eligible before ${task.runAt}${task.attempts > 0 ? ' (retry backoff)' : ''}`,
       ...base,
-      maxWaitSeconds: boundFrom(snapshot, delay + secondsToTopTier, task),
+      maxWaitSeconds: bound(task, input),
       ...asOf,
     };
   }
@@ -103,7 +103,7 @@ export function explainWait(
       reason: 'capacity',
       message: `The ${task.runtime} pool is full`,
       ...base,
-      maxWaitSeconds: boundFrom(snapshot, secondsToTopTier, task),
+      maxWaitSeconds: bound(task, input),
       ...asOf,
     };
   }
@@ -112,7 +112,7 @@ export function explainWait(
       reason: 'fair_share',
       message: `Tenant ${task.tenantId} holds ${pct(share.dominantShare)} of its dominant resource, above its ${pct(share.entitlement)} entitlement; other tenants go first`,
       ...base,
-      maxWaitSeconds: boundFrom(snapshot, secondsToTopTier, task),
+      maxWaitSeconds: bound(task, input),
       ...asOf,
     };
   }
@@ -123,7 +123,7 @@ export function explainWait(
         ? 'Older work of the top tier is ahead of it'
         : `Work of higher tiers is ahead; it reaches the top tier in ${Math.ceil(secondsToTopTier)} s`,
     ...base,
-    maxWaitSeconds: boundFrom(snapshot, secondsToTopTier, task),
+    maxWaitSeconds: bound(task, input),
     ...asOf,
   };
 }
@@ -137,17 +137,38 @@ function poolFull(snapshot: SchedulerSnapshot, task: Task): boolean {
 }
 
 /**
- * After `secondsToTopTier` the task can only be overtaken by work that was already ahead of it
- * (older top-tier work). That work is at most what the scheduler holds in the top tier now plus
- * the tiers that will age into it, so at the recent dispatch rate it drains within
- * waitingAhead / rate seconds. Null when there is no rate to extrapolate from.
+ * The bound of lambda/core/policy/aging.ts (proved there): time to reach the top tier, then at
+ * most ⌈(k + 1) / p⌉ windows of 2τ, where k is the work that can still rank ahead of it. From
+ * the snapshot, k is over-approximated by every candidate the scheduler holds in the task's tier
+ * or above (older top-tier work is among them), and τ by the task's timeout plus the dispatch
+ * lease. Null without a snapshot (no scheduler has run yet) or when no bound holds.
  */
-function boundFrom(snapshot: SchedulerSnapshot | undefined, secondsToTopTier: number, task: Task): number | null {
-  if (!snapshot || snapshot.dispatchRate <= 0) return null;
+function bound(
+  task: Task,
+  input: { config: SchedulerConfig; tenant: TenantSettings; snapshot: SchedulerSnapshot | undefined; now: Date },
+): number | null {
+  const { config, tenant, snapshot, now } = input;
+  if (!snapshot) return null;
   const rank = tierRank(task.priority);
   let ahead = 0;
   for (const tier of PRIORITY_TIERS.slice(0, rank + 1)) ahead += snapshot.tiers[tier]?.waiting ?? 0;
-  return round(secondsToTopTier + ahead / snapshot.dispatchRate);
+  const pool = config.pools.fargate;
+  const seconds = waitBoundSeconds({
+    policy: config.policy,
+    runtime: task.runtime,
+    baseRank: rank,
+    agingFromMs: Date.parse(task.agingFrom),
+    runAtMs: Date.parse(task.runAt),
+    nowMs: now.getTime(),
+    agingSeconds: config.agingSeconds,
+    aheadCount: ahead,
+    lambdaConcurrency: config.pools.lambda.concurrency,
+    maxConcurrency: tenant.maxConcurrency,
+    maxHoldSeconds: task.timeoutSeconds + config.scheduler.dispatchLeaseSeconds,
+    fitsPool:
+      task.runtime === 'lambda' || (task.resources.vcpu <= pool.vcpu && task.resources.memoryMiB <= pool.memoryMiB),
+  });
+  return seconds === null ? null : round(seconds);
 }
 
 const round = (seconds: number) => Math.round(seconds * 10) / 10;
