@@ -127,8 +127,8 @@ export class RuntimeFunction extends Construct {
         sourcesContent: false,
         // Bundle the SDK so its version is the lockfile's, not whatever the runtime ships.
         bundleAwsSDK: true,
-        // Native packages stay out of the bundle: installed below, or absent if not asked for.
-        externalModules: ['sharp', ...nativeModules],
+        // Native packages stay out of the bundle and are installed beside it instead.
+        externalModules: [...nativeModules],
         ...(nativeModules.length > 0
           ? {
               nodeModules: [...nativeModules],
