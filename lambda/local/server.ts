@@ -3,6 +3,7 @@
  * the end-to-end tests drive over HTTP.
  */
 import type { SchedulerConfig } from '../core/config.ts';
+import { dashboardRoutes } from '../dashboard/routes.ts';
 import type { TaskLogger, TaskTypeRegistry } from '../task-types/define.ts';
 import { ensureExampleResources } from '../task-types/examples/resources.ts';
 import { seedExampleData } from '../task-types/examples/seed-data.ts';
@@ -22,6 +23,8 @@ export interface LocalServerOptions {
   readonly onOutcome?: (outcome: AttemptOutcome) => void;
   /** Task types to run (the default registry when absent). */
   readonly registry?: TaskTypeRegistry;
+  /** Serve the dashboard at GET / (and /index.html). Default true. */
+  readonly dashboard?: boolean;
 }
 
 export interface LocalServer {
@@ -50,6 +53,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     services: runtime.services,
     port: options.port ?? 3000,
     host: options.host ?? '127.0.0.1',
+    ...(options.dashboard === false ? {} : { extraRoutes: dashboardRoutes }),
   });
   return {
     url: http.url,

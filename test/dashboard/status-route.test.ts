@@ -1,0 +1,184 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiRouter } from '../../lambda/api/router.ts';
+import { MAX_RECENT_TASKS, statusSchema } from '../../lambda/api/status.ts';
+import type { SchedulerSnapshot } from '../../lambda/app/wait.ts';
+import { DASHBOARD_HTML } from '../../lambda/dashboard/page.ts';
+import { dashboardResult, dashboardRoutes } from '../../lambda/dashboard/routes.ts';
+import { apiEvent, jsonOf } from '../helpers/api-events.ts';
+import { startTestServices, type TestServices } from '../helpers/services.ts';
+
+const NOW = new Date('2030-01-01T12:00:00.000Z');
+
+let services: TestServices;
+
+beforeAll(async () => {
+  services = await startTestServices({
+    config: { tenants: { configured: { weight: 1, maxConcurrency: 3 } } },
+    now: () => NOW,
+  });
+});
+afterAll(async () => {
+  await services.stop();
+});
+
+function snapshot(): SchedulerSnapshot {
+  return {
+    at: new Date(NOW.getTime() - 1500).toISOString(),
+    policy: 'fair-share',
+    pools: {
+      lambda: { used: 7, capacity: 50 },
+      fargate: { vcpuUsed: 2, vcpu: 16, memoryMiBUsed: 4096, memoryMiB: 32768 },
+    },
+    tiers: {
+      critical: { waiting: 0, oldestWaitSeconds: 0 },
+      high: { waiting: 3, oldestWaitSeconds: 12.345 },
+      normal: { waiting: 1, oldestWaitSeconds: 2 },
+      low: { waiting: 0, oldestWaitSeconds: 0 },
+    },
+    tenants: {
+      busy: { running: 5, queued: 9, weight: 1, maxConcurrency: 5, dominantShare: 0.1, entitlement: 0.5 },
+      calm: { running: 2, queued: 0, weight: 1, maxConcurrency: 10, dominantShare: 0.04, entitlement: 0.5 },
+    },
+    dispatchRate: 1.5,
+  };
+}
+
+describe('Route: GET /v1/status', () => {
+  it('answers before any snapshot with zero usage, configured capacity and scheduler null', async () => {
+    // Act
+    const result = await createApiRouter(services)(apiEvent({ path: '/v1/status' }));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    const status = statusSchema.parse(jsonOf(result));
+    expect(status.scheduler).toBeNull();
+    expect(status.pools).toEqual({
+      lambda: { used: 0, capacity: 50 },
+      fargate: { vcpuUsed: 0, vcpu: 16, memoryMiBUsed: 0, memoryMiB: 32768 },
+    });
+    expect(status.tiers.every((tier) => tier.waiting === 0)).toBe(true);
+    expect(status.tenants).toEqual([
+      {
+        tenantId: 'configured',
+        running: 0,
+        queued: 0,
+        weight: 1,
+        maxConcurrency: 3,
+        dominantShare: 0,
+        entitlement: 0,
+      },
+    ]);
+  });
+
+  it('shows the snapshot: tiers in order, pools, busiest tenants first, then configured and asked-for ones', async () => {
+    // Prepare
+    await services.control.putSnapshot(snapshot());
+    await services.tasks.submit({ tenantId: 'busy', type: 'demo.echo', delaySeconds: 60 });
+    await services.tasks.submit({ tenantId: 'quiet', type: 'demo.echo' });
+
+    // Act
+    const result = await createApiRouter(services)(apiEvent({ path: '/v1/status?tenants=quiet&recent=3' }));
+
+    // Assess
+    expect(result.statusCode).toBe(200);
+    const status = statusSchema.parse(jsonOf(result));
+    expect(status).toMatchObject({
+      at: NOW.toISOString(),
+      policy: 'fair-share',
+      agingSeconds: 300,
+      scheduler: { ageSeconds: 1.5, dispatchRate: 1.5 },
+      pools: snapshot().pools,
+    });
+    expect(status.tiers).toEqual([
+      { tier: 'critical', waiting: 0, oldestWaitSeconds: 0 },
+      { tier: 'high', waiting: 3, oldestWaitSeconds: 12.3 },
+      { tier: 'normal', waiting: 1, oldestWaitSeconds: 2 },
+      { tier: 'low', waiting: 0, oldestWaitSeconds: 0 },
+    ]);
+    expect(status.tenants.map((tenant) => tenant.tenantId)).toEqual(['busy', 'calm', 'quiet', 'configured']);
+    expect(status.tenants[0]).toEqual({ tenantId: 'busy', ...snapshot().tenants.busy });
+    expect(status.tenants[2]).toMatchObject({ tenantId: 'quiet', running: 0, queued: 1 });
+    // Both were submitted at the same (fixed) instant, so find each by tenant.
+    const quietTask = status.recentTasks.find((task) => task.tenantId === 'quiet');
+    const busyTask = status.recentTasks.find((task) => task.tenantId === 'busy');
+    expect(status.recentTasks).toHaveLength(2);
+    expect(quietTask).toMatchObject({ tenantId: 'quiet', state: 'QUEUED', wait: { reason: 'priority' } });
+    expect(busyTask).toMatchObject({ tenantId: 'busy', state: 'QUEUED', wait: { reason: 'delayed' } });
+    expect(busyTask).not.toHaveProperty('version');
+  });
+
+  it('shows a caller only the tenants it may act for (tiers and pools are aggregates)', async () => {
+    // Prepare
+    const api = createApiRouter(services, { authorize: (_event, tenantId) => tenantId === 'busy' });
+
+    // Act
+    const result = await api(apiEvent({ path: '/v1/status?tenants=quiet' }));
+
+    // Assess
+    const status = statusSchema.parse(jsonOf(result));
+    expect(status.tenants.map((tenant) => tenant.tenantId)).toEqual(['busy']);
+    expect(status.recentTasks.every((task) => task.tenantId === 'busy')).toBe(true);
+    expect(status.tiers[1]?.waiting).toBe(3);
+  });
+
+  it('caps recent tasks and can leave them out', async () => {
+    // Act
+    const none = statusSchema.parse(jsonOf(await createApiRouter(services)(apiEvent({ path: '/v1/status?recent=0' }))));
+
+    // Assess
+    expect(none.recentTasks).toEqual([]);
+    expect(MAX_RECENT_TASKS).toBeGreaterThan(0);
+  });
+
+  it.each([
+    ['recent=99', 'recent'],
+    ['recent=x', 'recent'],
+    ['tenants=bad%20id', 'tenants.0'],
+    ['verbose=1', 'verbose'],
+  ])('refuses ?%s with 400 invalid_request naming %s', async (query, path) => {
+    // Act
+    const result = await createApiRouter(services)(apiEvent({ path: `/v1/status?${query}` }));
+
+    // Assess
+    expect(result.statusCode).toBe(400);
+    expect(jsonOf(result)).toMatchObject({
+      error: { code: 'invalid_request', details: { in: 'query', issues: [{ path }] } },
+    });
+  });
+
+  it('is documented in the OpenAPI document', async () => {
+    // Act
+    const document = jsonOf(await createApiRouter(services)(apiEvent({ path: '/openapi.json' }))) as {
+      paths: Record<string, Record<string, { operationId: string }>>;
+      components: { schemas: Record<string, unknown> };
+    };
+
+    // Assess
+    expect(document.paths['/v1/status']?.get?.operationId).toBe('getStatus');
+    expect(document.components.schemas.Status).toBeDefined();
+  });
+});
+
+describe('Dashboard routes', () => {
+  it('serve the page at GET and HEAD / and /index.html only', () => {
+    expect(dashboardRoutes('GET', '/')).toBeTypeOf('function');
+    expect(dashboardRoutes('HEAD', '/index.html')).toBeTypeOf('function');
+    expect(dashboardRoutes('POST', '/')).toBeUndefined();
+    expect(dashboardRoutes('GET', '/v1/status')).toBeUndefined();
+  });
+
+  it('is self-contained: no external assets, only relative API URLs', () => {
+    expect(DASHBOARD_HTML).not.toMatch(/\b(src|href)=/);
+    expect(DASHBOARD_HTML).not.toMatch(/https?:\/\//);
+    expect(DASHBOARD_HTML).toContain("dir + 'v1/status");
+  });
+
+  it('has a Lambda result with a CSP allowing only its own inline script and style', () => {
+    const result = dashboardResult();
+    expect(result.statusCode).toBe(200);
+    expect(result.headers?.['content-type']).toBe('text/html; charset=utf-8');
+    expect(String(result.headers?.['content-security-policy'])).toMatch(
+      /^default-src 'none'; script-src 'sha256-[A-Za-z0-9+/=]+'; style-src 'sha256-[A-Za-z0-9+/=]+'; connect-src 'self'/,
+    );
+  });
+});
