@@ -87,6 +87,19 @@ describe('Class: SchedulingPolicy', () => {
     });
   });
 
+  describe('Method: next (fair-share ties)', () => {
+    it('breaks equal shares by age, whatever the tenant ids', () => {
+      // Prepare
+      const policy = makePolicy({ pools: { slots: 1 } });
+      policy.add(candidate({ taskId: 'young', tenantId: 'a', agingFromMs: 20 }));
+      policy.add(candidate({ taskId: 'old', tenantId: 'z', agingFromMs: 10 }));
+      // Act
+      const next = policy.next(20);
+      // Assess
+      expect(next?.taskId).toBe('old');
+    });
+  });
+
   describe('Method: next (tiers and aging)', () => {
     it('serves higher tiers first and FIFO within a tier under priority', () => {
       // Prepare

@@ -244,37 +244,42 @@ describe('Class: SchedulingPolicy', () => {
       });
     }
 
-    it('priority: a task is only ever passed by higher effective tiers or older tasks of its tier', () => {
-      fc.assert(
-        fc.property(workload, setup, (work: WorkItem[], s) => {
-          // Prepare
-          const settings = { ...settingsFor(s), tenants: {} };
-          const agingMs = s.agingSeconds * 1000;
-          const key = (c: Candidate, now: number) => [
-            effectiveRank(tierRank(c.priority), c.agingFromMs, now, agingMs),
-            c.agingFromMs,
-            c.seq,
-          ];
-          const before = (x: number[], y: number[]) => {
-            for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return (x[i] as number) < (y[i] as number);
-            return false;
-          };
-          const violations: string[] = [];
-          // Act
-          drive('priority', work, settings, {
-            onDispatch(started, nowMs, waiting) {
-              for (const other of waiting.values()) {
-                if (other.runAtMs <= nowMs && before(key(other, nowMs), key(started, nowMs))) {
-                  violations.push(`${started.taskId} started before ${other.taskId} at ${nowMs}`);
+    // Under fair-share the same holds within one tenant: DRF only orders tenants.
+    for (const policyName of ['priority', 'fair-share'] as const) {
+      it(`${policyName}: a task is only ever passed by higher effective tiers or older tasks of its tier`, () => {
+        fc.assert(
+          fc.property(workload, setup, (anyTenants: WorkItem[], s) => {
+            // Prepare
+            const work =
+              policyName === 'priority' ? anyTenants : anyTenants.map((item) => ({ ...item, tenantId: 'a' }));
+            const settings = { ...settingsFor(s), tenants: {} };
+            const agingMs = s.agingSeconds * 1000;
+            const key = (c: Candidate, now: number) => [
+              effectiveRank(tierRank(c.priority), c.agingFromMs, now, agingMs),
+              c.agingFromMs,
+              c.seq,
+            ];
+            const before = (x: number[], y: number[]) => {
+              for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return (x[i] as number) < (y[i] as number);
+              return false;
+            };
+            const violations: string[] = [];
+            // Act
+            drive(policyName, work, settings, {
+              onDispatch(started, nowMs, waiting) {
+                for (const other of waiting.values()) {
+                  if (other.runAtMs <= nowMs && before(key(other, nowMs), key(started, nowMs))) {
+                    violations.push(`${started.taskId} started before ${other.taskId} at ${nowMs}`);
+                  }
                 }
-              }
-            },
-          });
-          // Assess
-          expect(violations).toEqual([]);
-        }),
-        { numRuns: 200 },
-      );
-    });
+              },
+            });
+            // Assess
+            expect(violations).toEqual([]);
+          }),
+          { numRuns: 200 },
+        );
+      });
+    }
   });
 });
