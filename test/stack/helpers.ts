@@ -2,7 +2,7 @@
  * Stack test helpers: synthesize the stack from a configuration, with bundling skipped (the
  * stack's shape does not depend on the handlers' code), and read grants back out of a template.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,6 +50,7 @@ export function projectFixture(): string {
     writeFileSync(path.join(root, 'lambda', 'handlers', `${name}.ts`), 'export const handler = async () => {};\n');
   }
   fixture = root;
+  process.once('exit', () => rmSync(root, { recursive: true, force: true }));
   return root;
 }
 
