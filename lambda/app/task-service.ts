@@ -61,6 +61,8 @@ export interface TaskServiceDeps {
   readonly registry: TaskTypeRegistry;
   readonly config: SchedulerConfig;
   readonly now?: () => Date;
+  /** Told of every state change this service makes (the local runtime logs them). */
+  readonly onChange?: (task: Task) => void;
 }
 
 /** Furthest a task may be scheduled ahead (a year): a later date is almost surely a mistake. */
@@ -95,6 +97,7 @@ export class TaskService {
     // A repeat of a request whose first attempt crashed before announcing: announce again
     // (duplicate tier messages are harmless; the scheduler dedups on taskId).
     if (created || task.state === 'QUEUED') await this.#deps.queues.announce([task], now);
+    if (created) this.#deps.onChange?.(task);
     return { created, task };
   }
 
@@ -190,7 +193,9 @@ export class TaskService {
 
   /** Cancel a waiting task, or ask a running one to stop. Cancelling twice is harmless. */
   async cancel(taskId: string): Promise<Task> {
-    return this.#deps.store.transition(taskId, (current) => cancel(current, this.#now()));
+    const task = await this.#deps.store.transition(taskId, (current) => cancel(current, this.#now()));
+    this.#deps.onChange?.(task);
+    return task;
   }
 
   /** Operator retry of a FAILED or CANCELLED task. */
@@ -198,6 +203,7 @@ export class TaskService {
     const now = this.#now();
     const task = await this.#deps.store.transition(taskId, (current) => retry(current, now));
     await this.#deps.queues.announce([task], now);
+    this.#deps.onChange?.(task);
     return task;
   }
 

@@ -9,6 +9,7 @@ import { QueueClient } from '../adapters/queues.ts';
 import { TaskStore } from '../adapters/task-store.ts';
 import { parseConfig, type SchedulerConfig } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
+import type { Task } from '../core/task.ts';
 import { CONTROL_TABLE, ENV, TASKS_TABLE } from '../infra/resources.ts';
 import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { exampleResourcesFromEnvironment } from '../task-types/examples/stores.ts';
@@ -39,6 +40,7 @@ export function buildServices(options: {
   resources: Resources;
   registry?: TaskTypeRegistry;
   now?: () => Date;
+  onChange?: (task: Task) => void;
 }): Services {
   const { config, clients, resources } = options;
   const tableName = (id: string) => {
@@ -51,7 +53,15 @@ export function buildServices(options: {
   const control = new ControlStore(clients.documents, tableName(CONTROL_TABLE.id));
   const queues = new QueueClient(clients.sqs, resources.queueUrls);
   const registry = options.registry ?? defaultRegistry();
-  const tasks = new TaskService({ store, control, queues, registry, config, now });
+  const tasks = new TaskService({
+    store,
+    control,
+    queues,
+    registry,
+    config,
+    now,
+    ...(options.onChange ? { onChange: options.onChange } : {}),
+  });
   return { config, clients, store, control, queues, registry, tasks, now };
 }
 

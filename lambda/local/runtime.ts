@@ -50,6 +50,16 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     clients: emulators.clients,
     resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
     ...(options.registry ? { registry: options.registry } : {}),
+    onChange: (task) =>
+      logger.info(
+        `task ${task.state}${task.cancelRequested && task.state === 'RUNNING' ? ' (cancel requested)' : ''}`,
+        {
+          taskId: task.taskId,
+          tenant: task.tenantId,
+          type: task.type,
+          priority: task.priority,
+        },
+      ),
   });
   const taskServices = (await options.taskServices?.(emulators.clients)) ?? {};
 
