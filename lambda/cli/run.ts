@@ -7,10 +7,14 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
+import { createAwsClients } from '../adapters/aws-clients.ts';
+import { buildServices, configFromEnvironment, resourcesFromEnvironment } from '../app/wiring.ts';
 import { SchedulerClient } from '../client/client.ts';
 import { SchedulerApiError, SchedulerClientError } from '../client/errors.ts';
 import type { SubmitTaskInput, Task, TaskState } from '../client/types.ts';
 import { PRIORITY_TIERS, type PriorityTier, TASK_STATES } from '../core/task.ts';
+import { ENV } from '../infra/resources.ts';
+import { type RedriveReport, redriveDeadLetters } from '../ops/redrive.ts';
 import {
   ansiStyle,
   formatStoredTenant,
@@ -250,18 +254,70 @@ Options:
     },
   },
   redrive: {
-    summary: 'Move dead-lettered messages back (operators)',
-    usage: 'tasks redrive',
-    help: `Redrive works on the queues and tables directly, not through the HTTP API, so it is not
-available from this command yet. On AWS the redrive Lambda settles every dead-lettered worker
-message automatically; to move messages by hand use the SQS console's "Start DLQ redrive" or
-\`aws sqs start-message-move-task --source-arn <dead-letter queue ARN>\`. The local runtime
-settles dead letters itself. See docs/client.md, "Operators".`,
-    options: {},
+    summary: 'Redrive the dead-letter queues (operators, with AWS credentials)',
+    usage: 'tasks redrive [--mode move|settle] [--queues ID,ID] [--limit N]',
+    help: `Works on the queues (and, to settle, the tables) directly with your AWS credentials, not
+through the HTTP API. It reads the resource names the stack sets on every function:
+  QUEUE_URLS          JSON object, queue id -> URL (required)
+  TASKS_TABLE, CONTROL_TABLE, SCHEDULER_CONFIG_JSON or SCHEDULER_CONFIG   (--mode settle)
+Copy them from any of the stack's functions (aws lambda get-function-configuration). The
+standard AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_DYNAMODB settings reach LocalStack.
+
+Options:
+  --mode move     put dead letters back on their source queue (default); stale ones are
+                  skipped by their fence when received again
+  --mode settle   decide each worker dead letter now: a retry, or FAILED with the last error
+  --queues a,b    source queue ids (default: every queue with a dead-letter queue)
+  --limit N       stop after N messages per queue`,
+    options: {
+      mode: { type: 'string' },
+      queues: { type: 'string' },
+      limit: { type: 'string' },
+    },
     async run(ctx) {
       noPositionals(ctx);
-      ctx.io.stderr(`${this.help}\n`);
-      return 2;
+      const mode = (oneOf(ctx, 'mode', ['move', 'settle']) ?? 'move') as 'move' | 'settle';
+      const limit = integer(ctx, 'limit', 1);
+      const env = ctx.io.env ?? process.env;
+      const missing = [ENV.queueUrls, ...(mode === 'settle' ? [ENV.tasksTable, ENV.controlTable] : [])].filter(
+        (name) => !env[name],
+      );
+      if (missing.length > 0) throw new UsageError(`Set ${missing.join(', ')} (see "tasks redrive --help")`, ctx.name);
+      let queueUrls: Record<string, string>;
+      try {
+        queueUrls = JSON.parse(env[ENV.queueUrls]!) as Record<string, string>;
+      } catch {
+        throw new UsageError(`${ENV.queueUrls} must be a JSON object of queue id -> URL`, ctx.name);
+      }
+      const region = str(ctx, 'region') ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+      const clients = createAwsClients({
+        ...optional('region', region),
+        ...optional('sqs', env.AWS_ENDPOINT_URL_SQS),
+        ...optional('dynamodb', env.AWS_ENDPOINT_URL_DYNAMODB),
+        ...(env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY
+          ? {
+              credentials: {
+                accessKeyId: env.AWS_ACCESS_KEY_ID,
+                secretAccessKey: env.AWS_SECRET_ACCESS_KEY,
+                ...optional('sessionToken', env.AWS_SESSION_TOKEN),
+              },
+            }
+          : {}),
+      });
+      const services =
+        mode === 'settle'
+          ? buildServices({ config: configFromEnvironment(env), clients, resources: resourcesFromEnvironment(env) })
+          : undefined;
+      const report = await redriveDeadLetters({
+        sqs: clients.sqs,
+        queueUrls,
+        mode,
+        ...optional('queueIds', str(ctx, 'queues')?.split(',').filter(Boolean)),
+        ...optional('limit', limit),
+        ...(services ? { store: services.store, queues: services.queues, config: services.config } : {}),
+      });
+      ctx.print(report, () => formatRedrive(report));
+      return report.queues.some((queue) => queue.errors > 0) ? 1 : 0;
     },
   },
   watch: {
@@ -309,6 +365,21 @@ With --json: one status object per line (NDJSON) per refresh.`,
     },
   },
 };
+
+function formatRedrive(report: RedriveReport): string {
+  if (report.queues.length === 0) return 'No dead-letter queues to redrive.';
+  return report.queues
+    .map((queue) => {
+      const what =
+        queue.method === 'message-move-task'
+          ? `SQS move task started (${queue.taskHandle ?? 'no handle'})`
+          : queue.method === 'settle'
+            ? `settled: ${queue.settled?.retried ?? 0} retried, ${queue.settled?.failed ?? 0} failed, ${queue.settled?.cancelled ?? 0} cancelled, ${queue.settled?.stale ?? 0} stale`
+            : `${queue.moved} moved back`;
+      return `${queue.deadLetterQueueId} -> ${queue.sourceQueueId}: ${what}${queue.errors > 0 ? `, ${queue.errors} left (errors)` : ''}`;
+    })
+    .join('\n');
+}
 
 function mainHelp(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));

@@ -1,5 +1,7 @@
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliIo, runCli } from '../../lambda/cli/run.ts';
+import { startEmulators } from '../../lambda/local/emulators.ts';
 import type { LocalServer } from '../../lambda/local/server.ts';
 import { startQuietServer } from './local-server.ts';
 
@@ -228,6 +230,49 @@ describe('Function: runCli', () => {
         maxConcurrency: 4,
         source: 'stored',
       });
+    });
+  });
+
+  describe('Command: redrive', () => {
+    it('exits 2 naming the resource variables it needs', async () => {
+      // Act
+      const run = await cli(['redrive', '--mode', 'settle']);
+
+      // Assess
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('Set QUEUE_URLS, TASKS_TABLE, CONTROL_TABLE');
+    });
+
+    it('moves dead letters back to their source queue', async () => {
+      // Prepare
+      const emulators = await startEmulators();
+      try {
+        await emulators.clients.sqs.send(
+          new SendMessageCommand({
+            QueueUrl: emulators.queueUrls['tier-normal-dlq'],
+            MessageBody: '{"taskId":"tsk_x"}',
+          }),
+        );
+
+        // Act
+        const run = await cli(['redrive', '--queues', 'tier-normal', '--json'], {
+          env: {
+            QUEUE_URLS: JSON.stringify(emulators.queueUrls),
+            AWS_ENDPOINT_URL_SQS: emulators.sqsUrl,
+            AWS_REGION: 'us-east-1',
+            AWS_ACCESS_KEY_ID: 'local',
+            AWS_SECRET_ACCESS_KEY: 'local',
+          },
+        });
+
+        // Assess
+        expect(run.stderr).toBe('');
+        expect(run.code).toBe(0);
+        const report = JSON.parse(run.stdout) as { mode: string; queues: { sourceQueueId: string; errors: number }[] };
+        expect(report).toMatchObject({ mode: 'move', queues: [{ sourceQueueId: 'tier-normal', errors: 0 }] });
+      } finally {
+        await emulators.stop();
+      }
     });
   });
 
