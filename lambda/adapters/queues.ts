@@ -30,6 +30,11 @@ export interface WorkerMessage {
   readonly fence: number;
   readonly tenantId: string;
   readonly type: string;
+  /**
+   * The task as the dispatch wrote it, so the worker's start write needs no read first (if it is
+   * stale the conditional write fails, and the store reads the current item and decides again).
+   */
+  readonly task?: Task;
 }
 
 /** A worker's report that an attempt ended, so the scheduler frees its capacity at once. */

@@ -36,6 +36,7 @@ import { Reconciler } from './reconciler.ts';
 interface Held {
   task: Task;
   queueId: string;
+  messageId: string;
   receiptHandle: string;
   /** When the tier message becomes visible again unless renewed. */
   visibleUntilMs: number;
@@ -59,8 +60,12 @@ export interface TickResult {
   readonly completed: number;
 }
 
-/** Hold visibility of tier messages for this long, renewed when a third remains. */
-const HOLD_VISIBILITY_SECONDS = 120;
+/**
+ * Hold visibility of tier messages for this long, renewed when a third remains. Short, because
+ * a crashed scheduler's held candidates stay invisible to its successor until it lapses; the
+ * renewals cost one batch call per 10 held messages every 20 s.
+ */
+const HOLD_VISIBILITY_SECONDS = 30;
 /**
  * A tenant's messages beyond its hold limit are parked (hidden) so other tenants' messages
  * surface. They come back in waves of one hold limit every PARK_WAVE_SECONDS: about the rate the
@@ -84,6 +89,10 @@ export class Scheduler {
   readonly #parkWaves = new Map<string, { untilMs: number; count: number }>();
   readonly #reconciler: Reconciler;
   readonly #dispatchTimes: number[] = [];
+  /** Tier receives in flight (at most one per tier) and what they returned, not yet admitted. */
+  readonly #receiving = new Map<PriorityTier, Promise<number>>();
+  readonly #arrived: { queueId: string; message: ReceivedMessage<TierMessage> }[] = [];
+  #receiveError: unknown;
   #seq = 0;
   #lastSnapshotMs = 0;
   #lastTenantRefreshMs = 0;
@@ -189,22 +198,56 @@ export class Scheduler {
     return count;
   }
 
-  /** Receive from every tier queue (one batch each) while the buffer has room. */
+  /**
+   * Receive from every tier queue (one batch each) while the buffer has room. A long poll of an
+   * empty tier does not hold up the tick: the tick goes on as soon as any tier returns messages,
+   * and the other polls keep running in the background (no new receive is issued on a tier while
+   * one is in flight; what they return is admitted by a later tick). Aborting them instead could
+   * strand a message SQS already handed to the aborted request, hidden for the hold visibility.
+   */
   async #fill(waitSeconds: number): Promise<number> {
+    if (this.#receiveError) {
+      const error = this.#receiveError;
+      this.#receiveError = undefined;
+      throw error;
+    }
     const room = this.#deps.config.scheduler.bufferSize - this.#held.size;
-    if (room <= 0) return 0;
-    const batches = await Promise.all(
-      PRIORITY_TIERS.map(async (tier) => {
+    const started: Promise<number>[] = [];
+    if (room > 0) {
+      for (const tier of PRIORITY_TIERS) {
+        if (this.#receiving.has(tier)) continue;
         const queueId = tierQueue(tier).id;
-        const messages = await this.#deps.queues.receive<TierMessage>(queueId, {
-          max: Math.min(10, room),
-          waitSeconds,
-          visibilitySeconds: HOLD_VISIBILITY_SECONDS,
-        });
-        return messages.map((message) => ({ queueId, message }));
-      }),
-    );
-    const received = batches.flat();
+        const receive = this.#deps.queues
+          .receive<TierMessage>(queueId, {
+            max: Math.min(10, room),
+            waitSeconds,
+            visibilitySeconds: HOLD_VISIBILITY_SECONDS,
+          })
+          .then(
+            (messages) => {
+              for (const message of messages) this.#arrived.push({ queueId, message });
+              return messages.length;
+            },
+            (error: unknown) => {
+              this.#receiveError = error;
+              return 0;
+            },
+          )
+          .finally(() => this.#receiving.delete(tier));
+        this.#receiving.set(tier, receive);
+        started.push(receive);
+      }
+    }
+    // Idle: wait for the first tier with messages (or every poll ending). Busy: only this tick's
+    // non-waiting receives; polls still running from an idle tick deliver later.
+    const waitOn = waitSeconds > 0 ? [...this.#receiving.values()] : started;
+    if (this.#arrived.length === 0 && waitOn.length > 0) await firstNonEmpty(waitOn);
+    if (this.#receiveError && this.#arrived.length === 0) {
+      const error = this.#receiveError;
+      this.#receiveError = undefined;
+      throw error;
+    }
+    const received = this.#arrived.splice(0);
     if (received.length === 0) return 0;
     await this.#admit(received);
     return received.length;
@@ -224,6 +267,13 @@ export class Scheduler {
     for (const { queueId, message } of received) {
       const task = tasks.get(message.body.taskId);
       const held = this.#held.get(message.body.taskId);
+      if (held && held.messageId === message.messageId) {
+        // Our own held message came back (a renewal was late): keep holding it under its new
+        // receipt handle. Deleting it as a duplicate would leave the task without a message.
+        held.receiptHandle = message.receiptHandle;
+        held.visibleUntilMs = nowMs + HOLD_VISIBILITY_SECONDS * 1000;
+        continue;
+      }
       if (held || !task || task.state !== 'QUEUED') {
         // A duplicate of a message we hold, or the task finished, was cancelled or dispatched.
         add(drop, queueId, message.receiptHandle);
@@ -239,7 +289,7 @@ export class Scheduler {
         defer.push({ queueId, handle: message.receiptHandle, seconds: this.#parkSeconds(task.tenantId, nowMs) });
         continue;
       }
-      this.#hold(task, queueId, message.receiptHandle, nowMs);
+      this.#hold(task, queueId, message.messageId, message.receiptHandle, nowMs);
     }
     await Promise.all([
       ...[...drop].map(([queueId, handles]) => queues.delete(queueId, handles)),
@@ -270,7 +320,7 @@ export class Scheduler {
     return Math.min(43_200, Math.ceil((wave.untilMs - nowMs) / 1000));
   }
 
-  #hold(task: Task, queueId: string, receiptHandle: string, nowMs: number): void {
+  #hold(task: Task, queueId: string, messageId: string, receiptHandle: string, nowMs: number): void {
     // The task is QUEUED again (lease expired, retry, lost completion): its old attempt is over.
     // Still counting it would make the policy refuse the task as already active, and the held
     // candidate would never be dispatched (nor re-announced, being held).
@@ -278,6 +328,7 @@ export class Scheduler {
     this.#held.set(task.taskId, {
       task,
       queueId,
+      messageId,
       receiptHandle,
       visibleUntilMs: nowMs + HOLD_VISIBILITY_SECONDS * 1000,
     });
@@ -347,7 +398,7 @@ export class Scheduler {
       }
       this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
       const messages = byRuntime.get(task.runtime) ?? [];
-      messages.push({ taskId: task.taskId, fence: task.fence, tenantId: task.tenantId, type: task.type });
+      messages.push({ taskId: task.taskId, fence: task.fence, tenantId: task.tenantId, type: task.type, task });
       byRuntime.set(task.runtime, messages);
       this.#dispatchTimes.push(nowMs);
       this.#deps.onDispatch?.(task);
@@ -445,7 +496,14 @@ export class Scheduler {
 
   /** Let go of every held message at once (clean shutdown): another scheduler can take them. */
   async releaseHeld(): Promise<void> {
+    // Receives still in flight would otherwise leave their messages hidden for the hold time.
+    await Promise.allSettled([...this.#receiving.values()]);
     const byQueue = new Map<string, string[]>();
+    for (const { queueId, message } of this.#arrived.splice(0)) {
+      const list = byQueue.get(queueId) ?? [];
+      list.push(message.receiptHandle);
+      byQueue.set(queueId, list);
+    }
     for (const held of this.#held.values()) {
       const list = byQueue.get(held.queueId) ?? [];
       list.push(held.receiptHandle);
@@ -459,6 +517,19 @@ export class Scheduler {
       this.#policy.remove(taskId);
     }
   }
+}
+
+/** Resolves when one of the receives returned messages, or when all of them have ended. */
+function firstNonEmpty(receives: readonly Promise<number>[]): Promise<void> {
+  return new Promise((resolve) => {
+    let left = receives.length;
+    for (const receive of receives) {
+      receive.then((count) => {
+        left--;
+        if (count > 0 || left === 0) resolve();
+      });
+    }
+  });
 }
 
 /** One ChangeMessageVisibilityBatch per queue and duration, instead of one call per message. */

@@ -59,7 +59,14 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
 
   let task: Task;
   try {
-    task = await store.transition(message.taskId, (current) => start(current, message.fence, now(), runLeaseSeconds));
+    // The dispatched task travels in the message: start from it instead of reading it again.
+    const known =
+      message.task?.taskId === message.taskId && message.task.fence === message.fence ? message.task : undefined;
+    task = await store.transition(
+      message.taskId,
+      (current) => start(current, message.fence, now(), runLeaseSeconds),
+      known ? { known } : {},
+    );
   } catch (error) {
     if (error instanceof StaleAttemptError || error instanceof InvalidTransitionError) {
       // Duplicate delivery, re-dispatched task, or cancelled before start: nothing to run.
