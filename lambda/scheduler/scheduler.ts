@@ -300,13 +300,16 @@ export class Scheduler {
   }
 
   /**
-   * A tenant may hold at most this many candidates, so one tenant's flood cannot fill the
-   * buffer and hide other tenants' messages in the queue. Twice its quota keeps its own
-   * dispatch pipeline full.
+   * Under fair-share a tenant may hold at most this many candidates, so one tenant's flood
+   * cannot fill the buffer and hide other tenants' messages in the queue. Twice its quota keeps
+   * its own dispatch pipeline full.
    */
   #perTenantHoldLimit(tenantId: string): number {
-    const { maxConcurrency } = this.#policy.tenantSettings(tenantId);
     const buffer = this.#deps.config.scheduler.bufferSize;
+    // fifo and priority know no tenants: they hold strictly by arrival, or they would not be
+    // the policies they are named after.
+    if (this.#deps.config.policy !== 'fair-share') return buffer;
+    const { maxConcurrency } = this.#policy.tenantSettings(tenantId);
     return Math.max(10, Math.min(buffer, 2 * maxConcurrency));
   }
 
