@@ -1,0 +1,148 @@
+/**
+ * Chaos end to end (in-process worker chaos: chaos-workers.test.ts).
+ * The real local runtime (`bin/local.ts`) as a child process, SIGKILLed mid-run and started
+ * again on the same DATA_DIR: every task submitted over HTTP reaches SUCCEEDED exactly once.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface ApiTask {
+  taskId: string;
+  state: string;
+  attempts: number;
+  finishedAt?: string;
+  result?: unknown;
+}
+
+describe('chaos: kill -9 of the whole local runtime', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'scheduler-chaos-'));
+  const children = new Set<ChildProcess>();
+  const output: string[] = [];
+  afterAll(() => {
+    for (const child of children) child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const configPath = join(dataDir, 'config.json');
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      pools: { lambda: { concurrency: 8 }, fargate: { vcpu: 2, memoryMiB: 4096 } },
+      tenantDefaults: { weight: 1, maxConcurrency: 8 },
+      retry: { baseDelaySeconds: 0, maxDelaySeconds: 1 },
+      scheduler: { dispatchLeaseSeconds: 5, runLeaseSeconds: 5, bufferSize: 100 },
+    }),
+  );
+
+  async function startRuntime(port: number): Promise<ChildProcess> {
+    const child = spawn(
+      process.execPath,
+      ['--experimental-strip-types', '--no-warnings=ExperimentalWarning', 'bin/local.ts', '--config', configPath],
+      {
+        cwd: process.cwd(),
+        env: { ...process.env, PORT: String(port), DATA_DIR: join(dataDir, 'state') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    children.add(child);
+    child.once('exit', () => children.delete(child));
+    const keep = (chunk: Buffer) => {
+      output.push(chunk.toString());
+      if (output.length > 400) output.shift();
+    };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    for (let i = 0; i < 300; i++) {
+      if (child.exitCode !== null) throw new Error(`runtime exited (${child.exitCode}):\n${output.join('')}`);
+      try {
+        if ((await fetch(`http://127.0.0.1:${port}/health`)).ok) return child;
+      } catch {
+        // not listening yet
+      }
+      await sleep(100);
+    }
+    throw new Error(`runtime did not start:\n${output.join('')}`);
+  }
+
+  async function listAll(port: number, tenantId: string): Promise<ApiTask[]> {
+    const tasks: ApiTask[] = [];
+    let cursor: string | undefined;
+    do {
+      const query = new URLSearchParams({ tenantId, limit: '100', ...(cursor ? { cursor } : {}) });
+      const response = await fetch(`http://127.0.0.1:${port}/v1/tasks?${query}`);
+      expect(response.status).toBe(200);
+      const page = (await response.json()) as { items: ApiTask[]; nextCursor?: string };
+      tasks.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return tasks;
+  }
+
+  it('SIGKILL mid-run, restart on the same DATA_DIR: every task succeeds, none twice', async () => {
+    const port = await freePort();
+    const first = await startRuntime(port);
+    const tenants = ['acme', 'globex'];
+    const submitted = new Set<string>();
+    for (let i = 0; i < 100; i++) {
+      const response = await fetch(`http://127.0.0.1:${port}/v1/tasks`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          tenantId: tenants[i % 2],
+          type: 'demo.sleep',
+          payload: { ms: 300 + (i % 5) * 100 },
+          idempotencyKey: `kill9-${i}`,
+        }),
+      });
+      expect(response.status).toBe(202);
+      submitted.add(((await response.json()) as ApiTask).taskId);
+    }
+
+    // Let work get going: some tasks done, some running, most waiting.
+    let before: ApiTask[] = [];
+    for (let i = 0; i < 100; i++) {
+      before = (await Promise.all(tenants.map((t) => listAll(port, t)))).flat();
+      if (before.filter((t) => t.state === 'SUCCEEDED').length >= 10) break;
+      await sleep(100);
+    }
+    first.kill('SIGKILL');
+    await new Promise((resolve) => (first.exitCode === null ? first.once('exit', resolve) : resolve(null)));
+    const runningAtKill = before.filter((t) => t.state === 'RUNNING' || t.state === 'DISPATCHED').length;
+
+    await startRuntime(port);
+    let after: ApiTask[] = [];
+    for (let i = 0; i < 500; i++) {
+      after = (await Promise.all(tenants.map((t) => listAll(port, t)))).flat();
+      if (after.length === submitted.size && after.every((t) => t.state === 'SUCCEEDED')) break;
+      await sleep(100);
+    }
+    const states: Record<string, number> = {};
+    for (const task of after) states[task.state] = (states[task.state] ?? 0) + 1;
+    expect(new Set(after.map((t) => t.taskId))).toEqual(submitted);
+    expect(states).toEqual({ SUCCEEDED: 100 });
+    // Completed once: what finished before the kill is untouched; an attempt cut short by the
+    // kill is retried once at most.
+    const byId = new Map(after.map((t) => [t.taskId, t]));
+    for (const done of before.filter((t) => t.state === 'SUCCEEDED')) {
+      expect(byId.get(done.taskId)).toMatchObject({ finishedAt: done.finishedAt, result: done.result, attempts: 1 });
+    }
+    for (const task of after) expect(task.attempts).toBeLessThanOrEqual(2);
+    expect(runningAtKill).toBeGreaterThan(0);
+  }, 90_000);
+});
