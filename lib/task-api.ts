@@ -18,6 +18,7 @@ export const API_ROUTES = [
   { method: apigwv2.HttpMethod.GET, path: '/v1/tasks/{taskId}' },
   { method: apigwv2.HttpMethod.POST, path: '/v1/tasks/{taskId}/cancel' },
   { method: apigwv2.HttpMethod.POST, path: '/v1/tasks/{taskId}/retry' },
+  { method: apigwv2.HttpMethod.GET, path: '/v1/status' },
   { method: apigwv2.HttpMethod.GET, path: '/v1/tenants/{tenantId}' },
   { method: apigwv2.HttpMethod.PUT, path: '/v1/tenants/{tenantId}' },
 ] as const;

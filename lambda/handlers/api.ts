@@ -8,7 +8,8 @@ import { callerIdentity, createCallerAuthorizer } from '../api/authorization.ts'
 import { requestMethod, requestPath } from '../api/request.ts';
 import { createApiRouter } from '../api/router.ts';
 import { servicesFromEnvironment } from '../app/wiring.ts';
-import { DEFAULT_SERVICE_NAME } from '../infra/telemetry.ts';
+import { DEFAULT_SERVICE_NAME, METRIC } from '../infra/telemetry.ts';
+import { metrics } from './observability.ts';
 
 const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? DEFAULT_SERVICE_NAME });
 const services = servicesFromEnvironment();
@@ -36,5 +37,9 @@ export const handler = async (
     caller: callerIdentity(event)?.userArn,
     apiRequestId: event.requestContext?.requestId,
   });
+  if (result.statusCode === 202 && requestMethod(event) === 'POST' && requestPath(event) === '/v1/tasks') {
+    metrics.addMetric(METRIC.tasksSubmitted, 'Count', 1);
+    metrics.publishStoredMetrics();
+  }
   return result;
 };

@@ -7,6 +7,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { WorkerMessage } from '../adapters/queues.ts';
 import { servicesFromEnvironment } from '../app/wiring.ts';
+import { METRIC } from '../infra/telemetry.ts';
 import { redriveDeadLetter } from '../worker/redrive.ts';
 import { logger, metrics } from './observability.ts';
 
@@ -15,7 +16,7 @@ const processor = new BatchProcessor(EventType.SQS);
 async function recordHandler(record: SQSRecord): Promise<void> {
   const services = servicesFromEnvironment();
   const task = await redriveDeadLetter(services, JSON.parse(record.body) as WorkerMessage);
-  metrics.addMetric('DeadLettered', 'Count', 1);
+  metrics.addMetric(METRIC.deadLettered, 'Count', 1);
   if (task) logger.info(`dead letter settled: task ${task.state}`, { taskId: task.taskId, attempts: task.attempts });
 }
 

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { scheduledSubmitInput } from '../app/scheduled.ts';
 import { servicesFromEnvironment } from '../app/wiring.ts';
 import { PRIORITY_TIERS } from '../core/task.ts';
+import { METRIC } from '../infra/telemetry.ts';
 import { logger, metrics } from './observability.ts';
 
 const eventSchema = z.strictObject({
@@ -29,7 +30,7 @@ export const handler = async (event: unknown, context: Context) => {
   const parsed = eventSchema.parse(event);
   const services = servicesFromEnvironment();
   const { created, task } = await services.tasks.submit(scheduledSubmitInput(parsed));
-  metrics.addMetric('TasksSubmitted', 'Count', created ? 1 : 0);
+  metrics.addMetric(METRIC.tasksSubmitted, 'Count', created ? 1 : 0);
   metrics.publishStoredMetrics();
   logger.info(created ? 'scheduled task submitted' : 'scheduled task already submitted', {
     taskId: task.taskId,

@@ -5,6 +5,7 @@
  */
 import type { Context } from 'aws-lambda';
 import { servicesFromEnvironment } from '../app/wiring.ts';
+import { METRIC } from '../infra/telemetry.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { runSchedulerLoop } from '../scheduler/scheduler-loop.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
@@ -40,10 +41,10 @@ export const handler = async (_event: unknown, context: Context) => {
       },
       onLease: (event, lease) => logger.info(`scheduler lease ${event}`, { token: lease.token }),
     });
-    metrics.addMetric('TasksDispatched', 'Count', dispatched);
-    metrics.addMetric('SchedulerLoopCompleted', 'Count', 1);
+    metrics.addMetric(METRIC.tasksDispatched, 'Count', dispatched);
+    metrics.addMetric(METRIC.schedulerLoopCompleted, 'Count', 1);
   } catch (error) {
-    metrics.addMetric('SchedulerErrors', 'Count', 1);
+    metrics.addMetric(METRIC.schedulerErrors, 'Count', 1);
     throw error;
   } finally {
     metrics.publishStoredMetrics();

@@ -8,6 +8,8 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { WorkerMessage } from '../adapters/queues.ts';
 import { servicesFromEnvironment, taskServicesFromEnvironment } from '../app/wiring.ts';
+import type { TaskState } from '../core/task.ts';
+import { METRIC, type MetricName } from '../infra/telemetry.ts';
 import { runAttempt } from '../worker/run-attempt.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
 
@@ -27,8 +29,12 @@ async function recordHandler(record: SQSRecord): Promise<void> {
     },
     message,
   );
-  if (outcome.kind === 'finished') metrics.addMetric(`Tasks${titleCase(outcome.task.state)}`, 'Count', 1);
-  else logger.info('attempt skipped', { taskId: message.taskId, reason: outcome.reason });
+  if (outcome.kind === 'skipped') {
+    logger.info('attempt skipped', { taskId: message.taskId, reason: outcome.reason });
+    return;
+  }
+  const metric = OUTCOME_METRIC[outcome.task.state];
+  if (metric) metrics.addMetric(metric, 'Count', 1);
 }
 
 export const handler = async (event: SQSEvent, context: Context) => {
@@ -40,4 +46,9 @@ export const handler = async (event: SQSEvent, context: Context) => {
   }
 };
 
-const titleCase = (state: string) => state.charAt(0) + state.slice(1).toLowerCase();
+/** Settled states of an attempt and the metric each counts toward. */
+const OUTCOME_METRIC: Partial<Record<TaskState, MetricName>> = {
+  SUCCEEDED: METRIC.tasksSucceeded,
+  FAILED: METRIC.tasksFailed,
+  QUEUED: METRIC.tasksRetried,
+};

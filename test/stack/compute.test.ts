@@ -1,5 +1,6 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { API_ROUTES as ROUTER_ROUTES } from '../../lambda/api/routes.ts';
 import { EXAMPLE_RESOURCES_ENV } from '../../lambda/infra/example-resources.ts';
 import { ENV, QUEUES } from '../../lambda/infra/resources.ts';
 import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE } from '../../lambda/infra/telemetry.ts';
@@ -70,6 +71,11 @@ describe('Construct: TaskApi', () => {
     for (const route of Object.values(routes)) {
       expect(route.Properties.AuthorizationType, route.Properties.RouteKey).toBe('AWS_IAM');
     }
+  });
+
+  it('deploys exactly the routes the API router serves', () => {
+    const served = ROUTER_ROUTES.map((route) => `${route.method} ${route.path}`).sort();
+    expect(API_ROUTES.map((route) => `${route.method} ${route.path}`).sort()).toEqual(served);
   });
 
   it('throttles the stage and writes access logs with the caller ARN', () => {
