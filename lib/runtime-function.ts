@@ -34,6 +34,9 @@ export interface RuntimeFunctionProps {
 
 const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
 
+/** Native packages the runtime imports only on demand (`await import`), never at load time. */
+const LAZY_NATIVE_MODULES = ['sharp'];
+
 /**
  * A Node.js Lambda with this project's defaults carried once: the latest Node.js runtime on
  * ARM64 (cheaper per GB-s), an ESM bundle built by the local esbuild (no Docker), source maps,
@@ -127,8 +130,9 @@ export class RuntimeFunction extends Construct {
         sourcesContent: false,
         // Bundle the SDK so its version is the lockfile's, not whatever the runtime ships.
         bundleAwsSDK: true,
-        // Native packages stay out of the bundle and are installed beside it instead.
-        externalModules: [...nativeModules],
+        // Native packages stay out of the bundle and are installed beside it instead. sharp is
+        // always external: task types import it lazily, and only workers install it.
+        externalModules: [...new Set([...nativeModules, ...LAZY_NATIVE_MODULES])],
         ...(nativeModules.length > 0
           ? {
               nodeModules: [...nativeModules],

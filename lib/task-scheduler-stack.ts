@@ -64,8 +64,6 @@ export class TaskSchedulerStack extends Stack {
     const runtime: RuntimeSettings = {
       projectRoot,
       logRetention: retentionDays(config.deploy.logRetentionDays),
-      // Every handler loads the task-type registry, and the photo-resize type imports sharp.
-      nativeModules: ['sharp'],
       environment: {
         [ENV.tasksTable]: tasksTable.tableName,
         [ENV.controlTable]: controlTable.tableName,
@@ -79,8 +77,10 @@ export class TaskSchedulerStack extends Stack {
     };
 
     // Workers also run the example task types, which find their data stores through this map.
+    // Only workers run handlers, and the photo-resize type loads sharp (native) when it runs.
     const workerRuntime: RuntimeSettings = {
       ...runtime,
+      nativeModules: ['sharp'],
       environment: { ...runtime.environment, [EXAMPLE_RESOURCES_ENV]: this.toJsonString(this.exampleStores.names()) },
     };
 

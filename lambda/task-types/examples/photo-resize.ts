@@ -15,7 +15,6 @@ import {
   paginateListObjectsV2,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import sharp from 'sharp';
 import { z } from 'zod';
 import { EXAMPLE_BUCKET } from '../../infra/example-resources.ts';
 import { defineTaskType } from '../define.ts';
@@ -56,6 +55,8 @@ export const photoResize = defineTaskType({
   defaults: { runtime: 'lambda', timeoutSeconds: 900, resources: { vcpu: 1, memoryMiB: 2048 } },
   async handler({ bucket: requestedBucket, prefix, sizes, skipUnchanged }, ctx) {
     const { aws, names } = exampleStores(ctx, [EXAMPLE_BUCKET.id]);
+    // Loaded on demand: sharp is native, and only the processes that resize need to carry it.
+    const { default: sharp } = await import('sharp');
     const bucket = requestedBucket ?? names[EXAMPLE_BUCKET.id];
     const send = { abortSignal: ctx.signal };
     let photos = 0;
