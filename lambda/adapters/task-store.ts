@@ -276,10 +276,10 @@ export class TaskStore {
 
   /**
    * Tasks in a non-terminal state from the sparse `byActive` index, optionally only those
-   * due before an instant (`runAt` for QUEUED, the lease for DISPATCHED/RUNNING). Eventually
+   * due in [dueFrom, dueBefore] (or before dueBefore) (`runAt` for QUEUED, the lease for DISPATCHED/RUNNING). Eventually
    * consistent: callers re-check with a conditional write before acting.
    */
-  async *listActive(state: TaskState, dueBefore?: Date): AsyncGenerator<ActiveTaskRef> {
+  async *listActive(state: TaskState, dueBefore?: Date, dueFrom?: Date): AsyncGenerator<ActiveTaskRef> {
     if (!INDEXED_ACTIVE.includes(state)) throw new Error(`State ${state} is not in the active index`);
     for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
       let startKey: Record<string, unknown> | undefined;
@@ -288,10 +288,15 @@ export class TaskStore {
           new QueryCommand({
             TableName: this.#tableName,
             IndexName: 'byActive',
-            KeyConditionExpression: dueBefore ? 'activeShard = :pk AND dueAt < :due' : 'activeShard = :pk',
+            KeyConditionExpression: dueBefore
+              ? dueFrom
+                ? 'activeShard = :pk AND dueAt BETWEEN :from AND :due'
+                : 'activeShard = :pk AND dueAt < :due'
+              : 'activeShard = :pk',
             ExpressionAttributeValues: {
               ':pk': `${state}#${shard}`,
               ...(dueBefore ? { ':due': dueBefore.toISOString() } : {}),
+              ...(dueBefore && dueFrom ? { ':from': dueFrom.toISOString() } : {}),
             },
             ExclusiveStartKey: startKey,
           }),

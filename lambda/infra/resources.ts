@@ -87,6 +87,9 @@ export interface QueueDefinition {
 
 const DAY = 86_400;
 
+/** Tier messages are kept the SQS maximum; longer-delayed tasks are re-announced when due. */
+export const TIER_RETENTION_SECONDS = 14 * DAY;
+
 /**
  * One standard queue per tier. Messages carry `MessageGroupId = tenantId` (SQS fair queues)
  * so one tenant's burst does not hold back the others' deliveries. The scheduler holds
@@ -95,7 +98,7 @@ const DAY = 86_400;
 export const tierQueue = (tier: PriorityTier): QueueDefinition => ({
   id: `tier-${tier}`,
   visibilityTimeoutSeconds: 120,
-  retentionSeconds: 14 * DAY,
+  retentionSeconds: TIER_RETENTION_SECONDS,
   // Generous: attempts are counted in DynamoDB, and a scheduler crash while holding a
   // candidate must not push a task into the dead-letter queue. Reconciliation covers the rest.
   deadLetter: { id: `tier-${tier}-dlq`, maxReceiveCount: 50, retentionSeconds: 14 * DAY },

@@ -15,7 +15,7 @@ import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
 import { expireLease } from '../core/lifecycle.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Task } from '../core/task.ts';
-import { tierQueue } from '../infra/resources.ts';
+import { TIER_RETENTION_SECONDS, tierQueue } from '../infra/resources.ts';
 import type { TaskLogger } from '../task-types/define.ts';
 
 export interface ReconcilerDeps {
@@ -38,6 +38,14 @@ export interface ReconcileResult {
   readonly reannounced: number;
 }
 
+/**
+ * Tier messages live at most this long in SQS (the tier queues' retention, less a day of
+ * margin): a task delayed further than this may have lost its message by the time it is due.
+ */
+const MESSAGE_LIFETIME_MS = (TIER_RETENTION_SECONDS - 86_400) * 1000;
+/** Long-delayed tasks are re-announced this long before they come due. */
+const COMING_DUE_AHEAD_MS = 5 * 60_000;
+
 /** GSIs lag the table by about a second; allow far more before trusting an absence. */
 const INDEX_LAG_GRACE_MS = 15_000;
 
@@ -45,6 +53,8 @@ export class Reconciler {
   readonly #deps: ReconcilerDeps;
   #lastRunMs = 0;
   #lastOrphanSweepMs = 0;
+  /** End of the last coming-due window swept; windows never overlap within one scheduler. */
+  #comingDueSweptToMs: number | undefined;
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -99,10 +109,10 @@ export class Reconciler {
       if (!stillActive.has(taskId) && nowMs - sinceMs > INDEX_LAG_GRACE_MS) released.push(taskId);
     }
 
-    let reannounced = 0;
+    let reannounced = await this.#announceComingDue(now);
     if (nowMs - this.#lastOrphanSweepMs >= 30_000) {
       this.#lastOrphanSweepMs = nowMs;
-      reannounced = await this.#announceOrphans(held, now);
+      reannounced += await this.#announceOrphans(held, now);
     }
     return { released, expired, reannounced };
   }
@@ -127,6 +137,29 @@ export class Reconciler {
     const queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
     await this.#deps.queues.announce(queued, now);
     this.#deps.logger?.warn('re-announced QUEUED tasks that had no tier message', { count: queued.length });
+    return queued.length;
+  }
+
+  /**
+   * A task delayed beyond a tier message's lifetime (runAt up to a year ahead, retention 14
+   * days) is announced again as it comes due, whatever became of its first message. Each call
+   * sweeps the window since the last one (a new scheduler starts an hour back), so a task is
+   * re-announced once per scheduler; a duplicate of a surviving message is dropped on receipt.
+   */
+  async #announceComingDue(now: Date): Promise<number> {
+    const nowMs = now.getTime();
+    const from = this.#comingDueSweptToMs ?? nowMs - 3_600_000;
+    const to = nowMs + COMING_DUE_AHEAD_MS;
+    if (to <= from) return 0;
+    const candidates: string[] = [];
+    for await (const ref of this.#deps.store.listActive('QUEUED', new Date(to), new Date(from))) {
+      if (Date.parse(ref.runAt) - Date.parse(ref.submittedAt) > MESSAGE_LIFETIME_MS) candidates.push(ref.taskId);
+    }
+    this.#comingDueSweptToMs = to;
+    if (candidates.length === 0) return 0;
+    const tasks = await this.#deps.store.getMany(candidates);
+    const queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
+    await this.#deps.queues.announce(queued, now);
     return queued.length;
   }
 

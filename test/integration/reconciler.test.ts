@@ -1,0 +1,101 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { TierMessage } from '../../lambda/adapters/queues.ts';
+import { createTask, dispatch, start } from '../../lambda/core/lifecycle.ts';
+import type { NewTaskSpec } from '../../lambda/core/task.ts';
+import { Reconciler } from '../../lambda/scheduler/reconciler.ts';
+import { startTestServices, type TestServices } from '../helpers/services.ts';
+
+let services: TestServices;
+beforeEach(async () => {
+  services = await startTestServices({ config: { retry: { baseDelaySeconds: 0, maxDelaySeconds: 0 } } });
+});
+afterEach(async () => {
+  await services.stop();
+});
+
+const DAY = 86_400_000;
+const spec = (overrides: Partial<NewTaskSpec> = {}): NewTaskSpec => ({
+  tenantId: 'acme',
+  type: 'demo.echo',
+  payload: {},
+  priority: 'normal',
+  resources: { vcpu: 0.25, memoryMiB: 512 },
+  runtime: 'lambda',
+  timeoutSeconds: 60,
+  maxAttempts: 3,
+  ...overrides,
+});
+const reconcilerAt = (now: Date) =>
+  new Reconciler({ store: services.store, queues: services.queues, config: services.config, now: () => now });
+
+async function announced(tier = 'tier-normal') {
+  const messages = await services.queues.receive<TierMessage>(tier, { waitSeconds: 0 });
+  return messages.map((m) => m.body.taskId);
+}
+
+describe('Class: Reconciler (against the emulators)', () => {
+  it('announces a task delayed beyond a message lifetime again as it comes due', async () => {
+    // Prepare: written without a tier message, as if its 14-day-old message had expired.
+    const submitted = new Date();
+    const task = createTask('far-future', spec({ runAt: new Date(submitted.getTime() + 20 * DAY) }), submitted);
+    await services.store.create(task);
+    const near = createTask('near', spec({ runAt: new Date(submitted.getTime() + 60_000) }), submitted);
+    await services.store.create(near);
+
+    // Act: a week before it is due, not yet (only the orphaned near task, which is due);
+    // two minutes before, once, and not again on the next pass.
+    await reconcilerAt(new Date(submitted.getTime() + 13 * DAY)).run(new Set(), new Map());
+    const early = await announced();
+    const dueSoon = reconcilerAt(new Date(Date.parse(task.runAt) - 120_000));
+    const first = await dueSoon.run(new Set(), new Map());
+    // Announced ahead of time: SQS holds it back (DelaySeconds) until the task is due.
+    const delayed = await services.queues.attributes('tier-normal', ['ApproximateNumberOfMessagesDelayed']);
+    const second = await dueSoon.run(new Set(), new Map());
+
+    // Assess
+    expect(early).toEqual(['near']);
+    expect(first.reannounced).toBe(1);
+    expect(Number(delayed.ApproximateNumberOfMessagesDelayed)).toBe(1);
+    expect(second.reannounced).toBe(0);
+  });
+
+  it('puts a task whose worker died back in the queue, counting the attempt, keeping tier and age', async () => {
+    const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo', priority: 'high' });
+    await services.queues.receive('tier-high', { waitSeconds: 0 }); // the submit's own message
+    const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+    await services.store.apply(start(dispatched, dispatched.fence, new Date(), 60));
+
+    const result = await reconcilerAt(new Date(Date.now() + 61_000)).run(new Set(), new Map());
+
+    const recovered = await services.store.get(task.taskId);
+    expect(result.expired).toBe(1);
+    expect(recovered).toMatchObject({
+      state: 'QUEUED',
+      attempts: 1,
+      priority: 'high',
+      agingFrom: task.agingFrom,
+      error: { name: 'LeaseExpired' },
+    });
+    expect(await announced('tier-high')).toEqual([task.taskId]);
+  });
+
+  it('announces a QUEUED task that never got its message once the tier has drained', async () => {
+    const orphan = createTask('orphan', spec(), new Date());
+    await services.store.create(orphan);
+    const result = await reconcilerAt(new Date(Date.now() + 120_000)).run(new Set(), new Map());
+    expect(result.reannounced).toBe(1);
+    expect(await announced()).toEqual(['orphan']);
+  });
+
+  it('frees capacity the scheduler still counts for a task that is no longer active', async () => {
+    const result = await reconcilerAt(new Date()).run(
+      new Set(),
+      new Map([
+        ['finished-long-ago', { fence: 1, sinceMs: Date.now() - 60_000 }],
+        ['dispatched-just-now', { fence: 1, sinceMs: Date.now() }],
+      ]),
+    );
+    // The index may lag a fresh dispatch: only the old entry is released.
+    expect(result.released).toEqual(['finished-long-ago']);
+  });
+});
