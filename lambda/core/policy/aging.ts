@@ -26,9 +26,11 @@
  *
  *     wait ≤ (T − now) + 2τ · ⌈(k + 1) / p⌉
  *
- * Fair-share: once its tenant has nothing running (within τ of its last start) its weighted
- * dominant share is 0, the minimum, and ties go to the older head, so the same window argument
- * holds with p = 1 (each start of its tenant raises its share and lets lighter tenants go first).
+ * Fair-share (share, tier, age): within its tenant the order is the priority order above. Once
+ * its tenant has nothing running (within τ of its last start) its weighted dominant share is 0,
+ * the minimum; among tenants at share 0 a top-tier head loses only to older top-tier heads, which
+ * are among the k. So the same window argument holds with p = 1 (each start of its tenant raises
+ * its share and lets lighter tenants go first, which is fair share doing its job).
  * Fargate: tasks differ in size, so p = 1 (an empty pool fits any task that fits the pool), plus
  * one window for a reservation taken before T by a larger task. fifo: no aging, T = now.
  * The bound counts only tasks the policy holds and assumes no older task is re-added (a retry of

@@ -5,12 +5,17 @@
  * Order (lexicographic; smaller goes first):
  *   fifo        (agingFrom, seq)
  *   priority    (effective tier, agingFrom, seq)
- *   fair-share  (effective tier, tenant's weighted dominant share, agingFrom, seq)
- * Tier comes first under fair-share so priorities mean the same across tenants (a heavy tenant's
- * critical work still beats a light tenant's low work) and the aging bound holds; within a tier
- * DRF decides; age breaks ties, which is also what makes the fair-share bound hold (a tenant with
- * nothing running has share 0 and its older head wins). Hard constraints apply under every policy:
- * a task starts only if it fits its pool's free capacity and its tenant is below maxConcurrency.
+ *   fair-share  (tenant's weighted dominant share, effective tier, agingFrom, seq)
+ * Under fair-share the share comes first: tiers order a tenant's own work, DRF orders tenants.
+ * Tier-first was tried and rejected (docs/policy.md has the numbers): tiers are chosen by the
+ * tenants themselves, so a tenant flooding `critical` would starve everyone, and with aging a
+ * flooding tenant's backlog ages into higher tiers and overtakes other tenants' fresh work of
+ * the same tier (noisy-neighbour: quiet tenants' p99 wait 601 s tier-first vs ~1 s share-first).
+ * Tiers still decide between tenants of equal share (e.g. all idle) and between a tenant's own
+ * tasks; the aging bound (aging.ts) holds per tenant, and across tenants because a tenant with
+ * nothing running has share 0, the minimum. Deployments that want global tiers use `priority`.
+ * Hard constraints apply under every policy: a task starts only if it fits its pool's free
+ * capacity and its tenant is below maxConcurrency.
  *
  * Structure (all updates O(log n)):
  *   - per tenant and pool an `Entry` holding four FIFO heaps (one per base tier) keyed by
@@ -125,8 +130,8 @@ function entryOrder(policy: PolicyName): (a: Entry, b: Entry) => boolean {
     return (a, b) => (a.effectiveRank !== b.effectiveRank ? a.effectiveRank < b.effectiveRank : byAge(a, b));
   }
   return (a, b) => {
-    if (a.effectiveRank !== b.effectiveRank) return a.effectiveRank < b.effectiveRank;
     if (a.tenant.share !== b.tenant.share) return a.tenant.share < b.tenant.share;
+    if (a.effectiveRank !== b.effectiveRank) return a.effectiveRank < b.effectiveRank;
     return byAge(a, b);
   };
 }

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+/**
+ * npm run sim -- <scenario> [--tasks N] [--tenants M] [--seed S] [--dispatchers a,b] [--out DIR]
+ * Replays a deterministic workload through our policies and peers' orderings; prints tables and
+ * writes SVG charts.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { DISPATCHER_NAMES, type DispatcherName, simulate } from '../lambda/sim/engine.ts';
+import { summarize } from '../lambda/sim/metrics.ts';
+import { renderCharts, renderText } from '../lambda/sim/report.ts';
+import { buildScenario, SCENARIO_NAMES, SCENARIOS } from '../lambda/sim/scenarios.ts';
+
+const DEFAULT_DISPATCHERS: DispatcherName[] = [
+  'fair-share',
+  'priority',
+  'strict-priority',
+  'round-robin',
+  'fifo-queue',
+];
+
+const HELP = `Usage: npm run sim -- <scenario|all> [options]
+
+Scenarios:
+${SCENARIO_NAMES.map((name) => `  ${name.padEnd(16)} ${SCENARIOS[name]?.description}`).join('\n')}
+
+Options:
+  --tasks N            number of tasks (default per scenario, up to 1,000,000)
+  --tenants M          number of tenants (default per scenario, up to 10,000)
+  --seed S             PRNG seed (default 1); same seed, same trace, same results
+  --dispatchers LIST   comma-separated, from: ${DISPATCHER_NAMES.join(', ')}
+                       (default ${DEFAULT_DISPATCHERS.join(',')}); fair-share, priority and fifo are our
+                       SchedulingPolicy, the others are peers' orderings (lambda/sim/baselines.ts)
+  --out DIR            where to write SVG charts and a Markdown report (default docs/sim)
+  --no-write           print only
+  -h, --help           this help
+`;
+
+function main(): void {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      tasks: { type: 'string' },
+      tenants: { type: 'string' },
+      seed: { type: 'string' },
+      dispatchers: { type: 'string' },
+      out: { type: 'string', default: 'docs/sim' },
+      'no-write': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const scenario = positionals[0];
+  if (values.help || !scenario) {
+    process.stdout.write(HELP);
+    process.exitCode = values.help ? 0 : 2;
+    return;
+  }
+  const int = (value: string | undefined, name: string, max: number) => {
+    if (value === undefined) return undefined;
+    const parsed = Number(value.replaceAll('_', ''));
+    if (!Number.isInteger(parsed) || parsed < 1 || parsed > max)
+      throw new Error(`--${name} must be an integer in 1..${max}`);
+    return parsed;
+  };
+  const dispatchers = (values.dispatchers?.split(',') ?? DEFAULT_DISPATCHERS) as DispatcherName[];
+  for (const name of dispatchers) {
+    if (!(DISPATCHER_NAMES as readonly string[]).includes(name)) throw new Error(`Unknown dispatcher "${name}"`);
+  }
+  const names = scenario === 'all' ? SCENARIO_NAMES : [scenario];
+  const reports: string[] = [];
+  for (const name of names) {
+    const trace = buildScenario(name, {
+      tasks: int(values.tasks, 'tasks', 1_000_000),
+      tenants: int(values.tenants, 'tenants', 10_000),
+      seed: int(values.seed, 'seed', 2 ** 31),
+    });
+    const runs = dispatchers.map((dispatcher) => {
+      const run = simulate(trace, dispatcher);
+      return { run, summary: summarize(trace, run) };
+    });
+    const text = renderText(trace, runs);
+    process.stdout.write(`${text}\n`);
+    reports.push(text);
+    if (!values['no-write']) {
+      mkdirSync(values.out, { recursive: true });
+      for (const [file, svg] of Object.entries(renderCharts(trace, runs))) writeFileSync(join(values.out, file), svg);
+    }
+  }
+  if (!values['no-write']) {
+    const file = scenario === 'all' ? 'results.md' : `${scenario}.md`;
+    writeFileSync(join(values.out, file), `# Simulator results\n\n${reports.join('\n')}`);
+    process.stdout.write(`Charts and report written to ${values.out}/\n`);
+  }
+}
+
+try {
+  main();
+} catch (error) {
+  process.stderr.write(`sim: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 2;
+}
