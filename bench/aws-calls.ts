@@ -1,0 +1,145 @@
+/**
+ * AWS calls and cost per task. N no-op tasks through the local runtime over HTTP with the call
+ * counter on every client; prints calls per task by service and operation, what the idle runtime
+ * calls per second, and the cost per million tasks at list prices beside the same workload on a
+ * minimal Step Functions Standard state machine.
+ *
+ * The local pools run the same store, queue and attempt code as the Lambda and Fargate workers,
+ * so the calls counted here are the calls made on AWS, with one difference: on AWS the Lambda
+ * event source mapping receives and deletes the worker messages (still billed as SQS requests).
+ */
+import {
+  type CallStat,
+  costPerMillionTasks,
+  formatCallTable,
+  formatCost,
+  LIST_PRICES,
+  STEP_FUNCTIONS_MINIMAL,
+  stepFunctionsUsage,
+  usageFromCalls,
+} from '../lambda/adapters/call-counter.ts';
+import {
+  type BenchOptions,
+  benchConfig,
+  fmt,
+  isMain,
+  machineLoad,
+  type SubmitSpec,
+  sleep,
+  startCountedServer,
+  submitAll,
+  writeBarChart,
+} from './lib.ts';
+
+/**
+ * Lambda durations are not measured locally; they are modelled from the calls each function
+ * makes in sequence at typical in-region latencies (DynamoDB ~6 ms, SQS ~12 ms) plus 5 ms.
+ */
+const AWS_LATENCY_MS = { DynamoDB: 6, SQS: 12 } as const;
+const API_MEMORY_GB = 0.5; // lib/task-api.ts
+const WORKER_MEMORY_GB = 2; // lib/lambda-workers.ts
+const SCHEDULER_MEMORY_GB = 0.5; // lib/scheduler-loop.ts: runs all the time
+const SECONDS_PER_MONTH = 30 * 86_400;
+
+export interface AwsCallsResult {
+  readonly tasks: number;
+  readonly callsPerTask: number;
+  readonly stats: Map<string, CallStat>;
+  readonly idleCallsPerSecond: number;
+  readonly oursUsdPerMillion: number;
+  readonly stepFunctionsUsdPerMillion: number;
+}
+
+export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult> {
+  const n = options.quick ? 300 : 2000;
+  console.log(`\n## AWS calls and cost per task (${n} demo.echo tasks over HTTP; ${await machineLoad()})`);
+  const run = await startCountedServer(benchConfig());
+  try {
+    const { url } = run.server;
+    const specs = (count: number): SubmitSpec[] =>
+      Array.from({ length: count }, (_, i) => ({ tenantId: `tenant-${i % 5}`, payload: { i } }));
+    const warm = run.finished(20);
+    await submitAll(url, specs(20), 8);
+    await warm;
+    await sleep(500);
+
+    // Idle: what the runtime calls per second with nothing to do (scheduler polls, snapshots).
+    run.counter.reset();
+    const idleSeconds = options.quick ? 5 : 15;
+    await sleep(idleSeconds * 1000);
+    const idle = run.counter.snapshot();
+    const idleCalls = [...idle.values()].reduce((sum, s) => sum + s.count, 0) / idleSeconds;
+
+    run.counter.reset();
+    const t0 = performance.now();
+    const done = run.finished(n);
+    await submitAll(url, specs(n), 16);
+    await done;
+    const seconds = (performance.now() - t0) / 1000;
+    const stats = run.counter.snapshot();
+    const calls = [...stats.values()].reduce((sum, s) => sum + s.count, 0);
+
+    console.log(formatCallTable(stats, n));
+    console.log(`(${n} tasks in ${fmt(seconds)} s; the per-time calls below are included pro rata)`);
+    console.log(`\nIdle runtime: ${fmt(idleCalls)} calls/s:`);
+    console.log(
+      [...idle]
+        .sort((a, b) => b[1].count - a[1].count)
+        .map(([key, s]) => `  ${key.padEnd(32)}${fmt(s.count / idleSeconds, 2).padStart(8)} /s`)
+        .join('\n'),
+    );
+
+    // Sequential calls per function, for the modelled Lambda durations.
+    const per = (key: string) => (stats.get(key)?.count ?? 0) / n;
+    const apiMs = 5 + AWS_LATENCY_MS.DynamoDB * 1 + AWS_LATENCY_MS.SQS * 1;
+    const workerDynamo = 2 + per('DynamoDB.GetItem'); // start + settle, plus any read before start
+    const workerMs = 5 + AWS_LATENCY_MS.DynamoDB * workerDynamo + AWS_LATENCY_MS.SQS * 1;
+    const workerGbSeconds = (WORKER_MEMORY_GB * workerMs) / 1000;
+    const ours = costPerMillionTasks({
+      ...usageFromCalls(stats, n),
+      apiRequests: 1,
+      lambdaInvocations: 2, // the submit API function and the worker (batch size 1)
+      lambdaGbSeconds: (API_MEMORY_GB * apiMs) / 1000 + workerGbSeconds,
+    });
+    const sfn = costPerMillionTasks(stepFunctionsUsage({ workerGbSeconds }));
+    console.log(
+      `\nModelled Lambda durations: submit ${fmt(apiMs, 0)} ms at ${API_MEMORY_GB} GB, worker ${fmt(workerMs, 0)} ms at ${WORKER_MEMORY_GB} GB (DynamoDB ${AWS_LATENCY_MS.DynamoDB} ms, SQS ${AWS_LATENCY_MS.SQS} ms a call).`,
+    );
+    console.log(formatCost('\nOurs, per million no-op tasks (variable costs):', ours));
+    console.log(
+      formatCost(
+        `\nStep Functions Standard, minimal machine ${STEP_FUNCTIONS_MINIMAL.states.join(' → ')} (${STEP_FUNCTIONS_MINIMAL.transitionsPerTask} transitions/task):`,
+        sfn,
+      ),
+    );
+    const schedulerMonthly = SCHEDULER_MEMORY_GB * SECONDS_PER_MONTH * LIST_PRICES.lambdaPerGbSecond;
+    const idleSqsMonthly =
+      ((([...idle].filter(([k]) => k.startsWith('SQS.')).reduce((sum, [, s]) => sum + s.sqsRequests, 0) / idleSeconds) *
+        SECONDS_PER_MONTH) /
+        1e6) *
+      LIST_PRICES.sqsPerMillionRequests;
+    console.log(
+      `\nFixed, whatever the load: the scheduler Lambda (${SCHEDULER_MEMORY_GB} GB, always looping) $${fmt(schedulerMonthly, 2)}/month + its idle SQS polls $${fmt(idleSqsMonthly, 2)}/month.`,
+    );
+    console.log(
+      `Ours / Step Functions per million tasks: ${fmt(ours.usdPerMillionTasks, 2)} / ${fmt(sfn.usdPerMillionTasks, 2)} = ${fmt(ours.usdPerMillionTasks / sfn.usdPerMillionTasks, 3)}×`,
+    );
+    writeBarChart('cost-per-million.svg', 'USD per million no-op tasks at list prices (lower is better)', 'USD', [
+      ...ours.lines.map((l) => ({ label: `ours: ${l.item}`, value: l.usdPerMillionTasks })),
+      { label: 'ours: total', value: ours.usdPerMillionTasks, color: '#2f4b7c' },
+      { label: 'Step Functions: total', value: sfn.usdPerMillionTasks, color: '#d45087' },
+    ]);
+    return {
+      tasks: n,
+      callsPerTask: calls / n,
+      stats,
+      idleCallsPerSecond: idleCalls,
+      oursUsdPerMillion: ours.usdPerMillionTasks,
+      stepFunctionsUsdPerMillion: sfn.usdPerMillionTasks,
+    };
+  } finally {
+    await run.stop();
+  }
+}
+
+if (isMain(import.meta.url)) await runAwsCalls({ quick: process.argv.includes('--quick') });

@@ -1,0 +1,221 @@
+/**
+ * Shared pieces of the benchmarks: the local runtime with a call counter on its clients, an HTTP
+ * load driver, percentiles, and hand-rolled SVG bar charts (no dependencies).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CallCounter } from '../lambda/adapters/call-counter.ts';
+import { type ConfigInput, parseConfig, type SchedulerConfig } from '../lambda/core/config.ts';
+import { TASKS_TABLE } from '../lambda/infra/resources.ts';
+import { type LocalServer, startLocalServer } from '../lambda/local/server.ts';
+import type { TaskLogger } from '../lambda/task-types/define.ts';
+import type { AttemptOutcome } from '../lambda/worker/run-attempt.ts';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const CHART_DIR = join(ROOT, 'docs', 'bench');
+
+export interface BenchOptions {
+  readonly quick: boolean;
+}
+
+export const silentLogger: TaskLogger = { info() {}, warn() {}, error() {} };
+
+/** A benchmark configuration: defaults, with overrides (pools, tenants) per scenario. */
+export function benchConfig(overrides: Partial<ConfigInput> = {}): SchedulerConfig {
+  return parseConfig({
+    policy: 'fair-share',
+    agingSeconds: 300,
+    pools: { lambda: { concurrency: 50 }, fargate: { vcpu: 16, memoryMiB: 32768 } },
+    tenantDefaults: { weight: 1, maxConcurrency: 50 },
+    ...overrides,
+  });
+}
+
+export interface CountedServer {
+  readonly server: LocalServer;
+  readonly counter: CallCounter;
+  /** Resolves when `n` more attempts have finished (counted from the call). */
+  finished(n: number): Promise<void>;
+  readonly outcomes: AttemptOutcome[];
+  stop(): Promise<void>;
+}
+
+/** The whole local runtime over HTTP, with the counter on its DynamoDB and SQS clients. */
+export async function startCountedServer(config: SchedulerConfig): Promise<CountedServer> {
+  const outcomes: AttemptOutcome[] = [];
+  const waiters: { target: number; resolve: () => void }[] = [];
+  let done = 0;
+  const server = await startLocalServer({
+    config,
+    port: 0,
+    examples: false,
+    summaryEverySeconds: 0,
+    logger: silentLogger,
+    onOutcome: (outcome) => {
+      outcomes.push(outcome);
+      if (outcome.kind !== 'finished') return;
+      done++;
+      for (const waiter of waiters.filter((w) => w.target <= done)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    },
+  });
+  const { clients, tables } = server.runtime.emulators;
+  const counter = new CallCounter({ indexes: { [tables.tasks ?? 'tasks']: TASKS_TABLE.indexes } });
+  // The document client shares the DynamoDB client's middleware stack.
+  counter.attach(clients.dynamodb, clients.sqs);
+  return {
+    server,
+    counter,
+    outcomes,
+    finished(n: number) {
+      const target = done + n;
+      if (target <= done) return Promise.resolve();
+      return new Promise<void>((resolve) => waiters.push({ target, resolve }));
+    },
+    stop: () => server.stop(),
+  };
+}
+
+export interface SubmitSpec {
+  readonly tenantId: string;
+  readonly type?: string;
+  readonly payload?: unknown;
+  readonly priority?: 'critical' | 'high' | 'normal' | 'low';
+}
+
+export interface SubmittedTask {
+  readonly taskId: string;
+  readonly spec: SubmitSpec;
+}
+
+export async function submit(url: string, spec: SubmitSpec): Promise<SubmittedTask> {
+  const response = await fetch(`${url}/v1/tasks`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'demo.echo', payload: { n: 1 }, ...spec }),
+  });
+  const body = (await response.json()) as { taskId?: string; error?: unknown };
+  if (response.status !== 202 || !body.taskId)
+    throw new Error(`submit refused: ${response.status} ${JSON.stringify(body)}`);
+  return { taskId: body.taskId, spec };
+}
+
+/** Submit every spec with at most `concurrency` requests in flight. */
+export async function submitAll(url: string, specs: readonly SubmitSpec[], concurrency: number) {
+  const submitted: SubmittedTask[] = new Array(specs.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, specs.length) }, async () => {
+      while (next < specs.length) {
+        const index = next++;
+        submitted[index] = await submit(url, specs[index]!);
+      }
+    }),
+  );
+  return submitted;
+}
+
+export interface TaskTimes {
+  readonly taskId: string;
+  readonly tenantId: string;
+  readonly priority: string;
+  /** startedAt − submittedAt, ms. */
+  readonly waitMs: number;
+  readonly startedAtMs: number;
+  readonly submittedAtMs: number;
+}
+
+/** The API's view of each task (after the measured window, so these reads are not counted). */
+export async function fetchTimes(url: string, taskIds: readonly string[], concurrency = 8): Promise<TaskTimes[]> {
+  const times: TaskTimes[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < taskIds.length) {
+        const taskId = taskIds[next++]!;
+        const response = await fetch(`${url}/v1/tasks/${taskId}`);
+        const task = (await response.json()) as Record<string, string>;
+        if (!task.startedAt) throw new Error(`task ${taskId} has not started (${task.state})`);
+        const startedAtMs = Date.parse(task.startedAt);
+        const submittedAtMs = Date.parse(task.submittedAt!);
+        times.push({
+          taskId,
+          tenantId: task.tenantId!,
+          priority: task.priority!,
+          waitMs: startedAtMs - submittedAtMs,
+          startedAtMs,
+          submittedAtMs,
+        });
+      }
+    }),
+  );
+  return times;
+}
+
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+export const fmt = (value: number, digits = 1) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
+
+export function ratio(ours: number, theirs: number): string {
+  if (!Number.isFinite(ours) || !Number.isFinite(theirs) || theirs === 0) return 'n/a';
+  return `${(ours / theirs).toFixed(2)}×`;
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Load average and CPU count, printed with each run (the machine is shared). */
+export async function machineLoad(): Promise<string> {
+  const os = await import('node:os');
+  const [one, five] = os.loadavg();
+  return `load avg ${fmt(one ?? 0, 2)} / ${fmt(five ?? 0, 2)} on ${os.availableParallelism()} cores`;
+}
+
+export interface Bar {
+  readonly label: string;
+  readonly value: number;
+  readonly color?: string;
+}
+
+/** A horizontal bar chart as a standalone SVG under docs/bench/. */
+export function writeBarChart(file: string, title: string, unit: string, bars: readonly Bar[]): string {
+  const width = 640;
+  const rowHeight = 26;
+  const left = 230;
+  const top = 36;
+  const height = top + bars.length * rowHeight + 16;
+  const max = Math.max(...bars.map((b) => b.value), 1e-9);
+  const xml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  const rows = bars.map((bar, i) => {
+    const y = top + i * rowHeight;
+    const w = Math.max(1, ((width - left - 90) * bar.value) / max);
+    return [
+      `<text x="${left - 8}" y="${y + 16}" text-anchor="end">${xml(bar.label)}</text>`,
+      `<rect x="${left}" y="${y + 3}" width="${w.toFixed(1)}" height="${rowHeight - 8}" fill="${bar.color ?? '#4c78a8'}"/>`,
+      `<text x="${(left + w + 6).toFixed(1)}" y="${y + 16}">${xml(`${fmt(bar.value, bar.value < 10 ? 2 : 0)} ${unit}`)}</text>`,
+    ].join('');
+  });
+  const svg = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<rect width="100%" height="100%" fill="white"/>`,
+    `<text x="10" y="20" font-size="14" font-weight="bold">${xml(title)}</text>`,
+    ...rows,
+    '</svg>',
+  ].join('\n');
+  mkdirSync(CHART_DIR, { recursive: true });
+  const path = join(CHART_DIR, file);
+  writeFileSync(path, `${svg}\n`);
+  return path;
+}
+
+/** True when this module is the script node was started with. */
+export function isMain(moduleUrl: string): boolean {
+  return process.argv[1] !== undefined && fileURLToPath(moduleUrl) === process.argv[1];
+}
