@@ -14,6 +14,7 @@ import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../task-types/d
 import { QueueWorker } from '../worker/queue-worker.ts';
 import type { AttemptOutcome } from '../worker/run-attempt.ts';
 import { consoleLogger } from './console-logger.ts';
+import { startDeadLetterConsumer } from './dead-letter-consumer.ts';
 import { type Emulators, startEmulators } from './emulators.ts';
 import { startScheduleRunner } from './schedule-runner.ts';
 
@@ -120,6 +121,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     );
     for (const worker of workers) worker.start();
   }
+  const deadLetters = startDeadLetterConsumer({
+    store: services.store,
+    queues: services.queues,
+    config,
+    logger,
+  });
 
   const schedules = startScheduleRunner({ schedules: config.schedules, tasks: services.tasks, logger });
   for (const [name, at] of Object.entries(schedules.nextFirings())) {
@@ -154,7 +161,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       schedules.stop();
       stopping.abort();
       await schedulerLoop;
-      await Promise.all(workers.map((worker) => worker.stop()));
+      await Promise.all([...workers.map((worker) => worker.stop()), deadLetters.stop()]);
       await emulators.stop();
     },
   };
