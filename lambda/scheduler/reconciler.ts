@@ -43,6 +43,10 @@ export interface ReconcileResult {
  * margin): a task delayed further than this may have lost its message by the time it is due.
  */
 const MESSAGE_LIFETIME_MS = (TIER_RETENTION_SECONDS - 86_400) * 1000;
+/** The stale sweep: how often, how long a task must have been due, how often per task. */
+const STALE_SWEEP_EVERY_MS = 5 * 60_000;
+const STALE_AFTER_MS = 15 * 60_000;
+const STALE_REPEAT_MS = 60 * 60_000;
 /** Long-delayed tasks are re-announced this long before they come due. */
 const COMING_DUE_AHEAD_MS = 5 * 60_000;
 
@@ -53,6 +57,9 @@ export class Reconciler {
   readonly #deps: ReconcilerDeps;
   #lastRunMs = 0;
   #lastOrphanSweepMs = 0;
+  #lastStaleSweepMs = 0;
+  /** Tasks the stale sweep re-announced, and when: each at most once an hour. */
+  readonly #staleAnnounced = new Map<string, number>();
   /** End of the last coming-due window swept; windows never overlap within one scheduler. */
   #comingDueSweptToMs: number | undefined;
 
@@ -114,6 +121,10 @@ export class Reconciler {
       this.#lastOrphanSweepMs = nowMs;
       reannounced += await this.#announceOrphans(held, now);
     }
+    if (nowMs - this.#lastStaleSweepMs >= STALE_SWEEP_EVERY_MS) {
+      this.#lastStaleSweepMs = nowMs;
+      reannounced += await this.#announceStale(held, now);
+    }
     return { released, expired, reannounced };
   }
 
@@ -136,6 +147,8 @@ export class Reconciler {
     const tasks = await this.#deps.store.getMany(orphans);
     const queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
     await this.#deps.queues.announce(queued, now);
+    // The stale sweep need not announce these again within the hour.
+    for (const task of queued) this.#staleAnnounced.set(task.taskId, now.getTime());
     this.#deps.logger?.warn('re-announced QUEUED tasks that had no tier message', { count: queued.length });
     return queued.length;
   }
@@ -160,6 +173,29 @@ export class Reconciler {
     const tasks = await this.#deps.store.getMany(candidates);
     const queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
     await this.#deps.queues.announce(queued, now);
+    return queued.length;
+  }
+
+  /**
+   * Under steady load a tier never drains, so the orphan sweep cannot tell a lost message from
+   * a long queue. Every few minutes, a task due for a long time that the scheduler does not hold
+   * is announced again, at most once an hour: a lost message is replaced within about 20
+   * minutes, and a message that still exists only gains a duplicate that is dropped on receipt.
+   */
+  async #announceStale(held: ReadonlySet<string>, now: Date): Promise<number> {
+    const nowMs = now.getTime();
+    for (const [taskId, atMs] of this.#staleAnnounced) {
+      if (nowMs - atMs > STALE_REPEAT_MS) this.#staleAnnounced.delete(taskId);
+    }
+    const stale: string[] = [];
+    for await (const ref of this.#deps.store.listActive('QUEUED', new Date(nowMs - STALE_AFTER_MS))) {
+      if (!held.has(ref.taskId) && !this.#staleAnnounced.has(ref.taskId)) stale.push(ref.taskId);
+    }
+    if (stale.length === 0) return 0;
+    const tasks = await this.#deps.store.getMany(stale);
+    const queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
+    await this.#deps.queues.announce(queued, now);
+    for (const task of queued) this.#staleAnnounced.set(task.taskId, nowMs);
     return queued.length;
   }
 

@@ -87,6 +87,26 @@ describe('Class: Reconciler (against the emulators)', () => {
     expect(await announced()).toEqual(['orphan']);
   });
 
+  it('replaces a lost message under steady load, when the tier never drains, once an hour at most', async () => {
+    // Prepare: a busy tier (a visible message that is not the lost task's) and a task due for
+    // 20 minutes whose message was lost.
+    const busy = createTask('busy', spec(), new Date());
+    await services.queues.announce([busy], new Date());
+    const lost = createTask('lost', spec(), new Date(Date.now() - 20 * 60_000));
+    await services.store.create(lost);
+    const reconciler = reconcilerAt(new Date());
+
+    // Act
+    const first = await reconciler.run(new Set(), new Map());
+    const again = await reconciler.run(new Set(), new Map());
+
+    // Assess
+    expect(first.reannounced).toBe(1);
+    expect(again.reannounced).toBe(0);
+    const messages = [...(await announced()), ...(await announced())];
+    expect(messages.sort()).toEqual(['busy', 'lost']);
+  });
+
   it('frees capacity the scheduler still counts for a task that is no longer active', async () => {
     const result = await reconcilerAt(new Date()).run(
       new Set(),
