@@ -54,7 +54,8 @@ describe('Class: Reconciler (against the emulators)', () => {
 
     // Assess
     expect(early).toEqual(['near']);
-    expect(first.reannounced).toBe(1);
+    // (`near`, received above but held by no scheduler, may be re-announced as an orphan too.)
+    expect(first.reannounced).toBeGreaterThanOrEqual(1);
     expect(Number(delayed.ApproximateNumberOfMessagesDelayed)).toBe(1);
     expect(second.reannounced).toBe(0);
   });
