@@ -185,7 +185,9 @@ export interface Bar {
 }
 
 /** A horizontal bar chart as a standalone SVG under docs/bench/. */
-export function writeBarChart(file: string, title: string, unit: string, bars: readonly Bar[]): string {
+export function writeBarChart(file: string, title: string, unit: string, all: readonly Bar[]): string {
+  // A side that was not measured (NaN) is left out rather than drawn as an empty bar.
+  const bars = all.filter((bar) => Number.isFinite(bar.value));
   const width = 640;
   const rowHeight = 26;
   const left = 230;
