@@ -36,7 +36,14 @@ export function createAwsClients(endpoints: AwsEndpoints = {}): AwsClients {
   const documents = DynamoDBDocumentClient.from(dynamodb, {
     marshallOptions: { removeUndefinedValues: true, convertEmptyValues: false },
   });
-  const sqs = new SQSClient({ ...common, ...(endpoints.sqs ? { endpoint: endpoints.sqs } : {}) });
+  const sqs = new SQSClient({
+    ...common,
+    ...(endpoints.sqs ? { endpoint: endpoints.sqs } : {}),
+    // Always send to the configured endpoint. On AWS the queue URL's host is that endpoint; the
+    // emulators' queue URLs carry hosts the SDK cannot parse (and an AWS_ENDPOINT_URL_SQS
+    // override must win over them).
+    useQueueUrlAsEndpoint: false,
+  });
   const s3 = new S3Client({
     ...common,
     ...(endpoints.s3 ? { endpoint: endpoints.s3, forcePathStyle: true } : {}),

@@ -1,0 +1,120 @@
+/**
+ * The worker, scheduler and scheduled-submit Lambdas as deployed: services built from the
+ * environment the stack sets, pointed at the in-memory emulators through the SDK's standard
+ * endpoint variables.
+ */
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkerMessage } from '../../lambda/adapters/queues.ts';
+import { buildServices, type Services } from '../../lambda/app/wiring.ts';
+import { parseConfig } from '../../lambda/core/config.ts';
+import { dispatch } from '../../lambda/core/lifecycle.ts';
+import { ENV } from '../../lambda/infra/resources.ts';
+import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
+
+let emulators: Emulators;
+let services: Services;
+let worker: (event: SQSEvent, context: Context) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }>;
+let scheduler: (event: unknown, context: Context) => Promise<{ ticks: number; dispatched: number }>;
+let scheduledSubmit: (event: unknown, context: Context) => Promise<{ taskId: string; created: boolean }>;
+const saved = { ...process.env };
+
+const context = (remainingMs: number): Context =>
+  ({
+    awsRequestId: `req-${Math.random()}`,
+    functionName: 'test',
+    getRemainingTimeInMillis: (() => {
+      const deadline = Date.now() + remainingMs;
+      return () => deadline - Date.now();
+    })(),
+  }) as unknown as Context;
+
+const record = (messageId: string, body: unknown): SQSRecord =>
+  ({
+    messageId,
+    receiptHandle: messageId,
+    body: JSON.stringify(body),
+    attributes: {},
+    eventSource: 'aws:sqs',
+  }) as unknown as SQSRecord;
+
+beforeAll(async () => {
+  emulators = await startEmulators({ prefix: 'handlers' });
+  const config = { pools: { lambda: { concurrency: 5 }, fargate: { vcpu: 1, memoryMiB: 2048 } } };
+  Object.assign(process.env, {
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbUrl,
+    AWS_ENDPOINT_URL_SQS: emulators.sqsUrl,
+    POWERTOOLS_LOG_LEVEL: 'ERROR',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    [ENV.tasksTable]: emulators.tables.tasks,
+    [ENV.controlTable]: emulators.tables.control,
+    [ENV.queueUrls]: JSON.stringify(emulators.queueUrls),
+    [ENV.configJson]: JSON.stringify(config),
+  });
+  services = buildServices({
+    config: parseConfig(config),
+    clients: emulators.clients,
+    resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
+  });
+  ({ handler: worker } = await import('../../lambda/handlers/worker.ts'));
+  ({ handler: scheduler } = await import('../../lambda/handlers/scheduler.ts'));
+  ({ handler: scheduledSubmit } = await import('../../lambda/handlers/scheduled-submit.ts'));
+});
+afterAll(async () => {
+  process.env = saved;
+  await emulators.stop();
+});
+
+describe('Handler: worker', () => {
+  it('runs each record and reports only infrastructure failures as batch item failures', async () => {
+    // Prepare: one runnable attempt, one duplicate of it, and one record that is not JSON.
+    const { task } = await services.tasks.submit({ tenantId: 'w', type: 'demo.echo', payload: { n: 1 } });
+    const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+    const message: WorkerMessage = { taskId: task.taskId, fence: dispatched.fence, tenantId: 'w', type: 'demo.echo' };
+
+    // Act
+    const response = await worker(
+      { Records: [record('m1', message), record('m2', message), { ...record('m3', {}), body: '{not json' }] },
+      context(60_000),
+    );
+
+    // Assess: the task ran once; the duplicate was skipped (not a failure); the garbage failed.
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: 'm3' }]);
+    expect(await services.store.get(task.taskId)).toMatchObject({
+      state: 'SUCCEEDED',
+      attempts: 1,
+      result: { echo: { n: 1 } },
+    });
+  });
+});
+
+describe('Handler: scheduler', () => {
+  it('takes the lease, dispatches queued work and stops before its timeout', async () => {
+    const { task } = await services.tasks.submit({ tenantId: 's', type: 'demo.echo', payload: {} });
+    // 17 s left with a 15 s safety margin: it loops about two seconds, then hands the lease back.
+    const result = await scheduler({}, context(17_000));
+    expect(result.ticks).toBeGreaterThan(0);
+    expect(result.dispatched).toBeGreaterThanOrEqual(1);
+    expect((await services.store.get(task.taskId))?.state).toBe('DISPATCHED');
+    expect((await services.control.getLease('scheduler'))?.expiresAt).toBe(0);
+  }, 30_000);
+});
+
+describe('Handler: scheduled-submit', () => {
+  it('submits one task per firing however often the firing is delivered', async () => {
+    const event = {
+      scheduleName: 'nightly',
+      scheduledTime: '2026-11-30T02:00:00Z',
+      task: { tenantId: 'finance', type: 'demo.echo', payload: { night: '{{date}}' } },
+    };
+    const first = await scheduledSubmit(event, context(10_000));
+    const again = await scheduledSubmit(event, context(10_000));
+    expect(first.created).toBe(true);
+    expect(again).toEqual({ taskId: first.taskId, created: false });
+    expect(await services.store.get(first.taskId)).toMatchObject({ payload: { night: '2026-11-30' } });
+    await expect(scheduledSubmit({ ...event, scheduledTime: 'yesterday' }, context(10_000))).rejects.toThrow();
+  });
+});
