@@ -79,10 +79,12 @@ const queued = (candidate: Candidate): Queued => ({
 class OrderedQueue implements Dispatcher {
   readonly #pools: Pools2;
   readonly #queues: { lambda: IndexedHeap<Queued>; fargate: IndexedHeap<Queued> };
+  readonly #queueList: readonly IndexedHeap<Queued>[];
 
   constructor(pools: Pools, before: (a: Queued, b: Queued) => boolean) {
     this.#pools = new Pools2(pools);
     this.#queues = { lambda: new IndexedHeap(before, slot), fargate: new IndexedHeap(before, slot) };
+    this.#queueList = [this.#queues.lambda, this.#queues.fargate];
   }
 
   add(candidate: Candidate): void {
@@ -94,7 +96,14 @@ class OrderedQueue implements Dispatcher {
   }
 
   next(_nowMs: number): Candidate | undefined {
-    for (const queue of [this.#queues.lambda, this.#queues.fargate]) {
+    for (const queue of this.#queueList) {
+      const top = queue.peek();
+      if (!top) continue;
+      if (this.#pools.fits(top)) {
+        queue.pop();
+        this.#pools.take(top);
+        return top.candidate;
+      }
       let scanned = 0;
       for (const item of queue.ordered()) {
         if (this.#pools.fits(item)) {

@@ -27,13 +27,14 @@
  *     of re-sorting anything as time passes;
  *   - a heap of delayed tasks keyed by runAt.
  *
- * Large Fargate tasks. Picking walks the pool's entries best-first and starts the first head
- * that fits, so a task too big for the free capacity does not block smaller ones behind it.
+ * Large Fargate tasks. Picking walks the pool's entries best-first and starts the first task
+ * that fits (an entry's head, else the best of its own tasks that fits), so a task too big for
+ * the free capacity does not block smaller ones behind it, in its tenant or any other.
  * Each time a head is passed that way it counts a skip; at `reservationAfterSkips` it reserves
  * the pool: nothing else starts there until it fits (running tasks drain within their hold
  * time). This bounds its starvation at the price of idling part of that pool meanwhile. A
  * reservation is suspended while its tenant is at quota. The walk stops after `fitScanLimit`
- * entries, which bounds the cost of one decision.
+ * inspected tasks, which bounds the cost of one decision.
  */
 import type { PolicyName } from '../config.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Runtime, type TenantSettings, tierRank } from '../task.ts';
@@ -55,6 +56,7 @@ import type {
 const DEFAULT_MAX_HOLD_SECONDS = 300;
 const DEFAULT_RESERVATION_AFTER_SKIPS = 8;
 const DEFAULT_FIT_SCAN_LIMIT = 64;
+const NONE_PASSED: readonly WaitingTask[] = [];
 
 type WaitingState = 'delayed' | 'ready' | 'unschedulable';
 
@@ -149,6 +151,7 @@ export class SchedulingPolicy {
   readonly #entryBefore: (a: Entry, b: Entry) => boolean;
 
   readonly #pools: Record<Runtime, PoolState>;
+  readonly #poolList: readonly PoolState[];
   readonly #tenants = new Map<string, TenantState>();
   readonly #tenantSettings = new Map<string, TenantSettings>();
   readonly #waiting = new Map<string, WaitingTask>();
@@ -186,6 +189,7 @@ export class SchedulingPolicy {
       reserved: undefined,
     });
     this.#pools = { lambda: pool('lambda'), fargate: pool('fargate') };
+    this.#poolList = [this.#pools.lambda, this.#pools.fargate];
     for (const [tenantId, settings] of Object.entries(options.tenants ?? {}))
       this.#tenantSettings.set(tenantId, settings);
   }
@@ -278,8 +282,8 @@ export class SchedulingPolicy {
   /** Picks the next task to dispatch at `nowMs` and marks it active, or undefined if none may start. */
   next(nowMs: number): Candidate | undefined {
     this.#advance(nowMs);
-    let best: { task: WaitingTask; entry: Entry; passed: WaitingTask[] } | undefined;
-    for (const pool of [this.#pools.lambda, this.#pools.fargate]) {
+    let best: { task: WaitingTask; entry: Entry; passed: readonly WaitingTask[] } | undefined;
+    for (const pool of this.#poolList) {
       const pick = this.#pickInPool(pool);
       if (pick && (!best || this.#entryBefore(pick.entry, best.entry))) best = pick;
     }
@@ -517,21 +521,54 @@ export class SchedulingPolicy {
       : used.milliVcpu < capacity.milliVcpu && used.memoryMiB < capacity.memoryMiB;
   }
 
-  #pickInPool(pool: PoolState): { task: WaitingTask; entry: Entry; passed: WaitingTask[] } | undefined {
+  #pickInPool(pool: PoolState): { task: WaitingTask; entry: Entry; passed: readonly WaitingTask[] } | undefined {
     if (pool.entries.size === 0 || !this.#hasRoom(pool)) return undefined;
     const reserved = this.#activeReservation(pool);
     if (reserved) {
       if (!fits(reserved.demand, this.#used, this.#capacity)) return undefined;
-      return { task: reserved, entry: this.#entry(reserved.tenant, pool), passed: [] };
+      return { task: reserved, entry: this.#entry(reserved.tenant, pool), passed: NONE_PASSED };
     }
+    const top = pool.entries.peek() as Entry;
+    if (fits((top.head as WaitingTask).demand, this.#used, this.#capacity)) {
+      return { task: top.head as WaitingTask, entry: top, passed: NONE_PASSED };
+    }
+    // Walk entries best first, and inside an entry whose head does not fit, its own queue:
+    // a task that does not fit blocks nobody, its tenant's smaller tasks included.
     const passed: WaitingTask[] = [];
+    let budget = this.#fitScanLimit;
     for (const entry of pool.entries.ordered()) {
       const head = entry.head as WaitingTask;
       if (fits(head.demand, this.#used, this.#capacity)) return { task: head, entry, passed };
       passed.push(head);
-      if (passed.length >= this.#fitScanLimit) return undefined;
+      const inner = this.#firstFitInEntry(entry, budget);
+      if (inner.task) return { task: inner.task, entry, passed };
+      budget -= 1 + inner.inspected;
+      if (budget <= 0) return undefined;
     }
     return undefined;
+  }
+
+  /** The best task of an entry that fits the free capacity, inspecting at most `budget` tasks. */
+  #firstFitInEntry(entry: Entry, budget: number): { task: WaitingTask | undefined; inspected: number } {
+    let best: WaitingTask | undefined;
+    let bestRank = 0;
+    let inspected = 0;
+    for (const tier of entry.tiers) {
+      for (const task of tier.ordered()) {
+        if (inspected++ >= budget) return { task: best, inspected };
+        if (!fits(task.demand, this.#used, this.#capacity)) continue;
+        const rank =
+          this.policy === 'fifo'
+            ? 0
+            : effectiveRank(task.baseRank, task.candidate.agingFromMs, this.#clockMs, this.#agingMs);
+        if (!best || rank < bestRank || (rank === bestRank && olderTask(task, best))) {
+          best = task;
+          bestRank = rank;
+        }
+        break; // later tasks of this tier are younger, so no better
+      }
+    }
+    return { task: best, inspected };
   }
 
   /** The pool's reservation, unless its tenant is at quota (then it is suspended). */

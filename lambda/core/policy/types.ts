@@ -43,8 +43,8 @@ export interface PolicyOptions {
    */
   readonly reservationAfterSkips?: number;
   /**
-   * How many tenant queues one decision inspects at most looking for a head that fits a
-   * partly-full Fargate pool. Bounds the cost of a decision. Default 64.
+   * How many waiting tasks one decision inspects at most looking for one that fits a
+   * partly-full Fargate pool (beyond, the pool waits for capacity). Bounds the cost of a decision. Default 64.
    */
   readonly fitScanLimit?: number;
 }
