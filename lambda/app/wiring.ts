@@ -11,9 +11,10 @@ import { parseConfig, type SchedulerConfig } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { Task } from '../core/task.ts';
 import { CONTROL_TABLE, ENV, TASKS_TABLE } from '../infra/resources.ts';
-import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
+import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { exampleResourcesFromEnvironment } from '../task-types/examples/stores.ts';
 import { defaultRegistry } from '../task-types/index.ts';
+import type { AttemptDeps } from '../worker/run-attempt.ts';
 import { TaskService } from './task-service.ts';
 
 export interface Resources {
@@ -102,4 +103,16 @@ export function servicesFromEnvironment(): Services {
 export function taskServicesFromEnvironment(services: Services): TaskServices {
   const resources = exampleResourcesFromEnvironment();
   return { aws: services.clients, ...(resources ? { resources } : {}) };
+}
+
+/** What a worker needs to run attempts on AWS (the Lambda pool and the Fargate service). */
+export function attemptDepsFromEnvironment(services: Services, logger: TaskLogger): AttemptDeps {
+  return {
+    store: services.store,
+    queues: services.queues,
+    registry: services.registry,
+    config: services.config,
+    services: taskServicesFromEnvironment(services),
+    logger,
+  };
 }

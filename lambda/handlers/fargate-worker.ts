@@ -6,7 +6,7 @@
  * timeout bounds that, and an unfinished attempt is recovered through its lease.
  */
 import { availableParallelism } from 'node:os';
-import { servicesFromEnvironment, taskServicesFromEnvironment } from '../app/wiring.ts';
+import { attemptDepsFromEnvironment, servicesFromEnvironment } from '../app/wiring.ts';
 import { workerQueue } from '../infra/resources.ts';
 import { QueueWorker } from '../worker/queue-worker.ts';
 import { logger, taskLogger } from './observability.ts';
@@ -20,14 +20,7 @@ const worker = new QueueWorker({
   waitSeconds: 20,
   visibilitySeconds: Math.max(60, services.config.scheduler.runLeaseSeconds * 2),
   logger: taskLogger,
-  attempt: {
-    store: services.store,
-    queues: services.queues,
-    registry: services.registry,
-    config: services.config,
-    services: taskServicesFromEnvironment(services),
-    logger: taskLogger,
-  },
+  attempt: attemptDepsFromEnvironment(services, taskLogger),
 });
 
 worker.start();

@@ -7,7 +7,7 @@
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { WorkerMessage } from '../adapters/queues.ts';
-import { servicesFromEnvironment, taskServicesFromEnvironment } from '../app/wiring.ts';
+import { attemptDepsFromEnvironment, servicesFromEnvironment } from '../app/wiring.ts';
 import type { TaskState } from '../core/task.ts';
 import { METRIC, type MetricName } from '../infra/telemetry.ts';
 import { runAttempt } from '../worker/run-attempt.ts';
@@ -18,17 +18,7 @@ const processor = new BatchProcessor(EventType.SQS);
 async function recordHandler(record: SQSRecord): Promise<void> {
   const services = servicesFromEnvironment();
   const message = JSON.parse(record.body) as WorkerMessage;
-  const outcome = await runAttempt(
-    {
-      store: services.store,
-      queues: services.queues,
-      registry: services.registry,
-      config: services.config,
-      services: taskServicesFromEnvironment(services),
-      logger: taskLogger,
-    },
-    message,
-  );
+  const outcome = await runAttempt(attemptDepsFromEnvironment(services, taskLogger), message);
   if (outcome.kind === 'skipped') {
     logger.info('attempt skipped', { taskId: message.taskId, reason: outcome.reason });
     return;
