@@ -200,6 +200,27 @@ describe('Class: SchedulingPolicy', () => {
       expect(policy.explain('big', 10)?.reason).toBe('capacity');
     });
 
+    it('does not let a large task of a tenant block its smaller tasks behind it', () => {
+      // Prepare
+      const policy = makePolicy({ pools: { vcpu: 4, memoryMiB: 8 * GB }, reservationAfterSkips: Infinity });
+      policy.markActive({
+        taskId: 'running',
+        tenantId: 'other',
+        runtime: 'fargate',
+        resources: { vcpu: 3, memoryMiB: 2048 },
+      });
+      policy.add(
+        candidate({ taskId: 'big', tenantId: 'a', runtime: 'fargate', resources: { vcpu: 3, memoryMiB: 2048 } }),
+      );
+      policy.add(
+        candidate({ taskId: 'small', tenantId: 'a', runtime: 'fargate', resources: { vcpu: 0.5, memoryMiB: 1024 } }),
+      );
+      // Act
+      const started = drain(policy, 0).map((c) => c.taskId);
+      // Assess
+      expect(started).toEqual(['small']);
+    });
+
     it('reserves the pool for a large task after it was passed reservationAfterSkips times', () => {
       // Prepare: a stream of small tasks from another tenant keeps the pool partly busy
       const policy = makePolicy({ pools: { vcpu: 4, memoryMiB: 8 * GB }, reservationAfterSkips: 3 });
