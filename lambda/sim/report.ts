@@ -139,12 +139,10 @@ export function barChartSvg(
     `<text x="${width / 2}" y="24" text-anchor="middle" font-size="15">${escapeXml(title)}</text>`,
   ];
   for (let d = 0; d <= decades; d++) {
-    const value = 10 ** d - 1;
+    const value = d === 0 ? 0 : 10 ** (d - 1);
     const yy = y(value);
     parts.push(`<line x1="${margin.left}" x2="${margin.left + plotW}" y1="${yy}" y2="${yy}" stroke="#ddd"/>`);
-    parts.push(
-      `<text x="${margin.left - 6}" y="${yy + 4}" text-anchor="end">${value === 0 ? '0' : `${10 ** d - 1}`}</text>`,
-    );
+    parts.push(`<text x="${margin.left - 6}" y="${yy + 4}" text-anchor="end">${value}</text>`);
   }
   parts.push(
     `<text transform="translate(18 ${margin.top + plotH / 2}) rotate(-90)" text-anchor="middle">wait, seconds (log scale)</text>`,
