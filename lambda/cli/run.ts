@@ -13,6 +13,7 @@ import { SchedulerClient } from '../client/client.ts';
 import { SchedulerApiError, SchedulerClientError } from '../client/errors.ts';
 import type { SubmitTaskInput, Task, TaskState } from '../client/types.ts';
 import { PRIORITY_TIERS, type PriorityTier, TASK_STATES } from '../core/task.ts';
+import { startDashboardProxy } from '../dashboard/proxy.ts';
 import { ENV } from '../infra/resources.ts';
 import { type RedriveReport, redriveDeadLetters } from '../ops/redrive.ts';
 import {
@@ -318,6 +319,34 @@ Options:
       });
       ctx.print(report, () => formatRedrive(report));
       return report.queues.some((queue) => queue.errors > 0) ? 1 : 0;
+    },
+  },
+  dashboard: {
+    summary: 'Serve the web dashboard for a deployed API on localhost (signing its reads)',
+    usage: 'tasks dashboard --endpoint URL [--port P] [--host H]',
+    help: `The deployed API requires SigV4 on every route, which a browser cannot sign. This serves the
+dashboard page on localhost and answers its status reads through the signing client, with your
+AWS credentials. Against the local runtime, open http://127.0.0.1:3000/ instead. Ctrl-C quits.
+
+Options:
+  --port P   local port (default 8080; 0 picks a free one)
+  --host H   bind address (default 127.0.0.1)`,
+    options: { port: { type: 'string' }, host: { type: 'string' } },
+    async run(ctx) {
+      noPositionals(ctx);
+      const port = integer(ctx, 'port', 0, 65_535) ?? 8080;
+      const proxy = await startDashboardProxy({
+        client: ctx.client(),
+        port,
+        host: str(ctx, 'host') ?? '127.0.0.1',
+      });
+      ctx.print({ url: proxy.url }, () => `Dashboard at ${proxy.url} (Ctrl-C to stop)`);
+      await new Promise<void>((resolve) => {
+        if (!ctx.io.signal || ctx.io.signal.aborted) return resolve();
+        ctx.io.signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      await proxy.close();
+      return 0;
     },
   },
   watch: {
