@@ -15,7 +15,7 @@
  *
  * Maximum wait (proof sketch). Let τ bound how long a dispatched task holds capacity (timeout +
  * lease), k the tasks that can still rank ahead of it after T (waiting tasks of its pool older
- * than it; under fair-share also its tenant's waiting tasks in the other pool), Q its tenant's
+ * than it, plus its tenant's waiting tasks in the other pool, which take the same quota), Q its tenant's
  * maxConcurrency and c the Lambda pool's slots. Consider any window [s, s + 2τ] after T in which
  * the task still waits. Unless p = min(c, Q) of those k tasks (or the task) are dispatched in
  * the window: its tenant dispatches fewer than p tasks in the window (its dispatches after T are
@@ -34,7 +34,7 @@
  * Fargate: tasks differ in size, so p = 1 (an empty pool fits any task that fits the pool), plus
  * one window for a reservation taken before T by a larger task. fifo: no aging, T = now.
  * The bound counts only tasks the policy holds and assumes no older task is re-added (a retry of
- * an older task) and, under fair-share, no new work of its tenant in the other pool.
+ * an older task) and no new work of its tenant in the other pool.
  */
 import type { PolicyName } from '../config.ts';
 import type { Runtime } from '../task.ts';

@@ -309,10 +309,7 @@ export class SchedulingPolicy {
     let aheadCount = 0;
     for (const other of this.#waiting.values()) {
       const samePool = other.pool === pool;
-      if (
-        (samePool && olderTask(other, task)) ||
-        (this.policy === 'fair-share' && !samePool && other.tenant === tenant)
-      ) {
+      if ((samePool && olderTask(other, task)) || (!samePool && other.tenant === tenant)) {
         aheadCount++;
       }
     }

@@ -61,6 +61,8 @@ export interface WorkItem {
   readonly arriveMs: number;
   readonly delayMs: number;
   readonly holdMs: number;
+  /** A Fargate task of this size (vCPU; memory scales with it), else a Lambda task. */
+  readonly fargateVcpu?: number;
 }
 
 export interface DriveResult {
@@ -101,7 +103,7 @@ export function drive(
   const policy = makePolicy({
     policy: policyName,
     agingSeconds: settings.agingSeconds,
-    pools: { slots: settings.slots },
+    pools: { slots: settings.slots, vcpu: 4, memoryMiB: 4096 },
     tenants: settings.tenants,
     maxHoldSeconds: settings.maxHoldSeconds,
   });
@@ -120,8 +122,8 @@ export function drive(
       taskId: `task-${index}`,
       tenantId: item.tenantId,
       priority: item.priority,
-      runtime: 'lambda',
-      resources: SMALL,
+      runtime: item.fargateVcpu ? 'fargate' : 'lambda',
+      resources: item.fargateVcpu ? { vcpu: item.fargateVcpu, memoryMiB: item.fargateVcpu * 1024 } : SMALL,
       agingFromMs: item.arriveMs,
       runAtMs: item.arriveMs + item.delayMs,
       seq: index,

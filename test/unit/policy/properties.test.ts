@@ -53,96 +53,100 @@ describe('Class: SchedulingPolicy', () => {
     for (const policyName of POLICY_NAMES) {
       it(`${policyName}: never exceeds a quota or a pool, never starts a task early, and is work conserving`, () => {
         fc.assert(
-          fc.property(fc.array(operation, { maxLength: 120 }), fc.constantFrom(1, 3, Infinity), (ops, skips) => {
-            // Prepare
-            const policy = makePolicy({
-              policy: policyName,
-              agingSeconds: 1,
-              pools: POOLS,
-              tenantDefaults: { weight: 1, maxConcurrency: 2 },
-              reservationAfterSkips: skips,
-            });
-            const settings = new Map<string, TenantSettings>();
-            const settingsOf = (tenantId: string) => settings.get(tenantId) ?? { weight: 1, maxConcurrency: 2 };
-            const waiting = new Map<string, Candidate>();
-            const active = new Map<string, Candidate>();
-            let now = 10_000;
-            let seq = 0;
-            const activeOf = (tenantId: string) => [...active.values()].filter((c) => c.tenantId === tenantId).length;
-            const used = () => {
-              let slots = 0;
-              let vcpu = 0;
-              let memoryMiB = 0;
-              for (const c of active.values()) {
-                if (c.runtime === 'lambda') slots++;
-                else {
-                  vcpu += c.resources.vcpu;
-                  memoryMiB += c.resources.memoryMiB;
+          fc.property(
+            fc.array(operation, { maxLength: 120, size: 'max' }),
+            fc.constantFrom(1, 3, Infinity),
+            (ops, skips) => {
+              // Prepare
+              const policy = makePolicy({
+                policy: policyName,
+                agingSeconds: 1,
+                pools: POOLS,
+                tenantDefaults: { weight: 1, maxConcurrency: 2 },
+                reservationAfterSkips: skips,
+              });
+              const settings = new Map<string, TenantSettings>();
+              const settingsOf = (tenantId: string) => settings.get(tenantId) ?? { weight: 1, maxConcurrency: 2 };
+              const waiting = new Map<string, Candidate>();
+              const active = new Map<string, Candidate>();
+              let now = 10_000;
+              let seq = 0;
+              const activeOf = (tenantId: string) => [...active.values()].filter((c) => c.tenantId === tenantId).length;
+              const used = () => {
+                let slots = 0;
+                let vcpu = 0;
+                let memoryMiB = 0;
+                for (const c of active.values()) {
+                  if (c.runtime === 'lambda') slots++;
+                  else {
+                    vcpu += c.resources.vcpu;
+                    memoryMiB += c.resources.memoryMiB;
+                  }
                 }
+                return { slots, vcpu, memoryMiB };
+              };
+              const fitsFree = (c: Candidate) => {
+                const u = used();
+                return c.runtime === 'lambda'
+                  ? u.slots + 1 <= POOLS.slots
+                  : u.vcpu + c.resources.vcpu <= POOLS.vcpu && u.memoryMiB + c.resources.memoryMiB <= POOLS.memoryMiB;
+              };
+              // Act & Assess, step by step
+              for (const op of ops) {
+                if (op.kind === 'add') {
+                  const c: Candidate = {
+                    taskId: `task-${seq}`,
+                    tenantId: TENANTS[op.tenant] as string,
+                    priority: PRIORITY_TIERS[op.tier] ?? 'normal',
+                    runtime: op.fargate ? 'fargate' : 'lambda',
+                    resources: SIZES[op.size] ?? { vcpu: 1, memoryMiB: 512 },
+                    agingFromMs: now - op.age,
+                    runAtMs: now + op.delay,
+                    seq: seq++,
+                  };
+                  expect(policy.add(c)).toBe(true);
+                  waiting.set(c.taskId, c);
+                } else if (op.kind === 'release' && active.size > 0) {
+                  const taskId = [...active.keys()][op.pick % active.size] as string;
+                  expect(policy.release(taskId)).toBe(true);
+                  active.delete(taskId);
+                } else if (op.kind === 'remove' && waiting.size > 0) {
+                  const taskId = [...waiting.keys()][op.pick % waiting.size] as string;
+                  expect(policy.remove(taskId)).toBe(true);
+                  waiting.delete(taskId);
+                } else if (op.kind === 'setTenant') {
+                  const tenantId = TENANTS[op.tenant] as string;
+                  settings.set(tenantId, { weight: op.weight, maxConcurrency: op.maxConcurrency });
+                  policy.setTenant(tenantId, settings.get(tenantId));
+                } else if (op.kind === 'tick') {
+                  now += op.ms;
+                }
+                for (let next = policy.next(now); next; next = policy.next(now)) {
+                  expect(waiting.has(next.taskId)).toBe(true);
+                  expect(next.runAtMs).toBeLessThanOrEqual(now);
+                  expect(fitsFree(next)).toBe(true);
+                  waiting.delete(next.taskId);
+                  active.set(next.taskId, next);
+                  expect(activeOf(next.tenantId)).toBeLessThanOrEqual(settingsOf(next.tenantId).maxConcurrency);
+                }
+                // Work conservation: whatever still waits is delayed, over quota, does not fit, or
+                // yields to the pool's reservation for a starving larger task.
+                const reservedId = policy.snapshot(now).pools[1]?.reservedForTaskId;
+                const reserved = reservedId ? waiting.get(reservedId) : undefined;
+                const reservationHolds =
+                  reserved !== undefined && activeOf(reserved.tenantId) < settingsOf(reserved.tenantId).maxConcurrency;
+                for (const c of waiting.values()) {
+                  const blocked =
+                    c.runAtMs > now ||
+                    activeOf(c.tenantId) >= settingsOf(c.tenantId).maxConcurrency ||
+                    !fitsFree(c) ||
+                    (c.runtime === 'fargate' && reservationHolds && reserved?.taskId !== c.taskId);
+                  expect(blocked, `${c.taskId} was eligible but not dispatched`).toBe(true);
+                }
+                expect([policy.waitingCount, policy.activeCount]).toEqual([waiting.size, active.size]);
               }
-              return { slots, vcpu, memoryMiB };
-            };
-            const fitsFree = (c: Candidate) => {
-              const u = used();
-              return c.runtime === 'lambda'
-                ? u.slots + 1 <= POOLS.slots
-                : u.vcpu + c.resources.vcpu <= POOLS.vcpu && u.memoryMiB + c.resources.memoryMiB <= POOLS.memoryMiB;
-            };
-            // Act & Assess, step by step
-            for (const op of ops) {
-              if (op.kind === 'add') {
-                const c: Candidate = {
-                  taskId: `task-${seq}`,
-                  tenantId: TENANTS[op.tenant] as string,
-                  priority: PRIORITY_TIERS[op.tier] ?? 'normal',
-                  runtime: op.fargate ? 'fargate' : 'lambda',
-                  resources: SIZES[op.size] ?? { vcpu: 1, memoryMiB: 512 },
-                  agingFromMs: now - op.age,
-                  runAtMs: now + op.delay,
-                  seq: seq++,
-                };
-                expect(policy.add(c)).toBe(true);
-                waiting.set(c.taskId, c);
-              } else if (op.kind === 'release' && active.size > 0) {
-                const taskId = [...active.keys()][op.pick % active.size] as string;
-                expect(policy.release(taskId)).toBe(true);
-                active.delete(taskId);
-              } else if (op.kind === 'remove' && waiting.size > 0) {
-                const taskId = [...waiting.keys()][op.pick % waiting.size] as string;
-                expect(policy.remove(taskId)).toBe(true);
-                waiting.delete(taskId);
-              } else if (op.kind === 'setTenant') {
-                const tenantId = TENANTS[op.tenant] as string;
-                settings.set(tenantId, { weight: op.weight, maxConcurrency: op.maxConcurrency });
-                policy.setTenant(tenantId, settings.get(tenantId));
-              } else if (op.kind === 'tick') {
-                now += op.ms;
-              }
-              for (let next = policy.next(now); next; next = policy.next(now)) {
-                expect(waiting.has(next.taskId)).toBe(true);
-                expect(next.runAtMs).toBeLessThanOrEqual(now);
-                expect(fitsFree(next)).toBe(true);
-                waiting.delete(next.taskId);
-                active.set(next.taskId, next);
-                expect(activeOf(next.tenantId)).toBeLessThanOrEqual(settingsOf(next.tenantId).maxConcurrency);
-              }
-              // Work conservation: whatever still waits is delayed, over quota, does not fit, or
-              // yields to the pool's reservation for a starving larger task.
-              const reservedId = policy.snapshot(now).pools[1]?.reservedForTaskId;
-              const reserved = reservedId ? waiting.get(reservedId) : undefined;
-              const reservationHolds =
-                reserved !== undefined && activeOf(reserved.tenantId) < settingsOf(reserved.tenantId).maxConcurrency;
-              for (const c of waiting.values()) {
-                const blocked =
-                  c.runAtMs > now ||
-                  activeOf(c.tenantId) >= settingsOf(c.tenantId).maxConcurrency ||
-                  !fitsFree(c) ||
-                  (c.runtime === 'fargate' && reservationHolds && reserved?.taskId !== c.taskId);
-                expect(blocked, `${c.taskId} was eligible but not dispatched`).toBe(true);
-              }
-              expect([policy.waitingCount, policy.activeCount]).toEqual([waiting.size, active.size]);
-            }
-          }),
+            },
+          ),
           { numRuns: 150 },
         );
       });
@@ -157,8 +161,13 @@ describe('Class: SchedulingPolicy', () => {
         arriveMs: fc.nat(120_000),
         delayMs: fc.oneof({ arbitrary: fc.constant(0), weight: 4 }, { arbitrary: fc.nat(20_000), weight: 1 }),
         holdMs: fc.integer({ min: 1, max: 10_000 }),
+        // Fargate pool of 4 vCPU: sizes from a quarter of it to all of it.
+        fargateVcpu: fc.oneof(
+          { arbitrary: fc.constant(undefined), weight: 2 },
+          { arbitrary: fc.constantFrom(1, 2, 3, 4), weight: 1 },
+        ),
       }),
-      { minLength: 1, maxLength: 50 },
+      { minLength: 1, maxLength: 50, size: 'max' },
     );
     const setup = fc.record({
       slots: fc.integer({ min: 1, max: 4 }),
@@ -183,10 +192,19 @@ describe('Class: SchedulingPolicy', () => {
           fc.property(workload, setup, (work: WorkItem[], s) => {
             // Prepare
             const promised = new Map<string, number[]>();
+            // The bound assumes no new work of the task's tenant in its other pool (aging.ts).
+            const lastArrival = new Map<string, number>();
+            for (const item of work) {
+              const key = `${item.tenantId}/${item.fargateVcpu ? 'fargate' : 'lambda'}`;
+              lastArrival.set(key, Math.max(lastArrival.get(key) ?? 0, item.arriveMs));
+            }
+            const otherPoolStillArriving = (c: Candidate, nowMs: number) =>
+              (lastArrival.get(`${c.tenantId}/${c.runtime === 'lambda' ? 'fargate' : 'lambda'}`) ?? -1) > nowMs;
             // Act
             const result = drive(policyName, work, settingsFor(s), {
               beforeDispatch(policy, nowMs, waiting) {
-                for (const taskId of waiting.keys()) {
+                for (const [taskId, c] of waiting) {
+                  if (otherPoolStillArriving(c, nowMs)) continue;
                   const bound = policy.explain(taskId, nowMs)?.waitBoundSeconds;
                   if (bound === null || bound === undefined) continue;
                   promised.set(taskId, [...(promised.get(taskId) ?? []), nowMs + bound * 1000]);
@@ -200,7 +218,7 @@ describe('Class: SchedulingPolicy', () => {
               for (const deadline of deadlines) expect(startedAt).toBeLessThanOrEqual(deadline);
             }
           }),
-          { numRuns: 200 },
+          { numRuns: 500 },
         );
       });
     }
@@ -220,9 +238,16 @@ describe('Class: SchedulingPolicy', () => {
               onDispatch(started, nowMs, waiting, active) {
                 const activeOf = (tenantId: string) =>
                   [...active.values()].filter((c) => c.tenantId === tenantId).length;
-                const share = (tenantId: string) =>
-                  activeOf(tenantId) / s.slots / (settings.tenants[tenantId as 'a'] ?? { weight: 1 }).weight;
+                const share = (tenantId: string) => {
+                  const mine = [...active.values()].filter((c) => c.tenantId === tenantId);
+                  const lambda = mine.filter((c) => c.runtime === 'lambda').length / s.slots;
+                  const vcpu =
+                    mine.filter((c) => c.runtime === 'fargate').reduce((sum, c) => sum + c.resources.vcpu, 0) / 4;
+                  return Math.max(lambda, vcpu) / (settings.tenants[tenantId as 'a'] ?? { weight: 1 }).weight;
+                };
                 for (const passed of waiting.values()) {
+                  // Lambda tasks are all the same size; in the Fargate pool, passing for fit is allowed.
+                  if (started.runtime !== 'lambda' || passed.runtime !== 'lambda') continue;
                   const eligible =
                     passed.runAtMs <= nowMs &&
                     activeOf(passed.tenantId) < (settings.tenants[passed.tenantId as 'a']?.maxConcurrency ?? 0);
@@ -239,7 +264,7 @@ describe('Class: SchedulingPolicy', () => {
             // Assess
             expect(violations).toEqual([]);
           }),
-          { numRuns: 200 },
+          { numRuns: 500 },
         );
       });
     }
@@ -268,6 +293,7 @@ describe('Class: SchedulingPolicy', () => {
             drive(policyName, work, settings, {
               onDispatch(started, nowMs, waiting) {
                 for (const other of waiting.values()) {
+                  if (started.runtime !== 'lambda' || other.runtime !== 'lambda') continue;
                   if (other.runAtMs <= nowMs && before(key(other, nowMs), key(started, nowMs))) {
                     violations.push(`${started.taskId} started before ${other.taskId} at ${nowMs}`);
                   }
@@ -277,7 +303,7 @@ describe('Class: SchedulingPolicy', () => {
             // Assess
             expect(violations).toEqual([]);
           }),
-          { numRuns: 200 },
+          { numRuns: 500 },
         );
       });
     }
