@@ -139,9 +139,9 @@ function poolFull(snapshot: SchedulerSnapshot, task: Task): boolean {
 /**
  * The bound of lambda/core/policy/aging.ts (proved there): time to reach the top tier, then at
  * most ⌈(k + 1) / p⌉ windows of 2τ, where k is the work that can still rank ahead of it. From
- * the snapshot, k is over-approximated by every candidate the scheduler holds in the task's tier
- * or above (older top-tier work is among them), and τ by the task's timeout plus the dispatch
- * lease. Null without a snapshot (no scheduler has run yet) or when no bound holds.
+ * the snapshot, k is over-approximated by every candidate the scheduler holds (older work of
+ * any tier, and its tenant's other-pool work, is among them), and τ by the task's timeout plus
+ * the dispatch lease. Null without a snapshot (no scheduler has run yet) or when no bound holds.
  */
 function bound(
   task: Task,
@@ -150,8 +150,10 @@ function bound(
   const { config, tenant, snapshot, now } = input;
   if (!snapshot) return null;
   const rank = tierRank(task.priority);
+  // Every candidate held, whatever its tier: an older task of a lower base tier may have aged
+  // past it, and its tenant's work in the other pool shares its quota.
   let ahead = 0;
-  for (const tier of PRIORITY_TIERS.slice(0, rank + 1)) ahead += snapshot.tiers[tier]?.waiting ?? 0;
+  for (const tier of PRIORITY_TIERS) ahead += snapshot.tiers[tier]?.waiting ?? 0;
   const pool = config.pools.fargate;
   const seconds = waitBoundSeconds({
     policy: config.policy,
