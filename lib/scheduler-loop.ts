@@ -18,9 +18,11 @@ export interface SchedulerLoopProps {
   /** Finished attempts free capacity through here. */
   readonly completionsQueue: DefinedQueue;
   /**
-   * How long one invocation may loop. The handler stops a little before it; the next tick
-   * (every minute) starts the next loop.
-   * @default Duration.seconds(60)
+   * How long one invocation may loop. The handler stops 15 s before it, so 75 s makes each loop
+   * outlast the one-minute tick: the next tick arrives while the loop still runs, is throttled
+   * (reserved concurrency 1), and Lambda's async retry starts it within seconds of the loop
+   * handing back its lease. With 60 s, every minute would have a ~15 s gap with no scheduler.
+   * @default Duration.seconds(75)
    */
   readonly timeout?: Duration;
   /** @default 512 */
@@ -40,7 +42,7 @@ export class SchedulerLoop extends Construct {
 
   constructor(scope: Construct, id: string, props: SchedulerLoopProps) {
     super(scope, id);
-    const timeout = props.timeout ?? Duration.seconds(60);
+    const timeout = props.timeout ?? Duration.seconds(75);
     const timeoutSeconds = timeout.toSeconds();
     if (timeoutSeconds < 60 || timeoutSeconds > 900) {
       throw new Error(

@@ -100,7 +100,7 @@ describe('Construct: SchedulerLoop', () => {
     template.hasResourceProperties('AWS::Lambda::Function', {
       Handler: 'index.handler',
       ReservedConcurrentExecutions: 1,
-      Timeout: 60,
+      Timeout: 75,
       Description: Match.stringLikeRegexp('scheduler loop'),
     });
     template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
