@@ -8,5 +8,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores here: keep parallelism modest so emulator-backed tests do not starve.
     maxWorkers: 2,
+    // fauxqs persists through node:sqlite, behind this flag on Node 22.12 (harmless on 24).
+    execArgv: ['--experimental-sqlite'],
   },
 });

@@ -53,7 +53,14 @@ describe('chaos: kill -9 of the whole local runtime', () => {
   async function startRuntime(port: number): Promise<ChildProcess> {
     const child = spawn(
       process.execPath,
-      ['--experimental-strip-types', '--no-warnings=ExperimentalWarning', 'bin/local.ts', '--config', configPath],
+      [
+        '--experimental-strip-types',
+        '--experimental-sqlite',
+        '--no-warnings=ExperimentalWarning',
+        'bin/local.ts',
+        '--config',
+        configPath,
+      ],
       {
         cwd: process.cwd(),
         env: { ...process.env, PORT: String(port), DATA_DIR: join(dataDir, 'state') },
