@@ -1,10 +1,11 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { RuntimeSettings } from './runtime-function.ts';
@@ -143,6 +144,21 @@ export class FargateWorkers extends Construct {
     props.queue.queue.grantConsumeMessages(tasksRole);
     props.completionsQueue.queue.grantSendMessages(tasksRole);
     for (const tier of props.tierQueues) tier.queue.grantSendMessages(tasksRole);
+    // Task scale-in protection while a worker runs attempts (lambda/worker/scale-in-protection.ts):
+    // the ECS agent calls these with the task role, for this cluster's tasks only.
+    tasksRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['ecs:UpdateTaskProtection', 'ecs:GetTaskProtection'],
+        resources: [
+          Stack.of(this).formatArn({
+            service: 'ecs',
+            resource: 'task',
+            resourceName: `${this.cluster.clusterName}/*`,
+            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+          }),
+        ],
+      }),
+    );
 
     this.securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
       vpc: this.vpc,
@@ -190,6 +206,11 @@ export class FargateWorkers extends Construct {
       id: 'AwsSolutions-ECS2',
       reason:
         'The environment holds resource names, queue URLs and the non-secret scheduler configuration; there are no credentials to move to Secrets Manager.',
+    });
+    Validations.of(this.taskDefinition).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<${Stack.of(this).getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster)}>/*]`,
+      reason:
+        "Task scale-in protection is set by each worker task on itself; task ids are not known before the tasks run, so the grant covers this cluster's tasks only.",
     });
     Validations.of(this.taskDefinition).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',

@@ -9,10 +9,15 @@ import { availableParallelism } from 'node:os';
 import { attemptDepsFromEnvironment, servicesFromEnvironment } from '../app/wiring.ts';
 import { workerQueue } from '../infra/resources.ts';
 import { QueueWorker } from '../worker/queue-worker.ts';
+import { ScaleInProtection } from '../worker/scale-in-protection.ts';
 import { logger, taskLogger } from './observability.ts';
 
 const services = servicesFromEnvironment();
 const concurrency = Number(process.env.WORKER_CONCURRENCY ?? availableParallelism() * 4);
+// On ECS the agent injects ECS_AGENT_URI: a busy container is then protected from scale-in.
+const protection = process.env.ECS_AGENT_URI
+  ? new ScaleInProtection({ agentUri: process.env.ECS_AGENT_URI, logger: taskLogger })
+  : undefined;
 const worker = new QueueWorker({
   queues: services.queues,
   queueId: workerQueue('fargate').id,
@@ -21,6 +26,7 @@ const worker = new QueueWorker({
   visibilitySeconds: Math.max(60, services.config.scheduler.runLeaseSeconds * 2),
   logger: taskLogger,
   attempt: attemptDepsFromEnvironment(services, taskLogger),
+  ...(protection ? { onBusyChange: (busy: boolean) => void protection.setBusy(busy) } : {}),
 });
 
 worker.start();

@@ -20,6 +20,8 @@ export interface QueueWorkerOptions {
   readonly logger?: TaskLogger;
   /** Observer of every settled message (tests, metrics). */
   readonly onOutcome?: (outcome: AttemptOutcome) => void;
+  /** Told when the worker goes from idle to running attempts and back (scale-in protection). */
+  readonly onBusyChange?: (busy: boolean) => void;
 }
 
 export class QueueWorker {
@@ -85,9 +87,11 @@ export class QueueWorker {
   }
 
   #track(work: Promise<void>): void {
+    if (this.#inFlight.size === 0) this.#options.onBusyChange?.(true);
     this.#inFlight.add(work);
     work.finally(() => {
       this.#inFlight.delete(work);
+      if (this.#inFlight.size === 0) this.#options.onBusyChange?.(false);
       this.#wakeUp?.();
       this.#wakeUp = undefined;
     });

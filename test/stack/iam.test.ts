@@ -68,6 +68,14 @@ describe('Least privilege per function', () => {
     expect(resourcesFor(grants, 'sqs:ChangeMessageVisibility')).toEqual([ids.workerFargate]);
     expect(resourcesFor(grants, 'sqs:SendMessage')).toEqual(sorted(ids.tiers, ids.completions));
     expect(writableTables(grants)).toEqual(sorted(ids.tasks, ids.exampleTables));
+    // Scale-in protection of its own tasks, in its own cluster only.
+    const cluster = logicalId(synth.stack, synth.stack.fargateWorkers.cluster);
+    for (const action of ['ecs:UpdateTaskProtection', 'ecs:GetTaskProtection']) {
+      const resources = resourcesFor(grants, action);
+      expect(resources, action).toHaveLength(1);
+      expect(resources[0], action).toContain(cluster);
+      expect(resources[0], action).toMatch(/:task\/.*\/\*/);
+    }
   });
 
   it('redrive: the worker dead-letter queues in, tiers and completions out, the task table only', () => {

@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dispatch } from '../../lambda/core/lifecycle.ts';
+import { QueueWorker } from '../../lambda/worker/queue-worker.ts';
+import { startTestServices, type TestServices } from '../helpers/services.ts';
+
+let services: TestServices;
+beforeAll(async () => {
+  services = await startTestServices();
+});
+afterAll(async () => {
+  await services.stop();
+});
+
+describe('Class: QueueWorker (against the emulators)', () => {
+  it('runs what it receives, deletes settled messages, and reports busy then idle once', async () => {
+    // Prepare: three dispatched attempts waiting on the Fargate worker queue.
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const { task } = await services.tasks.submit({ tenantId: 'qw', type: 'demo.sleep', payload: { ms: 200 } });
+      const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+      await services.queues.sendToWorkers('fargate', [
+        { taskId: task.taskId, fence: dispatched.fence, tenantId: 'qw', type: 'demo.sleep' },
+      ]);
+      ids.push(task.taskId);
+    }
+    const busy: boolean[] = [];
+    const worker = new QueueWorker({
+      queues: services.queues,
+      queueId: 'worker-fargate',
+      maxConcurrent: 4,
+      waitSeconds: 1,
+      attempt: { store: services.store, queues: services.queues, registry: services.registry, config: services.config },
+      onBusyChange: (value) => busy.push(value),
+    });
+
+    // Act
+    worker.start();
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const tasks = await services.store.getMany(ids);
+      if ([...tasks.values()].every((t) => t.state === 'SUCCEEDED')) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await worker.stop();
+
+    // Assess
+    expect([...(await services.store.getMany(ids)).values()].map((t) => t.state)).toEqual([
+      'SUCCEEDED',
+      'SUCCEEDED',
+      'SUCCEEDED',
+    ]);
+    expect(busy[0]).toBe(true);
+    expect(busy.at(-1)).toBe(false);
+    expect(await services.queues.receive('worker-fargate', { waitSeconds: 0, visibilitySeconds: 0 })).toEqual([]);
+  });
+});
