@@ -48,6 +48,24 @@ export interface PhaseResult {
   readonly stats: Map<string, CallStat>;
 }
 
+function phaseResult(
+  tasks: number,
+  seconds: number,
+  cpu: NodeJS.CpuUsage,
+  waits: number[],
+  stats: Map<string, CallStat>,
+): PhaseResult {
+  return {
+    tasks,
+    seconds,
+    tasksPerSecond: tasks / seconds,
+    p50Ms: percentile(waits, 50),
+    p99Ms: percentile(waits, 99),
+    cpuMsPerTask: (cpu.user + cpu.system) / 1000 / tasks,
+    stats,
+  };
+}
+
 export interface LocalE2EResult {
   readonly ours: PhaseResult;
   readonly floor: PhaseResult;
@@ -91,15 +109,7 @@ async function runOurs(
       submitted.map((s) => s.taskId),
     );
     const waits = times.map((t) => t.waitMs);
-    const saturated: PhaseResult = {
-      tasks: n,
-      seconds,
-      tasksPerSecond: n / seconds,
-      p50Ms: percentile(waits, 50),
-      p99Ms: percentile(waits, 99),
-      cpuMsPerTask: (cpu.user + cpu.system) / 1000 / n,
-      stats,
-    };
+    const saturated = phaseResult(n, seconds, cpu, waits, stats);
 
     // Paced: an open-loop stream at half the saturated rate, the latency a lightly loaded system gives.
     const rate = Math.max(1, saturated.tasksPerSecond / 2);
@@ -274,15 +284,7 @@ async function runFloor(n: number, pacedN: number, pacedRate: number) {
     const cpu = process.cpuUsage(cpu0);
     const stats = counter.snapshot();
     const waits = waitsOf(ids);
-    const saturated: PhaseResult = {
-      tasks: n,
-      seconds,
-      tasksPerSecond: n / seconds,
-      p50Ms: percentile(waits, 50),
-      p99Ms: percentile(waits, 99),
-      cpuMsPerTask: (cpu.user + cpu.system) / 1000 / n,
-      stats,
-    };
+    const saturated = phaseResult(n, seconds, cpu, waits, stats);
     target += pacedN;
     const pacedIds = await paced(pacedN, pacedRate, submitOne);
     await waitFor(target);

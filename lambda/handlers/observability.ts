@@ -1,8 +1,10 @@
 /**
  * One configured logger and metrics instance per Lambda execution environment (Powertools).
  */
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE } from '../infra/telemetry.ts';
 import type { TaskLogger } from '../task-types/define.ts';
 
@@ -15,3 +17,20 @@ export const taskLogger: TaskLogger = {
   warn: (message, extra) => logger.warn(message, extra ?? {}),
   error: (message, extra) => logger.error(message, extra ?? {}),
 };
+
+/**
+ * An SQS-triggered handler with partial batch responses: each record goes to `recordHandler`,
+ * a record that throws is reported as a batch item failure (SQS redelivers it), and the
+ * metrics the records added are published once per invocation.
+ */
+export function sqsBatchHandler(recordHandler: (record: SQSRecord) => Promise<void>) {
+  const processor = new BatchProcessor(EventType.SQS);
+  return async (event: SQSEvent, context: Context) => {
+    logger.addContext(context);
+    try {
+      return await processPartialResponse(event, recordHandler, processor, { context });
+    } finally {
+      metrics.publishStoredMetrics();
+    }
+  };
+}

@@ -3,15 +3,12 @@
  * retry (back to QUEUED with backoff, announced on its tier queue) or a final FAILED with the
  * last error, decided by the core (`deadLetter`) from the attempts counted in DynamoDB.
  */
-import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSRecord } from 'aws-lambda';
 import type { WorkerMessage } from '../adapters/queues.ts';
 import { servicesFromEnvironment } from '../app/wiring.ts';
 import { METRIC } from '../infra/telemetry.ts';
 import { redriveDeadLetter } from '../worker/redrive.ts';
-import { logger, metrics } from './observability.ts';
-
-const processor = new BatchProcessor(EventType.SQS);
+import { logger, metrics, sqsBatchHandler } from './observability.ts';
 
 async function recordHandler(record: SQSRecord): Promise<void> {
   const services = servicesFromEnvironment();
@@ -20,11 +17,4 @@ async function recordHandler(record: SQSRecord): Promise<void> {
   if (task) logger.info(`dead letter settled: task ${task.state}`, { taskId: task.taskId, attempts: task.attempts });
 }
 
-export const handler = async (event: SQSEvent, context: Context) => {
-  logger.addContext(context);
-  try {
-    return await processPartialResponse(event, recordHandler, processor, { context });
-  } finally {
-    metrics.publishStoredMetrics();
-  }
-};
+export const handler = sqsBatchHandler(recordHandler);

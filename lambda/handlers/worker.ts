@@ -4,16 +4,13 @@
  * is NOT a batch item failure; only an infrastructure error (store or queue unreachable) fails
  * the record, which SQS redelivers and finally dead-letters to the redrive handler.
  */
-import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
-import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { SQSRecord } from 'aws-lambda';
 import type { WorkerMessage } from '../adapters/queues.ts';
 import { attemptDepsFromEnvironment, servicesFromEnvironment } from '../app/wiring.ts';
 import type { TaskState } from '../core/task.ts';
 import { METRIC, type MetricName } from '../infra/telemetry.ts';
 import { runAttempt } from '../worker/run-attempt.ts';
-import { logger, metrics, taskLogger } from './observability.ts';
-
-const processor = new BatchProcessor(EventType.SQS);
+import { logger, metrics, sqsBatchHandler, taskLogger } from './observability.ts';
 
 async function recordHandler(record: SQSRecord): Promise<void> {
   const services = servicesFromEnvironment();
@@ -27,14 +24,7 @@ async function recordHandler(record: SQSRecord): Promise<void> {
   if (metric) metrics.addMetric(metric, 'Count', 1);
 }
 
-export const handler = async (event: SQSEvent, context: Context) => {
-  logger.addContext(context);
-  try {
-    return await processPartialResponse(event, recordHandler, processor, { context });
-  } finally {
-    metrics.publishStoredMetrics();
-  }
-};
+export const handler = sqsBatchHandler(recordHandler);
 
 /** Settled states of an attempt and the metric each counts toward. */
 const OUTCOME_METRIC: Partial<Record<TaskState, MetricName>> = {

@@ -55,17 +55,8 @@ export interface FaultCounts {
 
 export const newCounts = (): FaultCounts => ({ calls: 0, throttle: 0, ambiguous: 0, crash: 0, duplicate: 0 });
 
-/** Seeded PRNG (mulberry32): fault schedules replay exactly from a fast-check seed. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+/** Seeded PRNG: fault schedules replay exactly from a fast-check seed. */
+export { seededRandom } from '../../lambda/core/random.ts';
 
 /** Faults at random with the given per-call probabilities (only where they make sense). */
 export function randomFaults(

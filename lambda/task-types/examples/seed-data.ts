@@ -7,6 +7,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import sharp from 'sharp';
+import { seededRandom } from '../../core/random.ts';
 import {
   EXAMPLE_BUCKET,
   EXAMPLE_LEDGER_TABLE,
@@ -44,20 +45,8 @@ export interface SeedSummary {
   readonly objects: readonly string[];
 }
 
-/** A small seeded generator (mulberry32): the same "random" amounts on every run. */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 export function sampleSales(): Record<string, unknown>[] {
-  const random = generator(2026);
+  const random = seededRandom(2026);
   const items: Record<string, unknown>[] = [];
   for (const restaurantId of SAMPLE.restaurantIds) {
     // Day -1 and day 7 lie outside the week: the report must leave them out.
