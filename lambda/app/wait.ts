@@ -4,7 +4,7 @@
  * derived from the task, its tenant's settings and that snapshot.
  */
 import type { PolicyName, SchedulerConfig } from '../core/config.ts';
-import { effectiveRank, waitBoundSeconds } from '../core/policy/index.ts';
+import { effectiveRank, topTierAtMs, waitBoundSeconds } from '../core/policy/index.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Task, type TenantSettings, tierRank } from '../core/task.ts';
 
 export const WAIT_REASONS = ['delayed', 'tenant_quota', 'capacity', 'fair_share', 'priority'] as const;
@@ -73,8 +73,8 @@ export function explainWait(
   const agingFromMs = Date.parse(task.agingFrom);
   const waitedSeconds = Math.max(0, (nowMs - agingFromMs) / 1000);
   const tier = effectiveTier(task.priority, waitedSeconds, config.agingSeconds);
-  const secondsToTopTier =
-    config.policy === 'fifo' ? 0 : Math.max(0, tierRank(task.priority) * config.agingSeconds - waitedSeconds);
+  const topAtMs = topTierAtMs(tierRank(task.priority), agingFromMs, config.agingSeconds * 1000);
+  const secondsToTopTier = config.policy === 'fifo' ? 0 : Math.max(0, (topAtMs - nowMs) / 1000);
   const base = { effectiveTier: tier, waitedSeconds: round(waitedSeconds), secondsToTopTier: round(secondsToTopTier) };
   const asOf = snapshot ? { asOf: snapshot.at } : {};
 
