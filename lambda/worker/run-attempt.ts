@@ -12,7 +12,7 @@ import type { CompletionMessage, QueueClient, WorkerMessage } from '../adapters/
 import type { TaskStore } from '../adapters/task-store.ts';
 import { backoffMs } from '../core/backoff.ts';
 import type { SchedulerConfig } from '../core/config.ts';
-import { InvalidTransitionError, NonRetryableError, SchedulerError, StaleAttemptError } from '../core/errors.ts';
+import { InvalidTransitionError, NonRetryableError, StaleAttemptError, TaskNotFoundError } from '../core/errors.ts';
 import { acknowledgeCancel, fail, heartbeat, start, succeed } from '../core/lifecycle.ts';
 import { MAX_RESULT_BYTES, storableProblem } from '../core/storable.ts';
 import type { Task, TaskError } from '../core/task.ts';
@@ -72,7 +72,7 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
       // Duplicate delivery, re-dispatched task, or cancelled before start: nothing to run.
       return { kind: 'skipped', reason: error.message, ...(error.current ? { task: error.current } : {}) };
     }
-    if (error instanceof SchedulerError && error.code === 'task_not_found') {
+    if (error instanceof TaskNotFoundError) {
       return { kind: 'skipped', reason: error.message };
     }
     throw error;
