@@ -20,6 +20,7 @@ import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
 import { type AwsClients, createAwsClients, localEndpoints } from '../adapters/aws-clients.ts';
 import { QUEUES, type QueueDefinition, TABLES, type TableDefinition } from '../infra/resources.ts';
+import { type IndexRepairResult, markDynaliteStoreClean, prepareDynaliteStore } from './index-repair.ts';
 
 export interface Emulators {
   readonly clients: AwsClients;
@@ -29,6 +30,8 @@ export interface Emulators {
   readonly tables: Readonly<Record<string, string>>;
   /** Queue URLs by queue id. */
   readonly queueUrls: Readonly<Record<string, string>>;
+  /** Set when the persisted DynamoDB store was not shut down cleanly and its indexes were rebuilt. */
+  readonly indexRepair?: IndexRepairResult;
   stop(): Promise<void>;
 }
 
@@ -45,6 +48,8 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
   const sqsPath = options.dataDir ? join(options.dataDir, 'sqs') : undefined;
   if (dynamoPath) mkdirSync(dynamoPath, { recursive: true });
   if (sqsPath) mkdirSync(sqsPath, { recursive: true });
+  // dynalite's writes are not crash-atomic: after a kill, rebuild its indexes from the items.
+  const indexRepair = dynamoPath ? await prepareDynaliteStore(dynamoPath) : undefined;
 
   // createTableMs 0: tables are ACTIVE at once (dynalite simulates AWS's delay by default).
   const dynamoServer = dynalite({ path: dynamoPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
@@ -73,12 +78,15 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     sqsUrl,
     tables,
     queueUrls,
+    ...(indexRepair ? { indexRepair } : {}),
     async stop() {
       clients.dynamodb.destroy();
       clients.sqs.destroy();
       clients.s3.destroy();
       await sqsServer.stop();
-      await new Promise<void>((resolve) => dynamoServer.close(() => resolve()));
+      const closed = await new Promise<boolean>((resolve) => dynamoServer.close((error) => resolve(!error)));
+      // A forced close may have cut writes short: leave the marker absent so the next start repairs.
+      if (dynamoPath && closed) markDynaliteStoreClean(dynamoPath);
     },
   };
 }

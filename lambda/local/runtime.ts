@@ -46,6 +46,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const { config } = options;
   const logger = options.logger ?? consoleLogger();
   const emulators = await startEmulators(options.dataDir ? { dataDir: options.dataDir } : {});
+  if (emulators.indexRepair) {
+    logger.warn('the last run did not stop cleanly: rebuilt the DynamoDB indexes from the items', {
+      ...emulators.indexRepair,
+    });
+  }
   const services = buildServices({
     config,
     clients: emulators.clients,

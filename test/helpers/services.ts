@@ -20,11 +20,13 @@ export interface TestServicesOptions {
   readonly config?: ConfigInput;
   readonly registry?: TaskTypeRegistry;
   readonly now?: () => Date;
+  /** Persist the emulators' state here (in memory when absent). */
+  readonly dataDir?: string;
 }
 
 /** Start in-memory emulators and build the services on them. Call `stop()` in `afterAll`. */
 export async function startTestServices(options: TestServicesOptions = {}): Promise<TestServices> {
-  const emulators = await startEmulators();
+  const emulators = await startEmulators(options.dataDir ? { dataDir: options.dataDir } : {});
   const services = buildServices({
     config: parseConfig(options.config ?? {}, 'test configuration'),
     clients: emulators.clients,

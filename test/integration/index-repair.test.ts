@@ -1,0 +1,154 @@
+/**
+ * dynalite tears a PutItem under kill -9 (index entries first, item last). These tests tear one
+ * on purpose, exactly as dynalite would have left it, and check that the next start of the
+ * emulators rebuilds the indexes from the items; and, as a control, that without the rebuild
+ * the damage is real (a RUNNING task invisible to lease recovery).
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Level } from 'level';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ActiveTaskRef } from '../../lambda/adapters/task-store.ts';
+import { markDynaliteStoreClean } from '../../lambda/local/index-repair.ts';
+import { runningTask } from '../helpers/factories.ts';
+import { startTestServices, type TestServices } from '../helpers/services.ts';
+
+type Raw = Record<string, Record<string, unknown>>;
+interface DynaliteDb {
+  getIndexActions(
+    indexes: unknown[],
+    existing: Raw | undefined,
+    item: Raw | undefined,
+    table: Record<string, unknown>,
+  ): { puts: { index: string; key: string; item: Raw }[]; deletes: { index: string; key: string }[] };
+}
+const dynaliteDb = createRequire(import.meta.url)('dynalite/db/index.js') as DynaliteDb;
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * What dynalite does for a PutItem of `next` over the stored item of `taskId`, minus the final
+ * item write: the process died there. With `newTaskId`, a PutItem of a new item (a submit).
+ */
+async function tearPutItem(dynamoPath: string, taskId: string, change: (item: Raw) => Raw, newTask = false) {
+  const db = new Level<string, unknown>(dynamoPath, { valueEncoding: 'json' });
+  await db.open();
+  try {
+    const table = (await db.get('table~scheduler-tasks')) as Record<string, unknown>;
+    let stored: Raw | undefined;
+    for await (const item of db.values({ gte: 'item-scheduler-tasks~', lt: 'item-scheduler-tasks~\uffff' })) {
+      if ((item as Raw).taskId?.S === taskId) stored = item as Raw;
+    }
+    if (!stored) throw new Error(`no stored item for ${taskId}`);
+    const next = change(structuredClone(stored));
+    const actions = dynaliteDb.getIndexActions(
+      table.GlobalSecondaryIndexes as unknown[],
+      newTask ? undefined : stored,
+      next,
+      table,
+    );
+    const key = (index: string, k: string) => `index-global~scheduler-tasks~${index}~${k}`;
+    for (const del of actions.deletes) await db.del(key(del.index, del.key));
+    for (const put of actions.puts) await db.put(key(put.index, put.key), put.item);
+    return actions;
+  } finally {
+    await db.close();
+  }
+}
+
+async function activeRefs(services: TestServices, state: 'QUEUED' | 'RUNNING'): Promise<ActiveTaskRef[]> {
+  const refs: ActiveTaskRef[] = [];
+  for await (const ref of services.store.listActive(state)) refs.push(ref);
+  return refs;
+}
+
+/** A torn completion of a RUNNING task, and a torn submit of a task that was never written. */
+async function tornStore(): Promise<{ dataDir: string; running: string; ghost: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'index-repair-'));
+  dirs.push(dataDir);
+  const first = await startTestServices({ dataDir });
+  const running = await runningTask(first, { tenantId: 'acme' });
+  await first.stop();
+  expect(existsSync(join(dataDir, 'dynamodb', 'clean-shutdown'))).toBe(true);
+
+  const dynamoPath = join(dataDir, 'dynamodb');
+  const completion = await tearPutItem(dynamoPath, running.taskId, (item) => {
+    const { activeShard: _shard, dueAt: _due, ...rest } = item;
+    return { ...rest, state: { S: 'SUCCEEDED' }, tenantState: { S: 'acme#SUCCEEDED' } };
+  });
+  // The completion removed the task from byActive and moved it between byTenantState partitions.
+  expect(completion.deletes.map((d) => d.index).sort()).toEqual(['byActive', 'byTenantState']);
+  const ghost = 'ghost-never-written';
+  await tearPutItem(
+    dynamoPath,
+    running.taskId,
+    (item) => ({
+      ...item,
+      taskId: { S: ghost },
+      state: { S: 'QUEUED' },
+      tenantState: { S: 'acme#QUEUED' },
+      activeShard: { S: 'QUEUED#0' },
+      dueAt: { S: '2026-01-01T00:00:00.000Z' },
+      listKey: { S: `2026-01-01T00:00:00.000Z#${ghost}` },
+    }),
+    true,
+  );
+  // A kill leaves no clean-shutdown marker behind.
+  rmSync(join(dynamoPath, 'clean-shutdown'));
+  return { dataDir, running: running.taskId, ghost };
+}
+
+describe('Function: prepareDynaliteStore (via startEmulators)', () => {
+  it('control: a torn completion hides a RUNNING task from lease recovery when nothing repairs it', async () => {
+    const { dataDir, running, ghost } = await tornStore();
+    markDynaliteStoreClean(join(dataDir, 'dynamodb')); // pretend the last stop was clean
+
+    const services = await startTestServices({ dataDir });
+    try {
+      expect(services.emulators.indexRepair).toBeUndefined();
+      expect((await services.store.get(running))?.state).toBe('RUNNING');
+      expect((await activeRefs(services, 'RUNNING')).map((r) => r.taskId)).not.toContain(running);
+      expect((await activeRefs(services, 'QUEUED')).map((r) => r.taskId)).toContain(ghost);
+    } finally {
+      await services.stop();
+    }
+  });
+
+  it('after an unclean stop, rebuilds the indexes from the items: the task is found, the ghost gone', async () => {
+    const { dataDir, running } = await tornStore();
+
+    const services = await startTestServices({ dataDir });
+    try {
+      // The completion: byActive and byTenantState#RUNNING entries put back, byTenantState#SUCCEEDED
+      // dropped. The ghost: its byTenant, byTenantState and byActive entries dropped.
+      expect(services.emulators.indexRepair).toEqual({ tables: 2, items: 1, entriesFixed: 6 });
+      expect(existsSync(join(dataDir, 'dynamodb', 'clean-shutdown'))).toBe(false);
+      const runningRefs = await activeRefs(services, 'RUNNING');
+      expect(runningRefs.map((r) => r.taskId)).toEqual([running]);
+      expect(runningRefs[0]).toMatchObject({ state: 'RUNNING', tenantId: 'acme' });
+      expect(await activeRefs(services, 'QUEUED')).toEqual([]);
+      // The ghost is in no listing: only the one real item is.
+      const all = await services.tasks.list({ tenantId: 'acme', limit: 10 });
+      expect(all.items.map((t) => t.taskId)).toEqual([running]);
+      const byState = await services.tasks.list({ tenantId: 'acme', state: 'RUNNING', limit: 10 });
+      expect(byState.items.map((t) => t.taskId)).toEqual([running]);
+      expect((await services.tasks.list({ tenantId: 'acme', state: 'SUCCEEDED', limit: 10 })).items).toEqual([]);
+    } finally {
+      await services.stop();
+    }
+
+    // A clean stop is trusted: the next start does not rebuild.
+    const again = await startTestServices({ dataDir });
+    try {
+      expect(again.emulators.indexRepair).toBeUndefined();
+      expect((await activeRefs(again, 'RUNNING')).map((r) => r.taskId)).toEqual([running]);
+    } finally {
+      await again.stop();
+    }
+  });
+});
