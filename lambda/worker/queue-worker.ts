@@ -3,6 +3,10 @@
  * local runtime's Lambda and Fargate pools. At most `maxConcurrent` attempts run at once; a
  * message is deleted once its attempt is settled (or skipped), and kept (to come back after its
  * visibility timeout) when the attempt failed for infrastructure reasons.
+ *
+ * Deletes are batched: a settled message waits at most `deleteDelayMs` for up to nine others, so
+ * a busy worker makes one DeleteMessageBatch call per ten tasks instead of ten. A delete lost to
+ * a crash only brings back a message whose task is already settled; it is dropped on receipt.
  */
 import type { QueueClient, ReceivedMessage, WorkerMessage } from '../adapters/queues.ts';
 import type { TaskLogger } from '../task-types/define.ts';
@@ -22,7 +26,12 @@ export interface QueueWorkerOptions {
   readonly onOutcome?: (outcome: AttemptOutcome) => void;
   /** Told when the worker goes from idle to running attempts and back (scale-in protection). */
   readonly onBusyChange?: (busy: boolean) => void;
+  /** How long a settled message may wait for others to share its delete call. */
+  readonly deleteDelayMs?: number;
 }
+
+/** SQS's batch limit. */
+const DELETE_BATCH_SIZE = 10;
 
 export class QueueWorker {
   readonly #options: QueueWorkerOptions;
@@ -31,6 +40,9 @@ export class QueueWorker {
   #loop: Promise<void> | undefined;
   #poll = new AbortController();
   #wakeUp: (() => void) | undefined;
+  #pendingDeletes: string[] = [];
+  #deleteTimer: NodeJS.Timeout | undefined;
+  readonly #deleting = new Set<Promise<void>>();
 
   constructor(options: QueueWorkerOptions) {
     this.#options = options;
@@ -54,6 +66,8 @@ export class QueueWorker {
     this.#wakeUp?.();
     await this.#loop;
     await Promise.allSettled([...this.#inFlight]);
+    this.#flushDeletes();
+    await Promise.allSettled([...this.#deleting]);
   }
 
   async #run(): Promise<void> {
@@ -111,12 +125,33 @@ export class QueueWorker {
         },
         message.body,
       );
-      await queues.delete(queueId, [message.receiptHandle]);
+      this.#deleteSoon(message.receiptHandle);
       this.#options.onOutcome?.(outcome);
     } catch (error) {
       // Leave the message: it comes back after its visibility timeout and is tried again.
       logger?.error('attempt failed before settling', { taskId: message.body.taskId, error: String(error) });
     }
+  }
+
+  #deleteSoon(receiptHandle: string): void {
+    this.#pendingDeletes.push(receiptHandle);
+    if (this.#pendingDeletes.length >= DELETE_BATCH_SIZE) this.#flushDeletes();
+    else this.#deleteTimer ??= setTimeout(() => this.#flushDeletes(), this.#options.deleteDelayMs ?? 20);
+  }
+
+  #flushDeletes(): void {
+    clearTimeout(this.#deleteTimer);
+    this.#deleteTimer = undefined;
+    if (this.#pendingDeletes.length === 0) return;
+    const handles = this.#pendingDeletes;
+    this.#pendingDeletes = [];
+    const { queues, queueId, logger } = this.#options;
+    const deleting = queues
+      .delete(queueId, handles)
+      // Not deleted: the messages come back after their visibility timeout and are dropped then.
+      .catch((error) => logger?.warn('delete failed', { queueId, count: handles.length, error: String(error) }))
+      .finally(() => this.#deleting.delete(deleting));
+    this.#deleting.add(deleting);
   }
 }
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { dispatch } from '../../lambda/core/lifecycle.ts';
 import { QueueWorker } from '../../lambda/worker/queue-worker.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
@@ -52,5 +52,46 @@ describe('Class: QueueWorker (against the emulators)', () => {
     expect(busy[0]).toBe(true);
     expect(busy.at(-1)).toBe(false);
     expect(await services.queues.receive('worker-fargate', { waitSeconds: 0, visibilitySeconds: 0 })).toEqual([]);
+  });
+
+  it('deletes settled messages ten to a call, and flushes the rest when stopped', async () => {
+    // Prepare: 13 dispatched attempts; a delete delay too long to fire, so only a full batch of
+    // ten or stop() can trigger a delete. On the other pool's queue: the first test's last
+    // long poll, aborted client-side, may still take a message on the fauxqs side.
+    const ids: string[] = [];
+    for (let i = 0; i < 13; i++) {
+      const { task } = await services.tasks.submit({ tenantId: 'qw-batch', type: 'demo.echo', payload: { i } });
+      const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+      await services.queues.sendToWorkers('lambda', [
+        { taskId: task.taskId, fence: dispatched.fence, tenantId: 'qw-batch', type: 'demo.echo' },
+      ]);
+      ids.push(task.taskId);
+    }
+    const deletes = vi.spyOn(services.queues, 'delete');
+    const worker = new QueueWorker({
+      queues: services.queues,
+      queueId: 'worker-lambda',
+      maxConcurrent: 13,
+      waitSeconds: 1,
+      deleteDelayMs: 600_000,
+      attempt: { store: services.store, queues: services.queues, registry: services.registry, config: services.config },
+    });
+
+    // Act
+    worker.start();
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const tasks = await services.store.getMany(ids);
+      if ([...tasks.values()].every((t) => t.state === 'SUCCEEDED')) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const beforeStop = deletes.mock.calls.map(([, handles]) => handles.length);
+    await worker.stop();
+
+    // Assess: one full batch while running, the remaining three at stop, nothing left queued.
+    expect(beforeStop).toEqual([10]);
+    expect(deletes.mock.calls.map(([, handles]) => handles.length)).toEqual([10, 3]);
+    expect(await services.queues.receive('worker-lambda', { waitSeconds: 0, visibilitySeconds: 0 })).toEqual([]);
+    deletes.mockRestore();
   });
 });
