@@ -11,8 +11,9 @@
  * agingSeconds 2 in the contention runs, so aging shows within a short run.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createServer, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { type Job, Queue, QueueEvents, Worker } from 'bullmq';
+import { freePort } from '../test/helpers/ports.ts';
 import {
   type BenchOptions,
   benchConfig,
@@ -48,17 +49,6 @@ interface Workload {
 }
 
 // ─── Redis ──────────────────────────────────────────────────────────────────────────────────
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export interface RedisServer {
   readonly port: number;
