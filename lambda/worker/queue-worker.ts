@@ -4,12 +4,15 @@
  * message is deleted once its attempt is settled (or skipped), and kept (to come back after its
  * visibility timeout) when the attempt failed for infrastructure reasons.
  *
- * Deletes are batched: a settled message waits at most `deleteDelayMs` for up to nine others, so
- * a busy worker makes one DeleteMessageBatch call per ten tasks instead of ten. A delete lost to
- * a crash only brings back a message whose task is already settled; it is dropped on receipt.
+ * Deletes and completion reports are batched: a settled attempt's delete and report wait at most
+ * `batchDelayMs` for up to nine others, so a busy worker makes one DeleteMessageBatch and one
+ * SendMessageBatch per ten tasks instead of ten of each. A delete lost to a crash only brings
+ * back a message whose task is already settled (dropped on receipt); a lost report only delays
+ * the scheduler's freeing of the slot until it reconciles.
  */
-import type { QueueClient, ReceivedMessage, WorkerMessage } from '../adapters/queues.ts';
+import type { CompletionMessage, QueueClient, ReceivedMessage, WorkerMessage } from '../adapters/queues.ts';
 import type { TaskLogger } from '../task-types/define.ts';
+import { MicroBatcher } from './micro-batcher.ts';
 import { type AttemptDeps, type AttemptOutcome, runAttempt } from './run-attempt.ts';
 
 export interface QueueWorkerOptions {
@@ -26,12 +29,9 @@ export interface QueueWorkerOptions {
   readonly onOutcome?: (outcome: AttemptOutcome) => void;
   /** Told when the worker goes from idle to running attempts and back (scale-in protection). */
   readonly onBusyChange?: (busy: boolean) => void;
-  /** How long a settled message may wait for others to share its delete call. */
-  readonly deleteDelayMs?: number;
+  /** How long a settled attempt's delete and completion report may wait to share a batch call. */
+  readonly batchDelayMs?: number;
 }
-
-/** SQS's batch limit. */
-const DELETE_BATCH_SIZE = 10;
 
 export class QueueWorker {
   readonly #options: QueueWorkerOptions;
@@ -40,12 +40,27 @@ export class QueueWorker {
   #loop: Promise<void> | undefined;
   #poll = new AbortController();
   #wakeUp: (() => void) | undefined;
-  #pendingDeletes: string[] = [];
-  #deleteTimer: NodeJS.Timeout | undefined;
-  readonly #deleting = new Set<Promise<void>>();
+  readonly #deletes: MicroBatcher<string>;
+  readonly #completions: MicroBatcher<CompletionMessage>;
 
   constructor(options: QueueWorkerOptions) {
     this.#options = options;
+    const { queues, queueId, logger } = options;
+    const delayMs = options.batchDelayMs ?? 20;
+    this.#deletes = new MicroBatcher({
+      delayMs,
+      flush: (handles) => queues.delete(queueId, handles),
+      // Not deleted: the messages come back after their visibility timeout and are dropped then.
+      onError: (error, handles) =>
+        logger?.warn('delete failed', { queueId, count: handles.length, error: String(error) }),
+    });
+    this.#completions = new MicroBatcher({
+      delayMs,
+      flush: (reports) => queues.reportCompletions(reports),
+      // Not reported: the scheduler frees the capacity when it next reconciles.
+      onError: (error, reports) =>
+        logger?.warn('completion report failed', { count: reports.length, error: String(error) }),
+    });
   }
 
   get inFlight(): number {
@@ -66,8 +81,7 @@ export class QueueWorker {
     this.#wakeUp?.();
     await this.#loop;
     await Promise.allSettled([...this.#inFlight]);
-    this.#flushDeletes();
-    await Promise.allSettled([...this.#deleting]);
+    await Promise.all([this.#deletes.drain(), this.#completions.drain()]);
   }
 
   async #run(): Promise<void> {
@@ -117,6 +131,7 @@ export class QueueWorker {
       const outcome = await runAttempt(
         {
           ...this.#options.attempt,
+          reportCompletion: (report) => this.#completions.add(report),
           // Long tasks keep their message hidden for as long as they heartbeat.
           onHeartbeat: async (task) => {
             await queues.changeVisibility(queueId, [message.receiptHandle], visibilitySeconds);
@@ -125,33 +140,12 @@ export class QueueWorker {
         },
         message.body,
       );
-      this.#deleteSoon(message.receiptHandle);
+      this.#deletes.add(message.receiptHandle);
       this.#options.onOutcome?.(outcome);
     } catch (error) {
       // Leave the message: it comes back after its visibility timeout and is tried again.
       logger?.error('attempt failed before settling', { taskId: message.body.taskId, error: String(error) });
     }
-  }
-
-  #deleteSoon(receiptHandle: string): void {
-    this.#pendingDeletes.push(receiptHandle);
-    if (this.#pendingDeletes.length >= DELETE_BATCH_SIZE) this.#flushDeletes();
-    else this.#deleteTimer ??= setTimeout(() => this.#flushDeletes(), this.#options.deleteDelayMs ?? 20);
-  }
-
-  #flushDeletes(): void {
-    clearTimeout(this.#deleteTimer);
-    this.#deleteTimer = undefined;
-    if (this.#pendingDeletes.length === 0) return;
-    const handles = this.#pendingDeletes;
-    this.#pendingDeletes = [];
-    const { queues, queueId, logger } = this.#options;
-    const deleting = queues
-      .delete(queueId, handles)
-      // Not deleted: the messages come back after their visibility timeout and are dropped then.
-      .catch((error) => logger?.warn('delete failed', { queueId, count: handles.length, error: String(error) }))
-      .finally(() => this.#deleting.delete(deleting));
-    this.#deleting.add(deleting);
   }
 }
 

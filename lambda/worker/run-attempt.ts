@@ -31,6 +31,11 @@ export interface AttemptDeps {
   readonly logger?: TaskLogger;
   readonly now?: () => Date;
   readonly random?: () => number;
+  /**
+   * Takes the completion report instead of sending it at once (the long-polling worker batches
+   * reports across attempts). Absent: sent on its own, as the Lambda pool does.
+   */
+  readonly reportCompletion?: (report: CompletionMessage) => void;
   /** Called after each successful heartbeat (the Fargate pool extends message visibility here). */
   readonly onHeartbeat?: (task: Task) => Promise<void>;
   /** Test hook: called between the steps of an attempt, to inject crashes. */
@@ -188,9 +193,12 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
     state: settled.state,
   };
   // Best effort: if this is lost the scheduler frees the capacity when it next reconciles.
-  await deps.queues.reportCompletions([completion]).catch((error) => {
-    logger.warn('completion report failed', { taskId: settled.taskId, error: String(error) });
-  });
+  if (deps.reportCompletion) deps.reportCompletion(completion);
+  else {
+    await deps.queues.reportCompletions([completion]).catch((error) => {
+      logger.warn('completion report failed', { taskId: settled.taskId, error: String(error) });
+    });
+  }
   return { kind: 'finished', task: settled };
 }
 

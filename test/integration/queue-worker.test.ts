@@ -54,7 +54,7 @@ describe('Class: QueueWorker (against the emulators)', () => {
     expect(await services.queues.receive('worker-fargate', { waitSeconds: 0, visibilitySeconds: 0 })).toEqual([]);
   });
 
-  it('deletes settled messages ten to a call, and flushes the rest when stopped', async () => {
+  it('deletes settled messages and reports completions ten to a call, and flushes the rest when stopped', async () => {
     // Prepare: 13 dispatched attempts; a delete delay too long to fire, so only a full batch of
     // ten or stop() can trigger a delete. On the other pool's queue: the first test's last
     // long poll, aborted client-side, may still take a message on the fauxqs side.
@@ -68,12 +68,13 @@ describe('Class: QueueWorker (against the emulators)', () => {
       ids.push(task.taskId);
     }
     const deletes = vi.spyOn(services.queues, 'delete');
+    const reports = vi.spyOn(services.queues, 'reportCompletions');
     const worker = new QueueWorker({
       queues: services.queues,
       queueId: 'worker-lambda',
       maxConcurrent: 13,
       waitSeconds: 1,
-      deleteDelayMs: 600_000,
+      batchDelayMs: 600_000,
       attempt: { store: services.store, queues: services.queues, registry: services.registry, config: services.config },
     });
 
@@ -86,12 +87,18 @@ describe('Class: QueueWorker (against the emulators)', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     const beforeStop = deletes.mock.calls.map(([, handles]) => handles.length);
+    const reportsBeforeStop = reports.mock.calls.map(([batch]) => batch.length);
     await worker.stop();
 
-    // Assess: one full batch while running, the remaining three at stop, nothing left queued.
+    // Assess: one full batch while running, the remaining three at stop, nothing left queued;
+    // the completion reports go the same way.
     expect(beforeStop).toEqual([10]);
     expect(deletes.mock.calls.map(([, handles]) => handles.length)).toEqual([10, 3]);
+    expect(reportsBeforeStop).toEqual([10]);
+    expect(reports.mock.calls.map(([batch]) => batch.length)).toEqual([10, 3]);
+    expect(new Set(reports.mock.calls.flatMap(([batch]) => batch.map((r) => r.taskId)))).toEqual(new Set(ids));
     expect(await services.queues.receive('worker-lambda', { waitSeconds: 0, visibilitySeconds: 0 })).toEqual([]);
     deletes.mockRestore();
+    reports.mockRestore();
   });
 });
