@@ -6,7 +6,9 @@
  *
  * The local pools run the same store, queue and attempt code as the Lambda and Fargate workers,
  * so the calls counted here are the calls made on AWS, with one difference: on AWS the Lambda
- * event source mapping receives and deletes the worker messages (still billed as SQS requests).
+ * event source mapping receives and deletes the worker messages (still billed as SQS requests;
+ * the local Lambda pool deletes and reports one message at a time, as the mapping does). The
+ * cost is for the Lambda pool; the same tasks on the Fargate pool are counted after it.
  */
 import {
   type CallStat,
@@ -44,6 +46,7 @@ const SECONDS_PER_MONTH = 30 * 86_400;
 export interface AwsCallsResult {
   readonly tasks: number;
   readonly callsPerTask: number;
+  readonly fargateCallsPerTask: number;
   readonly stats: Map<string, CallStat>;
   readonly idleCallsPerSecond: number;
   readonly oursUsdPerMillion: number;
@@ -81,6 +84,25 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
 
     console.log(formatCallTable(stats, n));
     console.log(`(${n} tasks in ${fmt(seconds)} s; the per-time calls below are included pro rata)`);
+
+    // The same tasks on the Fargate pool: its long-polling workers batch deletes and reports.
+    await sleep(500);
+    run.counter.reset();
+    const fargateDone = run.finished(n);
+    await submitAll(
+      url,
+      specs(n).map((spec) => ({ ...spec, runtime: 'fargate' as const })),
+      16,
+    );
+    await fargateDone;
+    await sleep(100); // the last partial delete and report batches
+    const fargateStats = run.counter.snapshot();
+    const fargateCalls = [...fargateStats.values()].reduce((sum, s) => sum + s.count, 0);
+    console.log(`\nThe same ${n} tasks on the Fargate pool (deletes and completion reports batched across attempts):`);
+    console.log(formatCallTable(fargateStats, n));
+    console.log(
+      `Calls per task, Fargate pool / Lambda pool: ${fmt(fargateCalls / n, 2)} / ${fmt(calls / n, 2)} = ${fmt(fargateCalls / calls, 2)}×`,
+    );
     console.log(`\nIdle runtime: ${fmt(idleCalls)} calls/s:`);
     console.log(
       [...idle]
@@ -132,6 +154,7 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
     return {
       tasks: n,
       callsPerTask: calls / n,
+      fargateCallsPerTask: fargateCalls / n,
       stats,
       idleCallsPerSecond: idleCalls,
       oursUsdPerMillion: ours.usdPerMillionTasks,

@@ -84,6 +84,7 @@ export interface SubmitSpec {
   readonly type?: string;
   readonly payload?: unknown;
   readonly priority?: 'critical' | 'high' | 'normal' | 'low';
+  readonly runtime?: 'lambda' | 'fargate';
 }
 
 export interface SubmittedTask {

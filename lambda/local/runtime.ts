@@ -110,6 +110,9 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         maxConcurrent: config.pools.lambda.concurrency,
         attempt,
         waitSeconds: 1,
+        // One invocation per message, as the event source mapping (batch size 1) runs it on AWS:
+        // a delete and a completion report per task, so counted calls match a deployment's.
+        batchSize: 1,
         logger,
         ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
       }),

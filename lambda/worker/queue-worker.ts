@@ -31,6 +31,11 @@ export interface QueueWorkerOptions {
   readonly onBusyChange?: (busy: boolean) => void;
   /** How long a settled attempt's delete and completion report may wait to share a batch call. */
   readonly batchDelayMs?: number;
+  /**
+   * Most deletes (and reports) per batch call, 1 to 10 (default 10). The local runtime's Lambda
+   * pool uses 1, as the event source mapping with batch size 1 does on AWS.
+   */
+  readonly batchSize?: number;
 }
 
 export class QueueWorker {
@@ -47,7 +52,9 @@ export class QueueWorker {
     this.#options = options;
     const { queues, queueId, logger } = options;
     const delayMs = options.batchDelayMs ?? 20;
+    const size = options.batchSize ?? 10;
     this.#deletes = new MicroBatcher({
+      size,
       delayMs,
       flush: (handles) => queues.delete(queueId, handles),
       // Not deleted: the messages come back after their visibility timeout and are dropped then.
@@ -55,6 +62,7 @@ export class QueueWorker {
         logger?.warn('delete failed', { queueId, count: handles.length, error: String(error) }),
     });
     this.#completions = new MicroBatcher({
+      size,
       delayMs,
       flush: (reports) => queues.reportCompletions(reports),
       // Not reported: the scheduler frees the capacity when it next reconciles.
