@@ -20,6 +20,8 @@ import {
   stepFunctionsUsage,
   usageFromCalls,
 } from '../lambda/adapters/call-counter.ts';
+import { PRIORITY_TIERS } from '../lambda/core/task.ts';
+import { LAMBDA_POLL_SECONDS } from '../lambda/scheduler/scheduler-loop.ts';
 import {
   type BenchOptions,
   benchConfig,
@@ -135,13 +137,13 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
       ),
     );
     const schedulerMonthly = SCHEDULER_MEMORY_GB * SECONDS_PER_MONTH * LIST_PRICES.lambdaPerGbSecond;
+    // On AWS an idle scheduler tick receives once from each tier (long poll) and once from the
+    // completions queue (no wait); the local runtime polls every second, so this is modelled.
+    const idleSchedulerReceivesPerSecond = (PRIORITY_TIERS.length + 1) / LAMBDA_POLL_SECONDS.idle;
     const idleSqsMonthly =
-      ((([...idle].filter(([k]) => k.startsWith('SQS.')).reduce((sum, [, s]) => sum + s.sqsRequests, 0) / idleSeconds) *
-        SECONDS_PER_MONTH) /
-        1e6) *
-      LIST_PRICES.sqsPerMillionRequests;
+      ((idleSchedulerReceivesPerSecond * SECONDS_PER_MONTH) / 1e6) * LIST_PRICES.sqsPerMillionRequests;
     console.log(
-      `\nFixed, whatever the load: the scheduler Lambda (${SCHEDULER_MEMORY_GB} GB, always looping) $${fmt(schedulerMonthly, 2)}/month + its idle SQS polls $${fmt(idleSqsMonthly, 2)}/month.`,
+      `\nFixed, whatever the load: the scheduler Lambda (${SCHEDULER_MEMORY_GB} GB, always looping) $${fmt(schedulerMonthly, 2)}/month + its idle SQS polls (${fmt(idleSchedulerReceivesPerSecond, 2)}/s with ${LAMBDA_POLL_SECONDS.idle} s waits) $${fmt(idleSqsMonthly, 2)}/month.`,
     );
     console.log(
       `Ours / Step Functions per million tasks: ${fmt(ours.usdPerMillionTasks, 2)} / ${fmt(sfn.usdPerMillionTasks, 2)} = ${fmt(ours.usdPerMillionTasks / sfn.usdPerMillionTasks, 3)}×`,

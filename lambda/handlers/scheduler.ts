@@ -7,11 +7,16 @@ import type { Context } from 'aws-lambda';
 import { servicesFromEnvironment } from '../app/wiring.ts';
 import { METRIC } from '../infra/telemetry.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
-import { runSchedulerLoop } from '../scheduler/scheduler-loop.ts';
+import { LAMBDA_POLL_SECONDS, runSchedulerLoop } from '../scheduler/scheduler-loop.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
 
 /** Stop this long before the Lambda timeout so the lease and held messages are handed back. */
 const SAFETY_MARGIN_MS = 15_000;
+
+/** The configured idle poll, shortened to end within `msLeft`; at least 1 s (SQS whole seconds). */
+export function idleWait(configuredSeconds: number, msLeft: number): number {
+  return Math.max(1, Math.min(configuredSeconds, Math.floor(msLeft / 1000)));
+}
 
 export const handler = async (_event: unknown, context: Context) => {
   logger.addContext(context);
@@ -25,7 +30,9 @@ export const handler = async (_event: unknown, context: Context) => {
       signal: stop.signal,
       ownerId: `lambda-${context.awsRequestId}`,
       keepGoing: () => context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS,
-      waitSeconds: 2,
+      waitSeconds: LAMBDA_POLL_SECONDS.busy,
+      // Every poll ends before the safety margin begins, so handing back never waits on one.
+      idleWaitSeconds: () => idleWait(LAMBDA_POLL_SECONDS.idle, context.getRemainingTimeInMillis() - SAFETY_MARGIN_MS),
       logger: taskLogger,
       createScheduler: () =>
         new Scheduler({

@@ -157,13 +157,17 @@ export class Scheduler {
     this.#lastTenantRefreshMs = this.#now().getTime();
   }
 
-  /** One scheduling round. `waitSeconds` > 0 long-polls when there is nothing to do. */
-  async tick(options: { waitSeconds?: number } = {}): Promise<TickResult> {
+  /**
+   * One scheduling round. With `waitSeconds` > 0 it long-polls: the completions queue while it
+   * holds tasks waiting for capacity, else the tier queues for `idleWaitSeconds` (default
+   * `waitSeconds`); a tier poll ends as soon as a message arrives.
+   */
+  async tick(options: { waitSeconds?: number; idleWaitSeconds?: number } = {}): Promise<TickResult> {
     const waitSeconds = options.waitSeconds ?? 0;
     const idle = this.#held.size === 0;
     const [completed, received] = await Promise.all([
       this.#drainCompletions(idle ? 0 : waitSeconds),
-      this.#fill(idle ? waitSeconds : 0),
+      this.#fill(idle && waitSeconds > 0 ? (options.idleWaitSeconds ?? waitSeconds) : 0),
     ]);
     const dispatched = await this.#dispatchReady();
     await this.#maintain();

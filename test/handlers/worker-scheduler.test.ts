@@ -16,6 +16,7 @@ let emulators: Emulators;
 let services: Services;
 let worker: (event: SQSEvent, context: Context) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }>;
 let scheduler: (event: unknown, context: Context) => Promise<{ ticks: number; dispatched: number }>;
+let idleWait: (configuredSeconds: number, msLeft: number) => number;
 let scheduledSubmit: (event: unknown, context: Context) => Promise<{ taskId: string; created: boolean }>;
 const saved = { ...process.env };
 
@@ -60,7 +61,7 @@ beforeAll(async () => {
     resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
   });
   ({ handler: worker } = await import('../../lambda/handlers/worker.ts'));
-  ({ handler: scheduler } = await import('../../lambda/handlers/scheduler.ts'));
+  ({ handler: scheduler, idleWait } = await import('../../lambda/handlers/scheduler.ts'));
   ({ handler: scheduledSubmit } = await import('../../lambda/handlers/scheduled-submit.ts'));
 });
 afterAll(async () => {
@@ -92,6 +93,12 @@ describe('Handler: worker', () => {
 });
 
 describe('Handler: scheduler', () => {
+  it('shortens the idle poll so that it ends before the safety margin', () => {
+    expect(idleWait(10, 60_000)).toBe(10);
+    expect(idleWait(10, 4_500)).toBe(4);
+    expect(idleWait(10, 200)).toBe(1); // SQS waits whole seconds; the margin absorbs the rest
+  });
+
   it('takes the lease, dispatches queued work and stops before its timeout', async () => {
     const { task } = await services.tasks.submit({ tenantId: 's', type: 'demo.echo', payload: {} });
     // 17 s left with a 15 s safety margin: it loops about two seconds, then hands the lease back.

@@ -87,6 +87,23 @@ describe('Class: Scheduler (against the emulators)', () => {
     expect(messages.filter((m) => m.tenantId === 'other')).toHaveLength(1);
   });
 
+  it('an idle tick long-polls the tiers for idleWaitSeconds but wakes as soon as a task arrives', async () => {
+    const scheduler = newScheduler();
+    await scheduler.resume();
+    const startedMs = Date.now();
+    const ticking = scheduler.tick({ waitSeconds: 1, idleWaitSeconds: 10 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const [id] = await submit(1, 'acme');
+
+    const result = await ticking;
+
+    expect(result).toMatchObject({ received: 1, dispatched: 1 });
+    expect((await services.store.get(id!))?.state).toBe('DISPATCHED');
+    // Woken by the message, not by the end of the 10 s poll.
+    expect(Date.now() - startedMs).toBeLessThan(8_000);
+    await scheduler.releaseHeld();
+  });
+
   it('dispatches a task announced three times exactly once', async () => {
     const [id] = await submit(1, 'acme');
     const task = (await services.store.get(id!))!;
