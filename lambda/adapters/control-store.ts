@@ -17,6 +17,11 @@ export interface Lease {
   /** Monotonic across holders: a new holder always gets a larger token. */
   readonly token: number;
   readonly expiresAt: number;
+  /**
+   * Set by an acquire that took the lease from another holder (or from an earlier, lapsed hold):
+   * until when that holder may have written, its release or else its lease's expiry. Not stored.
+   */
+  readonly predecessorUntilMs?: number;
 }
 
 const tenantKey = (tenantId: string) => `tenant#${tenantId}`;
@@ -100,7 +105,8 @@ export class ControlStore {
             : {}),
         }),
       );
-      return lease;
+      if (!current || ours) return lease;
+      return { ...lease, predecessorUntilMs: current.releasedAtMs ?? current.expiresAt };
     } catch (error) {
       if (error instanceof ConditionalCheckFailedException) return undefined;
       throw error;
@@ -108,12 +114,13 @@ export class ControlStore {
   }
 
   /** Give the lease up early (clean shutdown) so a successor need not wait for expiry. */
-  async releaseLease(lease: Lease): Promise<void> {
+  async releaseLease(lease: Lease, nowMs = Date.now()): Promise<void> {
+    const { name, owner, token } = lease;
     try {
       await this.#documents.send(
         new PutCommand({
           TableName: this.#tableName,
-          Item: { pk: leaseKey(lease.name), kind: 'lease', ...lease, expiresAt: 0 },
+          Item: { pk: leaseKey(name), kind: 'lease', name, owner, token, expiresAt: 0, releasedAtMs: nowMs },
           ConditionExpression: '#token = :token AND #owner = :owner',
           ExpressionAttributeNames: { '#token': 'token', '#owner': 'owner' },
           ExpressionAttributeValues: { ':token': lease.token, ':owner': lease.owner },
@@ -124,12 +131,18 @@ export class ControlStore {
     }
   }
 
-  async getLease(name: string): Promise<Lease | undefined> {
+  async getLease(name: string): Promise<(Lease & { readonly releasedAtMs?: number }) | undefined> {
     const { Item } = await this.#documents.send(
       new GetCommand({ TableName: this.#tableName, Key: { pk: leaseKey(name) }, ConsistentRead: true }),
     );
     if (!Item) return undefined;
-    return { name, owner: Item.owner as string, token: Item.token as number, expiresAt: Item.expiresAt as number };
+    return {
+      name,
+      owner: Item.owner as string,
+      token: Item.token as number,
+      expiresAt: Item.expiresAt as number,
+      ...(typeof Item.releasedAtMs === 'number' ? { releasedAtMs: Item.releasedAtMs } : {}),
+    };
   }
 
   async putSnapshot(snapshot: unknown): Promise<void> {

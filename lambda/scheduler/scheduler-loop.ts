@@ -30,7 +30,17 @@ export interface SchedulerLoopOptions {
   readonly logger?: TaskLogger;
   readonly onTick?: (result: TickResult, scheduler: Scheduler) => void;
   readonly onLease?: (event: 'acquired' | 'lost' | 'released', lease: Lease) => void;
+  /** How long after the previous holder's last possible write to wait before resuming. */
+  readonly indexSettleMs?: number;
 }
+
+/**
+ * A new scheduler rebuilds its running counts from the `byActive` GSI, which lags the table
+ * (DynamoDB: typically well under a second). A dispatch its predecessor made just before handing
+ * over could be missing from that read and its tenant's quota exceeded. So a new holder resumes
+ * no sooner than this long after the predecessor's release (or lease expiry).
+ */
+export const INDEX_SETTLE_MS = 2_000;
 
 export const SCHEDULER_LEASE = 'scheduler';
 
@@ -57,6 +67,10 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<v
       continue;
     }
     options.onLease?.('acquired', lease);
+    if (lease.predecessorUntilMs !== undefined) {
+      const settleMs = lease.predecessorUntilMs + (options.indexSettleMs ?? INDEX_SETTLE_MS) - now().getTime();
+      if (settleMs > 0) await sleep(settleMs, signal);
+    }
     const scheduler = options.createScheduler();
     let held: Lease | undefined = lease;
     try {
@@ -88,7 +102,7 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<v
     } finally {
       if (held) {
         await scheduler.releaseHeld().catch(() => {});
-        await control.releaseLease(held).catch(() => {});
+        await control.releaseLease(held, now().getTime()).catch(() => {});
         options.onLease?.('released', held);
       }
     }

@@ -177,7 +177,25 @@ describe('Class: ControlStore (against dynalite)', () => {
     const b = await services.control.acquireLease(name, 'B', 17_000, 10_000);
     expect(b).toMatchObject({ owner: 'B', token: 2 });
     expect(await services.control.acquireLease(name, 'A', 18_000, 10_000)).toBeUndefined();
-    await services.control.releaseLease(b!);
+    await services.control.releaseLease(b!, 18_500);
     expect(await services.control.acquireLease(name, 'A', 19_000, 10_000)).toMatchObject({ token: 3 });
+  });
+
+  it('tells a new holder until when its predecessor may have written', async () => {
+    const name = `lease-${newId()}`;
+    // First holder: nobody before it. Renewal: no change of holder.
+    expect((await services.control.acquireLease(name, 'A', 1_000, 10_000))?.predecessorUntilMs).toBeUndefined();
+    expect((await services.control.acquireLease(name, 'A', 4_000, 10_000))?.predecessorUntilMs).toBeUndefined();
+    // A lapses (expiry at 14 000): B's predecessor may have written until then.
+    const b = await services.control.acquireLease(name, 'B', 20_000, 10_000);
+    expect(b).toMatchObject({ token: 2, predecessorUntilMs: 14_000 });
+    // B hands back at 25 000: C's predecessor wrote until its release, not its expiry.
+    await services.control.releaseLease(b!, 25_000);
+    expect(await services.control.acquireLease(name, 'C', 25_100, 10_000)).toMatchObject({
+      token: 3,
+      predecessorUntilMs: 25_000,
+    });
+    // What is stored is the lease itself, not what an acquire said about the one before.
+    expect(await services.control.getLease(name)).toEqual({ name, owner: 'C', token: 3, expiresAt: 35_100 });
   });
 });

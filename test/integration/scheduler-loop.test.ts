@@ -1,0 +1,75 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
+import { runSchedulerLoop, SCHEDULER_LEASE } from '../../lambda/scheduler/scheduler-loop.ts';
+import { startTestServices, type TestServices } from '../helpers/services.ts';
+
+let services: TestServices;
+// Fresh emulators per test: whether a lease item exists is the point.
+beforeEach(async () => {
+  services = await startTestServices();
+});
+afterEach(async () => {
+  await services.stop();
+});
+
+describe('Function: runSchedulerLoop', () => {
+  it('resumes no sooner than the index settle time after its predecessor handed back', async () => {
+    // Prepare: a predecessor held the lease and has just released it.
+    const previous = await services.control.acquireLease(SCHEDULER_LEASE, 'previous', Date.now(), 30_000);
+    const releasedAtMs = Date.now();
+    await services.control.releaseLease(previous!, releasedAtMs);
+    const stop = new AbortController();
+    let resumedAtMs = 0;
+    const events: string[] = [];
+
+    // Act
+    await runSchedulerLoop({
+      control: services.control,
+      signal: stop.signal,
+      ownerId: 'next',
+      waitSeconds: 0,
+      indexSettleMs: 600,
+      onLease: (event, lease) => events.push(`${event}:${lease.token}`),
+      createScheduler: () => {
+        resumedAtMs = Date.now();
+        return new Scheduler({
+          store: services.store,
+          control: services.control,
+          queues: services.queues,
+          config: services.config,
+        });
+      },
+      onTick: () => stop.abort(),
+    });
+
+    // Assess: the successor took token 2 at once but built its view only after the settle time.
+    expect(events).toEqual(['acquired:2', 'released:2']);
+    expect(resumedAtMs - releasedAtMs).toBeGreaterThanOrEqual(590);
+  });
+
+  it('a first holder (no lease item yet) resumes at once', async () => {
+    const stop = new AbortController();
+    const startedMs = Date.now();
+    let resumedAtMs = 0;
+    await runSchedulerLoop({
+      control: services.control,
+      signal: stop.signal,
+      ownerId: 'first',
+      waitSeconds: 0,
+      indexSettleMs: 60_000,
+      createScheduler: () => {
+        resumedAtMs = Date.now();
+        return new Scheduler({
+          store: services.store,
+          control: services.control,
+          queues: services.queues,
+          config: services.config,
+        });
+      },
+      onTick: () => stop.abort(),
+    });
+    // With a 60 s settle time, only skipping the wait lets this finish within the test timeout.
+    expect(resumedAtMs).toBeGreaterThan(0);
+    expect(resumedAtMs - startedMs).toBeLessThan(30_000);
+  });
+});
