@@ -22,6 +22,13 @@ const DERIVED = ['listKey', 'tenantState', 'activeShard', 'dueAt', 'expiresAt'] 
 
 /** States kept in the sparse `byActive` index. */
 const INDEXED_ACTIVE: readonly TaskState[] = ['QUEUED', ...ACTIVE_STATES];
+/**
+ * States under a lease: never more tasks than the pools' capacity, so a tenant's share of them
+ * is read from `byActive` (filtered by tenant) rather than kept in `byTenantState`.
+ */
+const LEASED_STATES = ACTIVE_STATES;
+
+const listKeyOf = (task: Pick<Task, 'submittedAt' | 'taskId'>) => `${task.submittedAt}#${task.taskId}`;
 
 export function shardOf(taskId: string): number {
   // FNV-1a: cheap, stable, spreads ids evenly across the index shards.
@@ -34,11 +41,10 @@ export function shardOf(taskId: string): number {
 }
 
 function toItem(task: Task): Record<string, unknown> {
-  const item: Record<string, unknown> = {
-    ...task,
-    listKey: `${task.submittedAt}#${task.taskId}`,
-    tenantState: `${task.tenantId}#${task.state}`,
-  };
+  const item: Record<string, unknown> = { ...task, listKey: listKeyOf(task) };
+  // Sparse: DISPATCHED and RUNNING are left out of `byTenantState` (they are listed from
+  // `byActive`), so the two busiest writes, dispatch and start, do not move its entry.
+  if (!LEASED_STATES.includes(task.state)) item.tenantState = `${task.tenantId}#${task.state}`;
   if (INDEXED_ACTIVE.includes(task.state)) {
     item.activeShard = `${task.state}#${shardOf(task.taskId)}`;
     item.dueAt = task.state === 'QUEUED' ? task.runAt : (task.leaseExpiresAt ?? task.runAt);
@@ -222,6 +228,9 @@ export class TaskStore {
 
   /** A tenant's tasks, newest first, optionally in one state. */
   async list(query: ListTasksQuery): Promise<TaskPage> {
+    if (query.state !== undefined && LEASED_STATES.includes(query.state)) {
+      return this.#listLeased({ ...query, state: query.state });
+    }
     const byState = query.state !== undefined;
     const input: QueryCommandInput = byState
       ? {
@@ -253,8 +262,68 @@ export class TaskStore {
     return nextCursor ? { items, nextCursor } : { items };
   }
 
+  /**
+   * A tenant's DISPATCHED or RUNNING tasks: all of them from `byActive` (no more than the pools
+   * hold), sorted newest first here and paged by `listKey`. The cursor has the same shape as a
+   * `byTenantState` cursor, so callers cannot tell the two apart.
+   */
+  async #listLeased(query: ListTasksQuery & { state: TaskState }): Promise<TaskPage> {
+    const after = query.cursor ? decodeCursor(query.cursor, query.tenantId, query.state) : undefined;
+    const refs: ActiveTaskRef[] = [];
+    for await (const { items } of this.#activePagesOfTenant(query.state, query.tenantId)) {
+      for (const ref of items) if (!after || listKeyOf(ref) < (after.listKey as string)) refs.push(ref);
+    }
+    refs.sort((a, b) => (listKeyOf(a) < listKeyOf(b) ? 1 : -1));
+    const page = refs.slice(0, query.limit);
+    const tasks = await this.getMany(page.map((ref) => ref.taskId));
+    // A GSI lags the table: drop items that have since left the requested state.
+    const items = page.flatMap((ref) => {
+      const task = tasks.get(ref.taskId);
+      return task?.state === query.state ? [task] : [];
+    });
+    const last = page.at(-1);
+    if (refs.length <= query.limit || !last) return { items };
+    const nextCursor = encodeCursor({
+      listKey: listKeyOf(last),
+      taskId: last.taskId,
+      tenantState: `${query.tenantId}#${query.state}`,
+    });
+    return { items, nextCursor };
+  }
+
+  /** Pages of one tenant's entries in one state of `byActive`, across its shards. */
+  async *#activePagesOfTenant(
+    state: TaskState,
+    tenantId: string,
+    select?: 'COUNT',
+  ): AsyncGenerator<{ items: ActiveTaskRef[]; count: number }> {
+    for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const response = await this.#documents.send(
+          new QueryCommand({
+            TableName: this.#tableName,
+            IndexName: 'byActive',
+            KeyConditionExpression: 'activeShard = :pk',
+            FilterExpression: 'tenantId = :tenant',
+            ExpressionAttributeValues: { ':pk': `${state}#${shard}`, ':tenant': tenantId },
+            ...(select ? { Select: select } : {}),
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        yield { items: (response.Items ?? []) as ActiveTaskRef[], count: response.Count ?? 0 };
+        startKey = response.LastEvaluatedKey;
+      } while (startKey);
+    }
+  }
+
   /** Count a tenant's tasks in one state (index query with Select COUNT, all pages). */
   async countByTenantState(tenantId: string, state: TaskState): Promise<number> {
+    if (LEASED_STATES.includes(state)) {
+      let leased = 0;
+      for await (const { count } of this.#activePagesOfTenant(state, tenantId, 'COUNT')) leased += count;
+      return leased;
+    }
     let count = 0;
     let startKey: Record<string, unknown> | undefined;
     do {

@@ -28,7 +28,9 @@ export interface TableDefinition extends KeySchema {
  * Tasks. One item per task, key `taskId`. Derived attributes maintained by the store on every
  * write feed the indexes (all string-typed):
  * - `listKey`      = `${submittedAt}#${taskId}`: newest-first listing within a partition.
- * - `tenantState`  = `${tenantId}#${state}`: a tenant's tasks in one state.
+ * - `tenantState`  = `${tenantId}#${state}`: a tenant's tasks in one state; absent while
+ *   DISPATCHED or RUNNING (sparse), so dispatch and start do not move the entry. A tenant's
+ *   leased tasks, never more than the pools hold, are read from `byActive` by tenant instead.
  * - `activeShard`  = `${state}#${shard}`, only while QUEUED, DISPATCHED or RUNNING (sparse),
  *   sharded so the index has no hot partition; `dueAt` is `runAt` for QUEUED and
  *   `leaseExpiresAt` otherwise. The scheduler rebuilds its view of running work from it after a

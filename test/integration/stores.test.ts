@@ -1,3 +1,4 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ConcurrentUpdateError,
@@ -140,6 +141,67 @@ describe('Class: TaskStore (against dynalite)', () => {
         services.store.list({ tenantId: 'someone-else', limit: 3, cursor: first.nextCursor! }),
       ).rejects.toBeInstanceOf(ValidationError);
       await expect(services.store.list({ tenantId: tenant, limit: 3, cursor: 'garbage!' })).rejects.toThrow(/cursor/);
+    });
+  });
+
+  describe('Leased states (DISPATCHED, RUNNING): listed and counted from byActive', () => {
+    it('pages one tenant newest first, counts it, and keeps its entries out of byTenantState', async () => {
+      // Prepare: 5 RUNNING and 1 DISPATCHED for the tenant, 2 RUNNING for a neighbour.
+      const tenant = `leased-${newId()}`;
+      const neighbour = `leased-other-${newId()}`;
+      const running: string[] = [];
+      const put = async (tenantId: string, second: number, toState: 'DISPATCHED' | 'RUNNING') => {
+        const { task } = await services.store.create(
+          createTask(newId(), spec(tenantId), new Date(Date.UTC(2026, 0, 2, 0, 0, second))),
+        );
+        const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+        return toState === 'RUNNING'
+          ? services.store.apply(start(dispatched, dispatched.fence, new Date(), 60))
+          : dispatched;
+      };
+      for (let i = 0; i < 5; i++) running.push((await put(tenant, i, 'RUNNING')).taskId);
+      const dispatchedId = (await put(tenant, 9, 'DISPATCHED')).taskId;
+      for (let i = 0; i < 2; i++) await put(neighbour, 20 + i, 'RUNNING');
+
+      // Act
+      const seen: string[] = [];
+      const pages: number[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await services.store.list({
+          tenantId: tenant,
+          state: 'RUNNING',
+          limit: 2,
+          ...(cursor ? { cursor } : {}),
+        });
+        seen.push(...page.items.map((t) => t.taskId));
+        pages.push(page.items.length);
+        cursor = page.nextCursor;
+      } while (cursor);
+
+      // Assess
+      expect(seen).toEqual([...running].reverse());
+      expect(pages).toEqual([2, 2, 1]);
+      expect(
+        (await services.store.list({ tenantId: tenant, state: 'DISPATCHED', limit: 10 })).items.map((t) => t.taskId),
+      ).toEqual([dispatchedId]);
+      expect(await services.store.countByTenantState(tenant, 'RUNNING')).toBe(5);
+      expect(await services.store.countByTenantState(tenant, 'DISPATCHED')).toBe(1);
+      expect(await services.store.countByTenantState(neighbour, 'RUNNING')).toBe(2);
+      // Cursors still cannot be replayed for another tenant or state.
+      const first = await services.store.list({ tenantId: tenant, state: 'RUNNING', limit: 2 });
+      await expect(
+        services.store.list({ tenantId: neighbour, state: 'RUNNING', limit: 2, cursor: first.nextCursor! }),
+      ).rejects.toBeInstanceOf(ValidationError);
+      await expect(
+        services.store.list({ tenantId: tenant, state: 'DISPATCHED', limit: 2, cursor: first.nextCursor! }),
+      ).rejects.toBeInstanceOf(ValidationError);
+      // The point: a leased item carries no tenantState, so dispatch and start do not move it.
+      const { Item } = await services.clients.documents.send(
+        new GetCommand({ TableName: services.emulators.tables.tasks, Key: { taskId: running[0] } }),
+      );
+      expect(Item).toMatchObject({ state: 'RUNNING', activeShard: expect.stringMatching(/^RUNNING#/) });
+      expect(Item).not.toHaveProperty('tenantState');
     });
   });
 
