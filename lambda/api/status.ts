@@ -110,11 +110,17 @@ export async function buildStatus(
     if (await input.mayActFor(tenantId)) visible.push(tenantId);
   }
 
+  // Tenants the snapshot does not cover are counted from the store, their leased tasks in one pass.
+  const leased = visible.some((tenantId) => !snapshot?.tenants[tenantId])
+    ? await services.store.countLeasedByTenant()
+    : new Map<string, number>();
   const rows = await Promise.all(
     visible.map(async (tenantId) => {
       const settings = await services.tasks.tenantSettings(tenantId);
       const share = snapshot?.tenants[tenantId];
-      const row: StatusTenant = share ? { tenantId, ...share } : await quietTenant(services, tenantId, settings);
+      const row: StatusTenant = share
+        ? { tenantId, ...share }
+        : await quietTenant(services, tenantId, settings, leased.get(tenantId) ?? 0);
       const page =
         input.recent > 0 ? await services.tasks.list({ tenantId, limit: input.recent }) : { items: [] as Task[] };
       const recent = page.items.map((task) => ({
@@ -161,15 +167,16 @@ export async function buildStatus(
 }
 
 /** A tenant the scheduler holds nothing of: counts from the store, no share. */
-async function quietTenant(services: Services, tenantId: string, settings: TenantSettings): Promise<StatusTenant> {
-  const [queued, dispatched, running] = await Promise.all([
-    services.store.countByTenantState(tenantId, 'QUEUED'),
-    services.store.countByTenantState(tenantId, 'DISPATCHED'),
-    services.store.countByTenantState(tenantId, 'RUNNING'),
-  ]);
+async function quietTenant(
+  services: Services,
+  tenantId: string,
+  settings: TenantSettings,
+  leased: number,
+): Promise<StatusTenant> {
+  const queued = await services.store.countByTenantState(tenantId, 'QUEUED');
   return {
     tenantId,
-    running: dispatched + running,
+    running: leased,
     queued,
     weight: settings.weight,
     maxConcurrency: settings.maxConcurrency,

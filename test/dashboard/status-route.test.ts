@@ -2,9 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiRouter } from '../../lambda/api/router.ts';
 import { MAX_RECENT_TASKS, statusSchema } from '../../lambda/api/status.ts';
 import type { SchedulerSnapshot } from '../../lambda/app/wait.ts';
+import { dispatch } from '../../lambda/core/lifecycle.ts';
 import { DASHBOARD_HTML } from '../../lambda/dashboard/page.ts';
 import { dashboardResult, dashboardRoutes } from '../../lambda/dashboard/routes.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
+import { runningTask, submitTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 const NOW = new Date('2030-01-01T12:00:00.000Z');
@@ -105,6 +107,22 @@ describe('Route: GET /v1/status', () => {
     expect(quietTask).toMatchObject({ tenantId: 'quiet', state: 'QUEUED', wait: { reason: 'priority' } });
     expect(busyTask).toMatchObject({ tenantId: 'busy', state: 'QUEUED', wait: { reason: 'delayed' } });
     expect(busyTask).not.toHaveProperty('version');
+  });
+
+  it('counts a tenant the snapshot does not cover from the store: queued, dispatched and running', async () => {
+    // Prepare: one task of each state for a tenant the scheduler snapshot does not list.
+    const tenantId = 'quiet-leased';
+    await runningTask(services, { tenantId });
+    const dispatched = await submitTask(services, { tenantId });
+    await services.store.transition(dispatched.taskId, (task) => dispatch(task, NOW, 60));
+    await submitTask(services, { tenantId });
+
+    // Act
+    const result = await createApiRouter(services)(apiEvent({ path: `/v1/status?tenants=${tenantId}&recent=0` }));
+
+    // Assess
+    const status = statusSchema.parse(jsonOf(result));
+    expect(status.tenants.find((tenant) => tenant.tenantId === tenantId)).toMatchObject({ running: 2, queued: 1 });
   });
 
   it('shows a caller only the tenants it may act for (tiers and pools are aggregates)', async () => {
