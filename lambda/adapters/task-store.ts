@@ -270,7 +270,7 @@ export class TaskStore {
   async #listLeased(query: ListTasksQuery & { state: TaskState }): Promise<TaskPage> {
     const after = query.cursor ? decodeCursor(query.cursor, query.tenantId, query.state) : undefined;
     const refs: ActiveTaskRef[] = [];
-    for await (const { items } of this.#activePagesOfTenant(query.state, query.tenantId)) {
+    for await (const { items } of this.#activePages(query.state, { tenantId: query.tenantId })) {
       for (const ref of items) if (!after || listKeyOf(ref) < (after.listKey as string)) refs.push(ref);
     }
     refs.sort((a, b) => (listKeyOf(a) < listKeyOf(b) ? 1 : -1));
@@ -291,32 +291,6 @@ export class TaskStore {
     return { items, nextCursor };
   }
 
-  /** Pages of one tenant's entries in one state of `byActive`, across its shards. */
-  async *#activePagesOfTenant(
-    state: TaskState,
-    tenantId: string,
-    select?: 'COUNT',
-  ): AsyncGenerator<{ items: ActiveTaskRef[]; count: number }> {
-    for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const response = await this.#documents.send(
-          new QueryCommand({
-            TableName: this.#tableName,
-            IndexName: 'byActive',
-            KeyConditionExpression: 'activeShard = :pk',
-            FilterExpression: 'tenantId = :tenant',
-            ExpressionAttributeValues: { ':pk': `${state}#${shard}`, ':tenant': tenantId },
-            ...(select ? { Select: select } : {}),
-            ExclusiveStartKey: startKey,
-          }),
-        );
-        yield { items: (response.Items ?? []) as ActiveTaskRef[], count: response.Count ?? 0 };
-        startKey = response.LastEvaluatedKey;
-      } while (startKey);
-    }
-  }
-
   /**
    * DISPATCHED + RUNNING tasks per tenant, for many tenants in one pass over `byActive` (which
    * holds no more of them than the pools do): cheaper than counting tenant by tenant.
@@ -333,7 +307,7 @@ export class TaskStore {
   async countByTenantState(tenantId: string, state: TaskState): Promise<number> {
     if (LEASED_STATES.includes(state)) {
       let leased = 0;
-      for await (const { count } of this.#activePagesOfTenant(state, tenantId, 'COUNT')) leased += count;
+      for await (const { count } of this.#activePages(state, { tenantId, select: 'COUNT' })) leased += count;
       return leased;
     }
     let count = 0;
@@ -361,7 +335,16 @@ export class TaskStore {
    * consistent: callers re-check with a conditional write before acting.
    */
   async *listActive(state: TaskState, dueBefore?: Date, dueFrom?: Date): AsyncGenerator<ActiveTaskRef> {
+    for await (const { items } of this.#activePages(state, { dueBefore, dueFrom })) yield* items;
+  }
+
+  /** Pages of `byActive` entries in one state across its shards: by due time, or by tenant. */
+  async *#activePages(
+    state: TaskState,
+    options: { dueBefore?: Date | undefined; dueFrom?: Date | undefined; tenantId?: string; select?: 'COUNT' },
+  ): AsyncGenerator<{ items: ActiveTaskRef[]; count: number }> {
     if (!INDEXED_ACTIVE.includes(state)) throw new Error(`State ${state} is not in the active index`);
+    const { dueBefore, dueFrom, tenantId, select } = options;
     for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
       let startKey: Record<string, unknown> | undefined;
       do {
@@ -374,15 +357,18 @@ export class TaskStore {
                 ? 'activeShard = :pk AND dueAt BETWEEN :from AND :due'
                 : 'activeShard = :pk AND dueAt < :due'
               : 'activeShard = :pk',
+            ...(tenantId ? { FilterExpression: 'tenantId = :tenant' } : {}),
             ExpressionAttributeValues: {
               ':pk': `${state}#${shard}`,
               ...(dueBefore ? { ':due': dueBefore.toISOString() } : {}),
               ...(dueBefore && dueFrom ? { ':from': dueFrom.toISOString() } : {}),
+              ...(tenantId ? { ':tenant': tenantId } : {}),
             },
+            ...(select ? { Select: select } : {}),
             ExclusiveStartKey: startKey,
           }),
         );
-        for (const item of response.Items ?? []) yield item as ActiveTaskRef;
+        yield { items: (response.Items ?? []) as ActiveTaskRef[], count: response.Count ?? 0 };
         startKey = response.LastEvaluatedKey;
       } while (startKey);
     }

@@ -12,6 +12,9 @@ afterEach(async () => {
   await services.stop();
 });
 
+const newScheduler = () =>
+  new Scheduler({ store: services.store, control: services.control, queues: services.queues, config: services.config });
+
 describe('Function: runSchedulerLoop', () => {
   it('resumes no sooner than the index settle time after its predecessor handed back', async () => {
     // Prepare: a predecessor held the lease and has just released it.
@@ -32,12 +35,7 @@ describe('Function: runSchedulerLoop', () => {
       onLease: (event, lease) => events.push(`${event}:${lease.token}`),
       createScheduler: () => {
         resumedAtMs = Date.now();
-        return new Scheduler({
-          store: services.store,
-          control: services.control,
-          queues: services.queues,
-          config: services.config,
-        });
+        return newScheduler();
       },
       onTick: () => stop.abort(),
     });
@@ -59,12 +57,7 @@ describe('Function: runSchedulerLoop', () => {
       indexSettleMs: 60_000,
       createScheduler: () => {
         resumedAtMs = Date.now();
-        return new Scheduler({
-          store: services.store,
-          control: services.control,
-          queues: services.queues,
-          config: services.config,
-        });
+        return newScheduler();
       },
       onTick: () => stop.abort(),
     });
