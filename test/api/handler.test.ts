@@ -5,9 +5,9 @@
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENV } from '../../lambda/infra/resources.ts';
 import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
+import { lambdaEnvironment } from '../helpers/services.ts';
 
 const ROLE = 'arn:aws:iam::111122223333:role/orders-service';
 const SESSION = 'arn:aws:sts::111122223333:assumed-role/orders-service/lambda';
@@ -18,18 +18,7 @@ const saved = { ...process.env };
 
 beforeAll(async () => {
   emulators = await startEmulators({ prefix: 'handler' });
-  Object.assign(process.env, {
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbUrl,
-    AWS_ENDPOINT_URL_SQS: emulators.sqsUrl,
-    POWERTOOLS_LOG_LEVEL: 'ERROR',
-    [ENV.tasksTable]: emulators.tables.tasks,
-    [ENV.controlTable]: emulators.tables.control,
-    [ENV.queueUrls]: JSON.stringify(emulators.queueUrls),
-    [ENV.configJson]: JSON.stringify({ deploy: { callers: { [ROLE]: ['orders'] } } }),
-  });
+  Object.assign(process.env, lambdaEnvironment(emulators, { deploy: { callers: { [ROLE]: ['orders'] } } }));
   // Imported only now: the module builds its services from the environment at load time.
   ({ handler } = await import('../../lambda/handlers/api.ts'));
 });

@@ -9,8 +9,8 @@ import type { WorkerMessage } from '../../lambda/adapters/queues.ts';
 import { buildServices, type Services } from '../../lambda/app/wiring.ts';
 import { parseConfig } from '../../lambda/core/config.ts';
 import { dispatch } from '../../lambda/core/lifecycle.ts';
-import { ENV } from '../../lambda/infra/resources.ts';
 import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
+import { lambdaEnvironment } from '../helpers/services.ts';
 
 let emulators: Emulators;
 let services: Services;
@@ -42,19 +42,7 @@ const record = (messageId: string, body: unknown): SQSRecord =>
 beforeAll(async () => {
   emulators = await startEmulators({ prefix: 'handlers' });
   const config = { pools: { lambda: { concurrency: 5 }, fargate: { vcpu: 1, memoryMiB: 2048 } } };
-  Object.assign(process.env, {
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbUrl,
-    AWS_ENDPOINT_URL_SQS: emulators.sqsUrl,
-    POWERTOOLS_LOG_LEVEL: 'ERROR',
-    POWERTOOLS_METRICS_DISABLED: 'true',
-    [ENV.tasksTable]: emulators.tables.tasks,
-    [ENV.controlTable]: emulators.tables.control,
-    [ENV.queueUrls]: JSON.stringify(emulators.queueUrls),
-    [ENV.configJson]: JSON.stringify(config),
-  });
+  Object.assign(process.env, lambdaEnvironment(emulators, config));
   services = buildServices({
     config: parseConfig(config),
     clients: emulators.clients,

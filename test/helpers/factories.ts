@@ -4,7 +4,22 @@
  */
 import type { Services } from '../../lambda/app/wiring.ts';
 import { dispatch, fail, start, succeed } from '../../lambda/core/lifecycle.ts';
-import type { Task } from '../../lambda/core/task.ts';
+import type { NewTaskSpec, Task } from '../../lambda/core/task.ts';
+
+/** A complete task spec (what TaskService resolves a submit into), for `createTask` in tests. */
+export function taskSpec(overrides: Partial<NewTaskSpec> = {}): NewTaskSpec {
+  return {
+    tenantId: 'acme',
+    type: 'demo.echo',
+    payload: {},
+    priority: 'normal',
+    resources: { vcpu: 0.25, memoryMiB: 512 },
+    runtime: 'lambda',
+    timeoutSeconds: 60,
+    maxAttempts: 3,
+    ...overrides,
+  };
+}
 
 export interface SubmitOverrides {
   readonly tenantId?: string;

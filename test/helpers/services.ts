@@ -6,7 +6,7 @@ import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { buildServices, type Services } from '../../lambda/app/wiring.ts';
 import { type ConfigInput, parseConfig } from '../../lambda/core/config.ts';
-import { CONTROL_TABLE, QUEUES, TASKS_TABLE } from '../../lambda/infra/resources.ts';
+import { CONTROL_TABLE, ENV, QUEUES, TASKS_TABLE } from '../../lambda/infra/resources.ts';
 import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
 import type { TaskTypeRegistry } from '../../lambda/task-types/define.ts';
 
@@ -35,6 +35,26 @@ export async function startTestServices(options: TestServicesOptions = {}): Prom
     ...(options.now ? { now: options.now } : {}),
   });
   return { ...services, emulators, stop: () => emulators.stop() };
+}
+
+/**
+ * The environment a deployed Lambda handler gets from the stack, pointed at the emulators.
+ * Handler modules build their services from it at load time: import them after setting it.
+ */
+export function lambdaEnvironment(emulators: Emulators, config: ConfigInput): Record<string, string> {
+  return {
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_ENDPOINT_URL_DYNAMODB: emulators.dynamodbUrl,
+    AWS_ENDPOINT_URL_SQS: emulators.sqsUrl,
+    POWERTOOLS_LOG_LEVEL: 'ERROR',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+    [ENV.tasksTable]: emulators.tables[TASKS_TABLE.id]!,
+    [ENV.controlTable]: emulators.tables[CONTROL_TABLE.id]!,
+    [ENV.queueUrls]: JSON.stringify(emulators.queueUrls),
+    [ENV.configJson]: JSON.stringify(config),
+  };
 }
 
 /** What a request can have written: items per table and messages waiting per queue. */

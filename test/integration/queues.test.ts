@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TierMessage, WorkerMessage } from '../../lambda/adapters/queues.ts';
 import { createTask } from '../../lambda/core/lifecycle.ts';
+import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;
@@ -13,21 +14,7 @@ afterAll(async () => {
 });
 
 const task = (id: string, priority: 'critical' | 'low', runAt?: Date) =>
-  createTask(
-    id,
-    {
-      tenantId: 'acme',
-      type: 'demo.echo',
-      payload: {},
-      priority,
-      resources: { vcpu: 0.25, memoryMiB: 512 },
-      runtime: 'lambda',
-      timeoutSeconds: 60,
-      maxAttempts: 3,
-      ...(runAt ? { runAt } : {}),
-    },
-    new Date(),
-  );
+  createTask(id, taskSpec({ priority, ...(runAt ? { runAt } : {}) }), new Date());
 
 describe('Class: QueueClient (against fauxqs)', () => {
   it('announces each task on its own tier queue, in batches beyond ten', async () => {

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TierMessage } from '../../lambda/adapters/queues.ts';
 import { createTask, dispatch, start } from '../../lambda/core/lifecycle.ts';
-import type { NewTaskSpec } from '../../lambda/core/task.ts';
 import { Reconciler } from '../../lambda/scheduler/reconciler.ts';
+import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;
@@ -14,17 +14,7 @@ afterEach(async () => {
 });
 
 const DAY = 86_400_000;
-const spec = (overrides: Partial<NewTaskSpec> = {}): NewTaskSpec => ({
-  tenantId: 'acme',
-  type: 'demo.echo',
-  payload: {},
-  priority: 'normal',
-  resources: { vcpu: 0.25, memoryMiB: 512 },
-  runtime: 'lambda',
-  timeoutSeconds: 60,
-  maxAttempts: 3,
-  ...overrides,
-});
+const spec = taskSpec;
 const reconcilerAt = (now: Date) =>
   new Reconciler({ store: services.store, queues: services.queues, config: services.config, now: () => now });
 

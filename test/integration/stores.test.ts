@@ -7,19 +7,10 @@ import {
   ValidationError,
 } from '../../lambda/core/errors.ts';
 import { cancel, createTask, dispatch, start, succeed } from '../../lambda/core/lifecycle.ts';
-import type { NewTaskSpec } from '../../lambda/core/task.ts';
+import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
-const spec = (tenantId = 'acme'): NewTaskSpec => ({
-  tenantId,
-  type: 'demo.echo',
-  payload: { hello: 'world' },
-  priority: 'normal',
-  resources: { vcpu: 0.25, memoryMiB: 512 },
-  runtime: 'lambda',
-  timeoutSeconds: 60,
-  maxAttempts: 3,
-});
+const spec = (tenantId = 'acme') => taskSpec({ tenantId, payload: { hello: 'world' } });
 
 let services: TestServices;
 let counter = 0;

@@ -16,20 +16,11 @@ import {
   type TransitionPlan,
 } from '../../lambda/core/lifecycle.ts';
 import { isTerminal, type NewTaskSpec, type Task } from '../../lambda/core/task.ts';
+import { taskSpec } from '../helpers/factories.ts';
 
 const T0 = new Date('2026-01-01T00:00:00.000Z');
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
-const spec = (overrides: Partial<NewTaskSpec> = {}): NewTaskSpec => ({
-  tenantId: 'acme',
-  type: 'demo.echo',
-  payload: { n: 1 },
-  priority: 'normal',
-  resources: { vcpu: 0.25, memoryMiB: 512 },
-  runtime: 'lambda',
-  timeoutSeconds: 60,
-  maxAttempts: 3,
-  ...overrides,
-});
+const spec = (overrides: Partial<NewTaskSpec> = {}) => taskSpec({ payload: { n: 1 }, ...overrides });
 const retryable = { name: 'Error', message: 'boom', retryable: true };
 
 function running(task = createTask('t1', spec(), T0)): Task {

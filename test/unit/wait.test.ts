@@ -3,6 +3,7 @@ import { explainWait, type SchedulerSnapshot } from '../../lambda/app/wait.ts';
 import { parseConfig } from '../../lambda/core/config.ts';
 import { createTask } from '../../lambda/core/lifecycle.ts';
 import type { NewTaskSpec, PriorityTier } from '../../lambda/core/task.ts';
+import { taskSpec } from '../helpers/factories.ts';
 
 const T0 = new Date('2026-01-01T00:00:00Z');
 const config = parseConfig({
@@ -12,21 +13,7 @@ const config = parseConfig({
 });
 const tenant = { weight: 1, maxConcurrency: 2 };
 const task = (priority: PriorityTier, extra: Partial<NewTaskSpec> = {}) =>
-  createTask(
-    't1',
-    {
-      tenantId: 'acme',
-      type: 'demo.echo',
-      payload: {},
-      priority,
-      resources: { vcpu: 0.25, memoryMiB: 512 },
-      runtime: 'lambda',
-      timeoutSeconds: 60,
-      maxAttempts: 3,
-      ...extra,
-    },
-    T0,
-  );
+  createTask('t1', taskSpec({ priority, ...extra }), T0);
 const snapshot = (overrides: Partial<SchedulerSnapshot> = {}): SchedulerSnapshot => ({
   at: T0.toISOString(),
   policy: 'fair-share',
