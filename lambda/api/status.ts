@@ -6,6 +6,7 @@
  * (and so their tasks) only to callers that may act for them.
  */
 import { z } from 'zod';
+import { resolveTenantSettings } from '../app/task-service.ts';
 import { explainWait, type SchedulerSnapshot } from '../app/wait.ts';
 import type { Services } from '../app/wiring.ts';
 import { PRIORITY_TIERS, type Task, type TenantSettings } from '../core/task.ts';
@@ -110,13 +111,15 @@ export async function buildStatus(
     if (await input.mayActFor(tenantId)) visible.push(tenantId);
   }
 
+  const storedById = new Map(stored.map((tenant) => [tenant.tenantId, tenant]));
   // Tenants the snapshot does not cover are counted from the store, their leased tasks in one pass.
   const leased = visible.some((tenantId) => !snapshot?.tenants[tenantId])
     ? await services.store.countLeasedByTenant()
     : new Map<string, number>();
   const rows = await Promise.all(
     visible.map(async (tenantId) => {
-      const settings = await services.tasks.tenantSettings(tenantId);
+      // Settings from the tenants listed above: no read per tenant.
+      const settings = resolveTenantSettings(config, tenantId, storedById.get(tenantId));
       const share = snapshot?.tenants[tenantId];
       const row: StatusTenant = share
         ? { tenantId, ...share }

@@ -209,11 +209,7 @@ export class TaskService {
 
   /** Effective settings: stored (API) > config file entry > tenant defaults. */
   async tenantSettings(tenantId: string): Promise<TenantSettings & { source: TenantView['source'] }> {
-    const stored = await this.#deps.control.getTenant(tenantId);
-    if (stored) return { weight: stored.weight, maxConcurrency: stored.maxConcurrency, source: 'stored' };
-    const configured = this.#deps.config.tenants[tenantId];
-    if (configured) return { ...configured, source: 'config' };
-    return { ...this.#deps.config.tenantDefaults, source: 'default' };
+    return resolveTenantSettings(this.#deps.config, tenantId, await this.#deps.control.getTenant(tenantId));
   }
 
   async getTenant(tenantId: string): Promise<TenantView> {
@@ -236,6 +232,18 @@ export class TaskService {
   async listTenants(): Promise<StoredTenant[]> {
     return this.#deps.control.listTenants();
   }
+}
+
+/** A tenant's effective settings: stored (PUT /v1/tenants), else configured, else the defaults. */
+export function resolveTenantSettings(
+  config: SchedulerConfig,
+  tenantId: string,
+  stored: StoredTenant | undefined,
+): TenantSettings & { source: TenantView['source'] } {
+  if (stored) return { weight: stored.weight, maxConcurrency: stored.maxConcurrency, source: 'stored' };
+  const configured = config.tenants[tenantId];
+  if (configured) return { ...configured, source: 'config' };
+  return { ...config.tenantDefaults, source: 'default' };
 }
 
 /** Deterministic id for an idempotent submit: same tenant + key → same task. */
