@@ -345,72 +345,29 @@ export async function runBullmqComparison(options: BenchOptions): Promise<Bullmq
     const add = (label: string, ours: number, bull: number, digits = 0) =>
       rows.push([label, fmt(ours, digits), fmt(bull, digits), ratio(ours, bull)]);
     add(`no-op throughput (${n} jobs), jobs/s`, tput(oursNoOp, n), tput(bullNoOp, n), 1);
-    add(
-      'no-op submit→start p50, ms',
-      percentile(
-        waits(oursNoOp, () => true),
-        50,
-      ),
-      percentile(
-        waits(bullNoOp, () => true),
-        50,
-      ),
-    );
-    add(
-      'no-op submit→start p99, ms',
-      percentile(
-        waits(oursNoOp, () => true),
-        99,
-      ),
-      percentile(
-        waits(bullNoOp, () => true),
-        99,
-      ),
-    );
-    add(
-      'priority flood: low-tier wait p50, ms',
-      percentile(waits(oursFlood, isLow), 50),
-      percentile(waits(bullFlood, isLow), 50),
-    );
-    add(
-      'priority flood: low-tier wait p99, ms',
-      percentile(waits(oursFlood, isLow), 99),
-      percentile(waits(bullFlood, isLow), 99),
-    );
-    add('priority flood: low-tier wait max, ms', maxOf(waits(oursFlood, isLow)), maxOf(waits(bullFlood, isLow)));
-    add(
-      'priority flood: high-tier wait p50, ms',
-      percentile(
-        waits(oursFlood, (s) => !isLow(s)),
-        50,
-      ),
-      percentile(
-        waits(bullFlood, (s) => !isLow(s)),
-        50,
-      ),
-    );
-    add(
-      'noisy neighbour: quiet wait p50, ms',
-      percentile(waits(oursNoisy, isQuiet), 50),
-      percentile(waits(bullNoisy, isQuiet), 50),
-    );
-    add(
-      'noisy neighbour: quiet wait p99, ms',
-      percentile(waits(oursNoisy, isQuiet), 99),
-      percentile(waits(bullNoisy, isQuiet), 99),
-    );
-    add('noisy neighbour: quiet wait max, ms', maxOf(waits(oursNoisy, isQuiet)), maxOf(waits(bullNoisy, isQuiet)));
-    add(
-      'noisy neighbour: noisy wait p50, ms',
-      percentile(
-        waits(oursNoisy, (s) => !isQuiet(s)),
-        50,
-      ),
-      percentile(
-        waits(bullNoisy, (s) => !isQuiet(s)),
-        50,
-      ),
-    );
+    type Run = { started: Started[] };
+    const all = () => true;
+    const p = (q: number) => (values: number[]) => percentile(values, q);
+    /** One wait statistic of the same starts in both runs. */
+    const addWaits = (
+      label: string,
+      ours: Run,
+      bull: Run,
+      keep: (s: Started) => boolean,
+      stat: (v: number[]) => number,
+    ) => add(label, stat(waits(ours, keep)), stat(waits(bull, keep)));
+    const notLow = (s: Started) => !isLow(s);
+    const notQuiet = (s: Started) => !isQuiet(s);
+    addWaits('no-op submit→start p50, ms', oursNoOp, bullNoOp, all, p(50));
+    addWaits('no-op submit→start p99, ms', oursNoOp, bullNoOp, all, p(99));
+    addWaits('priority flood: low-tier wait p50, ms', oursFlood, bullFlood, isLow, p(50));
+    addWaits('priority flood: low-tier wait p99, ms', oursFlood, bullFlood, isLow, p(99));
+    addWaits('priority flood: low-tier wait max, ms', oursFlood, bullFlood, isLow, maxOf);
+    addWaits('priority flood: high-tier wait p50, ms', oursFlood, bullFlood, notLow, p(50));
+    addWaits('noisy neighbour: quiet wait p50, ms', oursNoisy, bullNoisy, isQuiet, p(50));
+    addWaits('noisy neighbour: quiet wait p99, ms', oursNoisy, bullNoisy, isQuiet, p(99));
+    addWaits('noisy neighbour: quiet wait max, ms', oursNoisy, bullNoisy, isQuiet, maxOf);
+    addWaits('noisy neighbour: noisy wait p50, ms', oursNoisy, bullNoisy, notQuiet, p(50));
     add(
       'noisy neighbour: quiet share of starts while burst drains, %',
       100 * quietShare(oursNoisy),
