@@ -55,34 +55,22 @@ export class SchedulerApiError extends SchedulerClientError {
 
 /** 400: the request failed validation; nothing was written. `details.issues` names each field. */
 export class InvalidRequestError extends SchedulerApiError {
-  constructor(input: ConstructorParameters<typeof SchedulerApiError>[0]) {
-    super(input);
-    this.name = 'InvalidRequestError';
-  }
+  override name = 'InvalidRequestError';
 }
 
 /** 403: the caller may not act for the tenant. */
 export class ForbiddenError extends SchedulerApiError {
-  constructor(input: ConstructorParameters<typeof SchedulerApiError>[0]) {
-    super(input);
-    this.name = 'ForbiddenError';
-  }
+  override name = 'ForbiddenError';
 }
 
 /** 404: no such task (or route). */
 export class NotFoundError extends SchedulerApiError {
-  constructor(input: ConstructorParameters<typeof SchedulerApiError>[0]) {
-    super(input);
-    this.name = 'NotFoundError';
-  }
+  override name = 'NotFoundError';
 }
 
 /** 409: the task's state does not allow this, or the idempotency key was used for another request. */
 export class ConflictError extends SchedulerApiError {
-  constructor(input: ConstructorParameters<typeof SchedulerApiError>[0]) {
-    super(input);
-    this.name = 'ConflictError';
-  }
+  override name = 'ConflictError';
 }
 
 /** The request never got an HTTP answer (connection refused, DNS, TLS, aborted by timeout). */
