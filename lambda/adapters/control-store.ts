@@ -145,9 +145,16 @@ export class ControlStore {
     };
   }
 
+  /**
+   * Stored as JSON text: it is keyed by tenant id, and a tenant may be called `constructor` or
+   * `__proto__`, which the SDK's map marshaller cannot carry.
+   */
   async putSnapshot(snapshot: unknown): Promise<void> {
     await this.#documents.send(
-      new PutCommand({ TableName: this.#tableName, Item: { pk: SNAPSHOT_KEY, kind: 'snapshot', snapshot } }),
+      new PutCommand({
+        TableName: this.#tableName,
+        Item: { pk: SNAPSHOT_KEY, kind: 'snapshot', snapshotJson: JSON.stringify(snapshot) },
+      }),
     );
   }
 
@@ -155,6 +162,7 @@ export class ControlStore {
     const { Item } = await this.#documents.send(
       new GetCommand({ TableName: this.#tableName, Key: { pk: SNAPSHOT_KEY } }),
     );
+    if (typeof Item?.snapshotJson === 'string') return JSON.parse(Item.snapshotJson) as T;
     return Item?.snapshot as T | undefined;
   }
 }

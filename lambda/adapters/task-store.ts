@@ -14,6 +14,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { ConcurrentUpdateError, StaleAttemptError, TaskNotFoundError, ValidationError } from '../core/errors.ts';
 import type { TransitionPlan } from '../core/lifecycle.ts';
+import { decodeJsonFields, encodeJsonFields } from '../core/storable.ts';
 import { ACTIVE_STATES, isTerminal, type Task, type TaskState } from '../core/task.ts';
 import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS } from '../infra/resources.ts';
 
@@ -41,7 +42,8 @@ export function shardOf(taskId: string): number {
 }
 
 function toItem(task: Task): Record<string, unknown> {
-  const item: Record<string, unknown> = { ...task, listKey: listKeyOf(task) };
+  // Payload and result as JSON text: see core/storable.ts.
+  const item: Record<string, unknown> = { ...encodeJsonFields(task), listKey: listKeyOf(task) };
   // Sparse: DISPATCHED and RUNNING are left out of `byTenantState` (they are listed from
   // `byActive`), so the two busiest writes, dispatch and start, do not move its entry.
   if (!LEASED_STATES.includes(task.state)) item.tenantState = `${task.tenantId}#${task.state}`;
@@ -57,7 +59,7 @@ function toItem(task: Task): Record<string, unknown> {
 }
 
 function fromItem(item: Record<string, unknown>): Task {
-  const task: Record<string, unknown> = { ...item };
+  const task = decodeJsonFields(item);
   for (const key of DERIVED) delete task[key];
   return task as unknown as Task;
 }

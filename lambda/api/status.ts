@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { resolveTenantSettings } from '../app/task-service.ts';
 import { explainWait, type SchedulerSnapshot } from '../app/wait.ts';
 import type { Services } from '../app/wiring.ts';
+import { ownEntry } from '../core/records.ts';
 import { PRIORITY_TIERS, type Task, type TenantSettings } from '../core/task.ts';
 import { defineRoute } from './route.ts';
 import { idSchema } from './schemas.ts';
@@ -113,14 +114,14 @@ export async function buildStatus(
 
   const storedById = new Map(stored.map((tenant) => [tenant.tenantId, tenant]));
   // Tenants the snapshot does not cover are counted from the store, their leased tasks in one pass.
-  const leased = visible.some((tenantId) => !snapshot?.tenants[tenantId])
+  const leased = visible.some((tenantId) => !ownEntry(snapshot?.tenants, tenantId))
     ? await services.store.countLeasedByTenant()
     : new Map<string, number>();
   const rows = await Promise.all(
     visible.map(async (tenantId) => {
       // Settings from the tenants listed above: no read per tenant.
       const settings = resolveTenantSettings(config, tenantId, storedById.get(tenantId));
-      const share = snapshot?.tenants[tenantId];
+      const share = ownEntry(snapshot?.tenants, tenantId);
       const row: StatusTenant = share
         ? { tenantId, ...share }
         : await quietTenant(services, tenantId, settings, leased.get(tenantId) ?? 0);

@@ -10,6 +10,7 @@ import type { TaskPage, TaskStore } from '../adapters/task-store.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { IdempotencyConflictError, ValidationError } from '../core/errors.ts';
 import { cancel, createTask, retry } from '../core/lifecycle.ts';
+import { ownEntry } from '../core/records.ts';
 import {
   chooseRuntime,
   LAMBDA_LIMITS,
@@ -221,7 +222,7 @@ export class TaskService {
       store.countByTenantState(tenantId, 'RUNNING'),
       control.getSnapshot<SchedulerSnapshot>(),
     ]);
-    const share = snapshot?.tenants[tenantId];
+    const share = ownEntry(snapshot?.tenants, tenantId);
     return { tenantId, ...settings, counts: { queued, dispatched, running }, ...(share ? { share } : {}) };
   }
 
@@ -241,7 +242,7 @@ export function resolveTenantSettings(
   stored: StoredTenant | undefined,
 ): TenantSettings & { source: TenantView['source'] } {
   if (stored) return { weight: stored.weight, maxConcurrency: stored.maxConcurrency, source: 'stored' };
-  const configured = config.tenants[tenantId];
+  const configured = ownEntry(config.tenants, tenantId);
   if (configured) return { ...configured, source: 'config' };
   return { ...config.tenantDefaults, source: 'default' };
 }

@@ -5,6 +5,7 @@
  */
 import type { PolicyName, SchedulerConfig } from '../core/config.ts';
 import { effectiveRank, topTierAtMs, waitBoundSeconds } from '../core/policy/index.ts';
+import { ownEntry } from '../core/records.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Task, type TenantSettings, tierRank } from '../core/task.ts';
 
 export const WAIT_REASONS = ['delayed', 'tenant_quota', 'capacity', 'fair_share', 'priority'] as const;
@@ -87,7 +88,7 @@ export function explainWait(
       ...asOf,
     };
   }
-  const share = snapshot?.tenants[task.tenantId];
+  const share = ownEntry(snapshot?.tenants, task.tenantId);
   const running = share?.running ?? 0;
   if (config.policy === 'fair-share' && running >= tenant.maxConcurrency) {
     return {

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { CronSyntaxError, parseAwsCron } from './cron.ts';
 import { ConfigError } from './errors.ts';
+import { ownEntry } from './records.ts';
 import { PRIORITY_TIERS, RUNTIMES } from './task.ts';
 
 export const POLICIES = ['fifo', 'priority', 'fair-share'] as const;
@@ -145,5 +146,5 @@ export function parseConfig(raw: unknown, source = 'configuration'): SchedulerCo
 
 /** Settings of one tenant: its own entry, else the defaults. */
 export function tenantSettingsFor(config: SchedulerConfig, tenantId: string) {
-  return config.tenants[tenantId] ?? config.tenantDefaults;
+  return ownEntry(config.tenants, tenantId) ?? config.tenantDefaults;
 }

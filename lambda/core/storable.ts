@@ -1,8 +1,13 @@
 /**
- * What a JSON value must satisfy to be stored in a task item: DynamoDB limits nesting depth and
- * number range (and the SDK refuses numbers beyond MAX_SAFE_INTEGER), and an item is at most
- * 400 KB. Payloads are checked at submit (a 400) and results before they are written (a
- * non-retryable failure), so neither can turn into a write that fails forever.
+ * What a JSON value must satisfy to be stored in a task item, and how it is stored.
+ *
+ * Payloads and results are stored as JSON text (`payloadJson`, `resultJson`), not as DynamoDB
+ * maps: the SDK's marshaller cannot carry keys named after Object.prototype members
+ * (`constructor` makes it throw, `__proto__` is lost), and text round-trips every JSON value
+ * exactly. Limits still apply: a payload leaves room under the 400 KB item for the result, and
+ * nesting is bounded so no reader or writer overflows its stack. Payloads are checked at submit
+ * (a 400) and results before they are written (a non-retryable failure), so neither can turn
+ * into a write that fails forever.
  */
 
 /** A task's payload, serialized: leaves room under DynamoDB's 400 KB item limit for the result. */
@@ -11,7 +16,10 @@ export const MAX_PAYLOAD_BYTES = 200 * 1024;
 /** A handler's result, serialized (payload + result + the rest stay under 400 KB). */
 export const MAX_RESULT_BYTES = 150 * 1024;
 
-/** Nesting of objects/arrays: DynamoDB stores at most 32 levels in one item. */
+/**
+ * Nesting of objects/arrays. Kept at the level DynamoDB maps allow (32) minus headroom, so the
+ * limit clients see does not depend on how the value is stored.
+ */
 export const MAX_VALUE_DEPTH = 24;
 
 /** Smallest non-zero magnitude DynamoDB stores. */
@@ -19,11 +27,8 @@ export const MIN_NUMBER_MAGNITUDE = 1e-130;
 
 /** Why a JSON value cannot be stored, or undefined when it can. */
 export function storableProblem(value: unknown, maxBytes: number): string | undefined {
-  const serialized = JSON.stringify(value ?? null) ?? 'null';
-  if (Buffer.byteLength(serialized, 'utf8') > maxBytes) {
-    return `must be at most ${maxBytes} bytes when serialized`;
-  }
-  // Iterative walk: a hostile value may nest far deeper than the call stack allows.
+  // Iterative walk BEFORE serializing: a hostile value may nest far deeper than the call stack
+  // allows, and JSON.stringify recurses. A cycle exceeds the depth limit too.
   const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
   while (stack.length > 0) {
     const { value: current, depth } = stack.pop()!;
@@ -37,5 +42,35 @@ export function storableProblem(value: unknown, maxBytes: number): string | unde
       for (const child of Object.values(current)) stack.push({ value: child, depth: depth + 1 });
     }
   }
+  const serialized = JSON.stringify(value ?? null) ?? 'null';
+  if (Buffer.byteLength(serialized, 'utf8') > maxBytes) {
+    return `must be at most ${maxBytes} bytes when serialized`;
+  }
   return undefined;
+}
+
+/** Task fields holding arbitrary JSON, stored as text under `<field>Json`. */
+const JSON_FIELDS = ['payload', 'result'] as const;
+
+/** The record with each JSON field replaced by its text (`payload` → `payloadJson`). */
+export function encodeJsonFields(record: object): Record<string, unknown> {
+  const encoded: Record<string, unknown> = { ...record };
+  for (const field of JSON_FIELDS) {
+    if (!Object.hasOwn(encoded, field)) continue;
+    const value = encoded[field];
+    delete encoded[field];
+    if (value !== undefined) encoded[`${field}Json`] = JSON.stringify(value);
+  }
+  return encoded;
+}
+
+/** The inverse of encodeJsonFields; items written before the change (maps) read as they are. */
+export function decodeJsonFields(item: Record<string, unknown>): Record<string, unknown> {
+  const decoded: Record<string, unknown> = { ...item };
+  for (const field of JSON_FIELDS) {
+    const text = decoded[`${field}Json`];
+    delete decoded[`${field}Json`];
+    if (typeof text === 'string') decoded[field] = JSON.parse(text);
+  }
+  return decoded;
 }

@@ -470,19 +470,22 @@ export class Scheduler {
     const lambda = policy.pools.find((p) => p.runtime === 'lambda');
     const fargate = policy.pools.find((p) => p.runtime === 'fargate');
     const { pools } = this.#deps.config;
-    const tenants: Record<string, SchedulerSnapshot['tenants'][string]> = {};
     // Bounded so the snapshot item stays far below DynamoDB's 400 KB: the busiest tenants.
     const busiest = [...policy.tenants].sort((a, b) => b.active + b.queued - (a.active + a.queued)).slice(0, 500);
-    for (const tenant of busiest) {
-      tenants[tenant.tenantId] = {
-        running: tenant.active,
-        queued: tenant.queued,
-        weight: tenant.weight,
-        maxConcurrency: tenant.maxConcurrency,
-        dominantShare: round3(tenant.weightedDominantShare * tenant.weight),
-        entitlement: round3(tenant.entitlement),
-      };
-    }
+    // fromEntries defines own keys, so a tenant named `__proto__` is a key, not the prototype.
+    const tenants: Record<string, SchedulerSnapshot['tenants'][string]> = Object.fromEntries(
+      busiest.map((tenant) => [
+        tenant.tenantId,
+        {
+          running: tenant.active,
+          queued: tenant.queued,
+          weight: tenant.weight,
+          maxConcurrency: tenant.maxConcurrency,
+          dominantShare: round3(tenant.weightedDominantShare * tenant.weight),
+          entitlement: round3(tenant.entitlement),
+        },
+      ]),
+    );
     return {
       at: new Date(nowMs).toISOString(),
       policy: policy.policy,
