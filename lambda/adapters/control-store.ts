@@ -3,7 +3,7 @@
  * scheduler's published snapshot (what the API uses to explain waits).
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { TenantSettings } from '../core/task.ts';
 
 export interface StoredTenant extends TenantSettings {
@@ -27,6 +27,8 @@ export interface Lease {
 const tenantKey = (tenantId: string) => `tenant#${tenantId}`;
 const leaseKey = (name: string) => `lease#${name}`;
 const SNAPSHOT_KEY = 'snapshot#scheduler';
+/** A counter every tenant PUT bumps, so the scheduler learns of new settings with one small read. */
+const TENANTS_VERSION_KEY = 'tenants#version';
 
 export class ControlStore {
   readonly #documents: DynamoDBDocumentClient;
@@ -54,7 +56,26 @@ export class ControlStore {
     await this.#documents.send(
       new PutCommand({ TableName: this.#tableName, Item: { pk: tenantKey(tenantId), kind: 'tenant', ...tenant } }),
     );
+    // After the settings, before the caller hears 200: a scheduler that reads the new version
+    // (consistently) then finds the new settings. A retried ADD only bumps twice: harmless.
+    await this.#documents.send(
+      new UpdateCommand({
+        TableName: this.#tableName,
+        Key: { pk: TENANTS_VERSION_KEY },
+        UpdateExpression: 'SET kind = :kind ADD #version :one',
+        ExpressionAttributeNames: { '#version': 'version' },
+        ExpressionAttributeValues: { ':kind': 'tenants-version', ':one': 1 },
+      }),
+    );
     return tenant;
+  }
+
+  /** The tenant settings version: changes whenever a tenant's settings were stored. */
+  async tenantsVersion(): Promise<number> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { pk: TENANTS_VERSION_KEY }, ConsistentRead: true }),
+    );
+    return (Item?.version as number | undefined) ?? 0;
   }
 
   /** All stored tenants. The control table is small (tenants, a few leases), so a scan is fine. */

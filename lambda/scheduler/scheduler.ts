@@ -96,6 +96,8 @@ export class Scheduler {
   #seq = 0;
   #lastSnapshotMs = 0;
   #lastTenantRefreshMs = 0;
+  /** The tenant settings version last applied (see #bindTenantSettings). */
+  #tenantsVersion: number | undefined;
 
   constructor(deps: SchedulerDeps) {
     this.#deps = deps;
@@ -169,9 +171,23 @@ export class Scheduler {
       this.#drainCompletions(idle ? 0 : waitSeconds),
       this.#fill(idle && waitSeconds > 0 ? (options.idleWaitSeconds ?? waitSeconds) : 0),
     ]);
+    await this.#bindTenantSettings();
     const dispatched = await this.#dispatchReady();
     await this.#maintain();
     return { received, dispatched, completed };
+  }
+
+  /**
+   * Tenant settings bind at once: before a dispatch round with candidates, one consistent read
+   * of the settings version that every `PUT /v1/tenants` bumps before answering, and the tenants
+   * re-read when it moved. (The 10 s refresh in #maintain stays as a fallback.)
+   */
+  async #bindTenantSettings(): Promise<void> {
+    if (this.#held.size === 0) return;
+    const version = await this.#deps.control.tenantsVersion();
+    if (version === this.#tenantsVersion) return;
+    await this.refreshTenants();
+    this.#tenantsVersion = version;
   }
 
   /** Free capacity for every attempt a worker reports finished. */

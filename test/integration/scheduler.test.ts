@@ -87,6 +87,30 @@ describe('Class: Scheduler (against the emulators)', () => {
     expect(messages.filter((m) => m.tenantId === 'other')).toHaveLength(1);
   });
 
+  it('binds tenant settings stored after it started before its next dispatch (issue 11)', async () => {
+    // Prepare: the scheduler's clock stands still (a minute ahead, so every task is due), so
+    // its periodic tenant refresh never runs: only the PUT itself can make the quota bind.
+    const frozen = new Date(Date.now() + 60_000);
+    const scheduler = new Scheduler({
+      store: services.store,
+      control: services.control,
+      queues: services.queues,
+      config: services.config,
+      now: () => frozen,
+    });
+    await scheduler.resume();
+    await services.tasks.putTenant('acme', { weight: 1, maxConcurrency: 2 });
+    const ids = await submit(12, 'acme');
+
+    // Act
+    await settle(scheduler);
+
+    // Assess: the pool has 3 slots and the default quota is 10, so only the new quota holds it at 2.
+    const tasks = [...(await services.store.getMany(ids)).values()];
+    expect(tasks.filter((t) => t.state === 'DISPATCHED')).toHaveLength(2);
+    await scheduler.releaseHeld();
+  });
+
   it('an idle tick long-polls the tiers for idleWaitSeconds but wakes as soon as a task arrives', async () => {
     const scheduler = newScheduler();
     await scheduler.resume();

@@ -220,6 +220,16 @@ describe('Class: ControlStore (against dynalite)', () => {
     expect((await services.control.listTenants()).map((t) => t.tenantId)).toContain('t-settings');
   });
 
+  it('moves the tenant settings version on every stored setting, and lists no version item as a tenant', async () => {
+    const before = await services.control.tenantsVersion();
+    await services.control.putTenant('t-version', { weight: 1, maxConcurrency: 3 }, new Date());
+    const once = await services.control.tenantsVersion();
+    await services.control.putTenant('t-version', { weight: 1, maxConcurrency: 4 }, new Date());
+    expect(once).not.toBe(before);
+    expect(await services.control.tenantsVersion()).not.toBe(once);
+    expect((await services.control.listTenants()).every((t) => t.tenantId !== undefined)).toBe(true);
+  });
+
   it('grants a lease to one holder at a time, with a growing token across holders', async () => {
     const name = `lease-${newId()}`;
     const a = await services.control.acquireLease(name, 'A', 1_000, 10_000);
