@@ -2,7 +2,12 @@
  * DynamoDB persistence of tasks. It only does I/O: every decision is a TransitionPlan from the
  * core, written here as ONE conditional PutItem whose condition is the plan's precondition.
  * A refused condition becomes a typed error carrying the item as it is now.
+ *
+ * Every write carries a fresh random token (kept with the last few in `writeTokens`). AWS can
+ * apply a write and lose its response; the SDK then retries it and the condition fails against
+ * our own write. A refused or unanswered write whose token is in the stored item was ours.
  */
+import { randomBytes } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
@@ -28,6 +33,17 @@ const INDEXED_ACTIVE: readonly TaskState[] = ['QUEUED', ...ACTIVE_STATES];
  * is read from `byActive` (filtered by tenant) rather than kept in `byTenantState`.
  */
 const LEASED_STATES = ACTIVE_STATES;
+
+/** Tokens of the last writes kept on the item: ours survives a couple of writes after it. */
+const WRITE_TOKENS_KEPT = 3;
+
+/** The task as it will be stored by a write with a fresh token. */
+function withWriteToken(task: Task): Task {
+  const token = randomBytes(8).toString('base64url');
+  return { ...task, writeTokens: [...(task.writeTokens ?? []).slice(1 - WRITE_TOKENS_KEPT), token] };
+}
+
+const tokenOf = (task: Task): string => task.writeTokens!.at(-1)!;
 
 const listKeyOf = (task: Pick<Task, 'submittedAt' | 'taskId'>) => `${task.submittedAt}#${task.taskId}`;
 
@@ -112,21 +128,48 @@ export class TaskStore {
    * tenant + idempotency key, so "exists" means "this request was already accepted".
    */
   async create(task: Task): Promise<CreateResult> {
+    const written = withWriteToken(task);
     try {
       await this.#documents.send(
         new PutCommand({
           TableName: this.#tableName,
-          Item: toItem(task),
+          Item: toItem(written),
           ConditionExpression: 'attribute_not_exists(taskId)',
         }),
       );
-      return { created: true, task };
+      return { created: true, task: written };
     } catch (error) {
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const existing = await this.get(task.taskId);
-      if (!existing) throw error; // cannot happen without deletes; surface rather than guess
-      return { created: false, task: existing };
+      const after = await this.#afterRefusal(written, error);
+      if (after.ours) return { created: true, task: after.task };
+      if (!(error instanceof ConditionalCheckFailedException) || !after.current) throw error;
+      return { created: false, task: after.current };
     }
+  }
+
+  /**
+   * After a refused or unanswered write, one consistent read: was the write ours after all
+   * (applied, its response lost, the SDK's retry refused)? It was when the item holds our token.
+   * Otherwise the item as it is now (undefined if gone, or if this read failed too).
+   */
+  async #afterRefusal(
+    written: Task,
+    error: unknown,
+  ): Promise<{ ours: true; task: Task } | { ours: false; current: Task | undefined }> {
+    const refused = error instanceof ConditionalCheckFailedException;
+    let current: Task | undefined;
+    try {
+      current = await this.get(written.taskId);
+    } catch (readError) {
+      // Refused: the read is needed to go on, so its failure is the caller's error. Unanswered:
+      // the original error says more.
+      if (refused) throw readError;
+      return { ours: false, current: undefined };
+    }
+    if (current?.writeTokens?.includes(tokenOf(written))) {
+      // Ours; if writes followed it, they came after ours and the caller goes on from ours.
+      return { ours: true, task: current.version === written.version ? current : written };
+    }
+    return { ours: false, current };
   }
 
   async get(taskId: string): Promise<Task | undefined> {
@@ -166,7 +209,8 @@ export class TaskStore {
    * A fenced plan (worker write) whose fence no longer matches becomes StaleAttemptError.
    */
   async apply(plan: TransitionPlan): Promise<Task> {
-    const { precondition, next } = plan;
+    const { precondition } = plan;
+    const next = withWriteToken(plan.next);
     const names: Record<string, string> = { '#state': 'state', '#version': 'version' };
     const values: Record<string, unknown> = { ':version': precondition.version };
     const stateTerms = precondition.states.map((state, i) => {
@@ -187,15 +231,16 @@ export class TaskStore {
           ConditionExpression: conditions.join(' AND '),
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return next;
     } catch (error) {
+      // One consistent read serves both a refused write (was it our own, whose response was
+      // lost?) and an unanswered one (did it land?).
+      const after = await this.#afterRefusal(next, error);
+      if (after.ours) return after.task;
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // AWS can return the item (ALL_OLD) but in raw attribute form, and the local emulator
-      // returns nothing: one consistent read serves both and is rare (only on conflicts).
-      const current = await this.get(next.taskId);
+      const { current } = after;
       if (precondition.fence !== undefined && (!current || current.fence !== precondition.fence)) {
         throw new StaleAttemptError(next.taskId, precondition.fence, current);
       }

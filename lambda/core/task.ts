@@ -80,6 +80,12 @@ export interface Task {
   readonly error?: TaskError;
   /** Hash of the submit request, to refuse a reused idempotency key with a different body. */
   readonly requestHash?: string;
+  /**
+   * Random tokens of the last few writes, newest last (set by the store). A writer whose
+   * conditional write landed but whose response was lost finds its token here when the SDK's
+   * retry fails the condition, and knows the write was its own.
+   */
+  readonly writeTokens?: readonly string[];
 }
 
 /** What a caller supplies at submit, after validation and defaulting. */

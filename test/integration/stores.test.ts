@@ -35,7 +35,8 @@ describe('Class: TaskStore (against dynalite)', () => {
 
       // Assess
       expect(first.created).toBe(true);
-      expect(second).toEqual({ created: false, task });
+      expect(second).toEqual({ created: false, task: first.task });
+      expect(first.task).toEqual({ ...task, writeTokens: [expect.any(String)] });
     });
   });
 
