@@ -130,6 +130,7 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
       `\nModelled Lambda durations: submit ${fmt(apiMs, 0)} ms at ${API_MEMORY_GB} GB, worker ${fmt(workerMs, 0)} ms at ${WORKER_MEMORY_GB} GB (DynamoDB ${AWS_LATENCY_MS.DynamoDB} ms, SQS ${AWS_LATENCY_MS.SQS} ms a call).`,
     );
     console.log(formatCost('\nOurs, per million no-op tasks (variable costs):', ours));
+    console.log(`ours per million tasks: $${fmt(ours.usdPerMillionTasks, 2)}`);
     console.log(
       formatCost(
         `\nStep Functions Standard, minimal machine ${STEP_FUNCTIONS_MINIMAL.states.join(' → ')} (${STEP_FUNCTIONS_MINIMAL.transitionsPerTask} transitions/task):`,

@@ -47,6 +47,10 @@ const tokenOf = (task: Task): string => task.writeTokens!.at(-1)!;
 
 const listKeyOf = (task: Pick<Task, 'submittedAt' | 'taskId'>) => `${task.submittedAt}#${task.taskId}`;
 
+/** A `byActive` partition: `QUEUED#<shard>`, or `LEASED#<shard>` for DISPATCHED and RUNNING alike. */
+const activePartition = (state: TaskState, shard: number) =>
+  `${LEASED_STATES.includes(state) ? 'LEASED' : state}#${shard}`;
+
 export function shardOf(taskId: string): number {
   // FNV-1a: cheap, stable, spreads ids evenly across the index shards.
   let hash = 0x811c9dc5;
@@ -63,9 +67,14 @@ function toItem(task: Task): Record<string, unknown> {
   // Sparse: DISPATCHED and RUNNING are left out of `byTenantState` (they are listed from
   // `byActive`), so the two busiest writes, dispatch and start, do not move its entry.
   if (!LEASED_STATES.includes(task.state)) item.tenantState = `${task.tenantId}#${task.state}`;
-  if (INDEXED_ACTIVE.includes(task.state)) {
-    item.activeShard = `${task.state}#${shardOf(task.taskId)}`;
-    item.dueAt = task.state === 'QUEUED' ? task.runAt : (task.leaseExpiresAt ?? task.runAt);
+  if (task.state === 'QUEUED') {
+    item.activeShard = activePartition('QUEUED', shardOf(task.taskId));
+    item.dueAt = task.runAt;
+  } else if (LEASED_STATES.includes(task.state)) {
+    // One key for DISPATCHED and RUNNING, sorted by dispatch time: start and lease renewals
+    // change only projected attributes (1 index write), never the key (2).
+    item.activeShard = activePartition(task.state, shardOf(task.taskId));
+    item.dueAt = task.dispatchedAt ?? task.runAt;
   }
   if (isTerminal(task.state) && task.finishedAt) {
     // TTL in epoch seconds; readers filter on it too (TTL deletes lazily).
@@ -385,13 +394,39 @@ export class TaskStore {
     for await (const { items } of this.#activePages(state, { dueBefore, dueFrom })) yield* items;
   }
 
-  /** Pages of `byActive` entries in one state across its shards: by due time, or by tenant. */
+  /**
+   * Pages of `byActive` entries in one state across its shards, optionally one tenant's. QUEUED
+   * entries are sorted by `runAt`, so a due range is a key condition; DISPATCHED and RUNNING
+   * share the `LEASED` partitions, so their state and lease range are filters (on no more
+   * entries than the pools hold).
+   */
   async *#activePages(
     state: TaskState,
     options: { dueBefore?: Date | undefined; dueFrom?: Date | undefined; tenantId?: string; select?: 'COUNT' },
   ): AsyncGenerator<{ items: ActiveTaskRef[]; count: number }> {
     if (!INDEXED_ACTIVE.includes(state)) throw new Error(`State ${state} is not in the active index`);
     const { dueBefore, dueFrom, tenantId, select } = options;
+    const leased = LEASED_STATES.includes(state);
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = {};
+    const filters: string[] = [];
+    let range = '';
+    if (dueBefore) {
+      values[':due'] = dueBefore.toISOString();
+      if (dueFrom) values[':from'] = dueFrom.toISOString();
+      const bound = dueFrom ? 'BETWEEN :from AND :due' : '< :due';
+      if (leased) filters.push(`leaseExpiresAt ${bound}`);
+      else range = ` AND dueAt ${bound}`;
+    }
+    if (leased) {
+      names['#state'] = 'state';
+      values[':state'] = state;
+      filters.push('#state = :state');
+    }
+    if (tenantId) {
+      values[':tenant'] = tenantId;
+      filters.push('tenantId = :tenant');
+    }
     for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
       let startKey: Record<string, unknown> | undefined;
       do {
@@ -399,18 +434,10 @@ export class TaskStore {
           new QueryCommand({
             TableName: this.#tableName,
             IndexName: 'byActive',
-            KeyConditionExpression: dueBefore
-              ? dueFrom
-                ? 'activeShard = :pk AND dueAt BETWEEN :from AND :due'
-                : 'activeShard = :pk AND dueAt < :due'
-              : 'activeShard = :pk',
-            ...(tenantId ? { FilterExpression: 'tenantId = :tenant' } : {}),
-            ExpressionAttributeValues: {
-              ':pk': `${state}#${shard}`,
-              ...(dueBefore ? { ':due': dueBefore.toISOString() } : {}),
-              ...(dueBefore && dueFrom ? { ':from': dueFrom.toISOString() } : {}),
-              ...(tenantId ? { ':tenant': tenantId } : {}),
-            },
+            KeyConditionExpression: `activeShard = :pk${range}`,
+            ...(filters.length > 0 ? { FilterExpression: filters.join(' AND ') } : {}),
+            ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
+            ExpressionAttributeValues: { ':pk': activePartition(state, shard), ...values },
             ...(select ? { Select: select } : {}),
             ExclusiveStartKey: startKey,
           }),

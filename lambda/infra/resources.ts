@@ -31,10 +31,13 @@ export interface TableDefinition extends KeySchema {
  * - `tenantState`  = `${tenantId}#${state}`: a tenant's tasks in one state; absent while
  *   DISPATCHED or RUNNING (sparse), so dispatch and start do not move the entry. A tenant's
  *   leased tasks, never more than the pools hold, are read from `byActive` by tenant instead.
- * - `activeShard`  = `${state}#${shard}`, only while QUEUED, DISPATCHED or RUNNING (sparse),
- *   sharded so the index has no hot partition; `dueAt` is `runAt` for QUEUED and
- *   `leaseExpiresAt` otherwise. The scheduler rebuilds its view of running work from it after a
- *   restart, and reconciliation finds stuck and never-enqueued tasks with a range query.
+ * - `activeShard`  = `QUEUED#${shard}` while QUEUED, `LEASED#${shard}` while DISPATCHED or
+ *   RUNNING (sparse), sharded so the index has no hot partition; `dueAt` is `runAt` for QUEUED
+ *   and `dispatchedAt` while leased. The leased key does not change at start or on a lease
+ *   renewal, so those writes touch only projected attributes (1 index write unit, not 2). The
+ *   scheduler rebuilds its view of running work from it after a restart, and reconciliation
+ *   finds expired leases (a filter on the leased entries, never more than the pools hold) and
+ *   never-enqueued tasks (a range query on QUEUED).
  */
 export const TASKS_TABLE = {
   id: 'tasks',

@@ -6,11 +6,19 @@ import {
   TaskNotFoundError,
   ValidationError,
 } from '../../lambda/core/errors.ts';
-import { cancel, createTask, dispatch, start, succeed } from '../../lambda/core/lifecycle.ts';
+import { cancel, createTask, dispatch, heartbeat, start, succeed } from '../../lambda/core/lifecycle.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 const spec = (tenantId = 'acme') => taskSpec({ tenantId, payload: { hello: 'world' } });
+
+/** The stored item with the store's derived index attributes (which reads strip). */
+async function rawItem(taskId: string): Promise<Record<string, unknown> | undefined> {
+  const { Item } = await services.clients.documents.send(
+    new GetCommand({ TableName: services.emulators.tables.tasks, Key: { taskId } }),
+  );
+  return Item;
+}
 
 let services: TestServices;
 let counter = 0;
@@ -189,15 +197,38 @@ describe('Class: TaskStore (against dynalite)', () => {
         services.store.list({ tenantId: tenant, state: 'DISPATCHED', limit: 2, cursor: first.nextCursor! }),
       ).rejects.toBeInstanceOf(ValidationError);
       // The point: a leased item carries no tenantState, so dispatch and start do not move it.
-      const { Item } = await services.clients.documents.send(
-        new GetCommand({ TableName: services.emulators.tables.tasks, Key: { taskId: running[0] } }),
-      );
-      expect(Item).toMatchObject({ state: 'RUNNING', activeShard: expect.stringMatching(/^RUNNING#/) });
+      const Item = await rawItem(running[0]!);
+      expect(Item).toMatchObject({ state: 'RUNNING', activeShard: expect.stringMatching(/^LEASED#/) });
       expect(Item).not.toHaveProperty('tenantState');
     });
   });
 
   describe('Method: listActive', () => {
+    it('keeps a leased task under one byActive key from dispatch to the last lease renewal', async () => {
+      // A moved GSI key costs two index writes, a changed projected attribute one.
+      const { task } = await services.store.create(createTask(newId(), spec('leased-key'), new Date()));
+      const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+      const atDispatch = await rawItem(task.taskId);
+      const running = await services.store.apply(start(dispatched, dispatched.fence, new Date(), 60));
+      const atStart = await rawItem(task.taskId);
+      await services.store.apply(heartbeat(running, running.fence, new Date(Date.now() + 30_000), 600));
+      const atRenewal = await rawItem(task.taskId);
+
+      const key = (item: Record<string, unknown> | undefined) => [item?.activeShard, item?.dueAt];
+      expect(key(atStart)).toEqual(key(atDispatch));
+      expect(key(atRenewal)).toEqual(key(atDispatch));
+      expect(atRenewal?.leaseExpiresAt).not.toEqual(atStart?.leaseExpiresAt);
+      // Still found by state and by lease expiry.
+      const running60: string[] = [];
+      for await (const ref of services.store.listActive('RUNNING', new Date(Date.now() + 700_000))) {
+        running60.push(ref.taskId);
+      }
+      expect(running60).toContain(task.taskId);
+      const dispatchedNow: string[] = [];
+      for await (const ref of services.store.listActive('DISPATCHED')) dispatchedNow.push(ref.taskId);
+      expect(dispatchedNow).not.toContain(task.taskId);
+    });
+
     it('finds dispatched tasks whose lease is due, across shards', async () => {
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) {
