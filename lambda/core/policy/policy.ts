@@ -27,14 +27,16 @@
  *     of re-sorting anything as time passes;
  *   - a heap of delayed tasks keyed by runAt.
  *
- * Large Fargate tasks. Picking walks the pool's entries best-first and starts the first task
- * that fits (an entry's head, else the best of its own tasks that fits), so a task too big for
- * the free capacity does not block smaller ones behind it, in its tenant or any other.
- * Each time a head is passed that way it counts a skip; at `reservationAfterSkips` it reserves
- * the pool: nothing else starts there until it fits (running tasks drain within their hold
- * time). This bounds its starvation at the price of idling part of that pool meanwhile. A
- * reservation is suspended while its tenant is at quota. The walk stops after `fitScanLimit`
- * inspected tasks, which bounds the cost of one decision.
+ * Large Fargate tasks (backfill with a reservation, as Slurm does). When the pool's best task
+ * does not fit the free capacity, a task that fits starts instead: first another tenant's best
+ * task, best first, else a smaller task behind a best task that did not fit (ranked before it),
+ * so a task too big for the free capacity blocks nobody, in its tenant or any other. Each such
+ * start counts a pass of the pool's best task; once passed `reservationAfterSkips` times the
+ * best task holds the pool: nothing else starts there until it fits (running tasks drain within
+ * their hold time). The holder is recomputed at every decision: always the best-ranked task of
+ * a tenant below quota, so a better-ranked task takes over the hold and a tenant at quota holds
+ * nothing. The scan inspects at most `fitScanLimit` tenants' best tasks and as many tasks behind
+ * them, at most `fitScanPerTenant` per tenant, which bounds the cost of one decision.
  */
 import type { PolicyName } from '../config.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Runtime, type TenantSettings, tierRank } from '../task.ts';
@@ -56,7 +58,7 @@ import type {
 const DEFAULT_MAX_HOLD_SECONDS = 300;
 const DEFAULT_RESERVATION_AFTER_SKIPS = 8;
 const DEFAULT_FIT_SCAN_LIMIT = 64;
-const NONE_PASSED: readonly WaitingTask[] = [];
+const DEFAULT_FIT_SCAN_PER_TENANT = 8;
 
 type WaitingState = 'delayed' | 'ready' | 'unschedulable';
 
@@ -69,7 +71,7 @@ interface WaitingTask {
   state: WaitingState;
   /** Position in its tier heap or in the delayed heap (never both). */
   heapIndex: number;
-  /** Times a smaller task was started in its pool ahead of it because it did not fit. */
+  /** Times another task was started in its pool while it was the pool's best and did not fit. */
   skips: number;
 }
 
@@ -104,7 +106,13 @@ interface PoolState {
   readonly runtime: Runtime;
   readonly entries: IndexedHeap<Entry>;
   waiting: number;
-  reserved: WaitingTask | undefined;
+}
+
+/** A task to start and, when it is not its pool's best task, the best one it passes for fit. */
+interface Pick {
+  readonly task: WaitingTask;
+  readonly entry: Entry;
+  readonly passes: WaitingTask | undefined;
 }
 
 const olderTask = (a: WaitingTask, b: WaitingTask): boolean =>
@@ -148,6 +156,7 @@ export class SchedulingPolicy {
   readonly #maxHoldSeconds: number;
   readonly #reservationAfterSkips: number;
   readonly #fitScanLimit: number;
+  readonly #fitScanPerTenant: number;
   readonly #entryBefore: (a: Entry, b: Entry) => boolean;
 
   readonly #pools: Record<Runtime, PoolState>;
@@ -176,6 +185,7 @@ export class SchedulingPolicy {
     this.#maxHoldSeconds = options.maxHoldSeconds ?? DEFAULT_MAX_HOLD_SECONDS;
     this.#reservationAfterSkips = options.reservationAfterSkips ?? DEFAULT_RESERVATION_AFTER_SKIPS;
     this.#fitScanLimit = options.fitScanLimit ?? DEFAULT_FIT_SCAN_LIMIT;
+    this.#fitScanPerTenant = options.fitScanPerTenant ?? DEFAULT_FIT_SCAN_PER_TENANT;
     this.#entryBefore = entryOrder(options.policy);
     const pool = (runtime: Runtime): PoolState => ({
       runtime,
@@ -186,7 +196,6 @@ export class SchedulingPolicy {
         },
       }),
       waiting: 0,
-      reserved: undefined,
     });
     this.#pools = { lambda: pool('lambda'), fargate: pool('fargate') };
     this.#poolList = [this.#pools.lambda, this.#pools.fargate];
@@ -282,17 +291,13 @@ export class SchedulingPolicy {
   /** Picks the next task to dispatch at `nowMs` and marks it active, or undefined if none may start. */
   next(nowMs: number): Candidate | undefined {
     this.#advance(nowMs);
-    let best: { task: WaitingTask; entry: Entry; passed: readonly WaitingTask[] } | undefined;
+    let best: Pick | undefined;
     for (const pool of this.#poolList) {
       const pick = this.#pickInPool(pool);
       if (pick && (!best || this.#entryBefore(pick.entry, best.entry))) best = pick;
     }
     if (!best) return undefined;
-    const pool = best.task.pool;
-    for (const passed of best.passed) {
-      passed.skips++;
-      if (!pool.reserved && passed.skips >= this.#reservationAfterSkips) pool.reserved = passed;
-    }
+    if (best.passes) best.passes.skips++;
     this.#forgetWaiting(best.task);
     this.#activate(best.task.candidate.taskId, best.task.tenant, best.task.demand);
     return best.task.candidate;
@@ -370,7 +375,7 @@ export class SchedulingPolicy {
         capacity: { vcpu: this.#capacity.milliVcpu / 1000, memoryMiB: this.#capacity.memoryMiB },
         used: { vcpu: this.#used.milliVcpu / 1000, memoryMiB: this.#used.memoryMiB },
         waiting: fargate.waiting,
-        reservedForTaskId: fargate.reserved?.candidate.taskId ?? null,
+        reservedForTaskId: this.#holder(fargate)?.candidate.taskId ?? null,
       },
     ];
     return {
@@ -441,7 +446,6 @@ export class SchedulingPolicy {
     this.#waiting.delete(task.candidate.taskId);
     task.tenant.waiting--;
     task.pool.waiting--;
-    if (task.pool.reserved === task) task.pool.reserved = undefined;
     if (task.state === 'delayed') this.#delayed.remove(task);
     else if (task.state === 'unschedulable') this.#unschedulable--;
     else {
@@ -518,61 +522,90 @@ export class SchedulingPolicy {
       : used.milliVcpu < capacity.milliVcpu && used.memoryMiB < capacity.memoryMiB;
   }
 
-  #pickInPool(pool: PoolState): { task: WaitingTask; entry: Entry; passed: readonly WaitingTask[] } | undefined {
+  #fitsFree(task: WaitingTask): boolean {
+    return fits(task.demand, this.#used, this.#capacity);
+  }
+
+  /**
+   * The task holding the pool, if any: the pool's best-ranked task (over tenants below quota) when
+   * it does not fit and has been passed `reservationAfterSkips` times. Recomputed at every
+   * decision (as Slurm's backfill does each cycle), so a reservation never outlives its reason: it
+   * moves to a better-ranked task when one appears and lapses while its tenant is at quota.
+   */
+  #holder(pool: PoolState): WaitingTask | undefined {
+    const best = pool.entries.peek()?.head;
+    if (!best || best.skips < this.#reservationAfterSkips || this.#fitsFree(best)) return undefined;
+    return best;
+  }
+
+  #pickInPool(pool: PoolState): Pick | undefined {
     if (pool.entries.size === 0 || !this.#hasRoom(pool)) return undefined;
-    const reserved = this.#activeReservation(pool);
-    if (reserved) {
-      if (!fits(reserved.demand, this.#used, this.#capacity)) return undefined;
-      return { task: reserved, entry: this.#entry(reserved.tenant, pool), passed: NONE_PASSED };
-    }
     const top = pool.entries.peek() as Entry;
-    if (fits((top.head as WaitingTask).demand, this.#used, this.#capacity)) {
-      return { task: top.head as WaitingTask, entry: top, passed: NONE_PASSED };
-    }
-    // Walk entries best first, and inside an entry whose head does not fit, its own queue:
-    // a task that does not fit blocks nobody, its tenant's smaller tasks included.
-    const passed: WaitingTask[] = [];
-    let budget = this.#fitScanLimit;
+    const best = top.head as WaitingTask;
+    if (this.#fitsFree(best)) return { task: best, entry: top, passes: undefined };
+    if (best.skips >= this.#reservationAfterSkips) return undefined; // the pool is held for it
+    // The best task does not fit: backfill. First the other tenants' best tasks, each inspected
+    // once, best first; a tenant whose best task does not fit is remembered...
+    const passedOver: Entry[] = [top];
+    let found: Entry | undefined;
     for (const entry of pool.entries.ordered()) {
-      const head = entry.head as WaitingTask;
-      if (fits(head.demand, this.#used, this.#capacity)) return { task: head, entry, passed };
-      passed.push(head);
-      const inner = this.#firstFitInEntry(entry, budget);
-      if (inner.task) return { task: inner.task, entry, passed };
-      budget -= 1 + inner.inspected;
-      if (budget <= 0) return undefined;
-    }
-    return undefined;
-  }
-
-  /** The best task of an entry that fits the free capacity, inspecting at most `budget` tasks. */
-  #firstFitInEntry(entry: Entry, budget: number): { task: WaitingTask | undefined; inspected: number } {
-    let best: WaitingTask | undefined;
-    let bestRank = 0;
-    let inspected = 0;
-    for (const tier of entry.tiers) {
-      for (const task of tier.ordered()) {
-        if (inspected++ >= budget) return { task: best, inspected };
-        if (!fits(task.demand, this.#used, this.#capacity)) continue;
-        const rank =
-          this.policy === 'fifo'
-            ? 0
-            : effectiveRank(task.baseRank, task.candidate.agingFromMs, this.#clockMs, this.#agingMs);
-        if (!best || rank < bestRank || (rank === bestRank && olderTask(task, best))) {
-          best = task;
-          bestRank = rank;
-        }
-        break; // later tasks of this tier are younger, so no better
+      if (entry === top) continue;
+      if (passedOver.length >= this.#fitScanLimit) break;
+      if (this.#fitsFree(entry.head as WaitingTask)) {
+        found = entry;
+        break;
       }
+      passedOver.push(entry);
     }
-    return { task: best, inspected };
+    // ...and searched for a smaller task behind it (it ranks before `found`), at most
+    // `fitScanPerTenant` tasks per tenant (Slurm's bf_max_job_user), so one tenant's long queue
+    // of tasks that do not fit cannot use the whole scan.
+    let budget = this.#fitScanLimit;
+    for (const entry of passedOver) {
+      const inner = this.#firstFitBehindHead(entry, Math.min(budget, this.#fitScanPerTenant));
+      if (inner.task) return { task: inner.task, entry, passes: best };
+      budget -= inner.inspected;
+      if (budget <= 0) break;
+    }
+    return found ? { task: found.head as WaitingTask, entry: found, passes: best } : undefined;
   }
 
-  /** The pool's reservation, unless its tenant is at quota (then it is suspended). */
-  #activeReservation(pool: PoolState): WaitingTask | undefined {
-    const reserved = pool.reserved;
-    if (reserved?.state !== 'ready') return undefined;
-    return reserved.tenant.active < reserved.tenant.settings.maxConcurrency ? reserved : undefined;
+  /**
+   * The best task of an entry after its head that fits the free capacity, inspecting at most
+   * `budget` tasks in the entry's own order (effective tier, then age): a merge of its tier heaps.
+   */
+  #firstFitBehindHead(entry: Entry, budget: number): { task: WaitingTask | undefined; inspected: number } {
+    const cursors = entry.tiers.map((tier) => {
+      const walk = tier.ordered();
+      const first = walk.next();
+      return { walk, task: first.done ? undefined : first.value };
+    });
+    const rankOf = (task: WaitingTask) =>
+      this.policy === 'fifo'
+        ? 0
+        : effectiveRank(task.baseRank, task.candidate.agingFromMs, this.#clockMs, this.#agingMs);
+    let inspected = 0;
+    while (inspected < budget) {
+      let next: (typeof cursors)[number] | undefined;
+      for (const cursor of cursors) {
+        if (!cursor.task) continue;
+        if (!next?.task) {
+          next = cursor;
+          continue;
+        }
+        const a = rankOf(cursor.task);
+        const b = rankOf(next.task);
+        if (a < b || (a === b && olderTask(cursor.task, next.task))) next = cursor;
+      }
+      const task = next?.task;
+      if (!next || !task) break;
+      const advanced = next.walk.next();
+      next.task = advanced.done ? undefined : advanced.value;
+      if (task === entry.head) continue;
+      inspected++;
+      if (this.#fitsFree(task)) return { task, inspected };
+    }
+    return { task: undefined, inspected };
   }
 
   #reasonFor(task: WaitingTask, rank: number): WaitReason {
@@ -580,8 +613,8 @@ export class SchedulingPolicy {
     if (task.state === 'unschedulable') return 'capacity';
     const tenant = task.tenant;
     if (tenant.active >= tenant.settings.maxConcurrency) return 'tenant_quota';
-    const reserved = this.#activeReservation(task.pool);
-    if ((reserved && reserved !== task) || !fits(task.demand, this.#used, this.#capacity)) return 'capacity';
+    const holder = this.#holder(task.pool);
+    if ((holder && holder !== task) || !this.#fitsFree(task)) return 'capacity';
     const top = task.pool.entries.peek();
     if (!top || (this.policy !== 'fifo' && top.effectiveRank < rank)) return 'priority';
     if (this.policy === 'fair-share' && top.tenant !== tenant && top.tenant.share < tenant.share) return 'fair_share';

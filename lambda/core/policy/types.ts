@@ -37,16 +37,19 @@ export interface PolicyOptions {
    */
   readonly maxHoldSeconds?: number;
   /**
-   * A Fargate task that does not fit may be passed by smaller tasks at most this many times;
-   * then it reserves its pool (nothing else starts there until it fits). Default 8.
+   * The best-ranked task of a pool that does not fit may be passed by smaller tasks at most this
+   * many times; then it holds the pool (nothing else starts there until it fits). Default 8.
    * `Infinity` disables reservations (pure backfill: large tasks may starve).
    */
   readonly reservationAfterSkips?: number;
   /**
-   * How many waiting tasks one decision inspects at most looking for one that fits a
-   * partly-full Fargate pool (beyond, the pool waits for capacity). Bounds the cost of a decision. Default 64.
+   * How many tenants' best tasks one decision inspects at most looking for one that fits a
+   * partly-full Fargate pool, and how many tasks behind those best tasks (beyond, the pool waits
+   * for capacity). Bounds the cost of a decision. Default 64.
    */
   readonly fitScanLimit?: number;
+  /** Of those, how many tasks behind one tenant's best task at most. Default 8. */
+  readonly fitScanPerTenant?: number;
 }
 
 /** Why a waiting task is not being dispatched right now. */

@@ -1,0 +1,183 @@
+/**
+ * Reservations and the fit scan (issue 12, items 1–3): each test below failed on the engine that
+ * kept a sticky reservation per pool and let one tenant's queue use the whole scan.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { SchedulingPolicy } from '../../../lambda/core/policy/policy.ts';
+import type { Candidate } from '../../../lambda/core/policy/types.ts';
+import type { PriorityTier } from '../../../lambda/core/task.ts';
+import { candidate, drain, makePolicy } from './helpers.ts';
+
+const vcpu = (size: number) => ({ vcpu: size, memoryMiB: size * 1024 });
+const fargate = (taskId: string, tenantId: string, size: number, extra: Partial<Candidate> = {}) =>
+  candidate({ taskId, tenantId, runtime: 'fargate', resources: vcpu(size), ...extra });
+
+/**
+ * A stepped clock: at each second, finish what is due, add what arrives, start what may start.
+ * Records start times and, for the watched tasks, every bound explain() gave while they waited.
+ */
+class Stepper {
+  readonly started = new Map<string, number>();
+  readonly promised = new Map<string, number[]>();
+  readonly #finishAt = new Map<string, number>();
+  readonly policy: SchedulingPolicy;
+  readonly watched: readonly string[];
+  readonly holdMsOf: (task: Candidate) => number;
+  nowMs = 0;
+
+  constructor(policy: SchedulingPolicy, watched: readonly string[], holdMsOf: (task: Candidate) => number) {
+    this.policy = policy;
+    this.watched = watched;
+    this.holdMsOf = holdMsOf;
+  }
+
+  add(task: Candidate): void {
+    this.policy.add(task);
+  }
+
+  step(toMs: number): void {
+    this.nowMs = toMs;
+    for (const [taskId, at] of this.#finishAt) {
+      if (at > toMs) continue;
+      this.policy.release(taskId);
+      this.#finishAt.delete(taskId);
+    }
+    for (const taskId of this.watched) {
+      const bound = this.policy.explain(taskId, toMs)?.waitBoundSeconds;
+      if (bound !== undefined && bound !== null) {
+        this.promised.set(taskId, [...(this.promised.get(taskId) ?? []), toMs + bound * 1000]);
+      }
+    }
+    for (const task of drain(this.policy, toMs)) {
+      this.started.set(task.taskId, toMs);
+      const hold = this.holdMsOf(task);
+      if (Number.isFinite(hold)) this.#finishAt.set(task.taskId, toMs + hold);
+    }
+  }
+
+  /** Every bound given to the task was kept (it started, and no later than any of them). */
+  keptPromises(taskId: string): boolean {
+    const startedAt = this.started.get(taskId);
+    return startedAt !== undefined && (this.promised.get(taskId) ?? []).every((deadline) => startedAt <= deadline);
+  }
+}
+
+describe('Class: SchedulingPolicy', () => {
+  describe('Method: next (reservations)', () => {
+    it('does not let a tenant at quota keep the Fargate reservation: another tenant’s whole-pool task starts once the pool drains', () => {
+      // Prepare: a 4 vCPU pool kept busy by a stream of 1 vCPU tasks of 4 s from tenant "stream".
+      const policy = makePolicy({
+        pools: { vcpu: 4, memoryMiB: 4096, slots: 10 },
+        maxHoldSeconds: 5,
+        tenants: { holder: { weight: 1, maxConcurrency: 1 } },
+      });
+      // The first four end one per second, so one stream task starts each second from then on.
+      const holdMsOf = (task: Candidate) =>
+        task.runtime === 'lambda' ? Infinity : task.seq < firstSeq + 4 ? (task.seq - firstSeq + 1) * 1000 : 4000;
+      const sim = new Stepper(policy, ['whole'], holdMsOf);
+      let streamed = 0;
+      const stream = () => sim.add(fargate(`s${streamed++}`, 'stream', 1, { agingFromMs: sim.nowMs }));
+      const firstSeq = candidate({ taskId: 'seq-probe' }).seq + 1;
+      for (let i = 0; i < 4; i++) stream();
+      sim.step(0);
+      // "holder" asks for the whole pool and is passed until it reserves it...
+      sim.add(fargate('held', 'holder', 4));
+      for (let t = 1; t <= 10; t++) {
+        stream();
+        sim.step(t * 1000);
+      }
+      expect(policy.snapshot(10_000).pools[1]?.reservedForTaskId).toBe('held');
+      // ...then fills its quota with Lambda work that never ends: its reservation cannot be used.
+      sim.add(candidate({ taskId: 'holder-lambda', tenantId: 'holder', agingFromMs: 10_000 }));
+      sim.add(fargate('whole', 'other', 4, { agingFromMs: 10_000, runAtMs: 10_000 }));
+      // Act
+      for (let t = 11; t <= 120 && !sim.started.has('whole'); t++) {
+        stream();
+        sim.step(t * 1000);
+      }
+      // Assess
+      expect(sim.started.has('holder-lambda')).toBe(true);
+      expect(sim.started.get('whole')).toBeDefined();
+      expect(sim.keptPromises('whole')).toBe(true);
+    });
+
+    it('reserves for the best-ranked task that does not fit, not for a younger one that reserved earlier', () => {
+      // Prepare: priority, A = 10 s. A 1 vCPU task runs until 100 s, so no 4 vCPU task fits before.
+      // "young" (critical) reserves first; "old" (low, older) outranks it from 30 s on.
+      const policy = makePolicy({ policy: 'priority', agingSeconds: 10, pools: { vcpu: 4, memoryMiB: 4096 } });
+      const sim = new Stepper(policy, ['old'], (task) => (task.taskId === 'long' ? 100_000 : 5000));
+      sim.add(fargate('long', 'z', 1));
+      sim.add(fargate('old', 'w', 4, { priority: 'low' as PriorityTier }));
+      sim.step(0);
+      sim.add(fargate('young', 'y', 4, { priority: 'critical', agingFromMs: 1000, runAtMs: 1000 }));
+      // Act: small low-tier tasks arrive every second and backfill whenever nothing holds the pool.
+      for (let t = 1; t <= 200; t++) {
+        sim.add(fargate(`small${t}`, 's', 1, { priority: 'low', agingFromMs: t * 1000, runAtMs: t * 1000 }));
+        sim.step(t * 1000);
+      }
+      // Assess
+      const oldAt = sim.started.get('old') as number;
+      const youngAt = sim.started.get('young') as number;
+      expect(oldAt).toBeLessThan(youngAt);
+      expect(sim.keptPromises('old')).toBe(true);
+    });
+  });
+
+  describe('Method: next (fit scan)', () => {
+    it('does not let one tenant’s queue of tasks that do not fit use the whole scan', () => {
+      // Prepare: 16 vCPU, 10 in use; "big" (first in line) has 70 tasks of 8 vCPU, "small" 24 of 0.25 vCPU.
+      const setUp = (reservationAfterSkips: number) => {
+        const policy = makePolicy({ pools: { vcpu: 16, memoryMiB: 32_768 }, reservationAfterSkips });
+        for (let i = 0; i < 10; i++) policy.markActive(fargate(`busy${i}`, 'busy', 1));
+        for (let i = 0; i < 70; i++) policy.add(fargate(`big${i}`, 'big', 8));
+        for (let i = 0; i < 24; i++) {
+          policy.add(fargate(`small${i}`, 'small', 0.25, { resources: { vcpu: 0.25, memoryMiB: 256 } }));
+        }
+        return policy;
+      };
+      const backfillOnly = setUp(Infinity);
+      const reserving = setUp(8);
+      // Act
+      const all = drain(backfillOnly, 0);
+      const some = drain(reserving, 0);
+      // Assess: small tasks fill the free 6 vCPU; with reservations, big0 holds the pool after 8 passes.
+      expect(all.map((task) => task.tenantId)).toEqual(Array(24).fill('small'));
+      expect(backfillOnly.snapshot(0).pools[1]?.used.vcpu).toBe(16);
+      expect(some.map((task) => task.tenantId)).toEqual(Array(8).fill('small'));
+      expect(reserving.snapshot(0).pools[1]?.reservedForTaskId).toBe('big0');
+    });
+
+    it('starts a task whenever fewer tenants than the scan limit wait and one’s best task fits', () => {
+      fc.assert(
+        fc.property(
+          // Each tenant's queue is of one size: long queues of tasks that do not fit are likely.
+          fc.array(
+            fc
+              .tuple(fc.constantFrom(0.5, 2, 8, 12), fc.integer({ min: 1, max: 80 }))
+              .map(([size, count]) => Array<number>(count).fill(size)),
+            { minLength: 1, maxLength: 60 },
+          ),
+          fc.integer({ min: 0, max: 15 }),
+          (queues, busy) => {
+            // Prepare: each tenant's queue in arrival order, so its first task is its best.
+            const policy = makePolicy({ pools: { vcpu: 16, memoryMiB: 16_384 }, reservationAfterSkips: Infinity });
+            for (let i = 0; i < busy; i++) policy.markActive(fargate(`busy${i}`, 'busy', 1));
+            queues.forEach((sizes, t) => {
+              sizes.forEach((size, i) => {
+                policy.add(fargate(`t${t}-${i}`, `t${t}`, size));
+              });
+            });
+            const free = 16 - busy;
+            const someBestFits = queues.some((sizes) => (sizes[0] as number) <= free);
+            // Act
+            const next = policy.next(0);
+            // Assess
+            if (someBestFits) expect(next).toBeDefined();
+          },
+        ),
+        { numRuns: 200 },
+      );
+    });
+  });
+});
