@@ -188,6 +188,18 @@ export class TaskStore {
     return Item ? fromItem(Item) : undefined;
   }
 
+  /**
+   * Whether a cancel was requested for the task: the worker's cancel watch, read every second
+   * while a handler runs. Eventually consistent and projected (half the read cost of `get`;
+   * a lag of a second or so only delays the abort).
+   */
+  async isCancelRequested(taskId: string): Promise<boolean> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { taskId }, ProjectionExpression: 'cancelRequested' }),
+    );
+    return Item?.cancelRequested === true;
+  }
+
   /** Consistent reads of many tasks (BatchGetItem, 100 keys a call, unprocessed keys retried). */
   async getMany(taskIds: readonly string[]): Promise<Map<string, Task>> {
     const found = new Map<string, Task>();

@@ -148,9 +148,13 @@ export function heartbeat(task: Task, fence: number, now: Date, runLeaseSeconds:
   );
 }
 
-/** RUNNING → SUCCEEDED, only for the current attempt. */
+/**
+ * RUNNING → SUCCEEDED, only for the current attempt. A cancel requested before the result is
+ * recorded wins (CANCELLED, result dropped): the caller was told the task would stop.
+ */
 export function succeed(task: Task, fence: number, now: Date, result: unknown): TransitionPlan {
   requireFence(task, fence, ['RUNNING']);
+  if (task.cancelRequested) return acknowledgeCancel(task, fence, now);
   return plan(
     'succeed',
     task,

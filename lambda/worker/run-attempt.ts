@@ -38,11 +38,21 @@ export interface AttemptDeps {
   readonly reportCompletion?: (report: CompletionMessage) => void;
   /** Called after each successful heartbeat (the Fargate pool extends message visibility here). */
   readonly onHeartbeat?: (task: Task) => Promise<void>;
+  /** How often a running attempt looks for a cancel request (default CANCEL_WATCH_MS). */
+  readonly cancelWatchMs?: number;
   /** Test hook: called between the steps of an attempt, to inject crashes. */
   readonly faults?: (step: AttemptStep, task: Task) => Promise<void> | void;
 }
 
 export type AttemptStep = 'started' | 'handled' | 'settled' | 'announced';
+
+/**
+ * A cancel request reaches a running handler's signal within about this long (plus the read's
+ * lag on AWS), instead of at the next heartbeat (runLeaseSeconds / 3, 20 s by default). One
+ * small eventually consistent read per second of running time; attempts that finish within the
+ * first second make none.
+ */
+export const CANCEL_WATCH_MS = 1000;
 
 const silentLogger: TaskLogger = { info() {}, warn() {}, error() {} };
 
@@ -118,6 +128,22 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
     beat().catch((error) => logger.warn('heartbeat failed', { taskId: task.taskId, error: String(error) }));
   }, heartbeatEvery);
 
+  // The cancel watch: the task item, read on its own between heartbeats.
+  let watching = false;
+  const cancelWatch = setInterval(() => {
+    if (watching || controller.signal.aborted) return;
+    watching = true;
+    store
+      .isCancelRequested(task.taskId)
+      .then((requested) => {
+        if (requested) abort(new AttemptAbort('cancelled', 'The task was cancelled'));
+      })
+      .catch((error) => logger.warn('cancel watch failed', { taskId: task.taskId, error: String(error) }))
+      .finally(() => {
+        watching = false;
+      });
+  }, deps.cancelWatchMs ?? CANCEL_WATCH_MS);
+
   let result: unknown;
   let failure: unknown;
   let succeeded = false;
@@ -148,6 +174,7 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
   } finally {
     clearTimeout(timeout);
     clearInterval(heartbeatTimer);
+    clearInterval(cancelWatch);
   }
   await deps.faults?.('handled', task);
 
@@ -163,10 +190,11 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
       task.taskId,
       (current) => {
         const at = now();
-        if (succeeded) return succeed(current, message.fence, at, result);
+        // A cancel requested before the result is recorded wins over the result.
         if (abortReason?.kind === 'cancelled' || current.cancelRequested) {
           return acknowledgeCancel(current, message.fence, at);
         }
+        if (succeeded) return succeed(current, message.fence, at, result);
         const taskError = toTaskError(failure, abortReason);
         const delay = backoffMs(current.attempts, config.retry, deps.random);
         return fail(current, message.fence, at, taskError, delay);
