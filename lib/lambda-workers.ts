@@ -2,6 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
+import { LAMBDA_WORKER } from '../lambda/infra/resources.ts';
 import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
@@ -18,7 +19,11 @@ export interface LambdaWorkersProps {
   readonly poolConcurrency: number;
   /** The longest task the Lambda pool runs. @default Duration.minutes(15) */
   readonly timeout?: Duration;
-  /** Memory of every Lambda worker (CPU comes in proportion); the example types ask for 2 GiB. @default 2048 */
+  /**
+   * Memory of every Lambda worker (CPU comes in proportion). Submit checks tasks against
+   * `LAMBDA_WORKER` (lambda/infra/resources.ts), so change it there, not here.
+   * @default LAMBDA_WORKER.memoryMiB
+   */
   readonly memorySize?: number;
   /**
    * Messages per invocation. One task per invocation keeps a concurrency slot equal to a task
@@ -67,7 +72,7 @@ export class LambdaWorkers extends Construct {
     this.handler = new RuntimeFunction(this, 'Handler', {
       ...handlerProps(props.runtime, 'worker'),
       description: 'Task scheduler Lambda worker pool',
-      memorySize: props.memorySize ?? 2048,
+      memorySize: props.memorySize ?? LAMBDA_WORKER.memoryMiB,
       timeout,
     });
     const fn = this.handler.function;

@@ -13,7 +13,9 @@ import { cancel, createTask, retry } from '../core/lifecycle.ts';
 import { ownEntry } from '../core/records.ts';
 import {
   chooseRuntime,
+  fitsLambdaWorker,
   LAMBDA_LIMITS,
+  LAMBDA_MIB_PER_VCPU,
   type NewTaskSpec,
   type PriorityTier,
   type Runtime,
@@ -21,6 +23,7 @@ import {
   type TaskState,
   type TenantSettings,
 } from '../core/task.ts';
+import { LAMBDA_WORKER } from '../infra/resources.ts';
 import type { TaskTypeRegistry } from '../task-types/define.ts';
 import { explainWait, type SchedulerSnapshot, type WaitInfo } from './wait.ts';
 
@@ -115,7 +118,10 @@ export class TaskService {
     };
     const timeoutSeconds = input.timeoutSeconds ?? typeDefaults.timeoutSeconds ?? taskDefaults.timeoutSeconds;
     const runtime =
-      input.runtime ?? typeDefaults.runtime ?? taskDefaults.runtime ?? chooseRuntime(resources, timeoutSeconds);
+      input.runtime ??
+      typeDefaults.runtime ??
+      taskDefaults.runtime ??
+      chooseRuntime(resources, timeoutSeconds, LAMBDA_WORKER);
     if (runtime === 'lambda' && timeoutSeconds > LAMBDA_LIMITS.maxTimeoutSeconds) {
       throw new ValidationError(
         'invalid_runtime',
@@ -123,13 +129,11 @@ export class TaskService {
         { field: 'timeoutSeconds' },
       );
     }
-    if (runtime === 'lambda' && resources.memoryMiB > LAMBDA_LIMITS.maxMemoryMiB) {
+    if (runtime === 'lambda' && !fitsLambdaWorker(resources, LAMBDA_WORKER)) {
       throw new ValidationError(
-        'invalid_runtime',
-        `runtime "lambda" allows at most ${LAMBDA_LIMITS.maxMemoryMiB} MiB`,
-        {
-          field: 'resources.memoryMiB',
-        },
+        'exceeds_pool',
+        `The task needs ${resources.vcpu} vCPU / ${resources.memoryMiB} MiB but a Lambda worker has ${LAMBDA_WORKER.memoryMiB} MiB (${Math.floor((100 * LAMBDA_WORKER.memoryMiB) / LAMBDA_MIB_PER_VCPU) / 100} vCPU); use runtime "fargate" or ask for less`,
+        { field: 'resources' },
       );
     }
     if (runtime === 'fargate') {

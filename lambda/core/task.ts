@@ -108,18 +108,28 @@ export interface TenantSettings {
   readonly maxConcurrency: number;
 }
 
-/** Limits of the Lambda pool: beyond these a task must run on Fargate. */
+/** Limits of AWS Lambda itself; the pool's worker function may be smaller (`LambdaWorkerSize`). */
 export const LAMBDA_LIMITS = {
   maxTimeoutSeconds: 900,
   maxMemoryMiB: 10_240,
   maxVcpu: 6,
 } as const;
 
-/** Pick the runtime when the caller did not: Lambda when the task fits, else Fargate. */
-export function chooseRuntime(resources: TaskResources, timeoutSeconds: number): Runtime {
-  const fitsLambda =
-    timeoutSeconds <= LAMBDA_LIMITS.maxTimeoutSeconds &&
-    resources.memoryMiB <= LAMBDA_LIMITS.maxMemoryMiB &&
-    resources.vcpu <= LAMBDA_LIMITS.maxVcpu;
+/** Lambda allots CPU in proportion to memory: one vCPU per 1,769 MB (AWS Lambda docs). */
+export const LAMBDA_MIB_PER_VCPU = 1769;
+
+/** What one Lambda worker invocation offers: its function's memory, and vCPU in proportion. */
+export interface LambdaWorkerSize {
+  readonly memoryMiB: number;
+}
+
+/** Whether a task gets at least the memory and vCPU it asks for from a Lambda worker. */
+export function fitsLambdaWorker(resources: TaskResources, worker: LambdaWorkerSize): boolean {
+  return resources.memoryMiB <= worker.memoryMiB && resources.vcpu <= worker.memoryMiB / LAMBDA_MIB_PER_VCPU;
+}
+
+/** Pick the runtime when the caller did not: Lambda when the task fits a Lambda worker, else Fargate. */
+export function chooseRuntime(resources: TaskResources, timeoutSeconds: number, worker: LambdaWorkerSize): Runtime {
+  const fitsLambda = timeoutSeconds <= LAMBDA_LIMITS.maxTimeoutSeconds && fitsLambdaWorker(resources, worker);
   return fitsLambda ? 'lambda' : 'fargate';
 }

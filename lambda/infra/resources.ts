@@ -3,7 +3,7 @@
  * (lambda/local/) both build their resources from these objects, so they cannot drift.
  * Pure data: no AWS SDK or CDK imports.
  */
-import { PRIORITY_TIERS, type PriorityTier, RUNTIMES, type Runtime } from '../core/task.ts';
+import { type LambdaWorkerSize, PRIORITY_TIERS, type PriorityTier, RUNTIMES, type Runtime } from '../core/task.ts';
 
 export interface KeySchema {
   readonly partitionKey: string;
@@ -131,6 +131,16 @@ export const COMPLETIONS_QUEUE: QueueDefinition = {
 export const TIER_QUEUES = PRIORITY_TIERS.map(tierQueue);
 export const WORKER_QUEUES = RUNTIMES.map(workerQueue);
 export const QUEUES: readonly QueueDefinition[] = [...TIER_QUEUES, ...WORKER_QUEUES, COMPLETIONS_QUEUE];
+
+/**
+ * The Lambda pool's worker function: one memory size (CPU comes in proportion, 1 vCPU per
+ * 1,769 MB), which the CDK stack gives the function and submit checks tasks against. A task
+ * asking for more memory or vCPU than this goes to Fargate when it names no runtime, and is
+ * refused (400 `exceeds_pool`) when it names `lambda`: it would otherwise run short of what it
+ * asked for. 2 GiB covers the example task types; raise it (up to Lambda's 10,240 MB) for
+ * bigger Lambda tasks, at the price of every Lambda task's GB-seconds.
+ */
+export const LAMBDA_WORKER = { memoryMiB: 2048 } as const satisfies LambdaWorkerSize;
 
 /** Environment variable names through which handlers learn resource names (Lambda and local). */
 export const ENV = {

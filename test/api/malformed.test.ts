@@ -359,6 +359,18 @@ const CORPUS: Case[] = [
     code: 'invalid_runtime',
   },
   {
+    name: 'lambda runtime asking more memory than a Lambda worker has',
+    request: submit({ ...valid, runtime: 'lambda', resources: { vcpu: 1, memoryMiB: 4096 } }),
+    status: 400,
+    code: 'exceeds_pool',
+  },
+  {
+    name: 'lambda runtime asking more vCPU than a Lambda worker has',
+    request: submit({ ...valid, runtime: 'lambda', resources: { vcpu: 4, memoryMiB: 1024 } }),
+    status: 400,
+    code: 'exceeds_pool',
+  },
+  {
     name: 'larger than the Fargate pool',
     request: submit({ ...valid, resources: { vcpu: 16, memoryMiB: 122_880 } }),
     status: 400,

@@ -10,6 +10,7 @@ import {
   tenantViewSchema,
 } from '../../lambda/api/views.ts';
 import type { TaskService } from '../../lambda/app/task-service.ts';
+import { LAMBDA_WORKER } from '../../lambda/infra/resources.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { failedTask, runningTask, submitTask, succeededTask } from '../helpers/factories.ts';
 import { snapshotWrites, startTestServices, type TestServices } from '../helpers/services.ts';
@@ -95,6 +96,27 @@ describe('Router: createApiRouter', () => {
         timeoutSeconds: 300,
         resources: { vcpu: 0.25, memoryMiB: 512 },
       });
+    });
+
+    it('sends a task larger than a Lambda worker to Fargate when it names no runtime', async () => {
+      // The Lambda worker function has LAMBDA_WORKER.memoryMiB (CPU in proportion): a task asking
+      // for more would run short of what it asked for there.
+      const submit = (resources: { vcpu: number; memoryMiB: number }) =>
+        api(
+          apiEvent({
+            method: 'POST',
+            path: '/v1/tasks',
+            json: { tenantId: 'submit-size', type: 'demo.echo', payload: {}, resources },
+          }),
+        );
+
+      const fits = jsonOf(await submit({ vcpu: 1, memoryMiB: LAMBDA_WORKER.memoryMiB }));
+      const tooMuchMemory = jsonOf(await submit({ vcpu: 1, memoryMiB: LAMBDA_WORKER.memoryMiB + 1 }));
+      const tooManyVcpu = jsonOf(await submit({ vcpu: 2, memoryMiB: 1024 }));
+
+      expect(fits).toMatchObject({ runtime: 'lambda' });
+      expect(tooMuchMemory).toMatchObject({ runtime: 'fargate' });
+      expect(tooManyVcpu).toMatchObject({ runtime: 'fargate' });
     });
 
     it('schedules a delayed task at now + delaySeconds and explains the wait as delayed', async () => {
