@@ -309,7 +309,7 @@ export class Scheduler {
         defer.push({ queueId, handle: message.receiptHandle, seconds: this.#parkSeconds(task.tenantId, nowMs) });
         continue;
       }
-      this.#hold(task, queueId, message.messageId, message.receiptHandle, nowMs);
+      this.#hold(task, queueId, message.messageId, message.receiptHandle, nowMs + HOLD_VISIBILITY_SECONDS * 1000);
     }
     await Promise.all([
       ...[...drop].map(([queueId, handles]) => queues.delete(queueId, handles)),
@@ -343,7 +343,7 @@ export class Scheduler {
     return Math.min(43_200, Math.ceil((wave.untilMs - nowMs) / 1000));
   }
 
-  #hold(task: Task, queueId: string, messageId: string, receiptHandle: string, nowMs: number): void {
+  #hold(task: Task, queueId: string, messageId: string, receiptHandle: string, visibleUntilMs: number): void {
     // The task is QUEUED again (lease expired, retry, lost completion): its old attempt is over.
     // Still counting it would make the policy refuse the task as already active, and the held
     // candidate would never be dispatched (nor re-announced, being held).
@@ -353,7 +353,7 @@ export class Scheduler {
       queueId,
       messageId,
       receiptHandle,
-      visibleUntilMs: nowMs + HOLD_VISIBILITY_SECONDS * 1000,
+      visibleUntilMs,
     });
     this.#heldPerTenant.set(task.tenantId, (this.#heldPerTenant.get(task.tenantId) ?? 0) + 1);
     this.#policy.add({
@@ -394,31 +394,36 @@ export class Scheduler {
     if (picked.length === 0) return 0;
 
     const { store, queues, config } = this.#deps;
-    const outcomes = await Promise.all(
-      picked.map(async (held) => {
-        try {
-          const task = await store.apply(dispatch(held.task, now, config.scheduler.dispatchLeaseSeconds));
-          return { held, task };
-        } catch (error) {
-          // Someone else moved it (cancelled, or dispatched by another scheduler): let go.
-          if (error instanceof ConcurrentUpdateError || error instanceof InvalidTransitionError) {
-            return { held, task: undefined };
-          }
-          throw error;
-        }
-      }),
+    // Every write is waited for, failed or not: one that lands after another failed must still
+    // be counted and get its worker message.
+    const outcomes = await Promise.allSettled(
+      picked.map(async (held) => store.apply(dispatch(held.task, now, config.scheduler.dispatchLeaseSeconds))),
     );
     const byRuntime = new Map<string, WorkerMessage[]>();
     const toDelete = new Map<string, string[]>();
     let dispatched = 0;
-    for (const { held, task } of outcomes) {
-      const handles = toDelete.get(held.queueId) ?? [];
-      handles.push(held.receiptHandle);
-      toDelete.set(held.queueId, handles);
-      if (!task) {
+    let failure: unknown;
+    outcomes.forEach((outcome, i) => {
+      const held = picked[i]!;
+      if (outcome.status === 'rejected') {
         this.#policy.release(held.task.taskId);
-        continue;
+        const error = outcome.reason;
+        if (error instanceof ConcurrentUpdateError && error.current?.state === 'QUEUED') {
+          // Changed but still waiting (cancelled and retried, say): hold the fresh item under the
+          // same message. Letting go would delete the task's only live announcement.
+          this.#hold(error.current, held.queueId, held.messageId, held.receiptHandle, held.visibleUntilMs);
+        } else if (error instanceof ConcurrentUpdateError || error instanceof InvalidTransitionError) {
+          // Someone else moved it (cancelled, or dispatched by another scheduler): let go.
+          addTo(toDelete, held.queueId, held.receiptHandle);
+        } else {
+          // Not written (or not known to be): keep holding it; the tick reports the error.
+          this.#hold(held.task, held.queueId, held.messageId, held.receiptHandle, held.visibleUntilMs);
+          failure ??= error;
+        }
+        return;
       }
+      const task = outcome.value;
+      addTo(toDelete, held.queueId, held.receiptHandle);
       this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
       const messages = byRuntime.get(task.runtime) ?? [];
       messages.push({ taskId: task.taskId, fence: task.fence, tenantId: task.tenantId, type: task.type, task });
@@ -426,7 +431,7 @@ export class Scheduler {
       this.#dispatchTimes.push(nowMs);
       this.#deps.onDispatch?.(task);
       dispatched++;
-    }
+    });
     // Send before deleting: a crash in between leaves a duplicate tier message (harmless: the
     // task is no longer QUEUED), never a dispatched task without a worker message (and even that
     // is recovered when its dispatch lease runs out).
@@ -434,6 +439,7 @@ export class Scheduler {
       [...byRuntime].map(([runtime, messages]) => queues.sendToWorkers(runtime as Task['runtime'], messages)),
     );
     await Promise.all([...toDelete].map(([queueId, handles]) => queues.delete(queueId, handles)));
+    if (failure !== undefined) throw failure;
     return dispatched;
   }
 
@@ -543,6 +549,12 @@ export class Scheduler {
       this.#policy.remove(taskId);
     }
   }
+}
+
+function addTo(bucket: Map<string, string[]>, key: string, value: string): void {
+  const list = bucket.get(key) ?? [];
+  list.push(value);
+  bucket.set(key, list);
 }
 
 /** Resolves when one of the receives returned messages, or when all of them have ended. */
