@@ -1,9 +1,9 @@
 /**
- * The dashboard end to end: the local runtime (in memory) serves the page at GET /, Debian's
- * Chromium (driven by playwright-core) loads it, and the page must show what was submitted
- * over HTTP. No silent skip: without Chromium the test fails and says how to install it.
+ * The dashboard end to end: the local runtime (in memory) serves the page at GET /, a headless
+ * Chromium (driven by playwright-core; see test/helpers/chromium.ts for where it comes from)
+ * loads it, and the page must show what was submitted over HTTP. No silent skip: without a
+ * Chromium the test fails and says how to get one.
  */
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SchedulerClient } from '../../lambda/client/client.ts';
 import type { LocalServer } from '../../lambda/local/server.ts';
 import { startQuietServer } from '../client/local-server.ts';
+import { findChromium } from '../helpers/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOT = join('test-results', 'dashboard.png');
 
 let server: LocalServer;
@@ -25,11 +25,7 @@ const pageErrors: string[] = [];
 const delayed: { taskId?: string } = {};
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `Chromium not found at ${CHROMIUM}. Install Debian's package (apt-get install -y chromium) or set CHROMIUM_PATH.`,
-    );
-  }
+  const browser = await findChromium();
   server = await startQuietServer();
   const client = new SchedulerClient({ endpoint: server.url });
   // Acme's quota of 2 keeps some of its work queued; globex runs alongside it.
@@ -47,7 +43,8 @@ beforeAll(async () => {
 
   profile = await mkdtemp(join(tmpdir(), 'dashboard-chromium-'));
   context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
+    executablePath: browser.executablePath,
+    env: { ...process.env, ...browser.env },
     headless: true,
     viewport: { width: 1280, height: 900 },
     args: [
