@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 /**
  * npm run sim -- <scenario> [--tasks N] [--tenants M] [--seed S] [--dispatchers a,b] [--out DIR]
+ * npm run sim -- chaos [--seed N | --seeds A..B | --long] [--json]   (lambda/sim/chaos/cli.ts)
  * Replays a deterministic workload through our policies and peers' orderings; prints tables and
  * writes SVG charts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { runChaosCommand } from '../lambda/sim/chaos/cli.ts';
 import { DISPATCHER_NAMES, type DispatcherName, simulate } from '../lambda/sim/engine.ts';
 import { summarize } from '../lambda/sim/metrics.ts';
 import { renderCharts, renderText } from '../lambda/sim/report.ts';
@@ -21,6 +23,8 @@ const DEFAULT_DISPATCHERS: DispatcherName[] = [
 ];
 
 const HELP = `Usage: npm run sim -- <scenario|all> [options]
+
+  npm run sim -- chaos --help   the production code under AWS's failure modes (lambda/sim/chaos)
 
 Scenarios:
 ${SCENARIO_NAMES.map((name) => `  ${name.padEnd(16)} ${SCENARIOS[name]?.description}`).join('\n')}
@@ -94,9 +98,18 @@ function main(): void {
   }
 }
 
-try {
-  main();
-} catch (error) {
+const fail = (error: unknown) => {
   process.stderr.write(`sim: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exitCode = 2;
+};
+if (process.argv[2] === 'chaos') {
+  runChaosCommand(process.argv.slice(3)).then((code) => {
+    process.exitCode = code;
+  }, fail);
+} else {
+  try {
+    main();
+  } catch (error) {
+    fail(error);
+  }
 }

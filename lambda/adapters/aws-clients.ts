@@ -7,6 +7,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { HttpHandler } from '@smithy/core/protocols';
 
 export interface AwsEndpoints {
   readonly region?: string;
@@ -15,6 +16,11 @@ export interface AwsEndpoints {
   readonly s3?: string;
   /** Static credentials for emulators, which accept anything. */
   readonly credentials?: { accessKeyId: string; secretAccessKey: string };
+  /**
+   * Transport for DynamoDB and SQS instead of the SDK's default HTTP handler: the simulation's
+   * in-memory AWS, or a fault-injecting wrapper (both sit below the SDK's retries).
+   */
+  readonly requestHandler?: HttpHandler;
 }
 
 export interface AwsClients {
@@ -29,8 +35,10 @@ export function createAwsClients(endpoints: AwsEndpoints = {}): AwsClients {
     ...(endpoints.region ? { region: endpoints.region } : {}),
     ...(endpoints.credentials ? { credentials: endpoints.credentials } : {}),
   };
+  const transport = endpoints.requestHandler ? { requestHandler: endpoints.requestHandler } : {};
   const dynamodb = new DynamoDBClient({
     ...common,
+    ...transport,
     ...(endpoints.dynamodb ? { endpoint: endpoints.dynamodb } : {}),
   });
   const documents = DynamoDBDocumentClient.from(dynamodb, {
@@ -38,6 +46,7 @@ export function createAwsClients(endpoints: AwsEndpoints = {}): AwsClients {
   });
   const sqs = new SQSClient({
     ...common,
+    ...transport,
     ...(endpoints.sqs ? { endpoint: endpoints.sqs } : {}),
     // Always send to the configured endpoint. On AWS the queue URL's host is that endpoint; the
     // emulators' queue URLs carry hosts the SDK cannot parse (and an AWS_ENDPOINT_URL_SQS

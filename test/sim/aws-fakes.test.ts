@@ -1,0 +1,227 @@
+/**
+ * The simulated AWS answers the real SDK clients as AWS documents: conditional writes, lagging
+ * indexes, unprocessed keys, the item size limit; SQS batch limits, characters, visibility and
+ * its 12-hour cap, receive counts and redrive; and a response lost after the write applied,
+ * retried by the SDK's own middleware.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  ChangeMessageVisibilityCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+} from '@aws-sdk/client-sqs';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { describe, expect, it } from 'vitest';
+import { TaskStore } from '../../lambda/adapters/task-store.ts';
+import { createTask } from '../../lambda/core/lifecycle.ts';
+import { SimulatedAws } from '../../lambda/sim/aws/world.ts';
+import { checkHistory } from '../../lambda/sim/chaos/check.ts';
+import type { ChaosFaults } from '../../lambda/sim/chaos/run.ts';
+import { NO_FAULTS, runChaos } from '../../lambda/sim/chaos/run.ts';
+
+function world(overrides: { indexLagMs?: number; unprocessedRate?: number } = {}) {
+  const clock = { ms: Date.parse('2026-01-01T00:00:00Z') };
+  const aws = new SimulatedAws({
+    seed: 1,
+    now: () => clock.ms,
+    indexLagMs: overrides.indexLagMs ?? 0,
+    eventualLagMs: 0,
+    unprocessedRate: overrides.unprocessedRate ?? 0,
+    sqs: { duplicateDeliveryRate: 0, earlyRedeliveryRate: 0, shortPollMissRate: 0, batchEntryFailureRate: 0 },
+  });
+  return { aws, clock };
+}
+
+const spec = {
+  tenantId: 'acme',
+  type: 'demo',
+  payload: {},
+  priority: 'normal' as const,
+  resources: { vcpu: 0.25, memoryMiB: 512 },
+  runtime: 'lambda' as const,
+  timeoutSeconds: 60,
+  maxAttempts: 3,
+};
+
+describe('simulated DynamoDB through the SDK', () => {
+  it('refuses a failed condition and returns the stored item when asked (ALL_OLD)', async () => {
+    const { aws } = world();
+    const { documents } = aws.component('test', NO_FAULTS).clients;
+    const TableName = aws.resources.tables.control!;
+    await documents.send(
+      new PutCommand({ TableName, Item: { pk: 'a', n: 1 }, ConditionExpression: 'attribute_not_exists(pk)' }),
+    );
+    const refused = await documents
+      .send(
+        new PutCommand({
+          TableName,
+          Item: { pk: 'a', n: 2 },
+          ConditionExpression: '#n = :n',
+          ExpressionAttributeNames: { '#n': 'n' },
+          ExpressionAttributeValues: { ':n': 5 },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      )
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ConditionalCheckFailedException);
+    expect((refused as ConditionalCheckFailedException).Item).toEqual({ pk: { S: 'a' }, n: { N: '1' } });
+    const { Item } = await documents.send(new GetCommand({ TableName, Key: { pk: 'a' }, ConsistentRead: true }));
+    expect(Item).toEqual({ pk: 'a', n: 1 });
+  });
+
+  it('applies a write whose response is lost, so the SDK retry meets its own write', async () => {
+    const { aws } = world();
+    // Every call's response is lost until the SDK's third attempt, whose answer arrives.
+    let calls = 0;
+    const part = aws.component('test', { lostResponseRate: 0, throttleRate: 0 }, { onCall: () => calls++ });
+    const lossy = aws.component('lossy', { lostResponseRate: 1, throttleRate: 0 });
+    const TableName = aws.resources.tables.control!;
+    const put = new PutCommand({ TableName, Item: { pk: 'b' }, ConditionExpression: 'attribute_not_exists(pk)' });
+    const error = await lossy.clients.documents.send(put).catch((e: unknown) => e);
+    // The SDK retried (each attempt reached the table: the first wrote, the retries were refused
+    // by the condition) and every response was lost on the way back.
+    expect((error as { code?: string }).code).toBe('ECONNRESET');
+    expect((error as { $metadata?: { attempts?: number } }).$metadata?.attempts).toBeGreaterThan(1);
+    const { Item } = await part.clients.documents.send(
+      new GetCommand({ TableName, Key: { pk: 'b' }, ConsistentRead: true }),
+    );
+    expect(Item).toEqual({ pk: 'b' });
+    expect(calls).toBe(1);
+  });
+
+  it('lets an index lag the table while consistent reads see the write', async () => {
+    const { aws, clock } = world({ indexLagMs: 5_000 });
+    const store = new TaskStore(aws.component('test', NO_FAULTS).clients.documents, aws.resources.tables.tasks!);
+    const task = createTask('tsk_lag', spec, new Date(clock.ms));
+    await store.create(task);
+    expect(await store.get('tsk_lag')).toMatchObject(task);
+    const listed = async () => {
+      const ids: string[] = [];
+      for await (const ref of store.listActive('QUEUED')) ids.push(ref.taskId);
+      return ids;
+    };
+    expect(await listed()).toEqual([]);
+    clock.ms += 10 * 60_000;
+    expect(await listed()).toEqual(['tsk_lag']);
+  });
+
+  it('returns unprocessed BatchGetItem keys, which the store reads again', async () => {
+    const { aws, clock } = world({ unprocessedRate: 1 });
+    const store = new TaskStore(aws.component('test', NO_FAULTS).clients.documents, aws.resources.tables.tasks!);
+    const ids = Array.from({ length: 12 }, (_, i) => `tsk_${i}`);
+    for (const id of ids) await store.create(createTask(id, spec, new Date(clock.ms)));
+    const found = await store.getMany(ids);
+    expect([...found.keys()].sort()).toEqual([...ids].sort());
+  });
+
+  it('refuses an item over 400 KB', async () => {
+    const { aws } = world();
+    const { documents } = aws.component('test', NO_FAULTS).clients;
+    const error = await documents
+      .send(
+        new PutCommand({ TableName: aws.resources.tables.control!, Item: { pk: 'big', blob: 'x'.repeat(410_000) } }),
+      )
+      .catch((e: unknown) => e);
+    expect((error as Error).name).toBe('ValidationException');
+  });
+});
+
+describe('simulated SQS through the SDK', () => {
+  it('enforces 10 entries and 1 MiB per batch, 256 KiB per message and the allowed characters', async () => {
+    const { aws } = world();
+    const { sqs } = aws.component('test', NO_FAULTS).clients;
+    const QueueUrl = aws.resources.queueUrls['tier-normal']!;
+    const entries = (n: number, body: string) =>
+      Array.from({ length: n }, (_, i) => ({ Id: String(i), MessageBody: body }));
+    await expect(sqs.send(new SendMessageBatchCommand({ QueueUrl, Entries: entries(11, 'x') }))).rejects.toMatchObject({
+      name: 'TooManyEntriesInBatchRequest',
+    });
+    await expect(
+      sqs.send(new SendMessageBatchCommand({ QueueUrl, Entries: entries(5, 'x'.repeat(250_000)) })),
+    ).rejects.toMatchObject({ name: 'BatchRequestTooLong' });
+    const mixed = await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl,
+        Entries: [
+          { Id: 'ok', MessageBody: 'fine \u{1F600}' },
+          { Id: 'bad-char', MessageBody: 'no \uFFFE' },
+          { Id: 'too-big', MessageBody: 'x'.repeat(262_145) },
+        ],
+      }),
+    );
+    expect(mixed.Successful?.map((s) => s.Id)).toEqual(['ok']);
+    expect(Object.fromEntries((mixed.Failed ?? []).map((f) => [f.Id, f.Code]))).toEqual({
+      'bad-char': 'InvalidMessageContents',
+      'too-big': 'InvalidParameterValue',
+    });
+  });
+
+  it('hides a received message for its visibility, counts receives, caps visibility at 12 h and redrives', async () => {
+    const { aws, clock } = world();
+    const { sqs } = aws.component('test', NO_FAULTS).clients;
+    const QueueUrl = aws.resources.queueUrls['worker-fargate']!; // maxReceiveCount 5
+    await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: '{"taskId":"t"}' }));
+    const receive = () =>
+      sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl,
+          VisibilityTimeout: 10,
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        }),
+      );
+    const first = await receive();
+    expect(first.Messages?.[0]?.Attributes?.ApproximateReceiveCount).toBe('1');
+    expect((await receive()).Messages ?? []).toEqual([]);
+    await expect(
+      sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl,
+          ReceiptHandle: first.Messages![0]!.ReceiptHandle!,
+          VisibilityTimeout: 43_200,
+        }),
+      ),
+    ).resolves.toBeDefined();
+    clock.ms += 3_600_000;
+    await expect(
+      sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl,
+          ReceiptHandle: first.Messages![0]!.ReceiptHandle!,
+          VisibilityTimeout: 43_200,
+        }),
+      ),
+    ).rejects.toMatchObject({ name: 'InvalidParameterValue' });
+    for (let count = 2; count <= 5; count++) {
+      clock.ms += 13 * 3_600_000;
+      const again = await receive();
+      expect(again.Messages?.[0]?.Attributes?.ApproximateReceiveCount).toBe(String(count));
+    }
+    clock.ms += 13 * 3_600_000;
+    expect((await receive()).Messages ?? []).toEqual([]);
+    expect(aws.sqs.pending('worker-fargate-dlq')).toEqual([{ body: '{"taskId":"t"}', receiveCount: 0 }]);
+  });
+});
+
+describe('chaos run', () => {
+  const small = {
+    tasks: 8,
+    tenants: 2,
+    submitSeconds: 30,
+    maxSimulatedSeconds: 1800,
+    faults: NO_FAULTS as ChaosFaults,
+    cancelRate: 0,
+    operatorRetryRate: 0,
+  };
+
+  it('runs the production code to completion without faults, and one seed gives one history', async () => {
+    const first = await runChaos({ ...small, seed: 5 });
+    const second = await runChaos({ ...small, seed: 5 });
+    const result = checkHistory(first);
+    expect(result.violations).toEqual([]);
+    expect(result.stats.accepted).toBe(8);
+    expect(result.stats.unfinished).toBe(0);
+    expect(second.writes).toEqual(first.writes);
+    expect(second.receives).toEqual(first.receives);
+  }, 60_000);
+});
