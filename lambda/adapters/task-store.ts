@@ -331,6 +331,19 @@ export class TaskStore {
   }
 
   /**
+   * The cursor of a page of `query` that ends at `task` (a page cut short, e.g. to fit a
+   * response size): the next page starts right after it, in the same order.
+   */
+  cursorAfter(task: Task, query: Pick<ListTasksQuery, 'tenantId' | 'state'>): string {
+    const key = { listKey: listKeyOf(task), taskId: task.taskId };
+    return encodeCursor(
+      query.state === undefined
+        ? { ...key, tenantId: query.tenantId }
+        : { ...key, tenantState: `${query.tenantId}#${query.state}` },
+    );
+  }
+
+  /**
    * A tenant's DISPATCHED or RUNNING tasks: all of them from `byActive` (no more than the pools
    * hold), sorted newest first here and paged by `listKey`. The cursor has the same shape as a
    * `byTenantState` cursor, so callers cannot tell the two apart.

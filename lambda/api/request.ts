@@ -5,6 +5,7 @@
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { z } from 'zod';
+import { ValidationError } from '../core/errors.ts';
 import { bodyTooLarge, type FieldIssue, invalidJson, invalidRequest, unsupportedMediaType } from './errors.ts';
 import { MAX_BODY_BYTES } from './limits.ts';
 
@@ -68,11 +69,69 @@ export function queryObject(event: APIGatewayProxyEventV2): Record<string, strin
   return { ...query };
 }
 
-/** JSON media types: `application/json` and `application/<anything>+json`, any parameters. */
+/**
+ * JSON media types: `application/json` and `application/<anything>+json`. JSON is UTF-8
+ * (RFC 8259 section 8.1), so a `charset` parameter other than UTF-8 is refused (415) rather
+ * than read as UTF-8.
+ */
 export function isJsonContentType(contentType: string | undefined): boolean {
   if (!contentType) return false;
-  const mediaType = contentType.split(';')[0]!.trim().toLowerCase();
-  return mediaType === 'application/json' || /^application\/[a-z0-9.+-]+\+json$/.test(mediaType);
+  const [type, ...parameters] = contentType.split(';');
+  const mediaType = type!.trim().toLowerCase();
+  if (mediaType !== 'application/json' && !/^application\/[a-z0-9.+-]+\+json$/.test(mediaType)) return false;
+  for (const parameter of parameters) {
+    const [name, value = ''] = parameter.split('=');
+    if (name!.trim().toLowerCase() !== 'charset') continue;
+    const charset = value
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
+    if (charset !== 'utf-8' && charset !== 'utf8') return false;
+  }
+  return true;
+}
+
+/**
+ * The first key that appears twice in one object of valid JSON text, or undefined. JSON.parse
+ * keeps the last silently (`tenantId` given twice would act for the second); refusing is the
+ * only reading that cannot surprise. Iterative, so any nesting depth is safe.
+ */
+export function duplicateKey(text: string): string | undefined {
+  const objects: (Set<string> | null)[] = [];
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text.charCodeAt(i);
+    if (char === 0x22 /* " */) {
+      let end = i + 1;
+      let escaped = false;
+      for (; end < text.length; end++) {
+        const c = text.charCodeAt(end);
+        if (c === 0x5c /* \ */) {
+          escaped = true;
+          end++;
+        } else if (c === 0x22) break;
+      }
+      if (expectKey) {
+        const token = text.slice(i, end + 1);
+        const key = escaped ? (JSON.parse(token) as string) : token.slice(1, -1);
+        const keys = objects.at(-1)!;
+        if (keys.has(key)) return key;
+        keys.add(key);
+        expectKey = false;
+      }
+      i = end;
+    } else if (char === 0x7b /* { */) {
+      objects.push(new Set());
+      expectKey = true;
+    } else if (char === 0x5b /* [ */) {
+      objects.push(null);
+    } else if (char === 0x7d /* } */ || char === 0x5d /* ] */) {
+      objects.pop();
+    } else if (char === 0x2c /* , */) {
+      expectKey = objects.at(-1) instanceof Set;
+    }
+  }
+  return undefined;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -94,9 +153,21 @@ export function jsonBody(event: APIGatewayProxyEventV2, limitBytes = MAX_BODY_BY
     throw invalidJson('The body is not valid UTF-8');
   }
   if (text.trim() === '') return undefined;
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch (error) {
     throw invalidJson(`The body is not valid JSON: ${(error as Error).message}`);
   }
+  const duplicate = duplicateKey(text);
+  if (duplicate !== undefined) {
+    throw new ValidationError(
+      'duplicate_key',
+      `The body gives the key ${JSON.stringify(duplicate)} twice in one object`,
+      {
+        key: duplicate,
+      },
+    );
+  }
+  return parsed;
 }

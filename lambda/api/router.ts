@@ -98,12 +98,16 @@ export function createApiRouter(services: Services, options: ApiRouterOptions = 
       return params ? [{ compiled, params }] : [];
     });
     if (matches.length === 0) throw routeNotFound(method, path);
-    const match = matches.find(({ compiled }) => compiled.route.method === method);
+    // HEAD is GET without the body (RFC 9110 section 9.3.2): routed wherever GET is.
+    const routedAs = method === 'HEAD' ? 'GET' : method;
+    const match = matches.find(({ compiled }) => compiled.route.method === routedAs);
     if (!match) {
       throw methodNotAllowed(
         method,
         path,
-        matches.map(({ compiled }) => compiled.route.method),
+        matches.flatMap(({ compiled }) =>
+          compiled.route.method === 'GET' ? ['GET', 'HEAD'] : [compiled.route.method],
+        ),
       );
     }
     const { route } = match.compiled;
@@ -129,11 +133,13 @@ export function createApiRouter(services: Services, options: ApiRouterOptions = 
   }
 
   return async (event) => {
+    let result: APIGatewayProxyStructuredResultV2;
     try {
-      return toResult(await dispatch(event));
+      result = toResult(await dispatch(event));
     } catch (error) {
-      return errorResult(error, event, logger);
+      result = errorResult(error, event, logger);
     }
+    return requestMethod(event) === 'HEAD' ? { ...result, body: '' } : result;
   };
 }
 

@@ -3,6 +3,7 @@
  * Handlers get validated input and call TaskService; authorization is checked before any write.
  */
 import { TaskNotFoundError } from '../core/errors.ts';
+import { LIST_RESPONSE_BUDGET_BYTES } from './limits.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { type AnyRoute, defineRoute, type ResponseSpec } from './route.ts';
 import {
@@ -18,6 +19,7 @@ import {
 import { statusRoute } from './status.ts';
 import {
   errorResponseSchema,
+  fitToBudget,
   healthSchema,
   presentStoredTenant,
   presentTask,
@@ -110,8 +112,13 @@ const listTasks = defineRoute({
       ...(query.state ? { state: query.state } : {}),
       ...(query.cursor ? { cursor: query.cursor } : {}),
     });
-    const items = page.items.map(presentTask);
-    return { status: 200, body: page.nextCursor ? { items, nextCursor: page.nextCursor } : { items } };
+    // Pages are capped by bytes as well as by count, to fit Lambda's 6 MB response.
+    const items = fitToBudget(page.items.map(presentTask), LIST_RESPONSE_BUDGET_BYTES);
+    const nextCursor =
+      items.length < page.items.length
+        ? services.store.cursorAfter(page.items[items.length - 1]!, query)
+        : page.nextCursor;
+    return { status: 200, body: nextCursor ? { items, nextCursor } : { items } };
   },
 });
 

@@ -11,9 +11,10 @@ import { explainWait, type SchedulerSnapshot } from '../app/wait.ts';
 import type { Services } from '../app/wiring.ts';
 import { ownEntry } from '../core/records.ts';
 import { PRIORITY_TIERS, type Task, type TenantSettings } from '../core/task.ts';
+import { LIST_RESPONSE_BUDGET_BYTES } from './limits.ts';
 import { defineRoute } from './route.ts';
 import { idSchema } from './schemas.ts';
-import { errorResponseSchema, presentTask, taskViewSchema, waitSchema } from './views.ts';
+import { errorResponseSchema, fitToBudget, presentTask, taskViewSchema, waitSchema } from './views.ts';
 
 /** Tenants shown at most: the dashboard is for eyes, and each costs a few reads. */
 export const MAX_STATUS_TENANTS = 20;
@@ -135,10 +136,12 @@ export async function buildStatus(
     }),
   );
 
-  const recentTasks = rows
+  const recentNewest = rows
     .flatMap(({ recent }) => recent)
     .sort((a, b) => (a.submittedAt < b.submittedAt ? 1 : a.submittedAt > b.submittedAt ? -1 : 0))
     .slice(0, MAX_RECENT_TASKS);
+  // Newest first, so the budget (Lambda's 6 MB response) drops the oldest.
+  const recentTasks = fitToBudget(recentNewest, LIST_RESPONSE_BUDGET_BYTES);
 
   return {
     at: now.toISOString(),

@@ -130,6 +130,20 @@ export function presentTask(task: Task): TaskView {
   };
 }
 
+/**
+ * The longest prefix of `items` whose size in a Lambda response stays within `budgetBytes`
+ * (at least one item). Measured as Lambda counts it: each item's JSON, escaped again as part of
+ * the body string inside the result object.
+ */
+export function fitToBudget<T>(items: readonly T[], budgetBytes: number): T[] {
+  let used = 0;
+  for (const [index, item] of items.entries()) {
+    used += Buffer.byteLength(JSON.stringify(JSON.stringify(item)), 'utf8');
+    if (used > budgetBytes && index > 0) return items.slice(0, index);
+  }
+  return [...items];
+}
+
 export function presentTaskDetail(task: Task, wait: WaitInfo | undefined) {
   return { ...presentTask(task), ...(wait ? { wait } : {}) };
 }

@@ -94,10 +94,13 @@ export class TaskService {
   async submit(input: SubmitInput): Promise<SubmitResult> {
     const now = this.#now();
     const spec = this.resolveSpec(input, now);
-    const requestHash = hashRequest(input);
+    const requestHash = hashRequest(effectiveRequest(input, spec));
     const taskId = input.idempotencyKey ? idempotentTaskId(input.tenantId, input.idempotencyKey) : newTaskId();
     const { created, task } = await this.#deps.store.create(createTask(taskId, spec, now, requestHash));
-    if (!created && task.requestHash !== requestHash) throw new IdempotencyConflictError(task);
+    // Tasks stored before the hash covered the effective request carry the hash of the input as given.
+    if (!created && task.requestHash !== requestHash && task.requestHash !== hashRequest(input)) {
+      throw new IdempotencyConflictError(task);
+    }
     // A repeat of a request whose first attempt crashed before announcing: announce again
     // (duplicate tier messages are harmless; the scheduler dedups on taskId).
     if (created || task.state === 'QUEUED') await this.#deps.queues.announce([task], now);
@@ -109,7 +112,7 @@ export class TaskService {
   resolveSpec(input: SubmitInput, now: Date): NewTaskSpec {
     const { registry, config } = this.#deps;
     const definition = registry.get(input.type);
-    const payload = registry.parsePayload(input.type, input.payload ?? {});
+    const payload = registry.parsePayload(input.type, input.payload === undefined ? {} : input.payload);
     const typeDefaults = definition.defaults ?? {};
     const taskDefaults = config.taskDefaults;
     const resources = {
@@ -261,7 +264,29 @@ export function newTaskId(): string {
   return `tsk_${randomUUID().replaceAll('-', '')}`;
 }
 
-/** Hash of the request as given (keys sorted), to recognise a reused key with another body. */
+/**
+ * The request with every default applied, for the idempotency comparison: a field spelled out
+ * with the value it would default to (`"priority": "normal"`) is the same request as one that
+ * leaves it out. Times stay as given (a replay of `delaySeconds: 60` is the same request later),
+ * with `runAt` normalised to one spelling of its instant.
+ */
+export function effectiveRequest(input: SubmitInput, spec: NewTaskSpec): SubmitInput {
+  return {
+    tenantId: spec.tenantId,
+    type: spec.type,
+    payload: spec.payload,
+    priority: spec.priority,
+    ...(spec.idempotencyKey === undefined ? {} : { idempotencyKey: spec.idempotencyKey }),
+    resources: spec.resources,
+    runtime: spec.runtime,
+    timeoutSeconds: spec.timeoutSeconds,
+    maxAttempts: spec.maxAttempts,
+    ...(input.delaySeconds ? { delaySeconds: input.delaySeconds } : {}),
+    ...(input.runAt === undefined ? {} : { runAt: new Date(input.runAt).toISOString() }),
+  };
+}
+
+/** Hash of a request (keys sorted), to recognise a reused key with another body. */
 export function hashRequest(input: SubmitInput): string {
   return createHash('sha256').update(canonicalJson(input)).digest('base64url').slice(0, 32);
 }

@@ -3,6 +3,7 @@
  * (payload v2) event the deployed Lambda receives and calls the same router, so the API
  * behaves identically on a laptop and on AWS.
  */
+import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -66,7 +67,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       return;
     }
     const body = await readBody(request, limit);
-    const event = toEvent(request, method, url, body.text);
+    const event = toEvent(request, method, url, body.bytes);
     const result = body.tooLarge ? errorResult(bodyTooLarge(limit), event, console) : await router(event);
     writeResult(response, result, body.tooLarge && !body.complete);
   }
@@ -99,7 +100,7 @@ class ClientGoneError extends Error {
 }
 
 interface BodyRead {
-  readonly text: string | undefined;
+  readonly bytes: Buffer | undefined;
   readonly tooLarge: boolean;
   /** False when reading stopped before the end (the connection must then be closed). */
   readonly complete: boolean;
@@ -110,7 +111,7 @@ function readBody(request: IncomingMessage, limit: number): Promise<BodyRead> {
   const declared = Number(request.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit * DRAIN_FACTOR) {
     request.pause();
-    return Promise.resolve({ text: undefined, tooLarge: true, complete: false });
+    return Promise.resolve({ bytes: undefined, tooLarge: true, complete: false });
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -127,14 +128,14 @@ function readBody(request: IncomingMessage, limit: number): Promise<BodyRead> {
       else chunks.length = 0;
       if (received > limit * DRAIN_FACTOR) {
         request.pause();
-        finish({ text: undefined, tooLarge: true, complete: false });
+        finish({ bytes: undefined, tooLarge: true, complete: false });
       }
     });
     request.on('end', () => {
-      if (received > limit) finish({ text: undefined, tooLarge: true, complete: true });
+      if (received > limit) finish({ bytes: undefined, tooLarge: true, complete: true });
       else
         finish({
-          text: received === 0 ? undefined : Buffer.concat(chunks).toString('utf8'),
+          bytes: received === 0 ? undefined : Buffer.concat(chunks),
           tooLarge: false,
           complete: true,
         });
@@ -152,13 +153,19 @@ function readBody(request: IncomingMessage, limit: number): Promise<BodyRead> {
   });
 }
 
-/** The event API Gateway would build for this request (payload format 2.0, `$default` stage). */
+/**
+ * The event API Gateway would build for this request (payload format 2.0, `$default` stage).
+ * A body that is not valid UTF-8 is passed base64-encoded, as API Gateway passes binary bodies,
+ * so the router sees the bytes and refuses them instead of reading U+FFFD replacements.
+ */
 export function toEvent(
   request: IncomingMessage,
   method: string,
   url: string,
-  body: string | undefined,
+  bytes: Buffer | undefined,
 ): APIGatewayProxyEventV2 {
+  const text = bytes === undefined || !isUtf8(bytes) ? undefined : bytes.toString('utf8');
+  const body = text ?? bytes?.toString('base64');
   const queryAt = url.indexOf('?');
   const rawPath = queryAt === -1 ? url : url.slice(0, queryAt);
   const rawQueryString = queryAt === -1 ? '' : url.slice(queryAt + 1);
@@ -206,7 +213,7 @@ export function toEvent(
       timeEpoch: now.getTime(),
     },
     ...(body === undefined ? {} : { body }),
-    isBase64Encoded: false,
+    isBase64Encoded: bytes !== undefined && text === undefined,
   };
 }
 

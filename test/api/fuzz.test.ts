@@ -2,7 +2,12 @@
  * Fuzzing the HTTP API (fast-check) over methods, paths, query strings, content types and
  * bodies, mixing valid pieces with garbage so requests reach every layer of validation.
  * Properties: never a 5xx; every refusal is a coded 4xx with the documented error shape; a
- * refused request writes nothing (tables and queues unchanged).
+ * refused request writes nothing (tables and queues unchanged); an accepted payload reads back
+ * exactly as sent.
+ *
+ * Hostile shapes are generated on purpose (issue 15): keys named after Object.prototype members
+ * at any depth, nesting far past the limit, the whole Unicode range in strings (lone surrogates
+ * and noncharacters included) and tenant ids that are JavaScript object keys.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,11 +39,64 @@ afterAll(async () => {
   await services.stop();
 });
 
-const anyText = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 20 }));
-const goodId = fc.stringMatching(/^[A-Za-z0-9_.:@-]{1,20}$/);
+/** Keys and ids that are also names on Object.prototype (or the prototype accessor itself). */
+const PROTOTYPE_NAMES = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  'isPrototypeOf',
+  '__defineGetter__',
+  '__lookupSetter__',
+] as const;
+/** Noncharacters and the edges of the planes: valid Unicode that some transports refuse. */
+const noncharacter = fc.constantFrom('\uFFFE', '\uFFFF', '\uFDD0', '\uFDEF', '\u{1FFFE}', '\u{10FFFF}', '\u{1F600}');
+const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code));
+/** Strings over the whole range: any code point, lone surrogates, noncharacters, controls. */
+const unicodeText = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 20 }),
+  fc
+    .array(fc.oneof(loneSurrogate, noncharacter, fc.string({ unit: 'binary', maxLength: 3 })), { maxLength: 8 })
+    .map((parts) => parts.join('')),
+);
+const anyText = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 20 }), unicodeText);
+const goodId = fc.oneof(
+  { arbitrary: fc.stringMatching(/^[A-Za-z0-9_.:@-]{1,20}$/), weight: 4 },
+  { arbitrary: fc.constantFrom(...PROTOTYPE_NAMES), weight: 1 },
+);
+const hostileKey = fc.oneof(fc.constantFrom(...PROTOTYPE_NAMES), fc.string({ maxLength: 8 }), unicodeText);
+
+/**
+ * JSON text (not a value: a `__proto__` key must reach the body as a key, which building an
+ * object and stringifying it cannot guarantee) with hostile keys and strings at any depth.
+ */
+const { jsonText } = fc.letrec<{ jsonText: string }>((tie) => ({
+  jsonText: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.oneof(
+      fc.constantFrom('null', 'true', 'false', '0', '-1.5e3', '1e-7'),
+      unicodeText.map((s) => JSON.stringify(s)),
+    ),
+    fc.array(tie('jsonText'), { maxLength: 4 }).map((items) => `[${items.join(',')}]`),
+    fc
+      .uniqueArray(fc.tuple(hostileKey, tie('jsonText')), { maxLength: 4, selector: ([key]) => key })
+      .map((entries) => `{${entries.map(([key, value]) => `${JSON.stringify(key)}:${value}`).join(',')}}`),
+  ),
+})) as { jsonText: fc.Arbitrary<string> };
+
+/** Arrays and objects nested around the depth limit (24) or far past any call stack. */
+const deepText = fc
+  .tuple(
+    fc.oneof(fc.integer({ min: 20, max: 30 }), fc.integer({ min: 1_000, max: 20_000 })),
+    fc.constantFrom(['[', ']'], ['{"a":', '}'], ['{"__proto__":', '}'], ['{"constructor":', '}']),
+  )
+  .map(([depth, [open, close]]) => `${open.repeat(depth)}1${close.repeat(depth)}`);
 const idLike = fc.oneof(goodId, anyText, fc.constant('x'.repeat(129)));
 const segment = fc.oneof(
-  idLike.map(encodeURIComponent),
+  // A URL carries UTF-8, which has no lone surrogates: they travel as U+FFFD.
+  idLike.map((id) => encodeURIComponent(id.toWellFormed())),
   anyText, // unencoded, as a misbehaving client might send
   fc.constantFrom('%', '%E0%A4%A', '%2F', '..', ''),
 );
@@ -53,6 +111,10 @@ const path = fc.oneof(
     .tuple(fc.oneof(segment, knownTask()), fc.constantFrom('cancel', 'retry', 'x'))
     .map(([id, op]) => `/v1/tasks/${id}/${op}`),
   segment.map((id) => `/v1/tenants/${id}`),
+  fc.constantFrom(...PROTOTYPE_NAMES).map((id) => `/v1/tenants/${id}`),
+  fc
+    .array(fc.oneof(goodId, anyText), { maxLength: 4 })
+    .map((ids) => `/v1/status?${new URLSearchParams({ tenants: ids.join(',') })}`),
   fc.array(segment, { maxLength: 5 }).map((segments) => `/${segments.join('/')}`),
 );
 
@@ -175,6 +237,26 @@ const aimedRequest = fc.oneof(
     body: JSON.stringify({ tenantId, type: 'demo.echo', payload }),
     contentType: 'application/json',
   })),
+  // Hostile payloads, given as text so their keys arrive exactly as generated.
+  fc
+    .tuple(goodId, fc.oneof({ arbitrary: jsonText, weight: 4 }, { arbitrary: deepText, weight: 1 }))
+    .map(([tenantId, payload]) => ({
+      method: 'POST',
+      path: '/v1/tasks',
+      query: '',
+      body: `{"tenantId":${JSON.stringify(tenantId)},"type":"demo.echo","payload":${payload}}`,
+      contentType: 'application/json',
+    })),
+  // Deep nesting and hostile keys outside the payload.
+  fc
+    .tuple(fc.oneof(jsonText, deepText), fc.constantFrom('tenantId', 'resources', 'extra', 'type'))
+    .map(([value, field]) => ({
+      method: 'POST',
+      path: '/v1/tasks',
+      query: '',
+      body: `{"tenantId":"fuzz","type":"demo.echo",${JSON.stringify(field)}:${value}}`,
+      contentType: 'application/json',
+    })),
   fc.tuple(segment, tenantBody).map(([tenant, b]) => ({
     method: 'PUT',
     path: `/v1/tenants/${tenant}`,
@@ -244,13 +326,24 @@ describe('Router: fuzzed requests', () => {
           expect(status).toBeGreaterThanOrEqual(200);
           expect(status).toBeLessThan(500);
           const after = await snapshotWrites(services);
-          if (status >= 400) {
+          if (input.method === 'HEAD') {
+            expect(result.body).toBe('');
+            if (status >= 400) expect(after).toEqual(baseline);
+          } else if (status >= 400) {
             const { error } = errorResponseSchema.parse(jsonOf(result));
             expect(error.code).toMatch(/^[a-z_]+$/);
             expect(after).toEqual(baseline);
           } else {
             expect([200, 202]).toContain(status);
             baseline = after;
+            if (input.method === 'POST' && input.path === '/v1/tasks' && input.body !== undefined) {
+              // The payload as stored and returned is the payload as sent, key for key.
+              const sent = JSON.parse(input.body) as { type?: unknown; payload?: unknown };
+              const returned = (jsonOf(result) as { payload: unknown }).payload;
+              if (status === 202 && sent.type === 'demo.echo' && sent.payload !== undefined) {
+                expect(JSON.stringify(returned)).toBe(JSON.stringify(sent.payload));
+              }
+            }
           }
         }),
         // One request per status class always runs first, so the coverage check below does not

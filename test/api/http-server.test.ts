@@ -97,7 +97,7 @@ describe('Function: startHttpServer', () => {
 
     // Assess
     expect(response.status).toBe(405);
-    expect(response.headers.get('allow')).toBe('GET, PUT');
+    expect(response.headers.get('allow')).toBe('GET, HEAD, PUT');
   });
 
   it('refuses a body over the limit with 413 and writes nothing', async () => {

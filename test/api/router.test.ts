@@ -486,8 +486,10 @@ describe('Router: createApiRouter', () => {
 
       // Assess
       expect(result.statusCode).toBe(405);
-      expect(result.headers?.allow).toBe('GET');
-      expect(jsonOf(result)).toMatchObject({ error: { code: 'method_not_allowed', details: { allowed: ['GET'] } } });
+      expect(result.headers?.allow).toBe('GET, HEAD');
+      expect(jsonOf(result)).toMatchObject({
+        error: { code: 'method_not_allowed', details: { allowed: ['GET', 'HEAD'] } },
+      });
     });
 
     it('strips a named stage from the path as API Gateway sends it', async () => {
