@@ -1,49 +1,100 @@
 #!/usr/bin/env node
 /**
  * `npm start`: the whole scheduler on this machine. See README "Running locally".
- *   PORT (default 3000), DATA_DIR (default .data), --config PATH or SCHEDULER_CONFIG.
+ *   PORT (default 3000), HOST (default 127.0.0.1), DATA_DIR (default .data),
+ *   --config PATH or SCHEDULER_CONFIG.
  */
 import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
 import { ConfigError } from '../lambda/core/errors.ts';
 import { consoleLogger } from '../lambda/local/console-logger.ts';
+import { DataDirInUseError } from '../lambda/local/data-dir-lock.ts';
 import { configPathFrom, loadConfig } from '../lambda/local/load-config.ts';
 import { startLocalServer } from '../lambda/local/server.ts';
 
-const logger = consoleLogger();
-
-async function main(): Promise<void> {
-  if (process.argv.includes('--help') || process.argv.includes('-h')) {
-    console.log(`Usage: npm start [-- --config PATH]
+const USAGE = `Usage: npm start [-- --config PATH]
 
 Runs the scheduler locally: embedded DynamoDB and SQS emulators, the HTTP API, the scheduler,
 the Lambda and Fargate worker pools and the configured schedules.
 
 Environment:
   PORT              HTTP port (default 3000)
-  HOST              HTTP bind address (default 127.0.0.1)
+  HOST              bind address of the HTTP API and the emulators (default 127.0.0.1)
   DATA_DIR          where state persists (default .data); a restart resumes every task
-  SCHEDULER_CONFIG  configuration file (default config/default.json)`);
+  SCHEDULER_CONFIG  configuration file (default config/default.json)
+
+Ctrl-C stops after the running tasks finish; a second Ctrl-C stops at once (those tasks are
+recovered on the next start, as after a kill).`;
+
+/** A refusal the user can act on: printed as one line, no stack. */
+class StartError extends Error {}
+
+const logger = consoleLogger();
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  let help: boolean | undefined;
+  try {
+    // Strict: a mistyped option is refused, not ignored. Arguments are checked by configPathFrom.
+    ({ help } = parseArgs({
+      args: argv,
+      options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: true,
+    }).values);
+  } catch (error) {
+    throw new StartError(`${(error as Error).message}. See: npm start -- --help`);
+  }
+  if (help) {
+    console.log(USAGE);
     return;
   }
-  const { config, source } = loadConfig(configPathFrom(process.argv.slice(2), process.env));
+  const { config, source } = loadConfig(configPathFrom(argv, process.env));
   const port = Number(process.env.PORT ?? 3000);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535)
-    throw new Error(`PORT must be 0-65535, got ${process.env.PORT}`);
-  const dataDir = resolve(process.env.DATA_DIR ?? '.data');
-  const server = await startLocalServer({ config, dataDir, port, host: process.env.HOST ?? '127.0.0.1', logger });
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new StartError(`PORT must be an integer 0-65535, got "${process.env.PORT}".`);
+  }
+  const host = process.env.HOST || '127.0.0.1';
+  const dataDir = resolve(process.env.DATA_DIR || '.data');
+  let server: Awaited<ReturnType<typeof startLocalServer>>;
+  try {
+    server = await startLocalServer({ config, dataDir, port, host, logger });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
+      throw new StartError(
+        `Port ${port} on ${host} is already in use (another npm start?): stop it, or set PORT, e.g. PORT=${port + 1} npm start.`,
+      );
+    }
+    if (code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      throw new StartError(
+        `Cannot listen on ${host}:${port} (${code}): set HOST and PORT to an address of this machine.`,
+      );
+    }
+    throw error;
+  }
   logger.info(`scheduler running at ${server.url}`, { config: source, dataDir, policy: config.policy });
   logger.info(
     `try: curl -s -X POST ${server.url}/v1/tasks -H 'content-type: application/json' -d '{"tenantId":"acme","type":"demo.sleep","payload":{"ms":500}}'`,
   );
 
+  const running = () => server.runtime.workers.reduce((sum, worker) => sum + worker.inFlight, 0);
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) {
-      logger.warn('forced exit');
-      process.exit(1);
+      // Like a kill: the tasks' leases lapse and the next start dispatches them again.
+      logger.warn(
+        `${signal} again: stopping now; ${plural(running(), 'running task')} will be recovered on the next start`,
+      );
+      process.exit(130);
     }
     stopping = true;
-    logger.info(`${signal}: stopping (running tasks finish or are recovered on next start)`);
+    const count = running();
+    logger.info(
+      count === 0
+        ? `${signal}: stopping`
+        : `${signal}: stopping; waiting for ${plural(count, 'running task')} to finish (at most their timeout). Ctrl-C again stops now; the next start recovers them`,
+    );
     await server.stop();
     logger.info('stopped');
     process.exit(0);
@@ -52,8 +103,12 @@ Environment:
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
 main().catch((error) => {
-  if (error instanceof ConfigError) {
+  if (error instanceof StartError || error instanceof DataDirInUseError || error instanceof ConfigError) {
     console.error(error.message);
   } else {
     console.error(error);

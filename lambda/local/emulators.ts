@@ -5,7 +5,7 @@
  * lambda/infra/resources.ts, exactly as the CDK stack creates them on AWS.
  */
 import { mkdirSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, type ListenOptions, Server } from 'node:net';
 import { join } from 'node:path';
 import {
   CreateTableCommand,
@@ -40,6 +40,8 @@ export interface EmulatorOptions {
   readonly dataDir?: string;
   /** Prefix of physical table names. */
   readonly prefix?: string;
+  /** Bind address of both emulators. @default '127.0.0.1' */
+  readonly host?: string;
 }
 
 export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
@@ -52,20 +54,18 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
   const indexRepair = dynamoPath ? await prepareDynaliteStore(dynamoPath) : undefined;
 
   // createTableMs 0: tables are ACTIVE at once (dynalite simulates AWS's delay by default).
+  const host = options.host ?? '127.0.0.1';
   const dynamoServer = dynalite({ path: dynamoPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {
     dynamoServer.once('error', reject);
-    dynamoServer.listen(0, '127.0.0.1', () => resolve());
+    dynamoServer.listen(0, host, () => resolve());
   });
-  const dynamodbUrl = `http://127.0.0.1:${(dynamoServer.address() as AddressInfo).port}`;
+  const dynamodbUrl = `http://${urlHost(host)}:${(dynamoServer.address() as AddressInfo).port}`;
 
-  const sqsServer = await startFauxqs({
-    port: 0,
-    logger: false,
-    host: '127.0.0.1',
-    ...(sqsPath ? { dataDir: sqsPath } : {}),
-  });
-  const sqsUrl = sqsServer.address;
+  const sqsServer = await listeningOn(host, () =>
+    startFauxqs({ port: 0, logger: false, host, ...(sqsPath ? { dataDir: sqsPath } : {}) }),
+  );
+  const sqsUrl = `http://${urlHost(host)}:${sqsServer.port}`;
 
   const clients = createAwsClients(localEndpoints(dynamodbUrl, sqsUrl));
   const tables: Record<string, string> = {};
@@ -89,6 +89,44 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
       if (dynamoPath && closed) markDynaliteStoreClean(dynamoPath);
     },
   };
+}
+
+const WILDCARDS = new Set(['0.0.0.0', '::', '']);
+let listenRedirect: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs `start` with every wildcard listen in this process redirected to `host`. fauxqs 2.4.1
+ * calls fastify's `app.listen({ port, host: '0.0.0.0' })` whatever `host` it is given, which
+ * put every queue and bucket on the network, unauthenticated; and its server object is handed
+ * back only once it listens, so the address cannot be corrected afterwards. Node's listen is
+ * wrapped only while `start` runs, one call at a time, and only turns a wildcard address into
+ * `host`: at worst another server starting in the same moment also binds to `host` (no wider).
+ * When `host` is itself a wildcard nothing changes.
+ */
+async function listeningOn<T>(host: string, start: () => Promise<T>): Promise<T> {
+  const run = listenRedirect.then(async () => {
+    const listen = Server.prototype.listen;
+    Server.prototype.listen = function listenOnHost(this: Server, ...args: unknown[]) {
+      const [first] = args;
+      if (first && typeof first === 'object' && WILDCARDS.has((first as ListenOptions).host ?? '')) {
+        args[0] = { ...(first as ListenOptions), host };
+      }
+      return (listen as (...a: unknown[]) => Server).apply(this, args);
+    } as typeof listen;
+    try {
+      return await start();
+    } finally {
+      Server.prototype.listen = listen;
+    }
+  });
+  listenRedirect = run.catch(() => undefined);
+  return run;
+}
+
+/** A host as it goes in a URL: a wildcard bind is reached on loopback; IPv6 gets brackets. */
+function urlHost(host: string): string {
+  if (WILDCARDS.has(host)) return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 /** The CreateTable input for a table definition (also what the CDK construct mirrors). */

@@ -18,8 +18,30 @@ export function configPathFrom(argv: readonly string[], env: NodeJS.ProcessEnv):
     if (!value) throw new ConfigError('--config needs a path', { problems: ['--config: missing path'] });
     return value;
   }
+  const positionals = argv.filter((arg) => !arg.startsWith('-'));
+  const fromNpm = npmConfigFlag(env, positionals);
+  if (fromNpm) return fromNpm;
+  if (positionals.length > 0) {
+    throw new ConfigError(`Unexpected argument ${positionals.join(' ')}; the configuration is given as --config PATH`, {
+      problems: positionals.map((arg) => `${arg}: unexpected argument`),
+    });
+  }
   if (env.SCHEDULER_CONFIG) return env.SCHEDULER_CONFIG;
   return existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : undefined;
+}
+
+/**
+ * `npm start --config x.json` (no `--`): npm keeps the flag for itself, as the boolean
+ * npm_config_config=true, and passes `x.json` on as an argument; `npm start --config=x.json`
+ * sets npm_config_config=x.json and passes nothing. Both are honoured rather than silently
+ * running the default configuration.
+ */
+function npmConfigFlag(env: NodeJS.ProcessEnv, positionals: readonly string[]): string | undefined {
+  const flag = env.npm_config_config;
+  if (!flag || !env.npm_lifecycle_event) return undefined;
+  if (flag !== 'true') return flag;
+  if (positionals.length === 1) return positionals[0];
+  throw new ConfigError('--config needs a path: npm start -- --config PATH', { problems: ['--config: missing path'] });
 }
 
 export function loadConfig(path: string | undefined): { config: SchedulerConfig; source: string } {

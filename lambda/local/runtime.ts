@@ -14,14 +14,17 @@ import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../task-types/d
 import { QueueWorker } from '../worker/queue-worker.ts';
 import type { AttemptOutcome } from '../worker/run-attempt.ts';
 import { consoleLogger } from './console-logger.ts';
+import { DataDirInUseError, isLevelLocked, lockDataDir } from './data-dir-lock.ts';
 import { startDeadLetterConsumer } from './dead-letter-consumer.ts';
 import { type Emulators, startEmulators } from './emulators.ts';
-import { startScheduleRunner } from './schedule-runner.ts';
+import { startScheduleRunner, validateSchedules } from './schedule-runner.ts';
 
 export interface LocalRuntimeOptions {
   readonly config: SchedulerConfig;
   /** Folder for persisted state; in memory when undefined. */
   readonly dataDir?: string;
+  /** Bind address of the emulators. @default '127.0.0.1' */
+  readonly host?: string;
   readonly logger?: TaskLogger;
   readonly registry?: TaskTypeRegistry;
   /** Services handed to task handlers (example data stores). */
@@ -45,7 +48,20 @@ export interface LocalRuntime {
 export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
   const { config } = options;
   const logger = options.logger ?? consoleLogger();
-  const emulators = await startEmulators(options.dataDir ? { dataDir: options.dataDir } : {});
+  // Taken before anything opens the stores: a second runtime on them is refused in one line.
+  const lock = options.dataDir ? lockDataDir(options.dataDir) : undefined;
+  let emulators: Emulators;
+  try {
+    emulators = await startEmulators({
+      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+      ...(options.host ? { host: options.host } : {}),
+    });
+  } catch (error) {
+    lock?.release();
+    throw isLevelLocked(error) && options.dataDir
+      ? new DataDirInUseError(options.dataDir, undefined, { cause: error })
+      : error;
+  }
   if (emulators.indexRepair) {
     logger.warn('the last run did not stop cleanly: rebuilt the DynamoDB indexes from the items', {
       ...emulators.indexRepair,
@@ -67,6 +83,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         },
       ),
   });
+  try {
+    validateSchedules(config.schedules, services.tasks, new Date());
+  } catch (error) {
+    await emulators.stop();
+    lock?.release();
+    throw error;
+  }
   const taskServices = (await options.taskServices?.(emulators.clients)) ?? {};
 
   const stopping = new AbortController();
@@ -171,6 +194,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       await schedulerLoop;
       await Promise.all([...workers.map((worker) => worker.stop()), deadLetters.stop()]);
       await emulators.stop();
+      lock?.release();
     },
   };
 }

@@ -2,13 +2,16 @@
  * The local runtime with its HTTP API and example data stores: what `npm start` runs and what
  * the end-to-end tests drive over HTTP.
  */
+import { rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
 import type { SchedulerConfig } from '../core/config.ts';
 import { dashboardRoutes } from '../dashboard/routes.ts';
 import type { TaskLogger, TaskTypeRegistry } from '../task-types/define.ts';
 import { ensureExampleResources } from '../task-types/examples/resources.ts';
 import { seedExampleData } from '../task-types/examples/seed-data.ts';
 import type { AttemptOutcome } from '../worker/run-attempt.ts';
-import { startHttpServer } from './http-server.ts';
+import { type HttpServer, startHttpServer } from './http-server.ts';
 import { type LocalRuntime, startLocalRuntime } from './runtime.ts';
 
 export interface LocalServerOptions {
@@ -35,9 +38,12 @@ export interface LocalServer {
 
 export async function startLocalServer(options: LocalServerOptions): Promise<LocalServer> {
   const withExamples = options.examples ?? true;
+  // A taken port is the common mistake (a second npm start): say so before starting everything.
+  if (options.port) await probeListen(options.port, options.host ?? '127.0.0.1');
   const runtime = await startLocalRuntime({
     config: options.config,
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.host ? { host: options.host } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.summaryEverySeconds === undefined ? {} : { summaryEverySeconds: options.summaryEverySeconds }),
     ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
@@ -49,18 +55,64 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
       return { aws: clients, resources };
     },
   });
-  const http = await startHttpServer({
-    services: runtime.services,
-    port: options.port ?? 3000,
-    host: options.host ?? '127.0.0.1',
-    ...(options.dashboard === false ? {} : { extraRoutes: dashboardRoutes }),
-  });
+  let http: HttpServer;
+  try {
+    http = await startHttpServer({
+      services: runtime.services,
+      port: options.port ?? 3000,
+      host: options.host ?? '127.0.0.1',
+      ...(options.dashboard === false ? {} : { extraRoutes: dashboardRoutes }),
+    });
+  } catch (error) {
+    await runtime.stop();
+    throw error;
+  }
+  const discovery = options.dataDir ? join(options.dataDir, RUNTIME_FILE) : undefined;
+  if (discovery) writeFileSync(discovery, `${JSON.stringify(describeRuntime(http.url, runtime), null, 2)}\n`);
   return {
     url: http.url,
     runtime,
     async stop() {
       await http.close();
+      if (discovery) rmSync(discovery, { force: true });
       await runtime.stop();
     },
+  };
+}
+
+/** Rejects with listen's own error (EADDRINUSE, EACCES) when `host:port` cannot be bound now. */
+async function probeListen(port: number, host: string): Promise<void> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
+}
+
+/**
+ * DATA_DIR/runtime.json while `npm start` runs: where its API and emulators listen, so the
+ * operator commands that work on the queues and tables directly (`tasks redrive`) find the
+ * local runtime as they find a stack's resources on AWS.
+ */
+export const RUNTIME_FILE = 'runtime.json';
+
+export interface RuntimeDescription {
+  readonly pid: number;
+  readonly url: string;
+  readonly endpoints: { readonly dynamodb: string; readonly sqs: string };
+  readonly tables: Readonly<Record<string, string>>;
+  readonly queueUrls: Readonly<Record<string, string>>;
+  readonly config: SchedulerConfig;
+}
+
+function describeRuntime(url: string, runtime: LocalRuntime): RuntimeDescription {
+  const { emulators, services } = runtime;
+  return {
+    pid: process.pid,
+    url,
+    endpoints: { dynamodb: emulators.dynamodbUrl, sqs: emulators.sqsUrl },
+    tables: emulators.tables,
+    queueUrls: emulators.queueUrls,
+    config: services.config,
   };
 }
