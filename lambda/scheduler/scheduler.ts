@@ -15,12 +15,13 @@
  *   every few seconds: renew held messages' visibility, reconcile, publish a snapshot
  */
 import type { ControlStore } from '../adapters/control-store.ts';
-import type {
-  CompletionMessage,
-  QueueClient,
-  ReceivedMessage,
-  TierMessage,
-  WorkerMessage,
+import {
+  type CompletionMessage,
+  MAX_VISIBILITY_SECONDS,
+  type QueueClient,
+  type ReceivedMessage,
+  type TierMessage,
+  type WorkerMessage,
 } from '../adapters/queues.ts';
 import type { TaskStore } from '../adapters/task-store.ts';
 import type { SchedulerSnapshot } from '../app/wait.ts';
@@ -40,6 +41,8 @@ interface Held {
   receiptHandle: string;
   /** When the tier message becomes visible again unless renewed. */
   visibleUntilMs: number;
+  /** When SQS first handed the message out: its visibility cannot reach past 12 h from then. */
+  firstReceivedAtMs: number;
 }
 
 export interface SchedulerDeps {
@@ -76,6 +79,20 @@ const PARK_WAVE_SECONDS = 2;
 /** Tasks due further ahead than this are not held; their message is hidden until nearer. */
 const HOLD_AHEAD_MS = 60_000;
 const SNAPSHOT_EVERY_MS = 2_000;
+/**
+ * Every receive of a tier message counts toward its dead-letter queue's maxReceiveCount, and
+ * parking, deferring and restarts receive the same message again and again. Well before the
+ * limit the message is replaced by a fresh one (sent first, the old one deleted after), so a
+ * waiting task never lands in the tier DLQ (which nobody consumes) without a message.
+ */
+const REFRESH_AT_RECEIVES = Math.floor(0.8 * (tierQueue('normal').deadLetter?.maxReceiveCount ?? 50));
+/** Kept off SQS's 12-hour visibility cap, for clock skew between SQS and this host. */
+const VISIBILITY_CAP_MARGIN_MS = 60_000;
+
+/** Seconds a message first received at `firstReceivedAtMs` may still be hidden, from `nowMs`. */
+function visibilityLeftSeconds(firstReceivedAtMs: number, nowMs: number): number {
+  return Math.floor((firstReceivedAtMs + MAX_VISIBILITY_SECONDS * 1000 - VISIBILITY_CAP_MARGIN_MS - nowMs) / 1000);
+}
 
 export class Scheduler {
   readonly #deps: SchedulerDeps;
@@ -284,6 +301,7 @@ export class Scheduler {
       list.push(handle);
       bucket.set(queueId, list);
     };
+    const refresh: { queueId: string; handle: string; task: Task }[] = [];
     for (const { queueId, message } of received) {
       const task = tasks.get(message.body.taskId);
       const held = this.#held.get(message.body.taskId);
@@ -299,24 +317,45 @@ export class Scheduler {
         add(drop, queueId, message.receiptHandle);
         continue;
       }
+      const visibilityLeft = visibilityLeftSeconds(message.firstReceivedAtMs, nowMs);
+      if (message.receiveCount >= REFRESH_AT_RECEIVES || visibilityLeft < HOLD_VISIBILITY_SECONDS) {
+        refresh.push({ queueId, handle: message.receiptHandle, task });
+        continue;
+      }
       const runAtMs = Date.parse(task.runAt);
       if (runAtMs - nowMs > HOLD_AHEAD_MS) {
-        // Hide it until shortly before it is due (SQS caps visibility at 12 h).
-        defer.push({ queueId, handle: message.receiptHandle, seconds: visibilityUntil(runAtMs - nowMs) });
+        // Hide it until shortly before it is due (SQS caps visibility at 12 h from receipt).
+        const seconds = Math.min(visibilityLeft, visibilityUntil(runAtMs - nowMs));
+        defer.push({ queueId, handle: message.receiptHandle, seconds });
         continue;
       }
       if ((this.#heldPerTenant.get(task.tenantId) ?? 0) >= this.#perTenantHoldLimit(task.tenantId)) {
-        defer.push({ queueId, handle: message.receiptHandle, seconds: this.#parkSeconds(task.tenantId, nowMs) });
+        const seconds = Math.min(visibilityLeft, this.#parkSeconds(task.tenantId, nowMs));
+        defer.push({ queueId, handle: message.receiptHandle, seconds });
         continue;
       }
-      this.#hold(task, queueId, message.messageId, message.receiptHandle, nowMs + HOLD_VISIBILITY_SECONDS * 1000);
+      this.#hold(task, queueId, message, nowMs + HOLD_VISIBILITY_SECONDS * 1000);
     }
+    await this.#refresh(refresh);
     await Promise.all([
       ...[...drop].map(([queueId, handles]) => queues.delete(queueId, handles)),
       ...groupDeferrals(defer).map(({ queueId, handles, seconds }) =>
         queues.changeVisibility(queueId, handles, seconds),
       ),
     ]);
+  }
+
+  /** Replace tier messages by fresh ones: send the new, then delete the old. */
+  async #refresh(stale: readonly { queueId: string; handle: string; task: Task }[]): Promise<void> {
+    if (stale.length === 0) return;
+    const { queues } = this.#deps;
+    await queues.announce(
+      stale.map(({ task }) => task),
+      this.#now(),
+    );
+    const byQueue = new Map<string, string[]>();
+    for (const { queueId, handle } of stale) addTo(byQueue, queueId, handle);
+    await Promise.all([...byQueue].map(([queueId, handles]) => queues.delete(queueId, handles)));
   }
 
   /**
@@ -343,7 +382,12 @@ export class Scheduler {
     return Math.min(43_200, Math.ceil((wave.untilMs - nowMs) / 1000));
   }
 
-  #hold(task: Task, queueId: string, messageId: string, receiptHandle: string, visibleUntilMs: number): void {
+  #hold(
+    task: Task,
+    queueId: string,
+    message: Pick<Held, 'messageId' | 'receiptHandle' | 'firstReceivedAtMs'>,
+    visibleUntilMs: number,
+  ): void {
     // The task is QUEUED again (lease expired, retry, lost completion): its old attempt is over.
     // Still counting it would make the policy refuse the task as already active, and the held
     // candidate would never be dispatched (nor re-announced, being held).
@@ -351,8 +395,9 @@ export class Scheduler {
     this.#held.set(task.taskId, {
       task,
       queueId,
-      messageId,
-      receiptHandle,
+      messageId: message.messageId,
+      receiptHandle: message.receiptHandle,
+      firstReceivedAtMs: message.firstReceivedAtMs,
       visibleUntilMs,
     });
     this.#heldPerTenant.set(task.tenantId, (this.#heldPerTenant.get(task.tenantId) ?? 0) + 1);
@@ -411,13 +456,13 @@ export class Scheduler {
         if (error instanceof ConcurrentUpdateError && error.current?.state === 'QUEUED') {
           // Changed but still waiting (cancelled and retried, say): hold the fresh item under the
           // same message. Letting go would delete the task's only live announcement.
-          this.#hold(error.current, held.queueId, held.messageId, held.receiptHandle, held.visibleUntilMs);
+          this.#hold(error.current, held.queueId, held, held.visibleUntilMs);
         } else if (error instanceof ConcurrentUpdateError || error instanceof InvalidTransitionError) {
           // Someone else moved it (cancelled, or dispatched by another scheduler): let go.
           addTo(toDelete, held.queueId, held.receiptHandle);
         } else {
           // Not written (or not known to be): keep holding it; the tick reports the error.
-          this.#hold(held.task, held.queueId, held.messageId, held.receiptHandle, held.visibleUntilMs);
+          this.#hold(held.task, held.queueId, held, held.visibleUntilMs);
           failure ??= error;
         }
         return;
@@ -462,18 +507,26 @@ export class Scheduler {
   async #renewHeldVisibility(nowMs: number): Promise<void> {
     const renewBefore = nowMs + (HOLD_VISIBILITY_SECONDS * 1000) / 3;
     const due = new Map<string, string[]>();
-    for (const held of this.#held.values()) {
+    const refresh: { queueId: string; handle: string; task: Task }[] = [];
+    for (const held of [...this.#held.values()]) {
       if (held.visibleUntilMs > renewBefore) continue;
+      if (visibilityLeftSeconds(held.firstReceivedAtMs, nowMs) < HOLD_VISIBILITY_SECONDS) {
+        // Held for nearly 12 h: SQS would refuse to hide it longer. Let go, and replace the
+        // message by a fresh one, which is received and held again.
+        this.#unhold(held.task.taskId);
+        this.#policy.remove(held.task.taskId);
+        refresh.push({ queueId: held.queueId, handle: held.receiptHandle, task: held.task });
+        continue;
+      }
       held.visibleUntilMs = nowMs + HOLD_VISIBILITY_SECONDS * 1000;
-      const list = due.get(held.queueId) ?? [];
-      list.push(held.receiptHandle);
-      due.set(held.queueId, list);
+      addTo(due, held.queueId, held.receiptHandle);
     }
-    await Promise.all(
-      [...due].map(([queueId, handles]) =>
+    await Promise.all([
+      this.#refresh(refresh),
+      ...[...due].map(([queueId, handles]) =>
         this.#deps.queues.changeVisibility(queueId, handles, HOLD_VISIBILITY_SECONDS),
       ),
-    );
+    ]);
   }
 
   /** What the API uses to explain waits and the dashboard to draw tiers, pools and tenants. */

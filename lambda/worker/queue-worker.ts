@@ -56,7 +56,11 @@ export class QueueWorker {
     this.#deletes = new MicroBatcher({
       size,
       delayMs,
-      flush: (handles) => queues.delete(queueId, handles),
+      flush: async (handles) => {
+        const refused = await queues.delete(queueId, handles);
+        // Not deleted: the messages come back after their visibility timeout and are dropped then.
+        if (refused.length > 0) logger?.warn('delete refused', { queueId, failures: refused });
+      },
       // Not deleted: the messages come back after their visibility timeout and are dropped then.
       onError: (error, handles) =>
         logger?.warn('delete failed', { queueId, count: handles.length, error: String(error) }),
