@@ -18,6 +18,7 @@ import { DataDirInUseError, isLevelLocked, lockDataDir } from './data-dir-lock.t
 import { startDeadLetterConsumer } from './dead-letter-consumer.ts';
 import { type Emulators, startEmulators } from './emulators.ts';
 import { startScheduleRunner, validateSchedules } from './schedule-runner.ts';
+import { faultyLocalClients, type SchedulerFaults, schedulerFaultsFromEnvironment } from './scheduler-faults.ts';
 
 export interface LocalRuntimeOptions {
   readonly config: SchedulerConfig;
@@ -34,6 +35,8 @@ export interface LocalRuntimeOptions {
   /** Start the worker pools (tests of the scheduler alone may not). Default true. */
   readonly workers?: boolean;
   readonly onOutcome?: (outcome: AttemptOutcome) => void;
+  /** AWS's failure modes to inject (default: from SCHEDULER_FAULTS; none when unset). */
+  readonly faults?: SchedulerFaults;
 }
 
 export interface LocalRuntime {
@@ -49,6 +52,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const { config } = options;
   const logger = options.logger ?? consoleLogger();
   // Taken before anything opens the stores: a second runtime on them is refused in one line.
+  // Read before anything starts, so a malformed value stops the start cleanly.
+  const faults = options.faults ?? schedulerFaultsFromEnvironment();
   const lock = options.dataDir ? lockDataDir(options.dataDir) : undefined;
   let emulators: Emulators;
   try {
@@ -67,9 +72,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       ...emulators.indexRepair,
     });
   }
+  if (faults) logger.warn('SCHEDULER_FAULTS: injecting AWS failure modes', { ...faults });
   const services = buildServices({
     config,
-    clients: emulators.clients,
+    clients: faults ? faultyLocalClients(emulators.dynamodbUrl, emulators.sqsUrl, faults) : emulators.clients,
     resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
     ...(options.registry ? { registry: options.registry } : {}),
     onChange: (task) =>
@@ -94,27 +100,39 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
 
   const stopping = new AbortController();
   let current: Scheduler | undefined;
-  const schedulerLoop = runSchedulerLoop({
-    control: services.control,
-    signal: stopping.signal,
-    waitSeconds: 1,
-    // A local restart after kill -9 should not wait a whole lease: the old process is gone.
-    leaseTtlMs: 10_000,
-    logger,
-    createScheduler: () => {
-      current = new Scheduler({
-        store: services.store,
-        control: services.control,
-        queues: services.queues,
-        config,
-        logger,
-        onDispatch: (task) =>
-          logger.info('task DISPATCHED', { taskId: task.taskId, tenant: task.tenantId, pool: task.runtime }),
-      });
-      return current;
-    },
-    onLease: (event, lease) => logger.info(`scheduler lease ${event}`, { token: lease.token }),
-  });
+  // With schedulerRestartSeconds the loop hands its lease back and starts afresh that often, as
+  // the scheduler Lambda does every minute on AWS.
+  const restartMs = (faults?.schedulerRestartSeconds ?? 0) * 1000;
+  const runLoop = (keepGoing?: () => boolean) =>
+    runSchedulerLoop({
+      control: services.control,
+      signal: stopping.signal,
+      ...(keepGoing ? { keepGoing } : {}),
+      waitSeconds: 1,
+      // A local restart after kill -9 should not wait a whole lease: the old process is gone.
+      leaseTtlMs: 10_000,
+      logger,
+      createScheduler: () => {
+        current = new Scheduler({
+          store: services.store,
+          control: services.control,
+          queues: services.queues,
+          config,
+          logger,
+          onDispatch: (task) =>
+            logger.info('task DISPATCHED', { taskId: task.taskId, tenant: task.tenantId, pool: task.runtime }),
+        });
+        return current;
+      },
+      onLease: (event, lease) => logger.info(`scheduler lease ${event}`, { token: lease.token }),
+    });
+  const schedulerLoop = (async () => {
+    if (restartMs === 0) return runLoop();
+    while (!stopping.signal.aborted) {
+      const startedAt = Date.now();
+      await runLoop(() => Date.now() - startedAt < restartMs);
+    }
+  })();
 
   const workers: QueueWorker[] = [];
   if (options.workers ?? true) {
