@@ -2,8 +2,9 @@
  * Control items in the `control` table: tenant settings, leases (one active scheduler) and the
  * scheduler's published snapshot (what the API uses to explain waits).
  */
+import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { TenantSettings } from '../core/task.ts';
 
 export interface StoredTenant extends TenantSettings {
@@ -27,7 +28,7 @@ export interface Lease {
 const tenantKey = (tenantId: string) => `tenant#${tenantId}`;
 const leaseKey = (name: string) => `lease#${name}`;
 const SNAPSHOT_KEY = 'snapshot#scheduler';
-/** A counter every tenant PUT bumps, so the scheduler learns of new settings with one small read. */
+/** A token every tenant PUT replaces, so the scheduler learns of new settings with one small read. */
 const TENANTS_VERSION_KEY = 'tenants#version';
 
 export class ControlStore {
@@ -56,26 +57,24 @@ export class ControlStore {
     await this.#documents.send(
       new PutCommand({ TableName: this.#tableName, Item: { pk: tenantKey(tenantId), kind: 'tenant', ...tenant } }),
     );
-    // After the settings, before the caller hears 200: a scheduler that reads the new version
-    // (consistently) then finds the new settings. A retried ADD only bumps twice: harmless.
+    // After the settings, before the caller hears 200: a scheduler that reads the new token
+    // (consistently) then finds the new settings. A fresh random token rather than a counter:
+    // only "changed" matters, and a plain put needs no UpdateItem (which the simulation lacks).
     await this.#documents.send(
-      new UpdateCommand({
+      new PutCommand({
         TableName: this.#tableName,
-        Key: { pk: TENANTS_VERSION_KEY },
-        UpdateExpression: 'SET kind = :kind ADD #version :one',
-        ExpressionAttributeNames: { '#version': 'version' },
-        ExpressionAttributeValues: { ':kind': 'tenants-version', ':one': 1 },
+        Item: { pk: TENANTS_VERSION_KEY, kind: 'tenants-version', version: randomUUID() },
       }),
     );
     return tenant;
   }
 
-  /** The tenant settings version: changes whenever a tenant's settings were stored. */
-  async tenantsVersion(): Promise<number> {
+  /** The tenant settings version: changes whenever a tenant's settings were stored (none yet: undefined). */
+  async tenantsVersion(): Promise<string | undefined> {
     const { Item } = await this.#documents.send(
       new GetCommand({ TableName: this.#tableName, Key: { pk: TENANTS_VERSION_KEY }, ConsistentRead: true }),
     );
-    return (Item?.version as number | undefined) ?? 0;
+    return Item?.version as string | undefined;
   }
 
   /** All stored tenants. The control table is small (tenants, a few leases), so a scan is fine. */

@@ -114,7 +114,7 @@ export class Scheduler {
   #lastSnapshotMs = 0;
   #lastTenantRefreshMs = 0;
   /** The tenant settings version last applied (see #bindTenantSettings). */
-  #tenantsVersion: number | undefined;
+  #tenantsVersion: string | undefined;
 
   constructor(deps: SchedulerDeps) {
     this.#deps = deps;
