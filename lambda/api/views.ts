@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import type { StoredTenant } from '../adapters/control-store.ts';
 import { WAIT_REASONS, type WaitInfo } from '../app/wait.ts';
+import { NO_BOUND_REASONS } from '../core/policy/index.ts';
 import { PRIORITY_TIERS, RUNTIMES, TASK_STATES, type Task } from '../core/task.ts';
 
 const isoTime = z.iso.datetime({ offset: true });
@@ -50,6 +51,10 @@ export const waitSchema = z
     waitedSeconds: z.number(),
     secondsToTopTier: z.number(),
     maxWaitSeconds: z.number().nullable().meta({ description: 'Upper bound on the remaining wait; null when none' }),
+    noBound: z
+      .object({ code: z.enum(NO_BOUND_REASONS), message: z.string() })
+      .optional()
+      .meta({ description: 'Why maxWaitSeconds is null' }),
     asOf: isoTime.optional(),
   })
   .meta({ id: 'Wait' });

@@ -149,6 +149,15 @@ export class TaskService {
         );
       }
     }
+    // τ of the wait bound (docs/policy.md): no task may hold its pool longer than the pool's cap.
+    const timeoutCap = config.pools[runtime].maxTimeoutSeconds;
+    if (timeoutSeconds > timeoutCap) {
+      throw new ValidationError(
+        'timeout_over_cap',
+        `runtime "${runtime}" allows timeoutSeconds up to ${timeoutCap} (pools.${runtime}.maxTimeoutSeconds)`,
+        { field: 'timeoutSeconds', cap: timeoutCap, setting: `pools.${runtime}.maxTimeoutSeconds` },
+      );
+    }
     if (input.delaySeconds !== undefined && input.runAt !== undefined) {
       throw new ValidationError('invalid_schedule', 'Give delaySeconds or runAt, not both', {
         fields: ['delaySeconds', 'runAt'],

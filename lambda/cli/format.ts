@@ -107,7 +107,10 @@ export function formatTask(task: Task | TaskDetail, style: Style): string {
   }
   const wait = 'wait' in task ? task.wait : undefined;
   if (wait) {
-    const bound = wait.maxWaitSeconds === null ? 'no bound yet' : `at most ${duration(wait.maxWaitSeconds)} more`;
+    const bound =
+      wait.maxWaitSeconds === null
+        ? `no bound: ${wait.noBound?.message ?? 'none given'}`
+        : `at most ${duration(wait.maxWaitSeconds)} more`;
     lines.push(['waiting', `${wait.reason}: ${wait.message}`]);
     lines.push(['', `waited ${duration(wait.waitedSeconds)}, competing as ${wait.effectiveTier}, ${bound}`]);
   }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { CronSyntaxError, parseAwsCron } from './cron.ts';
 import { ConfigError } from './errors.ts';
 import { ownEntry } from './records.ts';
-import { PRIORITY_TIERS, RUNTIMES } from './task.ts';
+import { LAMBDA_LIMITS, PRIORITY_TIERS, RUNTIMES } from './task.ts';
 
 export const POLICIES = ['fifo', 'priority', 'fair-share'] as const;
 export type PolicyName = (typeof POLICIES)[number];
@@ -40,7 +40,11 @@ export const configSchema = z.strictObject({
   agingSeconds: z.number().int().min(1).max(86_400).default(300),
   pools: z
     .strictObject({
-      lambda: z.strictObject({ concurrency: z.number().int().min(1).max(1000) }),
+      lambda: z.strictObject({
+        concurrency: z.number().int().min(1).max(1000),
+        /** The longest timeoutSeconds a task may ask for here (τ of the wait bound, docs/policy.md). */
+        maxTimeoutSeconds: z.number().int().min(1).max(LAMBDA_LIMITS.maxTimeoutSeconds).default(900),
+      }),
       fargate: z.strictObject({
         vcpu: z.number().positive().max(4096),
         memoryMiB: z
@@ -48,9 +52,13 @@ export const configSchema = z.strictObject({
           .int()
           .min(512)
           .max(30 * 1024 * 1024),
+        maxTimeoutSeconds: z.number().int().min(1).max(86_400).default(86_400),
       }),
     })
-    .default({ lambda: { concurrency: 50 }, fargate: { vcpu: 16, memoryMiB: 32_768 } }),
+    .default({
+      lambda: { concurrency: 50, maxTimeoutSeconds: 900 },
+      fargate: { vcpu: 16, memoryMiB: 32_768, maxTimeoutSeconds: 86_400 },
+    }),
   tenantDefaults: tenantSettingsSchema.default({ weight: 1, maxConcurrency: 10 }),
   /** Per-tenant settings applied at start-up (the API can change them at run time). */
   tenants: z.record(z.string().min(1).max(128), tenantSettingsSchema).default({}),

@@ -28,7 +28,7 @@ import type { SchedulerSnapshot } from '../app/wait.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
 import { dispatch } from '../core/lifecycle.ts';
-import { SchedulingPolicy } from '../core/policy/index.ts';
+import { holdSecondsOf, SchedulingPolicy } from '../core/policy/index.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Task, type TenantSettings } from '../core/task.ts';
 import { COMPLETIONS_QUEUE, tierQueue } from '../infra/resources.ts';
 import type { TaskLogger } from '../task-types/define.ts';
@@ -126,7 +126,7 @@ export class Scheduler {
       pools: config.pools,
       tenantDefaults: config.tenantDefaults,
       tenants: config.tenants,
-      maxHoldSeconds: config.taskDefaults.timeoutSeconds + config.scheduler.dispatchLeaseSeconds,
+      maxHoldSeconds: holdSecondsOf(config),
     });
     this.#reconciler = new Reconciler({
       store: deps.store,
@@ -576,6 +576,10 @@ export class Scheduler {
       tiers,
       tenants,
       dispatchRate: round3(this.#dispatchTimes.length / 60),
+      queue: {
+        lambda: { leader: lambda?.leader ?? null, heldForTaskId: null },
+        fargate: { leader: fargate?.leader ?? null, heldForTaskId: fargate?.reservedForTaskId ?? null },
+      },
     };
   }
 

@@ -217,7 +217,8 @@ describe('Router: createApiRouter', () => {
       expect(result.statusCode).toBe(200);
       const detail = taskDetailSchema.parse(jsonOf(result));
       expect(detail).toMatchObject({ taskId: task.taskId, state: 'QUEUED' });
-      expect(detail.wait).toMatchObject({ reason: 'priority', effectiveTier: 'normal' });
+      // No scheduler has published a snapshot: nothing is known to be ahead of it (issue 12).
+      expect(detail.wait).toMatchObject({ reason: 'queue', effectiveTier: 'normal', maxWaitSeconds: null });
     });
 
     it('returns a running task without a wait, with startedAt and attempts', async () => {

@@ -104,7 +104,8 @@ describe('Route: GET /v1/status', () => {
     const quietTask = status.recentTasks.find((task) => task.tenantId === 'quiet');
     const busyTask = status.recentTasks.find((task) => task.tenantId === 'busy');
     expect(status.recentTasks).toHaveLength(2);
-    expect(quietTask).toMatchObject({ tenantId: 'quiet', state: 'QUEUED', wait: { reason: 'priority' } });
+    // The snapshot names no higher-tier work ahead of it, so not "priority" (issue 12).
+    expect(quietTask).toMatchObject({ tenantId: 'quiet', state: 'QUEUED', wait: { reason: 'queue' } });
     expect(busyTask).toMatchObject({ tenantId: 'busy', state: 'QUEUED', wait: { reason: 'delayed' } });
     expect(busyTask).not.toHaveProperty('version');
   });

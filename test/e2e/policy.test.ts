@@ -104,7 +104,7 @@ describe('Scheduling policy on the local runtime', () => {
     expect(fifo.bWorst).toBeGreaterThan(fair.bWorst * 2);
   }, 120_000);
 
-  it('starts a low task within its reported bound under a stream of critical work', async () => {
+  it('starts a low task once aged under a stream of critical work, and promises no bound it cannot keep', async () => {
     // Prepare: 2 slots, aging every 2 s. Critical work arrives in bursts of 4 tasks of 400 ms
     // every 250 ms (16/s against a capacity of 5/s), so a critical backlog builds whatever the
     // machine's speed, and it keeps arriving until the low task has started.
@@ -143,23 +143,23 @@ describe('Scheduling policy on the local runtime', () => {
     await new Promise((resolve) => setTimeout(resolve, 2_500)); // let a snapshot be published
     const described = (await (await fetch(`${s.url}/v1/tasks/${taskId}`)).json()) as {
       state: string;
-      wait?: { maxWaitSeconds: number | null; reason: string };
+      wait?: { maxWaitSeconds: number | null; reason: string; noBound?: { code: string } };
     };
     await until(() => run.startedAt.has('low'), 60_000);
     streaming = false;
     await stream;
     await until(() => [...criticalSubmittedAt.keys()].every((tag) => run.startedAt.has(tag)), 60_000);
 
-    // Assess: it waited (the stream had priority), then aged into the top tier, within the bound
-    // the API reported; once top tier, no critical task submitted after that could pass it.
+    // Assess: it waited (the stream had priority), then aged into the top tier; once top tier,
+    // no critical task submitted after that could pass it.
     const lowStarted = run.startedAt.get('low')!;
     const waited = lowStarted - submittedAt;
     expect(waited).toBeGreaterThan(1_000);
     if (described.state === 'QUEUED') {
-      // The pool is full of critical work: either reason is true; the bound is what matters.
+      // The pool is full of critical work: either reason is true. The API cannot count the tasks
+      // ahead (most wait in SQS), so it promises nothing rather than a bound that could break.
       expect(described.wait?.reason).toMatch(/^(capacity|priority)$/);
-      expect(described.wait?.maxWaitSeconds).not.toBeNull();
-      expect(waited / 1000).toBeLessThanOrEqual(described.wait!.maxWaitSeconds! + 2.5);
+      expect(described.wait).toMatchObject({ maxWaitSeconds: null, noBound: { code: 'ahead_unknown' } });
     }
     const topTierAt = submittedAt + 3 * 2_000;
     const overtookLate = [...criticalSubmittedAt].filter(

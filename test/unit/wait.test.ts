@@ -14,6 +14,15 @@ const config = parseConfig({
 const tenant = { weight: 1, maxConcurrency: 2 };
 const task = (priority: PriorityTier, extra: Partial<NewTaskSpec> = {}) =>
   createTask('t1', taskSpec({ priority, ...extra }), T0);
+const leader = (
+  overrides: Partial<{ taskId: string; tenantId: string; weightedShare: number; effectiveRank: number }>,
+) => ({
+  taskId: 'other',
+  tenantId: 'acme',
+  weightedShare: 0.25,
+  effectiveRank: 2,
+  ...overrides,
+});
 const snapshot = (overrides: Partial<SchedulerSnapshot> = {}): SchedulerSnapshot => ({
   at: T0.toISOString(),
   policy: 'fair-share',
@@ -26,22 +35,25 @@ const snapshot = (overrides: Partial<SchedulerSnapshot> = {}): SchedulerSnapshot
   },
   tenants: { acme: { running: 1, queued: 5, weight: 1, maxConcurrency: 2, dominantShare: 0.25, entitlement: 0.5 } },
   dispatchRate: 1,
+  queue: { lambda: { leader: leader({}), heldForTaskId: null }, fargate: { leader: null, heldForTaskId: null } },
   ...overrides,
 });
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
 
-describe('Function: explainWait', () => {
+describe('Function: explainWait (API, over the published snapshot)', () => {
   it('says a task scheduled later is delayed', () => {
     const wait = explainWait(task('normal', { runAt: at(600) }), { config, tenant, snapshot: snapshot(), now: at(10) });
     expect(wait).toMatchObject({ reason: 'delayed', effectiveTier: 'normal' });
   });
 
-  it('says a tenant at its quota waits for its own tasks', () => {
+  it('says a tenant at its quota waits for its own tasks, under every policy', () => {
     const busy = snapshot({
       tenants: { acme: { running: 2, queued: 5, weight: 1, maxConcurrency: 2, dominantShare: 0.5, entitlement: 0.5 } },
     });
-    const wait = explainWait(task('normal'), { config, tenant, snapshot: busy, now: at(10) });
-    expect(wait).toMatchObject({ reason: 'tenant_quota', maxWaitSeconds: null });
+    for (const policy of ['fifo', 'priority', 'fair-share'] as const) {
+      const wait = explainWait(task('normal'), { config: { ...config, policy }, tenant, snapshot: busy, now: at(10) });
+      expect(wait.reason).toBe('tenant_quota');
+    }
   });
 
   it('says a full pool is the reason when the tenant has room', () => {
@@ -51,9 +63,27 @@ describe('Function: explainWait', () => {
     expect(explainWait(task('normal'), { config, tenant, snapshot: full, now: at(10) }).reason).toBe('capacity');
   });
 
-  it('says fair share when the tenant holds more than its entitlement', () => {
+  it('says a Fargate pool held for another task is the reason', () => {
+    const held = snapshot({
+      queue: { lambda: { leader: null, heldForTaskId: null }, fargate: { leader: null, heldForTaskId: 'big' } },
+    });
+    const wait = explainWait(task('normal', { runtime: 'fargate', resources: { vcpu: 1, memoryMiB: 512 } }), {
+      config,
+      tenant,
+      snapshot: held,
+      now: at(10),
+    });
+    expect(wait.reason).toBe('capacity');
+    expect(wait.message).toMatch(/held for a larger task/);
+  });
+
+  it('says fair share when a lighter tenant goes first', () => {
     const greedy = snapshot({
       tenants: { acme: { running: 1, queued: 5, weight: 1, maxConcurrency: 9, dominantShare: 0.75, entitlement: 0.5 } },
+      queue: {
+        lambda: { leader: leader({ tenantId: 'quiet', weightedShare: 0 }), heldForTaskId: null },
+        fargate: { leader: null, heldForTaskId: null },
+      },
     });
     const wait = explainWait(task('normal'), {
       config,
@@ -64,16 +94,33 @@ describe('Function: explainWait', () => {
     expect(wait.reason).toBe('fair_share');
   });
 
-  it('ages one tier per agingSeconds and bounds the wait by the proved formula', () => {
-    // A low task (rank 3) that waited 130 s with agingSeconds 60 competes as high (rank 1) and
-    // reaches critical at 180 s. Held ahead of it: critical 3 + high 0 + normal 2 + low 9 = 14;
-    // fair-share serves one per window of 2τ, τ = 60 s timeout + 30 s dispatch lease.
-    const wait = explainWait(task('low'), { config, tenant, snapshot: snapshot(), now: at(130) });
-    expect(wait).toMatchObject({ reason: 'priority', effectiveTier: 'high', secondsToTopTier: 50 });
-    expect(wait.maxWaitSeconds).toBe(50 + Math.ceil((14 + 1) / 1) * 2 * 90);
+  it('says priority only when work of a higher tier goes first', () => {
+    const sameTier = explainWait(task('normal'), { config, tenant, snapshot: snapshot(), now: at(4) });
+    const higher = snapshot({
+      queue: {
+        lambda: { leader: leader({ effectiveRank: 0 }), heldForTaskId: null },
+        fargate: { leader: null, heldForTaskId: null },
+      },
+    });
+    const behindHigher = explainWait(task('normal'), { config, tenant, snapshot: higher, now: at(4) });
+    expect(sameTier).toMatchObject({ reason: 'queue', message: 'Older work of its tier is ahead of it' });
+    expect(behindHigher).toMatchObject({
+      reason: 'priority',
+      message: 'Work of a higher tier (critical) is ahead of it',
+    });
   });
 
-  it('gives no bound before any scheduler has published a snapshot', () => {
-    expect(explainWait(task('normal'), { config, tenant, snapshot: undefined, now: at(1) }).maxWaitSeconds).toBeNull();
+  it('ages one tier per agingSeconds, and gives no bound because the tasks ahead are not all known', () => {
+    // A low task (rank 3) that waited 130 s with agingSeconds 60 competes as high and reaches
+    // critical at 180 s.
+    const wait = explainWait(task('low'), { config, tenant, snapshot: snapshot(), now: at(130) });
+    expect(wait).toMatchObject({ effectiveTier: 'high', secondsToTopTier: 50, maxWaitSeconds: null });
+    expect(wait.noBound?.code).toBe('ahead_unknown');
+  });
+
+  it('says so before any scheduler has published a snapshot', () => {
+    const wait = explainWait(task('normal'), { config, tenant, snapshot: undefined, now: at(1) });
+    expect(wait).toMatchObject({ reason: 'queue', maxWaitSeconds: null });
+    expect(wait.message).toMatch(/not reported what is ahead/);
   });
 });

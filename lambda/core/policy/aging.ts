@@ -13,28 +13,30 @@
  * can pass it while it is eligible — under `fair-share`, except tenants below its tenant's
  * weighted share (that is the point of fair share), and that overtaking is bounded below.
  *
- * Maximum wait (proof sketch). Let τ bound how long a dispatched task holds capacity (timeout +
- * lease), k the tasks that can still rank ahead of it after T (waiting tasks of its pool older
- * than it, plus its tenant's waiting tasks in the other pool, which take the same quota), Q its tenant's
- * maxConcurrency and c the Lambda pool's slots. Consider any window [s, s + 2τ] after T in which
- * the task still waits. Unless p = min(c, Q) of those k tasks (or the task) are dispatched in
- * the window: its tenant dispatches fewer than p tasks in the window (its dispatches after T are
- * among the k), every task active at s ends by s + τ, so from s + τ its tenant is below quota
- * and only the k may start; every task started before s + τ ends by s + 2τ, so at s + 2τ fewer
- * than p ≤ c slots are busy and the scheduler, being work conserving, starts one of the k or the
- * task. Hence every 2τ window dispatches p of them and
+ * Maximum wait (proof sketch). Assumptions: a dispatched task holds its pool's capacity at most
+ * τ_pool (timeout cap + leases, enforced at submit), so any task of the tenant at most τ_tenant
+ * (the larger of the pools' τ); the task's tenant submits nothing new while it waits; no task
+ * older than it is re-added (a retry of a task running now). Let k be the waiting tasks that can
+ * still go first once it is top tier: the waiting tasks of its pool older than it, plus every
+ * other waiting task of its tenant (they take its quota and, under fair-share, raise its share).
+ * Write W = τ_tenant + τ_pool, Q its tenant's maxConcurrency, c the Lambda slots.
  *
- *     wait ≤ (T − now) + 2τ · ⌈(k + 1) / p⌉
+ * Events: a start of one of the k + 1 tasks (the k and the task), or, on Fargate, a pass of one
+ * of them (another task started in the pool while it was the pool's best and did not fit). Claim:
+ * every window [s, s + W] after T in which the task still waits holds an event. Otherwise its
+ * tenant starts nothing in the window (all its waiting tasks are among the k + 1), so by
+ * s + τ_tenant it runs nothing: below quota and, under fair-share, at share 0, the minimum. From then on only the
+ * k + 1 can be the pool's best (under fair-share a share-0 entry loses only to older top-tier
+ * heads), so nothing starts in the pool (a start would be an event); by s + W the pool is empty,
+ * its best task fits, and the scheduler (work conserving) starts it: an event. Each task has at
+ * most N = reservationAfterSkips passes (then it holds the pool) and one start, so
  *
- * Fair-share (share, tier, age): within its tenant the order is the priority order above. Once
- * its tenant has nothing running (within τ of its last start) its weighted dominant share is 0,
- * the minimum; among tenants at share 0 a top-tier head loses only to older top-tier heads, which
- * are among the k. So the same window argument holds with p = 1 (each start of its tenant raises
- * its share and lets lighter tenants go first, which is fair share doing its job).
- * Fargate: tasks differ in size, so p = 1 (an empty pool fits any task that fits the pool), plus
- * one window for a reservation taken before T by a larger task. fifo: no aging, T = now.
- * The bound counts only tasks the policy holds and assumes no older task is re-added (a retry of
- * an older task) and no new work of its tenant in the other pool.
+ *     Fargate: wait ≤ (T − now) + W · (k + 1) · (N + 1)      (no bound when N = ∞)
+ *     Lambda:  wait ≤ (T − now) + W · ⌈(k + 1) / p⌉
+ *
+ * Lambda tasks are all one size, so there are no passes; under `priority` and `fifo` each window
+ * starts p = min(c, Q) of the k + 1 (fewer than p busy slots at the window's end means one of
+ * them starts), under `fair-share` p = 1. `fifo` has no aging: T = agingFrom.
  */
 import type { PolicyName } from '../config.ts';
 import type { Runtime } from '../task.ts';
@@ -57,6 +59,16 @@ export function topTierAtMs(baseRank: number, agingFromMs: number, agingMs: numb
   return agingFromMs + baseRank * agingMs;
 }
 
+/** Why no bound can be given. */
+export const NO_BOUND_REASONS = [
+  'never_fits',
+  'quota_zero',
+  'not_aging_yet',
+  'ahead_unknown',
+  'no_reservation',
+] as const;
+export type NoBoundReason = (typeof NO_BOUND_REASONS)[number];
+
 export interface WaitBoundInput {
   readonly policy: PolicyName;
   readonly runtime: Runtime;
@@ -65,32 +77,44 @@ export interface WaitBoundInput {
   readonly runAtMs: number;
   readonly nowMs: number;
   readonly agingSeconds: number;
-  /** k: tasks that can still go first once it is top tier (see the proof above). */
-  readonly aheadCount: number;
+  /** k: tasks that can still go first once it is top tier (see above), or null when not known. */
+  readonly aheadCount: number | null;
   /** c: slots of the Lambda pool. */
   readonly lambdaConcurrency: number;
   /** Q: its tenant's maxConcurrency. */
   readonly maxConcurrency: number;
-  /** τ: upper bound on how long a dispatched task holds capacity. */
-  readonly maxHoldSeconds: number;
+  /** τ_pool: the longest one task holds capacity of its pool. */
+  readonly poolHoldSeconds: number;
+  /** τ_tenant: the longest one task holds capacity of any pool. */
+  readonly tenantHoldSeconds: number;
+  /** N: passes after which the pool's best task holds the pool (Infinity: never). */
+  readonly reservationAfterSkips: number;
   /** False when the task is bigger than its whole pool. */
   readonly fitsPool: boolean;
 }
 
-/**
- * Upper bound on the remaining wait in seconds, or null when none holds: the task never fits
- * its pool, its tenant may run nothing (quota 0), or it has not started aging yet (agingFrom in
- * the future: tasks submitted before then are older and can still go first).
- */
-export function waitBoundSeconds(input: WaitBoundInput): number | null {
-  if (!input.fitsPool || input.maxConcurrency < 1 || input.agingFromMs > input.nowMs) return null;
+export type WaitBound = { readonly seconds: number } | { readonly seconds: null; readonly why: NoBoundReason };
+
+/** Upper bound on the remaining wait in seconds (proved above), or why none holds. */
+export function waitBound(input: WaitBoundInput): WaitBound {
+  if (!input.fitsPool) return { seconds: null, why: 'never_fits' };
+  if (input.maxConcurrency < 1) return { seconds: null, why: 'quota_zero' };
+  if (input.agingFromMs > input.nowMs) return { seconds: null, why: 'not_aging_yet' };
+  if (input.aheadCount === null) return { seconds: null, why: 'ahead_unknown' };
+  const fargate = input.runtime === 'fargate';
+  if (fargate && !Number.isFinite(input.reservationAfterSkips)) return { seconds: null, why: 'no_reservation' };
   const agingMs = input.agingSeconds * 1000;
-  const promotedAt = input.policy === 'fifo' ? input.nowMs : topTierAtMs(input.baseRank, input.agingFromMs, agingMs);
+  const promotedAt =
+    input.policy === 'fifo' ? input.agingFromMs : topTierAtMs(input.baseRank, input.agingFromMs, agingMs);
   const topAt = Math.max(input.nowMs, input.runAtMs, promotedAt);
+  const tasks = input.aheadCount + 1;
   const perWindow =
-    input.policy !== 'fair-share' && input.runtime === 'lambda'
-      ? Math.max(1, Math.min(input.lambdaConcurrency, input.maxConcurrency))
-      : 1;
-  const windows = Math.ceil((input.aheadCount + 1) / perWindow) + (input.runtime === 'fargate' ? 1 : 0);
-  return (topAt - input.nowMs) / 1000 + windows * 2 * input.maxHoldSeconds;
+    input.policy !== 'fair-share' ? Math.max(1, Math.min(input.lambdaConcurrency, input.maxConcurrency)) : 1;
+  const windows = fargate ? tasks * (input.reservationAfterSkips + 1) : Math.ceil(tasks / perWindow);
+  return { seconds: (topAt - input.nowMs) / 1000 + windows * (input.poolHoldSeconds + input.tenantHoldSeconds) };
+}
+
+/** The bound in seconds, or null when none holds (see `waitBound` for why). */
+export function waitBoundSeconds(input: WaitBoundInput): number | null {
+  return waitBound(input).seconds;
 }

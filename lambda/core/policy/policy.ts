@@ -39,9 +39,10 @@
  * them, at most `fitScanPerTenant` per tenant, which bounds the cost of one decision.
  */
 import type { PolicyName } from '../config.ts';
-import { PRIORITY_TIERS, type PriorityTier, type Runtime, type TenantSettings, tierRank } from '../task.ts';
-import { effectiveRank, nextPromotionMs, topTierAtMs, waitBoundSeconds } from './aging.ts';
+import { PRIORITY_TIERS, type Runtime, type TenantSettings, tierRank } from '../task.ts';
+import { effectiveRank, nextPromotionMs } from './aging.ts';
 import { addInto, capacityOf, demandOf, fits, weightedDominantShare, zeroVector } from './drf.ts';
+import { explainWait, type HoldSeconds, type PoolLeader, type WaitExplanation } from './explain.ts';
 import { IndexedHeap, NOT_IN_HEAP } from './heap.ts';
 import type {
   ActiveCandidate,
@@ -51,12 +52,11 @@ import type {
   PoolSnapshot,
   ResourceVector,
   TenantSnapshot,
-  WaitExplanation,
-  WaitReason,
 } from './types.ts';
 
 const DEFAULT_MAX_HOLD_SECONDS = 300;
-const DEFAULT_RESERVATION_AFTER_SKIPS = 8;
+/** Passes after which the pool's best task holds the pool (`reservationAfterSkips`). */
+export const DEFAULT_RESERVATION_AFTER_SKIPS = 8;
 const DEFAULT_FIT_SCAN_LIMIT = 64;
 const DEFAULT_FIT_SCAN_PER_TENANT = 8;
 
@@ -153,7 +153,7 @@ export class SchedulingPolicy {
   readonly #options: PolicyOptions;
   readonly #capacity: ResourceVector;
   readonly #used: ResourceVector = zeroVector();
-  readonly #maxHoldSeconds: number;
+  readonly #holdSeconds: HoldSeconds;
   readonly #reservationAfterSkips: number;
   readonly #fitScanLimit: number;
   readonly #fitScanPerTenant: number;
@@ -182,7 +182,8 @@ export class SchedulingPolicy {
     this.agingSeconds = options.agingSeconds;
     this.#agingMs = options.agingSeconds * 1000;
     this.#capacity = capacityOf(options.pools);
-    this.#maxHoldSeconds = options.maxHoldSeconds ?? DEFAULT_MAX_HOLD_SECONDS;
+    const hold = options.maxHoldSeconds ?? DEFAULT_MAX_HOLD_SECONDS;
+    this.#holdSeconds = typeof hold === 'number' ? { lambda: hold, fargate: hold } : hold;
     this.#reservationAfterSkips = options.reservationAfterSkips ?? DEFAULT_RESERVATION_AFTER_SKIPS;
     this.#fitScanLimit = options.fitScanLimit ?? DEFAULT_FIT_SCAN_LIMIT;
     this.#fitScanPerTenant = options.fitScanPerTenant ?? DEFAULT_FIT_SCAN_PER_TENANT;
@@ -303,43 +304,46 @@ export class SchedulingPolicy {
     return best.task.candidate;
   }
 
-  /** Why a waiting task waits at `nowMs`, its effective tier and its wait bound; undefined if not waiting. */
-  explain(taskId: string, nowMs: number): WaitExplanation | undefined {
+  /**
+   * Why a waiting task waits at `nowMs`, its effective tier and its wait bound (`explainWait`
+   * over what the engine knows); undefined if not waiting. O(waiting): it counts the tasks ahead.
+   */
+  explain(taskId: string, nowMs: number): (WaitExplanation & { readonly taskId: string }) | undefined {
     this.#advance(nowMs);
     const task = this.#waiting.get(taskId);
     if (!task) return undefined;
-    const { candidate, baseRank, tenant, pool } = task;
-    const rank =
-      this.policy === 'fifo' ? baseRank : effectiveRank(baseRank, candidate.agingFromMs, this.#clockMs, this.#agingMs);
+    const { candidate, tenant, pool } = task;
+    // k: its pool's older waiting tasks, and every other waiting task of its tenant (aging.ts).
     let aheadCount = 0;
     for (const other of this.#waiting.values()) {
-      const samePool = other.pool === pool;
-      if ((samePool && olderTask(other, task)) || (!samePool && other.tenant === tenant)) {
-        aheadCount++;
-      }
+      if (other === task) continue;
+      if ((other.pool === pool && olderTask(other, task)) || other.tenant === tenant) aheadCount++;
     }
-    return {
-      taskId,
-      reason: this.#reasonFor(task, rank),
-      baseTier: candidate.priority,
-      effectiveTier: PRIORITY_TIERS[rank] as PriorityTier,
-      topTierAtMs:
-        this.policy === 'fifo' ? candidate.agingFromMs : topTierAtMs(baseRank, candidate.agingFromMs, this.#agingMs),
-      waitBoundSeconds: waitBoundSeconds({
-        policy: this.policy,
+    const holder = this.#holder(pool);
+    const explanation = explainWait({
+      policy: this.policy,
+      agingSeconds: this.agingSeconds,
+      nowMs: this.#clockMs,
+      task: {
+        taskId,
+        tenantId: candidate.tenantId,
+        priority: candidate.priority,
         runtime: candidate.runtime,
-        baseRank,
         agingFromMs: candidate.agingFromMs,
         runAtMs: candidate.runAtMs,
-        nowMs: this.#clockMs,
-        agingSeconds: this.agingSeconds,
-        aheadCount,
-        lambdaConcurrency: this.#capacity.slots,
-        maxConcurrency: tenant.settings.maxConcurrency,
-        maxHoldSeconds: this.#maxHoldSeconds,
         fitsPool: task.state !== 'unschedulable',
-      }),
-    };
+        fitsFree: this.#fitsFree(task),
+      },
+      tenant: { active: tenant.active, maxConcurrency: tenant.settings.maxConcurrency, weightedShare: tenant.share },
+      pool: { heldForOther: holder !== undefined && holder !== task, leader: this.#leader(pool) },
+      aheadCount,
+      limits: {
+        lambdaConcurrency: this.#capacity.slots,
+        holdSeconds: this.#holdSeconds,
+        reservationAfterSkips: this.#reservationAfterSkips,
+      },
+    });
+    return { taskId, ...explanation };
   }
 
   /** Pool usage and per-tenant statistics at `nowMs` (O(tenants)). */
@@ -369,6 +373,7 @@ export class SchedulingPolicy {
         used: { slots: this.#used.slots },
         waiting: lambda.waiting,
         reservedForTaskId: null,
+        leader: this.#leader(lambda),
       },
       {
         runtime: 'fargate',
@@ -376,6 +381,7 @@ export class SchedulingPolicy {
         used: { vcpu: this.#used.milliVcpu / 1000, memoryMiB: this.#used.memoryMiB },
         waiting: fargate.waiting,
         reservedForTaskId: this.#holder(fargate)?.candidate.taskId ?? null,
+        leader: this.#leader(fargate),
       },
     ];
     return {
@@ -522,6 +528,19 @@ export class SchedulingPolicy {
       : used.milliVcpu < capacity.milliVcpu && used.memoryMiB < capacity.memoryMiB;
   }
 
+  /** The pool's best task now (its best tenant below quota's best task), or null. */
+  #leader(pool: PoolState): PoolLeader | null {
+    const top = pool.entries.peek();
+    const head = top?.head;
+    if (!top || !head) return null;
+    return {
+      taskId: head.candidate.taskId,
+      tenantId: top.tenant.tenantId,
+      weightedShare: top.tenant.share,
+      effectiveRank: this.policy === 'fifo' ? head.baseRank : top.effectiveRank,
+    };
+  }
+
   #fitsFree(task: WaitingTask): boolean {
     return fits(task.demand, this.#used, this.#capacity);
   }
@@ -606,18 +625,5 @@ export class SchedulingPolicy {
       if (this.#fitsFree(task)) return { task, inspected };
     }
     return { task: undefined, inspected };
-  }
-
-  #reasonFor(task: WaitingTask, rank: number): WaitReason {
-    if (task.state === 'delayed') return 'delayed';
-    if (task.state === 'unschedulable') return 'capacity';
-    const tenant = task.tenant;
-    if (tenant.active >= tenant.settings.maxConcurrency) return 'tenant_quota';
-    const holder = this.#holder(task.pool);
-    if ((holder && holder !== task) || !this.#fitsFree(task)) return 'capacity';
-    const top = task.pool.entries.peek();
-    if (!top || (this.policy !== 'fifo' && top.effectiveRank < rank)) return 'priority';
-    if (this.policy === 'fair-share' && top.tenant !== tenant && top.tenant.share < tenant.share) return 'fair_share';
-    return 'priority';
   }
 }

@@ -2,8 +2,9 @@
  * Types of the scheduling-policy engine. Pure data: the scheduler feeds candidates in and asks
  * which one to dispatch next; the API asks why a task waits.
  */
-import type { PolicyName, SchedulerConfig } from '../config.ts';
+import type { PolicyName } from '../config.ts';
 import type { PriorityTier, Runtime, TaskResources, TenantSettings } from '../task.ts';
+import type { HoldSeconds, PoolLeader } from './explain.ts';
 
 /** A waiting task as the policy sees it. Times are epoch milliseconds. */
 export interface Candidate {
@@ -23,7 +24,11 @@ export interface Candidate {
 /** A task that already holds capacity (dispatched or running). */
 export type ActiveCandidate = Pick<Candidate, 'taskId' | 'tenantId' | 'runtime' | 'resources'>;
 
-export type Pools = SchedulerConfig['pools'];
+/** Pool capacities (the configuration's `pools`, or any object with these fields). */
+export interface Pools {
+  readonly lambda: { readonly concurrency: number };
+  readonly fargate: { readonly vcpu: number; readonly memoryMiB: number };
+}
 
 export interface PolicyOptions {
   readonly policy: PolicyName;
@@ -32,10 +37,11 @@ export interface PolicyOptions {
   readonly tenantDefaults: TenantSettings;
   readonly tenants?: Readonly<Record<string, TenantSettings>>;
   /**
-   * Upper bound on how long a dispatched task holds its capacity (its timeout plus the dispatch
-   * lease). Only the wait bound uses it; the bound is as sound as this number. Default 300.
+   * τ: the longest one dispatched task holds its pool's capacity, per pool or one for both (the
+   * pool's timeout cap plus the leases; `holdSecondsOf(config)`). Only the wait bound uses it;
+   * the bound is as sound as this number. Default 300.
    */
-  readonly maxHoldSeconds?: number;
+  readonly maxHoldSeconds?: number | HoldSeconds;
   /**
    * The best-ranked task of a pool that does not fit may be passed by smaller tasks at most this
    * many times; then it holds the pool (nothing else starts there until it fits). Default 8.
@@ -52,35 +58,6 @@ export interface PolicyOptions {
   readonly fitScanPerTenant?: number;
 }
 
-/** Why a waiting task is not being dispatched right now. */
-export type WaitReason =
-  /** Its `runAtMs` is in the future. */
-  | 'delayed'
-  /** Its pool has no room for it (or the pool is held for a starving larger task). */
-  | 'capacity'
-  /** Its tenant already has `maxConcurrency` tasks dispatched or running. */
-  | 'tenant_quota'
-  /** Tasks of a higher effective tier, or older tasks of the same tier, are ahead of it. */
-  | 'priority'
-  /** Same tier, but other tenants are further below their weighted share. */
-  | 'fair_share';
-
-export interface WaitExplanation {
-  readonly taskId: string;
-  readonly reason: WaitReason;
-  readonly baseTier: PriorityTier;
-  /** The tier it competes at now, after aging. */
-  readonly effectiveTier: PriorityTier;
-  /** When it reaches the top tier (epoch ms); its own base tier is reached at `agingFromMs`. */
-  readonly topTierAtMs: number;
-  /**
-   * Upper bound on the remaining wait in seconds, from `nowMs`, or null when no bound holds:
-   * the task can never fit its pool, its tenant's quota is 0, or it is delayed and its aging has
-   * not started (work submitted before it starts aging may still go first). See aging.ts.
-   */
-  readonly waitBoundSeconds: number | null;
-}
-
 /** Usage of the three pool resources. Fargate vCPU is kept in milli-vCPU (integers, exact sums). */
 export interface ResourceVector {
   slots: number;
@@ -93,8 +70,10 @@ export interface PoolSnapshot {
   readonly capacity: { readonly slots?: number; readonly vcpu?: number; readonly memoryMiB?: number };
   readonly used: { readonly slots?: number; readonly vcpu?: number; readonly memoryMiB?: number };
   readonly waiting: number;
-  /** A starving large task holding the pool (Fargate only), or null. */
+  /** The pool's best task, holding the pool because it does not fit (Fargate only), or null. */
   readonly reservedForTaskId: string | null;
+  /** The task that goes first in the pool now (what `explainWait` compares against), or null. */
+  readonly leader: PoolLeader | null;
 }
 
 export interface TenantSnapshot {

@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { effectiveRank, nextPromotionMs, topTierAtMs, waitBoundSeconds } from '../../../lambda/core/policy/aging.ts';
+import {
+  effectiveRank,
+  nextPromotionMs,
+  topTierAtMs,
+  waitBound,
+  waitBoundSeconds,
+} from '../../../lambda/core/policy/aging.ts';
 
 const A = 300_000;
 
@@ -38,7 +44,7 @@ describe('Function: effectiveRank', () => {
   });
 });
 
-describe('Function: waitBoundSeconds', () => {
+describe('Function: waitBound', () => {
   const base = {
     policy: 'priority' as const,
     runtime: 'lambda' as const,
@@ -50,30 +56,37 @@ describe('Function: waitBoundSeconds', () => {
     aheadCount: 9,
     lambdaConcurrency: 5,
     maxConcurrency: 100,
-    maxHoldSeconds: 60,
+    poolHoldSeconds: 60,
+    tenantHoldSeconds: 100,
+    reservationAfterSkips: 8,
     fitsPool: true,
   };
 
-  it('is the time to reach the top tier plus 2τ per round of p older tasks', () => {
+  it('is the time to reach the top tier plus one window (τ_tenant + τ_pool) per round of p tasks', () => {
     // Act
     const bound = waitBoundSeconds(base);
-    // Assess: 3·300 s to reach critical, then ⌈(9+1)/5⌉ = 2 windows of 2·60 s
-    expect(bound).toBe(900 + 240);
+    // Assess: 3·300 s to reach critical, then ⌈(9+1)/5⌉ = 2 windows of 100 + 60 s
+    expect(bound).toBe(900 + 2 * 160);
   });
 
-  it('uses one task per window under fair-share and adds a reservation window on Fargate', () => {
+  it('starts one task per window under fair-share, and allows N passes per task on Fargate', () => {
     // Act
     const fair = waitBoundSeconds({ ...base, policy: 'fair-share' });
     const fargate = waitBoundSeconds({ ...base, runtime: 'fargate' });
     // Assess
-    expect(fair).toBe(900 + 10 * 120);
-    expect(fargate).toBe(900 + 11 * 120);
+    expect(fair).toBe(900 + 10 * 160);
+    expect(fargate).toBe(900 + 10 * 9 * 160);
   });
 
-  it('is null when no bound holds', () => {
+  it('says why when no bound holds', () => {
     // Act & Assess
-    expect(waitBoundSeconds({ ...base, fitsPool: false })).toBeNull();
-    expect(waitBoundSeconds({ ...base, maxConcurrency: 0 })).toBeNull();
-    expect(waitBoundSeconds({ ...base, agingFromMs: 5000, runAtMs: 5000 })).toBeNull();
+    expect(waitBound({ ...base, fitsPool: false })).toEqual({ seconds: null, why: 'never_fits' });
+    expect(waitBound({ ...base, maxConcurrency: 0 })).toEqual({ seconds: null, why: 'quota_zero' });
+    expect(waitBound({ ...base, agingFromMs: 5000, runAtMs: 5000 })).toEqual({ seconds: null, why: 'not_aging_yet' });
+    expect(waitBound({ ...base, aheadCount: null })).toEqual({ seconds: null, why: 'ahead_unknown' });
+    expect(waitBound({ ...base, runtime: 'fargate', reservationAfterSkips: Infinity })).toEqual({
+      seconds: null,
+      why: 'no_reservation',
+    });
   });
 });

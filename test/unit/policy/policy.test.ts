@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { candidate, countBy, drain, makePolicy } from './helpers.ts';
+import { candidate, countBy, drain, makePolicy, SMALL } from './helpers.ts';
 
 const GB = 1024;
 
@@ -348,11 +348,47 @@ describe('Class: SchedulingPolicy', () => {
       const full = policy.explain('queued', 0);
       // Assess
       expect(policy.explain('delayed', 0)?.reason).toBe('delayed');
-      expect(beforeRun?.reason).toBe('priority');
+      expect(beforeRun?.reason).toBe('queue'); // nothing ranks ahead of it: not "priority"
       expect(behindHigher?.reason).toBe('priority');
       expect(behindLighter?.reason).toBe('fair_share');
       expect(full).toMatchObject({ reason: 'capacity', baseTier: 'low', effectiveTier: 'low' });
       expect(full?.waitBoundSeconds).toBeGreaterThan(0);
+    });
+  });
+
+  describe('Method: explain (only what is true)', () => {
+    it('says priority only when work of a higher effective tier is ahead, and older work of its tier otherwise', () => {
+      // Prepare
+      const policy = makePolicy({ policy: 'priority', pools: { slots: 1 }, agingSeconds: 60 });
+      policy.markActive({ taskId: 'running', tenantId: 'x', runtime: 'lambda', resources: SMALL });
+      policy.add(candidate({ taskId: 'older', tenantId: 'a', priority: 'normal', agingFromMs: 0 }));
+      policy.add(candidate({ taskId: 'fresh', tenantId: 'b', priority: 'normal', agingFromMs: 1000 }));
+      policy.release('running');
+      // Act: the pool has room for one; "older" goes first, same tier
+      const sameTier = policy.explain('fresh', 1000);
+      policy.add(candidate({ taskId: 'urgent', tenantId: 'c', priority: 'critical', agingFromMs: 2000 }));
+      const higherTier = policy.explain('fresh', 2000);
+      // Assess
+      expect(sameTier).toMatchObject({ reason: 'queue', message: 'Older work of its tier is ahead of it' });
+      expect(higherTier).toMatchObject({
+        reason: 'priority',
+        message: 'Work of a higher tier (critical) is ahead of it',
+      });
+    });
+
+    it('says tenant_quota under every policy, with a bound', () => {
+      for (const name of ['fifo', 'priority', 'fair-share'] as const) {
+        // Prepare
+        const policy = makePolicy({ policy: name, tenantDefaults: { weight: 1, maxConcurrency: 1 } });
+        policy.add(candidate({ taskId: 'first', tenantId: 'a' }));
+        policy.add(candidate({ taskId: 'second', tenantId: 'a' }));
+        drain(policy, 0);
+        // Act
+        const wait = policy.explain('second', 0);
+        // Assess
+        expect(wait?.reason).toBe('tenant_quota');
+        expect(wait?.waitBoundSeconds).toBeGreaterThan(0);
+      }
     });
   });
 

@@ -192,19 +192,17 @@ describe('Class: SchedulingPolicy', () => {
           fc.property(workload, setup, (work: WorkItem[], s) => {
             // Prepare
             const promised = new Map<string, number[]>();
-            // The bound assumes no new work of the task's tenant in its other pool (aging.ts).
+            // The bound assumes its tenant submits nothing new while it waits (aging.ts).
             const lastArrival = new Map<string, number>();
             for (const item of work) {
-              const key = `${item.tenantId}/${item.fargateVcpu ? 'fargate' : 'lambda'}`;
-              lastArrival.set(key, Math.max(lastArrival.get(key) ?? 0, item.arriveMs));
+              lastArrival.set(item.tenantId, Math.max(lastArrival.get(item.tenantId) ?? 0, item.arriveMs));
             }
-            const otherPoolStillArriving = (c: Candidate, nowMs: number) =>
-              (lastArrival.get(`${c.tenantId}/${c.runtime === 'lambda' ? 'fargate' : 'lambda'}`) ?? -1) > nowMs;
+            const tenantStillArriving = (c: Candidate, nowMs: number) => (lastArrival.get(c.tenantId) ?? -1) > nowMs;
             // Act
             const result = drive(policyName, work, settingsFor(s), {
               beforeDispatch(policy, nowMs, waiting) {
                 for (const [taskId, c] of waiting) {
-                  if (otherPoolStillArriving(c, nowMs)) continue;
+                  if (tenantStillArriving(c, nowMs)) continue;
                   const bound = policy.explain(taskId, nowMs)?.waitBoundSeconds;
                   if (bound === null || bound === undefined) continue;
                   promised.set(taskId, [...(promised.get(taskId) ?? []), nowMs + bound * 1000]);

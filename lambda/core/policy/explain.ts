@@ -1,0 +1,180 @@
+/**
+ * Why a task waits, and for how long at most: ONE pure function over a small view. The live
+ * engine (`SchedulingPolicy.explain`) and the API (from the snapshot the scheduler publishes,
+ * `app/wait.ts`) each fill a `WaitView`; the reasons, messages and bounds users see, in the API,
+ * the dashboard and the CLI, all come from `explainWait` below.
+ */
+import type { PolicyName, SchedulerConfig } from '../config.ts';
+import { PRIORITY_TIERS, type PriorityTier, type Runtime, tierRank } from '../task.ts';
+import { effectiveRank, type NoBoundReason, topTierAtMs, waitBound } from './aging.ts';
+
+/** Why a waiting task is not being dispatched right now. */
+export const WAIT_REASONS = ['delayed', 'tenant_quota', 'capacity', 'fair_share', 'priority', 'queue'] as const;
+export type WaitReason = (typeof WAIT_REASONS)[number];
+
+/** The task that goes first in a pool now: its tenant's best task, of the best tenant below quota. */
+export interface PoolLeader {
+  readonly taskId: string;
+  readonly tenantId: string;
+  /** Its tenant's weighted dominant share. */
+  readonly weightedShare: number;
+  /** 0 = critical … 3 = low, after aging. */
+  readonly effectiveRank: number;
+}
+
+/** What the explanation needs to know; both the engine and a published snapshot can supply it. */
+export interface WaitView {
+  readonly policy: PolicyName;
+  readonly agingSeconds: number;
+  readonly nowMs: number;
+  readonly task: {
+    readonly taskId: string;
+    readonly tenantId: string;
+    readonly priority: PriorityTier;
+    readonly runtime: Runtime;
+    readonly agingFromMs: number;
+    readonly runAtMs: number;
+    /** Fits its pool's whole capacity. */
+    readonly fitsPool: boolean;
+    /** Fits what its pool has free now. */
+    readonly fitsFree: boolean;
+  };
+  readonly tenant: { readonly active: number; readonly maxConcurrency: number; readonly weightedShare: number };
+  readonly pool: {
+    /** The pool is held for another task (its best, which does not fit yet). */
+    readonly heldForOther: boolean;
+    /** Null when no tenant below quota has work ready in the pool. */
+    readonly leader: PoolLeader | null;
+    /** Set when nothing is known of the pool (no scheduler has published what goes first). */
+    readonly unknown?: true;
+  };
+  /** k of the bound (aging.ts): tasks that can still go first once it is top tier; null if unknown. */
+  readonly aheadCount: number | null;
+  readonly limits: {
+    readonly lambdaConcurrency: number;
+    readonly holdSeconds: HoldSeconds;
+    readonly reservationAfterSkips: number;
+  };
+}
+
+/** τ per pool: the longest one task holds that pool's capacity (timeout cap + leases). */
+export interface HoldSeconds {
+  readonly lambda: number;
+  readonly fargate: number;
+}
+
+export interface WaitExplanation {
+  readonly reason: WaitReason;
+  readonly message: string;
+  readonly baseTier: PriorityTier;
+  /** The tier it competes at now, after aging. */
+  readonly effectiveTier: PriorityTier;
+  /** When it reaches the top tier (epoch ms), after which only older work goes first. */
+  readonly topTierAtMs: number;
+  /** Upper bound on the remaining wait in seconds from `nowMs`, or null (see `noBound`). */
+  readonly waitBoundSeconds: number | null;
+  /** Why there is no bound, when there is none. */
+  readonly noBound?: { readonly code: NoBoundReason; readonly message: string };
+}
+
+const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
+  never_fits: 'it is bigger than its whole pool and can never start',
+  quota_zero: 'its tenant may run no task (maxConcurrency 0)',
+  not_aging_yet: 'it has not started aging yet; work submitted before it may still go first',
+  ahead_unknown:
+    'the number of tasks ahead of it is not known exactly (the scheduler holds a window of the queues; the rest wait in SQS)',
+  no_reservation: 'reservations are off, so smaller tasks may pass a large one without end',
+};
+
+/**
+ * τ per pool from the configuration: the pool's timeout cap (enforced at submit), plus the
+ * dispatch lease (a dispatched task not started by then is taken back) and the run lease (a
+ * worker that stops heartbeating loses the task within it).
+ */
+export function holdSecondsOf(config: SchedulerConfig): HoldSeconds {
+  const leases = config.scheduler.dispatchLeaseSeconds + config.scheduler.runLeaseSeconds;
+  return {
+    lambda: config.pools.lambda.maxTimeoutSeconds + leases,
+    fargate: config.pools.fargate.maxTimeoutSeconds + leases,
+  };
+}
+
+export function explainWait(view: WaitView): WaitExplanation {
+  const { task, policy, nowMs } = view;
+  const baseRank = tierRank(task.priority);
+  const agingMs = view.agingSeconds * 1000;
+  const rank = policy === 'fifo' ? baseRank : effectiveRank(baseRank, task.agingFromMs, nowMs, agingMs);
+  const topAtMs = policy === 'fifo' ? task.agingFromMs : topTierAtMs(baseRank, task.agingFromMs, agingMs);
+  const { reason, message } = reasonFor(view, rank);
+  const hold = view.limits.holdSeconds;
+  const bound = waitBound({
+    policy,
+    runtime: task.runtime,
+    baseRank,
+    agingFromMs: task.agingFromMs,
+    runAtMs: task.runAtMs,
+    nowMs,
+    agingSeconds: view.agingSeconds,
+    aheadCount: view.aheadCount,
+    lambdaConcurrency: view.limits.lambdaConcurrency,
+    maxConcurrency: view.tenant.maxConcurrency,
+    poolHoldSeconds: hold[task.runtime],
+    tenantHoldSeconds: Math.max(hold.lambda, hold.fargate),
+    reservationAfterSkips: view.limits.reservationAfterSkips,
+    fitsPool: task.fitsPool,
+  });
+  return {
+    reason,
+    message,
+    baseTier: task.priority,
+    effectiveTier: PRIORITY_TIERS[rank] as PriorityTier,
+    topTierAtMs: topAtMs,
+    waitBoundSeconds: bound.seconds,
+    ...(bound.seconds === null ? { noBound: { code: bound.why, message: NO_BOUND_MESSAGES[bound.why] } } : {}),
+  };
+}
+
+function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message: string } {
+  const { task, tenant, pool } = view;
+  if (task.runAtMs > view.nowMs) {
+    return { reason: 'delayed', message: `Not eligible before ${new Date(task.runAtMs).toISOString()}` };
+  }
+  if (!task.fitsPool) return { reason: 'capacity', message: `It is bigger than the whole ${task.runtime} pool` };
+  if (pool.unknown) {
+    return { reason: 'queue', message: 'The scheduler has not reported what is ahead of it yet' };
+  }
+  if (tenant.active >= tenant.maxConcurrency) {
+    return {
+      reason: 'tenant_quota',
+      message: `Tenant ${task.tenantId} has ${tenant.active} of ${tenant.maxConcurrency} tasks dispatched or running (its maxConcurrency)`,
+    };
+  }
+  if (pool.heldForOther) {
+    return {
+      reason: 'capacity',
+      message: `The ${task.runtime} pool is held for a larger task that goes first; it drains until that one fits`,
+    };
+  }
+  if (!task.fitsFree) return { reason: 'capacity', message: `The ${task.runtime} pool has no room for it now` };
+  const leader = pool.leader;
+  if (!leader || leader.taskId === task.taskId) {
+    return { reason: 'queue', message: "Nothing ranks ahead of it; it starts on the scheduler's next round" };
+  }
+  if (
+    view.policy === 'fair-share' &&
+    leader.tenantId !== task.tenantId &&
+    leader.weightedShare < tenant.weightedShare
+  ) {
+    return {
+      reason: 'fair_share',
+      message: `Tenant ${task.tenantId} holds a larger weighted share (${pct(tenant.weightedShare)}) than tenants with work ahead (${pct(leader.weightedShare)}); they go first`,
+    };
+  }
+  if (view.policy !== 'fifo' && leader.effectiveRank < rank) {
+    const tier = PRIORITY_TIERS[leader.effectiveRank] as PriorityTier;
+    return { reason: 'priority', message: `Work of a higher tier (${tier}) is ahead of it` };
+  }
+  return { reason: 'queue', message: 'Older work of its tier is ahead of it' };
+}
+
+const pct = (fraction: number) => `${Math.round(fraction * 100)}%`;
