@@ -1,4 +1,7 @@
-import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { ArnFormat, Duration, Names, RemovalPolicy, Stack, Stage, Validations } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -8,6 +11,7 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { buildFargateWorkerContext } from './fargate-worker-image.ts';
 import type { RuntimeSettings } from './runtime-function.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
@@ -72,7 +76,7 @@ export function backlogScalingSteps(maxWorkers: number, tasksPerWorker: number):
 }
 
 /**
- * The Fargate worker pool: the worker program from the repository's Dockerfile as an ECS service
+ * The Fargate worker pool: the worker program (its esbuild bundle in the repository's Dockerfile) as an ECS service
  * that scales with the `worker-fargate` backlog, from zero up to the configured pool capacity.
  */
 export class FargateWorkers extends Construct {
@@ -88,6 +92,8 @@ export class FargateWorkers extends Construct {
   public readonly tasksPerWorker: number;
   /** Messages waiting plus messages being worked on: what the service scales on. */
   public readonly backlog: cloudwatch.MathExpression;
+  /** Bytes of the image's build context (bundle, source map, native modules); 0 when bundling is skipped. */
+  public readonly imageContextBytes: number;
 
   constructor(scope: Construct, id: string, props: FargateWorkersProps) {
     super(scope, id);
@@ -124,9 +130,11 @@ export class FargateWorkers extends Construct {
       retention: props.runtime.logRetention,
       removalPolicy: RemovalPolicy.RETAIN,
     });
+    const imageContext = this.imageContext(props.runtime.projectRoot, architecture);
+    this.imageContextBytes = imageContext.bytes;
     this.container = this.taskDefinition.addContainer('Worker', {
-      // Staged (copied) at synth, built by Docker only at deploy time.
-      image: ecs.ContainerImage.fromAsset(props.runtime.projectRoot, {
+      // The worker alone, bundled at synth like the Lambdas; Docker builds it only at deploy time.
+      image: ecs.ContainerImage.fromAsset(imageContext.dir, {
         platform: architecture === ecs.CpuArchitecture.ARM64 ? Platform.LINUX_ARM64 : Platform.LINUX_AMD64,
       }),
       logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'worker', logGroup: this.logGroup }),
@@ -216,6 +224,23 @@ export class FargateWorkers extends Construct {
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: 'The execution role needs ecr:GetAuthorizationToken, which supports no resource-level permissions.',
     });
+  }
+
+  /**
+   * The Docker build context of the worker image (lib/fargate-worker-image.ts), written under the
+   * app's output directory. When the stack is not being bundled (`cdk synth` of other stacks,
+   * the stack tests) it holds only the Dockerfile, as NodejsFunction skips esbuild then too.
+   */
+  private imageContext(projectRoot: string, architecture: ecs.CpuArchitecture): { dir: string; bytes: number } {
+    const dir = path.join(Stage.of(this)?.outdir ?? os.tmpdir(), `fargate-worker-context-${Names.uniqueId(this)}`);
+    if (!Stack.of(this).bundlingRequired) {
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { recursive: true });
+      copyFileSync(path.join(projectRoot, 'Dockerfile'), path.join(dir, 'Dockerfile'));
+      return { dir, bytes: 0 };
+    }
+    const platform = architecture === ecs.CpuArchitecture.ARM64 ? 'linux/arm64' : 'linux/amd64';
+    return { dir, bytes: buildFargateWorkerContext({ projectRoot, outDir: dir, platform }) };
   }
 
   private defaultVpc(retention: logs.RetentionDays): ec2.Vpc {

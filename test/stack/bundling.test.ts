@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { logicalId, missingHandlers, synthesize } from './helpers.ts';
@@ -40,5 +40,29 @@ describe('Bundling (esbuild, no Docker)', () => {
       expect(existsSync(path.join(assetDir, 'node_modules/sharp/package.json')), wrapper.node.path).toBe(isWorker);
       expect(existsSync(path.join(assetDir, 'node_modules/@img/sharp-linux-arm64')), wrapper.node.path).toBe(isWorker);
     }
+
+    // The Fargate image is built from the worker's bundle alone: the staged Docker context holds
+    // the bundle, its map, the Dockerfile and sharp for linux-arm64, and no other package.
+    const manifest = JSON.parse(
+      readFileSync(path.join(assembly.directory, `${stack.artifactId}.assets.json`), 'utf8'),
+    ) as { dockerImages: Record<string, { source: { directory: string } }> };
+    const images = Object.values(manifest.dockerImages);
+    expect(images).toHaveLength(1);
+    const context = path.join(assembly.directory, images[0]!.source.directory);
+    expect(readdirSync(context).sort()).toEqual([
+      'Dockerfile',
+      'index.mjs',
+      'index.mjs.map',
+      'node_modules',
+      'package.json',
+    ]);
+    expect(readFileSync(path.join(context, 'Dockerfile'), 'utf8')).toMatch(/CMD \["node", "index\.mjs"\]/);
+    expect(readFileSync(path.join(context, 'index.mjs'), 'utf8')).toContain('fargate worker started');
+    const packages = readdirSync(path.join(context, 'node_modules')).filter((name) => !name.startsWith('.'));
+    expect(packages).toContain('sharp');
+    expect(packages).not.toContain('aws-cdk-lib');
+    expect(packages).not.toContain('typescript');
+    expect(existsSync(path.join(context, 'node_modules/@img/sharp-linux-arm64'))).toBe(true);
+    console.log(`Fargate worker image context: ${(stack.fargateWorkers.imageContextBytes / 1e6).toFixed(1)} MB`);
   }, 300_000);
 });
