@@ -5,16 +5,22 @@
  * Exit codes: 0 ok, 1 the API (or the connection) refused, or a waited-for task did not
  * succeed, 2 usage error.
  */
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createAwsClients } from '../adapters/aws-clients.ts';
+import { createAwsClients, localEndpoints } from '../adapters/aws-clients.ts';
+import { scheduledSubmitInput } from '../app/scheduled.ts';
 import { buildServices, configFromEnvironment, resourcesFromEnvironment } from '../app/wiring.ts';
 import { SchedulerClient } from '../client/client.ts';
 import { SchedulerApiError, SchedulerClientError } from '../client/errors.ts';
 import type { SubmitTaskInput, Task, TaskState } from '../client/types.ts';
+import { parseAwsCron } from '../core/cron.ts';
 import { PRIORITY_TIERS, type PriorityTier, TASK_STATES } from '../core/task.ts';
 import { startDashboardProxy } from '../dashboard/proxy.ts';
 import { ENV } from '../infra/resources.ts';
+import { configPathFrom, loadConfig } from '../local/load-config.ts';
+import { RUNTIME_FILE, type RuntimeDescription } from '../local/runtime-file.ts';
 import { type RedriveReport, redriveDeadLetters } from '../ops/redrive.ts';
 import {
   ansiStyle,
@@ -261,8 +267,9 @@ Options:
 through the HTTP API. It reads the resource names the stack sets on every function:
   QUEUE_URLS          JSON object, queue id -> URL (required)
   TASKS_TABLE, CONTROL_TABLE, SCHEDULER_CONFIG_JSON or SCHEDULER_CONFIG   (--mode settle)
-Copy them from any of the stack's functions (aws lambda get-function-configuration). The
-standard AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_DYNAMODB settings reach LocalStack.
+Copy them from any of the stack's functions (aws lambda get-function-configuration).
+Without QUEUE_URLS it works on the local runtime (npm start) running on DATA_DIR (default
+.data): it reads the emulators' addresses from DATA_DIR/runtime.json.
 
 Options:
   --mode move     put dead letters back on their source queue (default); stale ones are
@@ -280,10 +287,19 @@ Options:
       const mode = (oneOf(ctx, 'mode', ['move', 'settle']) ?? 'move') as 'move' | 'settle';
       const limit = integer(ctx, 'limit', 1);
       const env = ctx.io.env ?? process.env;
+      if (!env[ENV.queueUrls]) {
+        const local = readLocalRuntime(env);
+        if (local) return redriveLocal(ctx, local, mode, limit);
+      }
       const missing = [ENV.queueUrls, ...(mode === 'settle' ? [ENV.tasksTable, ENV.controlTable] : [])].filter(
         (name) => !env[name],
       );
-      if (missing.length > 0) throw new UsageError(`Set ${missing.join(', ')} (see "tasks redrive --help")`, ctx.name);
+      if (missing.length > 0) {
+        throw new UsageError(
+          `Set ${missing.join(', ')} for a deployed stack (see "tasks redrive --help"), or run it beside npm start (no local runtime found at ${localRuntimeFile(env)})`,
+          ctx.name,
+        );
+      }
       let queueUrls: Record<string, string>;
       try {
         queueUrls = JSON.parse(env[ENV.queueUrls]!) as Record<string, string>;
@@ -319,6 +335,63 @@ Options:
       });
       ctx.print(report, () => formatRedrive(report));
       return report.queues.some((queue) => queue.errors > 0) ? 1 : 0;
+    },
+  },
+  schedules: {
+    summary: 'List the configured schedules, or fire one now',
+    usage: 'tasks schedules list | tasks schedules run NAME [--config PATH]',
+    help: `Subcommands:
+  list        the schedules of the configuration and when each fires next
+  run NAME    submit NAME's task now, through the API, exactly as its firing at this minute
+              would (same payload, {{date}} = today UTC, idempotency key schedule:NAME:minute:
+              a second run in the same minute returns the same task)
+
+Options:
+  --config PATH   configuration file (default $SCHEDULER_CONFIG, else config/default.json)`,
+    options: { config: { type: 'string' } },
+    async run(ctx) {
+      const [sub, name, ...rest] = ctx.positionals;
+      if (rest.length > 0) throw new UsageError(`Unexpected argument "${rest[0]}"`, ctx.name);
+      if (sub !== 'list' && sub !== 'run') throw new UsageError('Give a subcommand: list or run', ctx.name);
+      const env = ctx.io.env ?? process.env;
+      const configFlag = str(ctx, 'config');
+      const { config, source } = loadConfig(configPathFrom(configFlag ? ['--config', configFlag] : [], env));
+      const now = new Date();
+      if (sub === 'list') {
+        if (name) throw new UsageError(`Unexpected argument "${name}"`, ctx.name);
+        const rows = config.schedules.map((schedule) => ({
+          name: schedule.name,
+          cron: schedule.cron,
+          timezone: schedule.timezone,
+          enabled: schedule.enabled,
+          type: schedule.task.type,
+          tenantId: schedule.task.tenantId,
+          nextFiring: schedule.enabled
+            ? (parseAwsCron(schedule.cron, schedule.timezone).nextAfter(now)?.toISOString() ?? null)
+            : null,
+        }));
+        ctx.print(rows, () =>
+          rows.length === 0
+            ? `No schedules in ${source}.`
+            : rows
+                .map(
+                  (row) =>
+                    `${row.name}  ${row.cron} ${row.timezone}  ${row.type} for ${row.tenantId}  ${row.enabled ? `next ${row.nextFiring}` : 'disabled'}`,
+                )
+                .join('\n'),
+        );
+        return 0;
+      }
+      if (!name) throw new UsageError('schedules run needs a schedule name', ctx.name);
+      const schedule = config.schedules.find((candidate) => candidate.name === name);
+      if (!schedule) {
+        const known = config.schedules.map((candidate) => candidate.name).join(', ') || 'none';
+        throw new UsageError(`No schedule "${name}" in ${source} (schedules: ${known})`, ctx.name);
+      }
+      const input = scheduledSubmitInput({ scheduleName: name, scheduledTime: now.toISOString(), task: schedule.task });
+      const task = await ctx.client().submit(input as SubmitTaskInput);
+      ctx.print(task, () => formatTask(task, ctx.style));
+      return 0;
     },
   },
   dashboard: {
@@ -606,4 +679,57 @@ function noPositionals(ctx: CommandContext): void {
 /** `{ key: value }` when the value is defined, else `{}` (for optional properties). */
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+/** What `npm start` wrote to DATA_DIR/runtime.json, when that process is still alive. */
+function readLocalRuntime(env: Readonly<Record<string, string | undefined>>): RuntimeDescription | undefined {
+  let description: RuntimeDescription;
+  try {
+    description = JSON.parse(readFileSync(localRuntimeFile(env), 'utf8')) as RuntimeDescription;
+  } catch {
+    return undefined;
+  }
+  try {
+    process.kill(description.pid, 0);
+  } catch {
+    return undefined; // left by a runtime that was killed
+  }
+  return description;
+}
+
+function localRuntimeFile(env: Readonly<Record<string, string | undefined>>): string {
+  return resolve(env.DATA_DIR || '.data', RUNTIME_FILE);
+}
+
+async function redriveLocal(
+  ctx: CommandContext,
+  local: RuntimeDescription,
+  mode: 'move' | 'settle',
+  limit: number | undefined,
+): Promise<number> {
+  const clients = createAwsClients(localEndpoints(local.endpoints.dynamodb, local.endpoints.sqs));
+  try {
+    const services =
+      mode === 'settle'
+        ? buildServices({
+            config: local.config,
+            clients,
+            resources: { tables: local.tables, queueUrls: local.queueUrls },
+          })
+        : undefined;
+    const report = await redriveDeadLetters({
+      sqs: clients.sqs,
+      queueUrls: local.queueUrls,
+      mode,
+      ...optional('queueIds', str(ctx, 'queues')?.split(',').filter(Boolean)),
+      ...optional('limit', limit),
+      ...(services ? { store: services.store, queues: services.queues, config: services.config } : {}),
+    });
+    ctx.print(report, () => formatRedrive(report));
+    return report.queues.some((queue) => queue.errors > 0) ? 1 : 0;
+  } finally {
+    clients.dynamodb.destroy();
+    clients.sqs.destroy();
+    clients.s3.destroy();
+  }
 }

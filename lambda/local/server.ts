@@ -13,6 +13,7 @@ import { seedExampleData } from '../task-types/examples/seed-data.ts';
 import type { AttemptOutcome } from '../worker/run-attempt.ts';
 import { type HttpServer, startHttpServer } from './http-server.ts';
 import { type LocalRuntime, startLocalRuntime } from './runtime.ts';
+import { RUNTIME_FILE, type RuntimeDescription } from './runtime-file.ts';
 
 export interface LocalServerOptions {
   readonly config: SchedulerConfig;
@@ -67,6 +68,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     await runtime.stop();
     throw error;
   }
+  // DATA_DIR/runtime.json: how `tasks redrive` finds this runtime's queues and tables.
   const discovery = options.dataDir ? join(options.dataDir, RUNTIME_FILE) : undefined;
   if (discovery) writeFileSync(discovery, `${JSON.stringify(describeRuntime(http.url, runtime), null, 2)}\n`);
   return {
@@ -87,22 +89,6 @@ async function probeListen(port: number, host: string): Promise<void> {
     probe.once('error', reject);
     probe.listen(port, host, () => probe.close(() => resolve()));
   });
-}
-
-/**
- * DATA_DIR/runtime.json while `npm start` runs: where its API and emulators listen, so the
- * operator commands that work on the queues and tables directly (`tasks redrive`) find the
- * local runtime as they find a stack's resources on AWS.
- */
-export const RUNTIME_FILE = 'runtime.json';
-
-export interface RuntimeDescription {
-  readonly pid: number;
-  readonly url: string;
-  readonly endpoints: { readonly dynamodb: string; readonly sqs: string };
-  readonly tables: Readonly<Record<string, string>>;
-  readonly queueUrls: Readonly<Record<string, string>>;
-  readonly config: SchedulerConfig;
 }
 
 function describeRuntime(url: string, runtime: LocalRuntime): RuntimeDescription {

@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../lambda/cli/run.ts';
 import { type LocalProcess, listeningSockets, spawnLocal, startLocal } from './local-process.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'npm-start-'));
@@ -50,6 +51,20 @@ async function until(check: () => Promise<boolean>, timeoutMs: number, what: str
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   throw new Error(`${what}: not within ${timeoutMs} ms`);
+}
+
+async function tasks(argv: string[], env: Record<string, string>): Promise<{ code: number; out: string }> {
+  let out = '';
+  const code = await runCli(argv, {
+    stdout: (text) => {
+      out += text;
+    },
+    stderr: (text) => {
+      out += text;
+    },
+    env,
+  });
+  return { code, out };
 }
 
 /** The lines a refused start printed, without Node's own warnings. */
@@ -173,4 +188,47 @@ describe('npm start', () => {
     second.kill('SIGTERM');
     await second.exited;
   }, 180_000);
+
+  it('`tasks schedules run NAME` fires a schedule now and `tasks redrive` works on the local runtime', async () => {
+    // Arrange
+    const dataDir = join(root, 'operator');
+    const path = writeConfig('operator.json', {
+      schedules: [
+        {
+          name: 'nightly-echo',
+          cron: 'cron(0 2 * * ? *)',
+          task: { tenantId: 'ops', type: 'demo.echo', payload: { night: '{{date}}' } },
+        },
+      ],
+    });
+    const local = track(await startLocal({ env: { DATA_DIR: dataDir }, args: ['--config', path] }));
+    const env = { DATA_DIR: dataDir };
+
+    // Act
+    const listed = await tasks(['schedules', 'list', '--config', path, '--json'], env);
+    const fired = await tasks(
+      ['schedules', 'run', 'nightly-echo', '--config', path, '--endpoint', local.url, '--json'],
+      env,
+    );
+    const unknown = await tasks(['schedules', 'run', 'weekly', '--config', path, '--endpoint', local.url], env);
+    const redrive = await tasks(['redrive', '--json'], env);
+    const redriveElsewhere = await tasks(['redrive'], { DATA_DIR: join(root, 'nothing-here') });
+
+    // Assert
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.out)).toEqual([expect.objectContaining({ name: 'nightly-echo', enabled: true })]);
+    expect(fired.code).toBe(0);
+    const task = JSON.parse(fired.out) as { taskId: string; payload: { night: string }; idempotencyKey: string };
+    expect(task.payload.night).toBe(new Date().toISOString().slice(0, 10));
+    expect(task.idempotencyKey).toMatch(/^schedule:nightly-echo:/);
+    await until(async () => (await stateOf(local.url, task.taskId)) === 'SUCCEEDED', 30_000, 'fired task');
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.out).toContain('No schedule "weekly"');
+    expect(redrive.code).toBe(0);
+    expect((JSON.parse(redrive.out) as { queues: unknown[] }).queues.length).toBeGreaterThan(0);
+    expect(redriveElsewhere.code).not.toBe(0);
+    expect(redriveElsewhere.out).toContain('no local runtime found at');
+    local.kill('SIGTERM');
+    await local.exited;
+  });
 });
