@@ -29,6 +29,8 @@ export interface RouteContext<Params, Query, Body> {
 export interface ResponseSpec {
   readonly description: string;
   readonly schema?: z.ZodType;
+  /** A response body for the OpenAPI document (errors get a generic one by status). */
+  readonly example?: unknown;
 }
 
 export interface RouteDefinition<Params = unknown, Query = unknown, Body = unknown> {
@@ -40,7 +42,7 @@ export interface RouteDefinition<Params = unknown, Query = unknown, Body = unkno
   readonly params: z.ZodType<Params>;
   readonly query: z.ZodType<Query>;
   /** Absent: the body is ignored (GET). `required: false`: an empty body is fine. */
-  readonly body?: { readonly schema: z.ZodType<Body>; readonly required: boolean };
+  readonly body?: { readonly schema: z.ZodType<Body>; readonly required: boolean; readonly example?: unknown };
   readonly responses: Readonly<Record<number, ResponseSpec>>;
   handle(context: RouteContext<Params, Query, Body>): Promise<ApiResponse>;
 }
@@ -57,7 +59,7 @@ export function defineRoute<P extends z.ZodType, Q extends z.ZodType, B extends 
   summary: string;
   params: P;
   query: Q;
-  body?: { schema: B; required: boolean };
+  body?: { schema: B; required: boolean; example?: unknown };
   responses: Record<number, ResponseSpec>;
   handle(context: RouteContext<z.output<P>, z.output<Q>, z.output<B>>): Promise<ApiResponse>;
 }): RouteDefinition<z.output<P>, z.output<Q>, z.output<B>> {

@@ -3,6 +3,16 @@
  * Handlers get validated input and call TaskService; authorization is checked before any write.
  */
 import { TaskNotFoundError } from '../core/errors.ts';
+import {
+  EXAMPLE_CURSOR,
+  EXAMPLE_STORED_TENANT,
+  EXAMPLE_SUBMIT,
+  EXAMPLE_SUCCEEDED_TASK,
+  EXAMPLE_TASK,
+  EXAMPLE_TENANT,
+  EXAMPLE_TENANT_SETTINGS,
+  EXAMPLE_WAIT,
+} from './examples.ts';
 import { LIST_RESPONSE_BUDGET_BYTES } from './limits.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { type AnyRoute, defineRoute, type ResponseSpec } from './route.ts';
@@ -21,6 +31,7 @@ import {
   errorResponseSchema,
   fitToBudget,
   healthSchema,
+  openApiDocumentSchema,
   presentStoredTenant,
   presentTask,
   presentTaskDetail,
@@ -37,7 +48,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: 'No such task (or not visible to the caller)',
   409: 'The task is not in a state that allows this, or the idempotency key was used for another request',
   413: 'The body is larger than 256 KiB',
-  415: 'The body is not JSON',
+  415: 'The body is not JSON, or not UTF-8 (a charset other than utf-8)',
 };
 
 const errors = (...statuses: number[]): Record<number, ResponseSpec> =>
@@ -52,7 +63,14 @@ const health = defineRoute({
   summary: 'Liveness check',
   params: noParamsSchema,
   query: noQuerySchema,
-  responses: { 200: { description: 'The API is up', schema: healthSchema }, ...errors(400) },
+  responses: {
+    200: {
+      description: 'The API is up',
+      schema: healthSchema,
+      example: { status: 'ok', time: EXAMPLE_TASK.submittedAt },
+    },
+    ...errors(400),
+  },
   async handle({ services }) {
     return { status: 200, body: { status: 'ok', time: services.now().toISOString() } };
   },
@@ -65,12 +83,13 @@ const submitTask = defineRoute({
   summary: 'Submit a task',
   params: noParamsSchema,
   query: noQuerySchema,
-  body: { schema: submitTaskSchema, required: true },
+  body: { schema: submitTaskSchema, required: true, example: EXAMPLE_SUBMIT },
   responses: {
-    202: { description: 'Accepted: the new task, QUEUED', schema: taskViewSchema },
+    202: { description: 'Accepted: the new task, QUEUED', schema: taskViewSchema, example: EXAMPLE_TASK },
     200: {
       description: 'The same tenantId + idempotencyKey was accepted before: the original task',
       schema: taskViewSchema,
+      example: EXAMPLE_SUCCEEDED_TASK,
     },
     ...errors(400, 403, 409, 413, 415),
   },
@@ -88,7 +107,10 @@ const getTask = defineRoute({
   summary: 'A task and, while it waits, why and for how long at most',
   params: taskIdParamsSchema,
   query: noQuerySchema,
-  responses: { 200: { description: 'The task', schema: taskDetailSchema }, ...errors(400, 404) },
+  responses: {
+    200: { description: 'The task', schema: taskDetailSchema, example: { ...EXAMPLE_TASK, wait: EXAMPLE_WAIT } },
+    ...errors(400, 404),
+  },
   async handle({ params, services, mayActFor }) {
     const described = await services.tasks.describe(params.taskId);
     if (!described || !(await mayActFor(described.task.tenantId))) throw new TaskNotFoundError(params.taskId);
@@ -103,7 +125,14 @@ const listTasks = defineRoute({
   summary: "A tenant's tasks, newest first",
   params: noParamsSchema,
   query: listTasksQuerySchema,
-  responses: { 200: { description: 'One page of tasks', schema: taskPageSchema }, ...errors(400, 403) },
+  responses: {
+    200: {
+      description: 'One page of tasks',
+      schema: taskPageSchema,
+      example: { items: [EXAMPLE_SUCCEEDED_TASK], nextCursor: EXAMPLE_CURSOR },
+    },
+    ...errors(400, 403),
+  },
   async handle({ query, services, requireTenant }) {
     await requireTenant(query.tenantId);
     const page = await services.tasks.list({
@@ -130,9 +159,13 @@ const cancelTask = defineRoute({
   summary: 'Cancel a waiting task, or ask a running one to stop',
   params: taskIdParamsSchema,
   query: noQuerySchema,
-  body: { schema: emptyBodySchema, required: false },
+  body: { schema: emptyBodySchema, required: false, example: {} },
   responses: {
-    200: { description: 'The task: CANCELLED, or RUNNING with cancelRequested', schema: taskViewSchema },
+    200: {
+      description: 'The task: CANCELLED, or RUNNING with cancelRequested',
+      schema: taskViewSchema,
+      example: { ...EXAMPLE_TASK, state: 'CANCELLED', finishedAt: '2026-12-01T09:00:01.000Z' },
+    },
     ...errors(400, 404, 409, 413, 415),
   },
   async handle({ params, services, mayActFor }) {
@@ -149,9 +182,9 @@ const retryTask = defineRoute({
   summary: 'Queue a FAILED or CANCELLED task again with a fresh attempt budget',
   params: taskIdParamsSchema,
   query: noQuerySchema,
-  body: { schema: emptyBodySchema, required: false },
+  body: { schema: emptyBodySchema, required: false, example: {} },
   responses: {
-    200: { description: 'The task, QUEUED again', schema: taskViewSchema },
+    200: { description: 'The task, QUEUED again', schema: taskViewSchema, example: EXAMPLE_TASK },
     ...errors(400, 404, 409, 413, 415),
   },
   async handle({ params, services, mayActFor }) {
@@ -168,7 +201,10 @@ const getTenant = defineRoute({
   summary: "A tenant's effective settings, live counts and fair share",
   params: tenantIdParamsSchema,
   query: noQuerySchema,
-  responses: { 200: { description: 'The tenant', schema: tenantViewSchema }, ...errors(400, 403) },
+  responses: {
+    200: { description: 'The tenant', schema: tenantViewSchema, example: EXAMPLE_TENANT },
+    ...errors(400, 403),
+  },
   async handle({ params, services, requireTenant }) {
     await requireTenant(params.tenantId);
     return { status: 200, body: await services.tasks.getTenant(params.tenantId) };
@@ -182,9 +218,9 @@ const putTenant = defineRoute({
   summary: "Store a tenant's settings (they override the configuration file)",
   params: tenantIdParamsSchema,
   query: noQuerySchema,
-  body: { schema: tenantSettingsSchema, required: true },
+  body: { schema: tenantSettingsSchema, required: true, example: EXAMPLE_TENANT_SETTINGS },
   responses: {
-    200: { description: 'The stored settings', schema: storedTenantSchema },
+    200: { description: 'The stored settings', schema: storedTenantSchema, example: EXAMPLE_STORED_TENANT },
     ...errors(400, 403, 413, 415),
   },
   async handle({ params, body, services, requireTenant }) {
@@ -200,7 +236,14 @@ const openApi = defineRoute({
   summary: 'This OpenAPI 3.1 document',
   params: noParamsSchema,
   query: noQuerySchema,
-  responses: { 200: { description: 'The OpenAPI document' }, ...errors(400) },
+  responses: {
+    200: {
+      description: 'The OpenAPI document',
+      schema: openApiDocumentSchema,
+      example: { openapi: '3.1.0', info: { title: 'Task scheduler API', version: '1' }, paths: {} },
+    },
+    ...errors(400),
+  },
   async handle() {
     return { status: 200, body: openApiDocument() };
   },

@@ -9,7 +9,14 @@ import { z } from 'zod';
 import type { SubmitInput } from '../app/task-service.ts';
 import { storableProblem } from '../core/storable.ts';
 import { PRIORITY_TIERS, RUNTIMES, TASK_STATES } from '../core/task.ts';
-import { LIST_LIMIT, MAX_CURSOR_LENGTH, MAX_ID_LENGTH, MAX_PAYLOAD_BYTES } from './limits.ts';
+import {
+  LIST_LIMIT,
+  MAX_CURSOR_LENGTH,
+  MAX_ID_LENGTH,
+  MAX_PAYLOAD_BYTES,
+  MAX_PAYLOAD_DEPTH,
+  MIN_NUMBER_MAGNITUDE,
+} from './limits.ts';
 
 /** Task, tenant and idempotency ids: safe in URLs, keys and logs. */
 export const idSchema = z
@@ -36,7 +43,17 @@ export const payloadSchema = z
     const problem = payloadProblem(value);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   })
-  .meta({ description: `Any JSON value the task type accepts (at most ${MAX_PAYLOAD_BYTES} bytes serialized)` });
+  .meta({
+    description:
+      `Any JSON value the task type accepts: at most ${MAX_PAYLOAD_BYTES} bytes serialized, nesting at most ` +
+      `${MAX_PAYLOAD_DEPTH} levels of objects and arrays, numbers 0 or between ${MIN_NUMBER_MAGNITUDE} and ` +
+      `${Number.MAX_SAFE_INTEGER} in magnitude. Keys are kept exactly (\`__proto__\` and \`constructor\` included); ` +
+      'a key given twice in one object is refused.',
+    // JSON Schema cannot bound nesting or every number at any depth: stated as extensions too.
+    'x-max-bytes': MAX_PAYLOAD_BYTES,
+    'x-max-depth': MAX_PAYLOAD_DEPTH,
+    'x-number-magnitude': { min: MIN_NUMBER_MAGNITUDE, max: Number.MAX_SAFE_INTEGER },
+  });
 
 export const resourcesSchema = z.strictObject({
   vcpu: z.number().min(0.25).max(16).optional(),

@@ -11,7 +11,8 @@ import { explainWait, type SchedulerSnapshot } from '../app/wait.ts';
 import type { Services } from '../app/wiring.ts';
 import { ownEntry } from '../core/records.ts';
 import { PRIORITY_TIERS, type Task, type TenantSettings } from '../core/task.ts';
-import { LIST_RESPONSE_BUDGET_BYTES } from './limits.ts';
+import { EXAMPLE_STATUS } from './examples.ts';
+import { LIST_RESPONSE_BUDGET_BYTES, MAX_ID_LENGTH } from './limits.ts';
 import { defineRoute } from './route.ts';
 import { idSchema } from './schemas.ts';
 import { errorResponseSchema, fitToBudget, presentTask, taskViewSchema, waitSchema } from './views.ts';
@@ -25,18 +26,26 @@ export const MAX_RECENT_TASKS = 50;
 export const statusQuerySchema = z.strictObject({
   recent: z
     .string()
+    .max(2)
     .regex(/^[0-9]{1,2}$/, `an integer from ${RECENT_PER_TENANT.min} to ${RECENT_PER_TENANT.max}`)
     .transform(Number)
     .pipe(z.number().int().min(RECENT_PER_TENANT.min).max(RECENT_PER_TENANT.max))
     .optional()
     .transform((recent) => recent ?? RECENT_PER_TENANT.default)
-    .meta({ description: `Newest tasks per shown tenant (default ${RECENT_PER_TENANT.default})` }),
+    .meta({
+      description: `Newest tasks per shown tenant, ${RECENT_PER_TENANT.min}–${RECENT_PER_TENANT.max} (default ${RECENT_PER_TENANT.default})`,
+    }),
   tenants: z
     .string()
+    // Stated on the text as well, so the OpenAPI document carries the limits.
+    .max(MAX_STATUS_TENANTS * (MAX_ID_LENGTH + 1))
+    .regex(/^[A-Za-z0-9_.:@,-]*$/, 'comma-separated tenant ids')
     .transform((list) => list.split(',').filter((id) => id !== ''))
     .pipe(z.array(idSchema).max(MAX_STATUS_TENANTS))
     .optional()
-    .meta({ description: 'Comma-separated tenant ids to show even when the scheduler holds no work of theirs' }),
+    .meta({
+      description: `Comma-separated tenant ids (at most ${MAX_STATUS_TENANTS}) to show even when the scheduler holds no work of theirs`,
+    }),
 });
 
 const poolsSchema = z.object({
@@ -200,7 +209,7 @@ export const statusRoute = defineRoute({
   params: z.strictObject({}),
   query: statusQuerySchema,
   responses: {
-    200: { description: 'The status', schema: statusSchema },
+    200: { description: 'The status', schema: statusSchema, example: EXAMPLE_STATUS },
     400: { description: 'A query value failed validation', schema: errorResponseSchema },
   },
   async handle({ query, services, mayActFor }) {

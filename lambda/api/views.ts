@@ -99,6 +99,15 @@ export const storedTenantSchema = z
 
 export const healthSchema = z.object({ status: z.literal('ok'), time: isoTime }).meta({ id: 'Health' });
 
+/** The served OpenAPI document: its required top-level fields (the rest is free-form). */
+export const openApiDocumentSchema = z
+  .looseObject({
+    openapi: z.string().regex(/^3\.1\.\d+$/),
+    info: z.looseObject({ title: z.string(), version: z.string() }),
+    paths: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: 'OpenApiDocument' });
+
 export const errorResponseSchema = z
   .object({
     error: z.object({

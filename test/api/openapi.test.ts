@@ -87,7 +87,18 @@ describe('Function: buildOpenApiDocument', () => {
         },
       },
     });
-    expect(Object.keys(submit.responses).sort()).toEqual(['200', '202', '400', '403', '409', '413', '415']);
+    expect(Object.keys(submit.responses).sort()).toEqual([
+      '200',
+      '202',
+      '400',
+      '403',
+      '404',
+      '405',
+      '409',
+      '413',
+      '415',
+      '500',
+    ]);
   });
 
   it('resolves every $ref to a component schema', () => {

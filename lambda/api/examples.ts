@@ -1,0 +1,140 @@
+/**
+ * Examples for the OpenAPI document: one request and one response per operation and status,
+ * so contract tools (dredd, Schemathesis, Prism) can build requests and compare answers. The
+ * contract test checks every example against the schema it illustrates.
+ */
+import type { TaskView } from './views.ts';
+
+export const EXAMPLE_TASK_ID = 'tsk_5f3a9c1e7b2d4e6f8a0b1c2d3e4f5a6b';
+export const EXAMPLE_TENANT_ID = 'acme';
+
+export const EXAMPLE_TASK: TaskView = {
+  taskId: EXAMPLE_TASK_ID,
+  tenantId: EXAMPLE_TENANT_ID,
+  type: 'demo.echo',
+  priority: 'normal',
+  state: 'QUEUED',
+  attempts: 0,
+  maxAttempts: 3,
+  runtime: 'lambda',
+  resources: { vcpu: 0.25, memoryMiB: 512 },
+  timeoutSeconds: 60,
+  payload: { invoiceId: 'inv-1042', meta: { constructor: 'Acme Ltd' } },
+  submittedAt: '2026-12-01T09:00:00.000Z',
+  runAt: '2026-12-01T09:00:00.000Z',
+  dispatchedAt: null,
+  startedAt: null,
+  finishedAt: null,
+  result: null,
+  error: null,
+};
+
+export const EXAMPLE_SUCCEEDED_TASK: TaskView = {
+  ...EXAMPLE_TASK,
+  state: 'SUCCEEDED',
+  attempts: 1,
+  dispatchedAt: '2026-12-01T09:00:00.120Z',
+  startedAt: '2026-12-01T09:00:00.180Z',
+  finishedAt: '2026-12-01T09:00:00.240Z',
+  result: { echo: EXAMPLE_TASK.payload },
+};
+
+/** An opaque page cursor (base64url of the key the next page starts after). */
+export const EXAMPLE_CURSOR =
+  'eyJsaXN0S2V5IjoiMjAyNi0xMi0wMVQwOTowMDowMC4wMDBaI3Rza181ZjNhIiwidGFza0lkIjoidHNrXzVmM2EiLCJ0ZW5hbnRJZCI6ImFjbWUifQ';
+
+export const EXAMPLE_SUBMIT = {
+  tenantId: EXAMPLE_TENANT_ID,
+  type: 'demo.echo',
+  payload: EXAMPLE_TASK.payload,
+  priority: 'normal',
+  idempotencyKey: 'invoice-inv-1042',
+};
+
+export const EXAMPLE_WAIT = {
+  reason: 'capacity',
+  message: 'Waiting for a free slot in the lambda pool (50 of 50 in use)',
+  effectiveTier: 'normal',
+  waitedSeconds: 4.2,
+  secondsToTopTier: 895.8,
+  maxWaitSeconds: 900,
+  asOf: '2026-12-01T09:00:04.000Z',
+};
+
+export const EXAMPLE_TENANT_SETTINGS = { weight: 2, maxConcurrency: 20 };
+
+export const EXAMPLE_TENANT = {
+  tenantId: EXAMPLE_TENANT_ID,
+  weight: 2,
+  maxConcurrency: 20,
+  source: 'stored',
+  counts: { queued: 12, dispatched: 1, running: 4 },
+};
+
+export const EXAMPLE_STORED_TENANT = {
+  tenantId: EXAMPLE_TENANT_ID,
+  ...EXAMPLE_TENANT_SETTINGS,
+  updatedAt: '2026-12-01T08:59:00.000Z',
+};
+
+export const EXAMPLE_STATUS = {
+  at: '2026-12-01T09:00:05.000Z',
+  policy: 'fair-share',
+  agingSeconds: 300,
+  scheduler: { at: '2026-12-01T09:00:04.000Z', ageSeconds: 1, dispatchRate: 12.5 },
+  pools: {
+    lambda: { used: 50, capacity: 50 },
+    fargate: { vcpuUsed: 2, vcpu: 16, memoryMiBUsed: 4096, memoryMiB: 32768 },
+  },
+  tiers: [
+    { tier: 'critical', waiting: 0, oldestWaitSeconds: 0 },
+    { tier: 'high', waiting: 3, oldestWaitSeconds: 1.5 },
+    { tier: 'normal', waiting: 12, oldestWaitSeconds: 4.2 },
+    { tier: 'low', waiting: 0, oldestWaitSeconds: 0 },
+  ],
+  tenants: [
+    {
+      tenantId: EXAMPLE_TENANT_ID,
+      running: 5,
+      queued: 12,
+      weight: 2,
+      maxConcurrency: 20,
+      dominantShare: 0.1,
+      entitlement: 0.5,
+    },
+  ],
+  recentTasks: [{ ...EXAMPLE_TASK, wait: EXAMPLE_WAIT }],
+};
+
+/** An error body of each code the API answers with, by HTTP status. */
+export const EXAMPLE_ERRORS: Readonly<Record<number, { code: string; message: string; details?: unknown }>> = {
+  400: {
+    code: 'invalid_request',
+    message: 'Invalid request body: tenantId: only letters, digits and _ . : @ - are allowed',
+    details: { in: 'body', issues: [{ path: 'tenantId', message: 'only letters, digits and _ . : @ - are allowed' }] },
+  },
+  403: {
+    code: 'forbidden',
+    message: `The caller may not act for tenant ${EXAMPLE_TENANT_ID}`,
+    details: { tenantId: EXAMPLE_TENANT_ID },
+  },
+  404: { code: 'task_not_found', message: `Task ${EXAMPLE_TASK_ID} not found` },
+  405: {
+    code: 'method_not_allowed',
+    message: 'DELETE is not allowed on /v1/tasks; use GET or HEAD or POST',
+    details: { allowed: ['GET', 'HEAD', 'POST'] },
+  },
+  409: {
+    code: 'invalid_state',
+    message: 'Cannot retry task in state SUCCEEDED: requires FAILED or CANCELLED',
+  },
+  413: { code: 'body_too_large', message: 'The request body exceeds 262144 bytes', details: { limitBytes: 262144 } },
+  415: {
+    code: 'unsupported_media_type',
+    message: 'The body must be JSON (Content-Type: application/json), not text/plain',
+  },
+  500: {
+    code: 'internal_error',
+    message: 'Internal error (request 8d0c8f5e-2f0a-4d43-9c55-0d4f4f3f8a11); it has been logged',
+  },
+};
