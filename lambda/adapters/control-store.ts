@@ -28,6 +28,18 @@ export interface Lease {
 const tenantKey = (tenantId: string) => `tenant#${tenantId}`;
 const leaseKey = (name: string) => `lease#${name}`;
 const SNAPSHOT_KEY = 'snapshot#scheduler';
+const SWEEP_MARKS_KEY = 'sweeps#reconciler';
+
+/**
+ * How far the reconciler's re-announcing sweeps have got, kept here because the scheduler Lambda
+ * builds a new Reconciler every minute: a fresh one goes on from these instead of redoing them.
+ */
+export interface SweepMarks {
+  /** The stale sweep covered every re-announcement due up to this instant. */
+  readonly staleSweptToMs?: number;
+  /** The coming-due sweep covered tasks due up to this instant. */
+  readonly comingDueSweptToMs?: number;
+}
 /** A token every tenant PUT replaces, so the scheduler learns of new settings with one small read. */
 const TENANTS_VERSION_KEY = 'tenants#version';
 
@@ -169,6 +181,23 @@ export class ControlStore {
    * Stored as JSON text: it is keyed by tenant id, and a tenant may be called `constructor` or
    * `__proto__`, which the SDK's map marshaller cannot carry.
    */
+  async getSweepMarks(): Promise<SweepMarks> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { pk: SWEEP_MARKS_KEY }, ConsistentRead: true }),
+    );
+    const marks: { staleSweptToMs?: number; comingDueSweptToMs?: number } = {};
+    if (typeof Item?.staleSweptToMs === 'number') marks.staleSweptToMs = Item.staleSweptToMs;
+    if (typeof Item?.comingDueSweptToMs === 'number') marks.comingDueSweptToMs = Item.comingDueSweptToMs;
+    return marks;
+  }
+
+  /** Written by the one scheduler holding the lease (a lost write only repeats a sweep). */
+  async putSweepMarks(marks: SweepMarks): Promise<void> {
+    await this.#documents.send(
+      new PutCommand({ TableName: this.#tableName, Item: { pk: SWEEP_MARKS_KEY, kind: 'sweeps', ...marks } }),
+    );
+  }
+
   async putSnapshot(snapshot: unknown): Promise<void> {
     await this.#documents.send(
       new PutCommand({

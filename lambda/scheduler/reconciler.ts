@@ -8,6 +8,7 @@
  *   queue state lost), and announces them again.
  * Each fix is a conditional write or an idempotent message, so running it twice is harmless.
  */
+import type { ControlStore, SweepMarks } from '../adapters/control-store.ts';
 import type { QueueClient } from '../adapters/queues.ts';
 import type { TaskStore } from '../adapters/task-store.ts';
 import { backoffMs } from '../core/backoff.ts';
@@ -20,6 +21,8 @@ import type { TaskLogger } from '../task-types/define.ts';
 
 export interface ReconcilerDeps {
   readonly store: TaskStore;
+  /** Where the sweeps' progress is kept across schedulers. */
+  readonly control: ControlStore;
   readonly queues: QueueClient;
   readonly config: SchedulerConfig;
   readonly now: () => Date;
@@ -49,6 +52,8 @@ const STALE_AFTER_MS = 15 * 60_000;
 const STALE_REPEAT_MS = 60 * 60_000;
 /** Long-delayed tasks are re-announced this long before they come due. */
 const COMING_DUE_AHEAD_MS = 5 * 60_000;
+/** The coming-due mark is written at most this often when nothing was announced. */
+const COMING_DUE_MARK_EVERY_MS = 60_000;
 
 /** GSIs lag the table by about a second; allow far more before trusting an absence. */
 const INDEX_LAG_GRACE_MS = 15_000;
@@ -57,11 +62,9 @@ export class Reconciler {
   readonly #deps: ReconcilerDeps;
   #lastRunMs = 0;
   #lastOrphanSweepMs = 0;
-  #lastStaleSweepMs = 0;
-  /** Tasks the stale sweep re-announced, and when: each at most once an hour. */
-  readonly #staleAnnounced = new Map<string, number>();
-  /** End of the last coming-due window swept; windows never overlap within one scheduler. */
-  #comingDueSweptToMs: number | undefined;
+  /** The sweeps' progress: read from the control table once, then kept here and written back. */
+  #marks: SweepMarks | undefined;
+  #comingDueMarkedAtMs = 0;
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -116,15 +119,17 @@ export class Reconciler {
       if (!stillActive.has(taskId) && nowMs - sinceMs > INDEX_LAG_GRACE_MS) released.push(taskId);
     }
 
-    let reannounced = await this.#announceComingDue(now);
+    this.#marks ??= await this.#deps.control.getSweepMarks();
+    const marks = this.#marks;
+    let reannounced = await this.#announceComingDue(now, marks);
+    let orphans = new Set<string>();
     if (nowMs - this.#lastOrphanSweepMs >= 30_000) {
       this.#lastOrphanSweepMs = nowMs;
-      reannounced += await this.#announceOrphans(held, now);
+      orphans = await this.#announceOrphans(held, now);
+      reannounced += orphans.size;
     }
-    if (nowMs - this.#lastStaleSweepMs >= STALE_SWEEP_EVERY_MS) {
-      this.#lastStaleSweepMs = nowMs;
-      reannounced += await this.#announceStale(held, now);
-    }
+    // Tasks the orphan sweep just announced are skipped like held ones.
+    reannounced += await this.#announceStale(new Set([...held, ...orphans]), now, marks);
     return { released, expired, reannounced };
   }
 
@@ -135,67 +140,83 @@ export class Reconciler {
    * duplicates are dropped on receipt.) Checking the queue first keeps the sweep cheap: it only
    * reads the index when a tier has drained.
    */
-  async #announceOrphans(held: ReadonlySet<string>, now: Date): Promise<number> {
+  async #announceOrphans(held: ReadonlySet<string>, now: Date): Promise<Set<string>> {
     const drained = await this.#drainedTiers();
-    if (drained.size === 0) return 0;
+    if (drained.size === 0) return new Set();
     const dueBefore = new Date(now.getTime() - (this.#deps.orphanAfterMs ?? 60_000));
     const orphans: string[] = [];
     for await (const ref of this.#deps.store.listActive('QUEUED', dueBefore)) {
       if (drained.has(ref.priority) && !held.has(ref.taskId)) orphans.push(ref.taskId);
     }
-    if (orphans.length === 0) return 0;
+    if (orphans.length === 0) return new Set();
     const tasks = await this.#deps.store.getMany(orphans);
     const queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
     await this.#deps.queues.announce(queued, now);
-    // The stale sweep need not announce these again within the hour.
-    for (const task of queued) this.#staleAnnounced.set(task.taskId, now.getTime());
     this.#deps.logger?.warn('re-announced QUEUED tasks that had no tier message', { count: queued.length });
-    return queued.length;
+    return new Set(queued.map((task) => task.taskId));
   }
 
   /**
    * A task delayed beyond a tier message's lifetime (runAt up to a year ahead, retention 14
    * days) is announced again as it comes due, whatever became of its first message. Each call
-   * sweeps the window since the last one (a new scheduler starts an hour back), so a task is
-   * re-announced once per scheduler; a duplicate of a surviving message is dropped on receipt.
+   * sweeps the window since the last one, kept in the control table (the first ever starts an
+   * hour back), so a task is re-announced once, whichever scheduler runs; a duplicate of a
+   * surviving message is dropped on receipt.
    */
-  async #announceComingDue(now: Date): Promise<number> {
+  async #announceComingDue(now: Date, marks: SweepMarks): Promise<number> {
     const nowMs = now.getTime();
-    const from = this.#comingDueSweptToMs ?? nowMs - 3_600_000;
+    const from = marks.comingDueSweptToMs ?? nowMs - 3_600_000;
     const to = nowMs + COMING_DUE_AHEAD_MS;
     if (to <= from) return 0;
     const candidates: string[] = [];
     for await (const ref of this.#deps.store.listActive('QUEUED', new Date(to), new Date(from))) {
       if (Date.parse(ref.runAt) - Date.parse(ref.submittedAt) > MESSAGE_LIFETIME_MS) candidates.push(ref.taskId);
     }
-    this.#comingDueSweptToMs = to;
-    if (candidates.length === 0) return 0;
-    const tasks = await this.#deps.store.getMany(candidates);
-    const queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
-    await this.#deps.queues.announce(queued, now);
+    let queued: Task[] = [];
+    if (candidates.length > 0) {
+      const tasks = await this.#deps.store.getMany(candidates);
+      queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
+      await this.#deps.queues.announce(queued, now);
+    }
+    this.#marks = { ...this.#marks, comingDueSweptToMs: to };
+    // Written when it announced something, else now and then: a new scheduler re-sweeps at most
+    // the last minute, announcing again only what came due in it.
+    if (queued.length > 0 || nowMs - this.#comingDueMarkedAtMs >= COMING_DUE_MARK_EVERY_MS) {
+      this.#comingDueMarkedAtMs = nowMs;
+      await this.#deps.control.putSweepMarks(this.#marks);
+    }
     return queued.length;
   }
 
   /**
    * Under steady load a tier never drains, so the orphan sweep cannot tell a lost message from
-   * a long queue. Every few minutes, a task due for a long time that the scheduler does not hold
-   * is announced again, at most once an hour: a lost message is replaced within about 20
-   * minutes, and a message that still exists only gains a duplicate that is dropped on receipt.
+   * a long queue. A task due for STALE_AFTER_MS that the scheduler does not hold is announced
+   * again then and every STALE_REPEAT_MS after, on a schedule fixed by its due time: each sweep
+   * (every few minutes) announces the tasks whose scheduled instant fell since the last sweep,
+   * which the control table records, so a new scheduler every minute does not announce them
+   * again. A lost message is replaced within about 20 minutes; one that still exists gains an
+   * hourly duplicate, dropped on receipt.
    */
-  async #announceStale(held: ReadonlySet<string>, now: Date): Promise<number> {
+  async #announceStale(held: ReadonlySet<string>, now: Date, marks: SweepMarks): Promise<number> {
     const nowMs = now.getTime();
-    for (const [taskId, atMs] of this.#staleAnnounced) {
-      if (nowMs - atMs > STALE_REPEAT_MS) this.#staleAnnounced.delete(taskId);
-    }
+    const from = Math.max(marks.staleSweptToMs ?? 0, nowMs - STALE_REPEAT_MS);
+    const window = nowMs - from;
+    if (window < STALE_SWEEP_EVERY_MS) return 0;
     const stale: string[] = [];
     for await (const ref of this.#deps.store.listActive('QUEUED', new Date(nowMs - STALE_AFTER_MS))) {
-      if (!held.has(ref.taskId) && !this.#staleAnnounced.has(ref.taskId)) stale.push(ref.taskId);
+      const sinceStale = nowMs - STALE_AFTER_MS - Date.parse(ref.dueAt);
+      // Its latest scheduled instant, nowMs - (sinceStale mod repeat), fell in (from, now].
+      if (!held.has(ref.taskId) && sinceStale % STALE_REPEAT_MS < window) stale.push(ref.taskId);
     }
-    if (stale.length === 0) return 0;
-    const tasks = await this.#deps.store.getMany(stale);
-    const queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
-    await this.#deps.queues.announce(queued, now);
-    for (const task of queued) this.#staleAnnounced.set(task.taskId, nowMs);
+    let queued: Task[] = [];
+    if (stale.length > 0) {
+      const tasks = await this.#deps.store.getMany(stale);
+      queued = [...tasks.values()].filter((task) => task.state === 'QUEUED');
+      await this.#deps.queues.announce(queued, now);
+    }
+    // Recorded after announcing: a crash in between repeats the announcements, never skips them.
+    this.#marks = { ...this.#marks, staleSweptToMs: nowMs };
+    await this.#deps.control.putSweepMarks(this.#marks);
     return queued.length;
   }
 

@@ -130,6 +130,7 @@ export class Scheduler {
     });
     this.#reconciler = new Reconciler({
       store: deps.store,
+      control: deps.control,
       queues: deps.queues,
       config,
       now: this.#now,

@@ -16,7 +16,13 @@ afterEach(async () => {
 const DAY = 86_400_000;
 const spec = taskSpec;
 const reconcilerAt = (now: Date) =>
-  new Reconciler({ store: services.store, queues: services.queues, config: services.config, now: () => now });
+  new Reconciler({
+    store: services.store,
+    control: services.control,
+    queues: services.queues,
+    config: services.config,
+    now: () => now,
+  });
 
 async function announced(tier = 'tier-normal') {
   const messages = await services.queues.receive<TierMessage>(tier, { waitSeconds: 0 });
@@ -96,6 +102,24 @@ describe('Class: Reconciler (against the emulators)', () => {
     expect(again.reannounced).toBe(0);
     const messages = [...(await announced()), ...(await announced())];
     expect(messages.sort()).toEqual(['busy', 'lost']);
+  });
+
+  it('a fresh reconciler every minute, as the scheduler Lambda builds, re-announces a stale task once an hour (issue 10, item 2)', async () => {
+    // Prepare: a busy tier, and a task due for 20 minutes whose message was lost.
+    const busy = createTask('busy', spec(), new Date());
+    await services.queues.announce([busy], new Date());
+    const lost = createTask('lost', spec(), new Date(Date.now() - 20 * 60_000));
+    await services.store.create(lost);
+
+    // Act: a new reconciler at each of these minutes, each running once.
+    let reannounced = 0;
+    for (const minute of [0, 1, 2, 3, 4, 5, 30, 59, 61, 62, 63, 70]) {
+      const result = await reconcilerAt(new Date(Date.now() + minute * 60_000)).run(new Set(), new Map());
+      reannounced += result.reannounced;
+    }
+
+    // Assess: once at first, once more an hour later; not at every new reconciler.
+    expect(reannounced).toBe(2);
   });
 
   it('frees capacity the scheduler still counts for a task that is no longer active', async () => {
