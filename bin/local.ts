@@ -55,6 +55,11 @@ async function main(): Promise<void> {
     throw new StartError(`PORT must be an integer 0-65535, got "${process.env.PORT}".`);
   }
   const host = process.env.HOST || '127.0.0.1';
+  const endpoint = Object.keys(process.env).find((name) => name.startsWith('AWS_ENDPOINT_URL'));
+  if (endpoint) {
+    // Documented for the CDK CLI, the seed script and `tasks redrive`, not for this command.
+    logger.warn(`${endpoint} is set but npm start always runs its embedded emulators: ignoring it`);
+  }
   const dataDir = resolve(process.env.DATA_DIR || '.data');
   let server: Awaited<ReturnType<typeof startLocalServer>>;
   try {

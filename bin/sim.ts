@@ -36,7 +36,8 @@ Options:
   --dispatchers LIST   comma-separated, from: ${DISPATCHER_NAMES.join(', ')}
                        (default ${DEFAULT_DISPATCHERS.join(',')}); fair-share, priority and fifo are our
                        SchedulingPolicy, the others are peers' orderings (lambda/sim/baselines.ts)
-  --out DIR            where to write SVG charts and a Markdown report (default docs/sim)
+  --out DIR            where to write SVG charts and a Markdown report (default $DATA_DIR/sim,
+                       i.e. .data/sim; docs/sim holds the published run: --out docs/sim)
   --no-write           print only
   -h, --help           this help
 `;
@@ -49,7 +50,8 @@ function main(): void {
       tenants: { type: 'string' },
       seed: { type: 'string' },
       dispatchers: { type: 'string' },
-      out: { type: 'string', default: 'docs/sim' },
+      // Under the data directory, not docs/: a trial run must not overwrite the published figures.
+      out: { type: 'string', default: join(process.env.DATA_DIR || '.data', 'sim') },
       'no-write': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
