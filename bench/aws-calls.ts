@@ -21,6 +21,7 @@ import {
   usageFromCalls,
 } from '../lambda/adapters/call-counter.ts';
 import { PRIORITY_TIERS } from '../lambda/core/task.ts';
+import { LAMBDA_WORKER } from '../lambda/infra/resources.ts';
 import { LAMBDA_POLL_SECONDS } from '../lambda/scheduler/scheduler-loop.ts';
 import {
   type BenchOptions,
@@ -41,7 +42,7 @@ import {
  */
 const AWS_LATENCY_MS = { DynamoDB: 6, SQS: 12 } as const;
 const API_MEMORY_GB = 0.5; // lib/task-api.ts
-const WORKER_MEMORY_GB = 2; // lib/lambda-workers.ts
+const WORKER_MEMORY_GB = LAMBDA_WORKER.memoryMiB / 1024; // lambda/infra/resources.ts, given to lib/lambda-workers.ts
 const SCHEDULER_MEMORY_GB = 0.5; // lib/scheduler-loop.ts: runs all the time
 const SECONDS_PER_MONTH = 30 * 86_400;
 
