@@ -11,7 +11,11 @@ import type { Candidate } from '../core/policy/types.ts';
 import { BASELINE_NAMES, type BaselineName, createBaseline, type Dispatcher } from './baselines.ts';
 import { type Trace, tierName } from './trace.ts';
 
-export const DISPATCHER_NAMES = [...POLICIES, ...BASELINE_NAMES] as const;
+/** Our policies with reservations off (pure backfill): to measure what reservations buy. */
+export const BACKFILL_ONLY = ['fair-share-backfill', 'priority-backfill'] as const;
+type BackfillOnly = (typeof BACKFILL_ONLY)[number];
+
+export const DISPATCHER_NAMES = [...POLICIES, ...BACKFILL_ONLY, ...BASELINE_NAMES] as const;
 export type DispatcherName = (typeof DISPATCHER_NAMES)[number];
 
 export interface RunResult {
@@ -33,14 +37,33 @@ export function createDispatcher(name: DispatcherName, trace: Trace): Dispatcher
   trace.tenantIds.forEach((id, i) => {
     tenants[id] = trace.tenantSettings[i] as (typeof trace.tenantSettings)[number];
   });
+  const backfillOnly = (BACKFILL_ONLY as readonly string[]).includes(name);
   return new SchedulingPolicy({
-    policy: name as PolicyName,
+    policy: (backfillOnly ? name.replace('-backfill', '') : name) as PolicyName,
     agingSeconds: trace.agingSeconds,
     pools: trace.pools,
     tenantDefaults: { weight: 1, maxConcurrency: 1_000_000 },
     tenants,
+    // τ per pool: the trace's longest hold is the cap its tasks keep (the wait bound rests on it).
+    maxHoldSeconds: maxHoldSeconds(trace),
+    ...(backfillOnly ? { reservationAfterSkips: Number.POSITIVE_INFINITY } : {}),
   });
 }
+
+/** The longest hold of each pool's tasks in the trace, in whole seconds (at least 1). */
+export function maxHoldSeconds(trace: Trace): { lambda: number; fargate: number } {
+  let lambda = 0;
+  let fargate = 0;
+  for (let i = 0; i < trace.size; i++) {
+    const hold = trace.holdMs[i] as number;
+    if (trace.runtime[i] === 0) lambda = Math.max(lambda, hold);
+    else fargate = Math.max(fargate, hold);
+  }
+  return { lambda: Math.max(1, Math.ceil(lambda / 1000)), fargate: Math.max(1, Math.ceil(fargate / 1000)) };
+}
+
+/** Called at every instant after arrivals and completions, before dispatching (tests use it). */
+export type Observer = (dispatcher: Dispatcher, nowMs: number, arrived: number) => void;
 
 /** Min-heap of (finish time, task) in two parallel arrays: no object per running task. */
 class Completions {
@@ -94,7 +117,7 @@ class Completions {
   }
 }
 
-export function simulate(trace: Trace, name: DispatcherName): RunResult {
+export function simulate(trace: Trace, name: DispatcherName, observe?: Observer): RunResult {
   const started = performance.now();
   const dispatcher = createDispatcher(name, trace);
   const n = trace.size;
@@ -175,6 +198,7 @@ export function simulate(trace: Trace, name: DispatcherName): RunResult {
       const tenant = trace.tenant[task] as number;
       waiting[tenant] = (waiting[tenant] as number) + 1;
     }
+    observe?.(dispatcher, now, arrived);
     for (let next = dispatcher.next(now); next; next = dispatcher.next(now)) {
       const task = next.seq;
       waitMs[task] = now - (trace.arriveMs[task] as number);

@@ -180,6 +180,54 @@ export const SCENARIOS: Record<string, Scenario> = {
     },
   },
 
+  'rare-big': {
+    description:
+      'A stream of small Fargate tasks (0.25 vCPU) keeps the pool 10% overloaded; one tenant submits a few ' +
+      'half-pool tasks (8 vCPU, 16 GiB), 0.2% of the tasks. Nothing else of their size runs to hand them its ' +
+      'capacity, so without a reservation they wait for the stream to end.',
+    defaults: { tasks: 20_000, tenants: 4 },
+    build({ tasks, tenants, seed }) {
+      const rng = new Prng(seed);
+      const small = { vcpu: 0.25, memoryMiB: 512, holdMs: 10_000 };
+      const big = { vcpu: 8, memoryMiB: 16_384, holdMs: 30_000 };
+      const bigCount = Math.max(5, Math.round(tasks * 0.002));
+      const smallCount = tasks - bigCount;
+      const smallTenants = Math.max(1, tenants - 1);
+      const horizonMs = (smallCount * small.vcpu * small.holdMs) / (1.1 * POOLS.fargate.vcpu);
+      const trace = new TraceBuilder(tasks);
+      for (let i = 0; i < smallCount; i++) {
+        trace.push({
+          tenant: 1 + (i % smallTenants),
+          tier: NORMAL,
+          fargate: true,
+          vcpu: small.vcpu,
+          memoryMiB: small.memoryMiB,
+          arriveMs: rng.next() * horizonMs,
+          holdMs: small.holdMs * (0.5 + rng.next()),
+        });
+      }
+      for (let i = 0; i < bigCount; i++) {
+        trace.push({
+          tenant: 0,
+          tier: NORMAL,
+          fargate: true,
+          vcpu: big.vcpu,
+          memoryMiB: big.memoryMiB,
+          arriveMs: (0.1 + 0.6 * rng.next()) * horizonMs,
+          holdMs: big.holdMs * (0.5 + rng.next()),
+        });
+      }
+      return trace.build({
+        scenario: 'rare-big',
+        description: this.description,
+        tenantIds: tenantIds(smallTenants + 1, (i) => (i === 0 ? 'big' : `small-${i}`)),
+        tenantSettings: evenSettings(smallTenants + 1),
+        pools: POOLS,
+        agingSeconds: 300,
+      });
+    },
+  },
+
   weighted: {
     description:
       'Tenants of weight 1, 2 and 4 (cycling) each submit the same backlog at once. Weighted DRF gives them ' +

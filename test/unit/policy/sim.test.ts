@@ -55,6 +55,16 @@ describe('Function: simulate', () => {
     expect(ours.summary.utilization.fargate).toBeGreaterThan(0.85);
   });
 
+  it('starts rare large tasks with reservations that backfill alone leaves waiting for the stream to end', () => {
+    // Act
+    const reserving = run('rare-big', 'fair-share', 4000);
+    const backfill = run('rare-big', 'fair-share-backfill', 4000);
+    // Assess
+    const bigMax = (r: typeof reserving) => r.groups.find((g) => g.group === 'big')?.stats.max ?? Number.NaN;
+    expect(reserving.summary.undispatched).toBe(0);
+    expect(bigMax(reserving)).toBeLessThan(bigMax(backfill) / 4);
+  });
+
   it('is deterministic for a seed', () => {
     // Act
     const first = run('mixed-sizes', 'fair-share', 1000);
