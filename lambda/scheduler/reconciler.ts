@@ -15,7 +15,7 @@ import { backoffMs } from '../core/backoff.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
 import { expireLease } from '../core/lifecycle.ts';
-import { PRIORITY_TIERS, type PriorityTier, type Task } from '../core/task.ts';
+import { ACTIVE_STATES, PRIORITY_TIERS, type PriorityTier, type Task } from '../core/task.ts';
 import { TIER_RETENTION_SECONDS, tierQueue } from '../infra/resources.ts';
 import type { TaskLogger } from '../task-types/define.ts';
 
@@ -35,8 +35,13 @@ export interface ReconcilerDeps {
 }
 
 export interface ReconcileResult {
-  /** Active tasks the scheduler may stop counting. */
+  /** Active tasks the scheduler may stop counting: a consistent read shows their attempt over. */
   readonly released: string[];
+  /**
+   * Active tasks (by a consistent read) the scheduler does not count: dispatched by a predecessor
+   * whose writes its index read at takeover did not show yet. It counts them from now on.
+   */
+  readonly adopted?: Task[];
   readonly expired: number;
   readonly reannounced: number;
 }
@@ -75,7 +80,9 @@ export class Reconciler {
     active: ReadonlyMap<string, { fence: number; sinceMs: number }>,
   ): Promise<ReconcileResult> {
     const nowMs = this.#deps.now().getTime();
-    if (nowMs - this.#lastRunMs < (this.#deps.everyMs ?? 5_000)) return { released: [], expired: 0, reannounced: 0 };
+    if (nowMs - this.#lastRunMs < (this.#deps.everyMs ?? 5_000)) {
+      return { released: [], adopted: [], expired: 0, reannounced: 0 };
+    }
     this.#lastRunMs = nowMs;
     return this.run(held, active);
   }
@@ -115,8 +122,22 @@ export class Reconciler {
     }
     if (requeued.length > 0) await this.#deps.queues.announce(requeued, now);
 
-    for (const [taskId, { sinceMs }] of active) {
-      if (!stillActive.has(taskId) && nowMs - sinceMs > INDEX_LAG_GRACE_MS) released.push(taskId);
+    // The index only hints: an entry it misses may lag, or be moving between keys. Capacity is
+    // freed, or counted, only on what a consistent read of the item says.
+    const missing = [...active].filter(
+      ([taskId, { sinceMs }]) => !stillActive.has(taskId) && nowMs - sinceMs > INDEX_LAG_GRACE_MS,
+    );
+    const unknown = [...stillActive].filter((taskId) => !active.has(taskId) && !held.has(taskId));
+    const adopted: Task[] = [];
+    if (missing.length > 0 || unknown.length > 0) {
+      const items = await store.getMany([...missing.map(([taskId]) => taskId), ...unknown]);
+      const activeWith = (task: Task | undefined, fence: number) =>
+        task !== undefined && ACTIVE_STATES.includes(task.state) && task.fence === fence;
+      for (const [taskId, { fence }] of missing) if (!activeWith(items.get(taskId), fence)) released.push(taskId);
+      for (const taskId of unknown) {
+        const task = items.get(taskId);
+        if (task && ACTIVE_STATES.includes(task.state)) adopted.push(task);
+      }
     }
 
     this.#marks ??= await this.#deps.control.getSweepMarks();
@@ -130,7 +151,7 @@ export class Reconciler {
     }
     // Tasks the orphan sweep just announced are skipped like held ones.
     reannounced += await this.#announceStale(new Set([...held, ...orphans]), now, marks);
-    return { released, expired, reannounced };
+    return { released, adopted, expired, reannounced };
   }
 
   /**

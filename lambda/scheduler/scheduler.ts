@@ -499,6 +499,11 @@ export class Scheduler {
       this.#active.delete(taskId);
       this.#policy.release(taskId);
     }
+    for (const task of reconciled.adopted ?? []) {
+      if (this.#active.has(task.taskId) || this.#held.has(task.taskId)) continue;
+      this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
+      this.#policy.markActive(task);
+    }
     if (nowMs - this.#lastSnapshotMs >= SNAPSHOT_EVERY_MS) {
       this.#lastSnapshotMs = nowMs;
       await this.#deps.control.putSnapshot(this.snapshot());

@@ -1,6 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TierMessage } from '../../lambda/adapters/queues.ts';
-import { createTask, dispatch, start } from '../../lambda/core/lifecycle.ts';
+import { type ActiveTaskRef, TaskStore } from '../../lambda/adapters/task-store.ts';
+import { createTask, dispatch, start, succeed } from '../../lambda/core/lifecycle.ts';
+import type { TaskState } from '../../lambda/core/task.ts';
+import { TASKS_TABLE } from '../../lambda/infra/resources.ts';
 import { Reconciler } from '../../lambda/scheduler/reconciler.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
@@ -132,5 +135,50 @@ describe('Class: Reconciler (against the emulators)', () => {
     );
     // The index may lag a fresh dispatch: only the old entry is released.
     expect(result.released).toEqual(['finished-long-ago']);
+  });
+
+  describe('capacity and a lagging index (issue 10, item 4)', () => {
+    /** A store whose `byActive` reads miss some tasks, as a lagging GSI does. */
+    class LaggingStore extends TaskStore {
+      readonly hidden = new Set<string>();
+      override async *listActive(state: TaskState, dueBefore?: Date, dueFrom?: Date): AsyncGenerator<ActiveTaskRef> {
+        for await (const ref of super.listActive(state, dueBefore, dueFrom))
+          if (!this.hidden.has(ref.taskId)) yield ref;
+      }
+    }
+    const lagging = () => new LaggingStore(services.clients.documents, services.emulators.tables[TASKS_TABLE.id]!);
+
+    it('keeps counting an active task the index misses; frees it only once a consistent read shows it ended', async () => {
+      const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
+      const dispatched = await services.store.transition(task.taskId, (t) => dispatch(t, new Date(), 120));
+      const store = lagging();
+      store.hidden.add(task.taskId);
+      const reconciler = new Reconciler({
+        store,
+        control: services.control,
+        queues: services.queues,
+        config: services.config,
+        now: () => new Date(),
+      });
+      const counted = new Map([[task.taskId, { fence: dispatched.fence, sinceMs: Date.now() - 60_000 }]]);
+
+      const lagged = await reconciler.run(new Set(), counted);
+      expect(lagged.released).toEqual([]);
+
+      const started = await services.store.transition(task.taskId, (t) => start(t, dispatched.fence, new Date(), 60));
+      const running = await reconciler.run(new Set(), counted);
+      expect(running.released).toEqual([]);
+
+      await services.store.apply(succeed(started, started.fence, new Date(), {}));
+      const ended = await reconciler.run(new Set(), counted);
+      expect(ended.released).toEqual([task.taskId]);
+    });
+
+    it('counts an active task the scheduler does not know of once the index shows it', async () => {
+      const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
+      const dispatched = await services.store.transition(task.taskId, (t) => dispatch(t, new Date(), 120));
+      const result = await reconcilerAt(new Date()).run(new Set(), new Map());
+      expect(result.adopted).toEqual([expect.objectContaining({ taskId: task.taskId, fence: dispatched.fence })]);
+    });
   });
 });
