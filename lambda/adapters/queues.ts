@@ -118,13 +118,23 @@ export interface ReceivedMessage<T> {
 /** SQS caps DelaySeconds at 15 minutes; longer waits are re-announced by the scheduler. */
 export const MAX_DELAY_SECONDS = 900;
 
+export interface QueueClientOptions {
+  /**
+   * Told after tasks are announced (sent first, so the scheduler it may wake finds them): wakes
+   * a scaled-to-zero scheduler (lambda/scheduler/activation.ts).
+   */
+  readonly afterAnnounce?: (tasks: readonly Task[], now: Date) => Promise<void>;
+}
+
 export class QueueClient {
   readonly #sqs: SQSClient;
   readonly #urls: Readonly<Record<string, string>>;
+  readonly #afterAnnounce: QueueClientOptions['afterAnnounce'];
 
-  constructor(sqs: SQSClient, urls: Readonly<Record<string, string>>) {
+  constructor(sqs: SQSClient, urls: Readonly<Record<string, string>>, options: QueueClientOptions = {}) {
     this.#sqs = sqs;
     this.#urls = urls;
+    this.#afterAnnounce = options.afterAnnounce;
   }
 
   urlOf(queueId: string): string {
@@ -152,6 +162,7 @@ export class QueueClient {
       byTier.set(task.priority, entries);
     }
     await Promise.all([...byTier].map(([tier, entries]) => this.sendBatch(tierQueue(tier).id, entries)));
+    if (tasks.length > 0) await this.#afterAnnounce?.(tasks, now);
   }
 
   async sendToWorkers(runtime: Runtime, messages: readonly WorkerMessage[]): Promise<void> {

@@ -3,6 +3,7 @@
  * Lambda handlers build it from their environment; the local runtime from its emulators.
  */
 import { readFileSync } from 'node:fs';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { type AwsClients, createAwsClients } from '../adapters/aws-clients.ts';
 import { ControlStore } from '../adapters/control-store.ts';
 import { QueueClient } from '../adapters/queues.ts';
@@ -11,6 +12,7 @@ import { parseConfig, type SchedulerConfig } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { Task } from '../core/task.ts';
 import { CONTROL_TABLE, ENV, TASKS_TABLE } from '../infra/resources.ts';
+import { type SchedulerEvent, SchedulerWaker } from '../scheduler/activation.ts';
 import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { exampleResourcesFromEnvironment } from '../task-types/examples/stores.ts';
 import { defaultRegistry } from '../task-types/index.ts';
@@ -42,6 +44,12 @@ export function buildServices(options: {
   registry?: TaskTypeRegistry;
   now?: () => Date;
   onChange?: (task: Task) => void;
+  /**
+   * Starts a scheduler without waiting for it, when tasks are announced and none runs
+   * (lambda/scheduler/activation.ts). Undefined: nothing is woken (the scheduler itself).
+   */
+  wakeScheduler?: () => Promise<void>;
+  logger?: TaskLogger;
 }): Services {
   const { config, clients, resources } = options;
   const tableName = (id: string) => {
@@ -52,7 +60,18 @@ export function buildServices(options: {
   const now = options.now ?? (() => new Date());
   const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id));
   const control = new ControlStore(clients.documents, tableName(CONTROL_TABLE.id));
-  const queues = new QueueClient(clients.sqs, resources.queueUrls);
+  const waker = options.wakeScheduler
+    ? new SchedulerWaker({
+        control,
+        wake: options.wakeScheduler,
+        ...(options.logger ? { logger: options.logger } : {}),
+      })
+    : undefined;
+  const queues = new QueueClient(
+    clients.sqs,
+    resources.queueUrls,
+    waker ? { afterAnnounce: (tasks, at) => waker.afterAnnounce(tasks, at) } : {},
+  );
   const registry = options.registry ?? defaultRegistry();
   const tasks = new TaskService({
     store,
@@ -88,15 +107,36 @@ export function resourcesFromEnvironment(env: NodeJS.ProcessEnv = process.env): 
 }
 
 let cached: Services | undefined;
+let lambdaClient: LambdaClient | undefined;
 
-/** Module-scope services for Lambda handlers (built once per execution environment). */
-export function servicesFromEnvironment(): Services {
+/**
+ * Module-scope services for Lambda handlers and the Fargate worker (built once per execution
+ * environment). Where the stack names the scheduler function, announcing tasks wakes it.
+ */
+export function servicesFromEnvironment(env: NodeJS.ProcessEnv = process.env): Services {
+  const schedulerFunction = env[ENV.schedulerFunction];
   cached ??= buildServices({
-    config: configFromEnvironment(),
+    config: configFromEnvironment(env),
     clients: createAwsClients(),
-    resources: resourcesFromEnvironment(),
+    resources: resourcesFromEnvironment(env),
+    ...(schedulerFunction ? { wakeScheduler: () => invokeScheduler(schedulerFunction, { reason: 'wake' }) } : {}),
   });
   return cached;
+}
+
+/**
+ * Start the scheduler Lambda asynchronously (InvocationType Event): Lambda queues the event and
+ * answers at once, so the caller does not wait for the scheduler to start.
+ */
+export async function invokeScheduler(functionName: string, event: SchedulerEvent): Promise<void> {
+  lambdaClient ??= new LambdaClient({});
+  await lambdaClient.send(
+    new InvokeCommand({
+      FunctionName: functionName,
+      InvocationType: 'Event',
+      Payload: new TextEncoder().encode(JSON.stringify(event)),
+    }),
+  );
 }
 
 /** What task handlers get on AWS: the SDK clients and the example stores' names (when deployed). */

@@ -150,6 +150,8 @@ export const ENV = {
   queueUrls: 'QUEUE_URLS',
   config: 'SCHEDULER_CONFIG',
   configJson: 'SCHEDULER_CONFIG_JSON',
+  /** Name of the scheduler Lambda, which announcers wake when it has scaled to zero (not set locally). */
+  schedulerFunction: 'SCHEDULER_FUNCTION',
 } as const;
 
 /** Days a finished task is kept before DynamoDB TTL removes it. */

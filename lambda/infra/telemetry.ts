@@ -14,7 +14,7 @@ export const METRICS_NAMESPACE = 'TaskScheduler';
 /** The `service` dimension of every metric (also set as `POWERTOOLS_SERVICE_NAME` on AWS). */
 export const DEFAULT_SERVICE_NAME = 'task-scheduler';
 
-/** Metric names, all unit Count. */
+/** Metric names, unit Count unless they say otherwise. */
 export const METRIC = {
   /** A task was accepted by `POST /v1/tasks` or a schedule (not counted for idempotent replays). */
   tasksSubmitted: 'TasksSubmitted',
@@ -29,8 +29,16 @@ export const METRIC = {
   deadLettered: 'DeadLettered',
   /** The scheduler finished one pass of its loop; emitted at least once a minute while healthy. */
   schedulerLoopCompleted: 'SchedulerLoopCompleted',
-  /** The scheduler caught an error it survived (one per error). */
+  /** The scheduler invocation failed (one per failed invocation). */
   schedulerErrors: 'SchedulerErrors',
+  /** A scheduler tick failed and the loop started over (one per failed tick). */
+  schedulerTickErrors: 'SchedulerTickErrors',
+  /**
+   * Seconds since the oldest task the scheduler holds became eligible (its `agingFrom`), per
+   * tier: published with the extra `tier` dimension, only for tiers with held tasks. SQS's
+   * ApproximateAgeOfOldestMessage cannot see messages received 3+ times, as held ones are.
+   */
+  oldestWaitingSeconds: 'OldestWaitingSeconds',
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];

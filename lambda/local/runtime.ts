@@ -5,11 +5,13 @@
  * and the configured schedules. The same handlers, stores and definitions as on AWS.
  */
 import type { AwsClients } from '../adapters/aws-clients.ts';
+import { QueueClient } from '../adapters/queues.ts';
 import { buildServices, type Services } from '../app/wiring.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { workerQueue } from '../infra/resources.ts';
+import { hasSchedulerWork, IDLE_STOP_MS, STOP_GRACE_MS } from '../scheduler/activation.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
-import { runSchedulerLoop } from '../scheduler/scheduler-loop.ts';
+import { runSchedulerLoop, type SchedulerLoopEnd } from '../scheduler/scheduler-loop.ts';
 import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { QueueWorker } from '../worker/queue-worker.ts';
 import type { AttemptOutcome } from '../worker/run-attempt.ts';
@@ -37,6 +39,16 @@ export interface LocalRuntimeOptions {
   readonly onOutcome?: (outcome: AttemptOutcome) => void;
   /** AWS's failure modes to inject (default: from SCHEDULER_FAULTS; none when unset). */
   readonly faults?: SchedulerFaults;
+  /**
+   * Scale to zero as on AWS (lambda/scheduler/activation.ts): the scheduler stops after a spell
+   * with nothing to hold or run, an announced task wakes it, and a tick every `tickSeconds`
+   * starts it for work coming due. False keeps it looping. Default true.
+   */
+  readonly scaleToZero?: boolean;
+  /** Idle spell before the scheduler stops. @default IDLE_STOP_MS */
+  readonly idleStopMs?: number;
+  /** The safety-net tick. @default 60 */
+  readonly tickSeconds?: number;
 }
 
 export interface LocalRuntime {
@@ -45,6 +57,10 @@ export interface LocalRuntime {
   readonly workers: readonly QueueWorker[];
   /** Latest scheduler (undefined until it holds the lease). */
   scheduler(): Scheduler | undefined;
+  /** Whether the scheduler loop runs, or has stopped (scaled to zero) until work arrives. */
+  schedulerRunning(): boolean;
+  /** How many times announced work or the tick started a stopped scheduler. */
+  schedulerWakes(): number;
   stop(): Promise<void>;
 }
 
@@ -73,6 +89,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     });
   }
   if (faults) logger.warn('SCHEDULER_FAULTS: injecting AWS failure modes', { ...faults });
+  const scaleToZero = options.scaleToZero ?? true;
+  const stopping = new AbortController();
+  let current: Scheduler | undefined;
+  let loop: Promise<SchedulerLoopEnd> | undefined;
+  let wakeRequested = false;
+  let wakes = 0;
   const services = buildServices({
     config,
     clients: faults ? faultyLocalClients(emulators.dynamodbUrl, emulators.sqsUrl, faults) : emulators.clients,
@@ -88,6 +110,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           priority: task.priority,
         },
       ),
+    // What the asynchronous Lambda invoke is on AWS: start the loop in this process.
+    ...(scaleToZero ? { wakeScheduler: async () => startScheduler('wake'), logger } : {}),
   });
   try {
     validateSchedules(config.schedules, services.tasks, new Date());
@@ -97,11 +121,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     throw error;
   }
   const taskServices = (await options.taskServices?.(emulators.clients)) ?? {};
+  // As on AWS, the scheduler's own announces (reconciliation) wake nothing: it is running.
+  const schedulerQueues = new QueueClient(services.clients.sqs, emulators.queueUrls);
 
-  const stopping = new AbortController();
-  let current: Scheduler | undefined;
   // With schedulerRestartSeconds the loop hands its lease back and starts afresh that often, as
-  // the scheduler Lambda does every minute on AWS.
+  // the scheduler Lambda does when its time runs out on AWS.
   const restartMs = (faults?.schedulerRestartSeconds ?? 0) * 1000;
   const runLoop = (keepGoing?: () => boolean) =>
     runSchedulerLoop({
@@ -112,11 +136,20 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       // A local restart after kill -9 should not wait a whole lease: the old process is gone.
       leaseTtlMs: 10_000,
       logger,
+      ...(scaleToZero
+        ? {
+            idleStop: {
+              afterMs: options.idleStopMs ?? IDLE_STOP_MS,
+              graceMs: STOP_GRACE_MS,
+              hasWork: () => hasSchedulerWork(services.store, new Date()),
+            },
+          }
+        : {}),
       createScheduler: () => {
         current = new Scheduler({
           store: services.store,
           control: services.control,
-          queues: services.queues,
+          queues: schedulerQueues,
           config,
           logger,
           onDispatch: (task) =>
@@ -126,13 +159,53 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       },
       onLease: (event, lease) => logger.info(`scheduler lease ${event}`, { token: lease.token }),
     });
-  const schedulerLoop = (async () => {
+  function startScheduler(reason: 'start' | 'wake' | 'tick'): void {
+    if (stopping.signal.aborted) return;
+    if (loop) {
+      // A loop that is handing back after an idle spell starts again once it has.
+      wakeRequested = true;
+      return;
+    }
+    if (reason !== 'start') {
+      wakes++;
+      logger.info(`scheduler woken (${reason})`);
+    }
+    wakeRequested = false;
+    loop = runRestarting().then((end) => {
+      loop = undefined;
+      if (end === 'idle') {
+        if (wakeRequested) startScheduler('wake');
+        else logger.info('scheduler idle: stopped until work arrives');
+      }
+      return end;
+    });
+  }
+  /** One run until idle, stopped or lease lost; with schedulerRestartSeconds, restarted that often. */
+  async function runRestarting(): Promise<SchedulerLoopEnd> {
     if (restartMs === 0) return runLoop();
     while (!stopping.signal.aborted) {
       const startedAt = Date.now();
-      await runLoop(() => Date.now() - startedAt < restartMs);
+      const end = await runLoop(() => Date.now() - startedAt < restartMs);
+      if (end !== 'stopped') return end;
     }
-  })();
+    return 'stopped';
+  }
+  startScheduler('start');
+  const tick = scaleToZero
+    ? setInterval(
+        () => {
+          if (loop || stopping.signal.aborted) return;
+          hasSchedulerWork(services.store, new Date()).then(
+            (due) => {
+              if (due) startScheduler('tick');
+            },
+            (error: unknown) => logger.warn('scheduler tick check failed', { error: String(error) }),
+          );
+        },
+        (options.tickSeconds ?? 60) * 1000,
+      )
+    : undefined;
+  tick?.unref();
 
   const workers: QueueWorker[] = [];
   if (options.workers ?? true) {
@@ -205,11 +278,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     services,
     workers,
     scheduler: () => current,
+    schedulerRunning: () => loop !== undefined,
+    schedulerWakes: () => wakes,
     async stop() {
       if (summaryTimer) clearInterval(summaryTimer);
+      if (tick) clearInterval(tick);
       schedules.stop();
       stopping.abort();
-      await schedulerLoop;
+      while (loop) await loop;
       await Promise.all([...workers.map((worker) => worker.stop()), deadLetters.stop()]);
       await emulators.stop();
       lock?.release();

@@ -32,7 +32,20 @@ export interface SchedulerLoopOptions {
   readonly onLease?: (event: 'acquired' | 'lost' | 'released', lease: Lease) => void;
   /** How long after the previous holder's last possible write to wait before resuming. */
   readonly indexSettleMs?: number;
+  /**
+   * Scale to zero (lambda/scheduler/activation.ts): stop once the scheduler has had nothing to
+   * hold or run for `afterMs` and `hasWork` finds nothing due soon, first publishing the stop as
+   * a lease expiring `graceMs` ahead and polling until then. Undefined: loop until stopped.
+   */
+  readonly idleStop?: { readonly afterMs: number; readonly graceMs: number; readonly hasWork: () => Promise<boolean> };
+  /** Return at once when another scheduler holds the lease, instead of waiting for it. */
+  readonly waitForLease?: boolean;
+  /** Told of every tick that failed (the loop survives it: it starts over with a fresh scheduler). */
+  readonly onTickError?: (error: unknown) => void;
 }
+
+/** Why the loop returned: stopped (signal or keepGoing), idle (scale to zero), or lease held elsewhere. */
+export type SchedulerLoopEnd = 'stopped' | 'idle' | 'lease-held';
 
 /**
  * A new scheduler rebuilds its running counts from the `byActive` GSI, which lags the table
@@ -53,7 +66,7 @@ export const SCHEDULER_LEASE = 'scheduler';
  */
 export const LAMBDA_POLL_SECONDS = { busy: 2, idle: 10 } as const;
 
-export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<void> {
+export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<SchedulerLoopEnd> {
   const { control, signal } = options;
   const owner = options.ownerId ?? `scheduler-${randomUUID()}`;
   const ttlMs = options.leaseTtlMs ?? 30_000;
@@ -63,6 +76,7 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<v
   while (keepGoing()) {
     const lease = await control.acquireLease(SCHEDULER_LEASE, owner, now().getTime(), ttlMs);
     if (!lease) {
+      if (options.waitForLease === false) return 'lease-held';
       await sleep(Math.min(ttlMs / 3, 2_000), signal);
       continue;
     }
@@ -73,19 +87,39 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<v
     }
     const scheduler = options.createScheduler();
     let held: Lease | undefined = lease;
+    const idle = new IdleStop(options.idleStop);
     try {
       await scheduler.resume();
       let renewedAtMs = now().getTime();
       while (keepGoing()) {
         const { idleWaitSeconds } = options;
+        const configuredIdleWait = typeof idleWaitSeconds === 'function' ? idleWaitSeconds() : idleWaitSeconds;
+        const idleWait = idle.shortenWait(configuredIdleWait, now().getTime());
         const result = await scheduler.tick({
           waitSeconds: options.waitSeconds ?? 1,
-          ...(idleWaitSeconds === undefined
-            ? {}
-            : { idleWaitSeconds: typeof idleWaitSeconds === 'number' ? idleWaitSeconds : idleWaitSeconds() }),
+          ...(idleWait === undefined ? {} : { idleWaitSeconds: idleWait }),
         });
         options.onTick?.(result, scheduler);
         const nowMs = now().getTime();
+        const step = await idle.next(result, scheduler, nowMs);
+        if (step === 'stop') break;
+        if (step === 'publish-stop' || step === 'cancel-stop') {
+          // Publishing the stop shortens the lease to the grace period; cancelling renews it.
+          held = await control.acquireLease(
+            SCHEDULER_LEASE,
+            owner,
+            nowMs,
+            step === 'publish-stop' ? idle.graceMs : ttlMs,
+          );
+          if (!held) {
+            options.logger?.warn('scheduler lease lost; starting over', { owner });
+            options.onLease?.('lost', lease);
+            break;
+          }
+          renewedAtMs = nowMs;
+          continue;
+        }
+        if (step === 'stopping') continue;
         if (nowMs - renewedAtMs >= ttlMs / 3) {
           held = await control.acquireLease(SCHEDULER_LEASE, owner, nowMs, ttlMs);
           if (!held) {
@@ -98,14 +132,90 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<v
       }
     } catch (error) {
       options.logger?.error('scheduler tick failed', { error: String(error) });
+      options.onTickError?.(error);
       await sleep(1_000, signal);
     } finally {
       if (held) {
         await scheduler.releaseHeld().catch(() => {});
-        await control.releaseLease(held, now().getTime()).catch(() => {});
+        // An idle holder made its last dispatch before its idle spell began: a successor need
+        // not wait for the index to settle after the hand-back, only after that.
+        await control.releaseLease(held, idle.quietSinceMs ?? now().getTime()).catch(() => {});
         options.onLease?.('released', held);
       }
     }
+    if (idle.stopped) return 'idle';
+  }
+  return 'stopped';
+}
+
+/**
+ * The idle-stop state machine of one lease hold: running → (idle for `afterMs`, nothing due)
+ * publish-stop → stopping (polling out the grace period) → stop; any work while stopping
+ * cancels the stop and renews the lease.
+ */
+class IdleStop {
+  readonly #options: SchedulerLoopOptions['idleStop'];
+  #idleSinceMs: number | undefined;
+  #stopAtMs: number | undefined;
+  /** When `hasWork` last found work due soon. */
+  #checkedAtMs: number | undefined;
+  stopped = false;
+
+  /** When the idle spell that stopped the loop began (undefined unless it stopped idle). */
+  get quietSinceMs(): number | undefined {
+    return this.stopped ? this.#idleSinceMs : undefined;
+  }
+
+  constructor(options: SchedulerLoopOptions['idleStop']) {
+    this.#options = options;
+  }
+
+  get graceMs(): number {
+    return this.#options?.graceMs ?? 0;
+  }
+
+  /** While stopping, a poll must not outlast the grace period (SQS waits are whole seconds). */
+  shortenWait(configured: number | undefined, nowMs: number): number | undefined {
+    if (this.#stopAtMs === undefined) return configured;
+    const left = Math.max(1, Math.ceil((this.#stopAtMs - nowMs) / 1000));
+    return Math.min(configured ?? left, left);
+  }
+
+  async next(
+    result: TickResult,
+    scheduler: Scheduler,
+    nowMs: number,
+  ): Promise<'run' | 'publish-stop' | 'stopping' | 'cancel-stop' | 'stop'> {
+    const options = this.#options;
+    if (!options) return 'run';
+    const idle =
+      result.received === 0 &&
+      result.dispatched === 0 &&
+      result.completed === 0 &&
+      scheduler.heldCount === 0 &&
+      scheduler.activeCount === 0;
+    if (!idle) {
+      this.#idleSinceMs = undefined;
+      this.#checkedAtMs = undefined;
+      if (this.#stopAtMs === undefined) return 'run';
+      this.#stopAtMs = undefined;
+      return 'cancel-stop';
+    }
+    if (this.#stopAtMs !== undefined) {
+      if (nowMs < this.#stopAtMs) return 'stopping';
+      this.stopped = true;
+      return 'stop';
+    }
+    this.#idleSinceMs ??= nowMs;
+    if (nowMs - this.#idleSinceMs < options.afterMs) return 'run';
+    if (this.#checkedAtMs !== undefined && nowMs - this.#checkedAtMs < options.afterMs) return 'run';
+    if (await options.hasWork()) {
+      // A task is due soon (a delay, a retry's backoff): stay, and ask again after another spell.
+      this.#checkedAtMs = nowMs;
+      return 'run';
+    }
+    this.#stopAtMs = nowMs + options.graceMs;
+    return 'publish-stop';
   }
 }
 

@@ -15,7 +15,10 @@ import { lambdaEnvironment } from '../helpers/services.ts';
 let emulators: Emulators;
 let services: Services;
 let worker: (event: SQSEvent, context: Context) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }>;
-let scheduler: (event: unknown, context: Context) => Promise<{ ticks: number; dispatched: number }>;
+let scheduler: (
+  event: { reason?: 'tick' } | undefined,
+  context: Context,
+) => Promise<{ ticks: number; dispatched: number }>;
 let idleWait: (configuredSeconds: number, msLeft: number) => number;
 let scheduledSubmit: (event: unknown, context: Context) => Promise<{ taskId: string; created: boolean }>;
 const saved = { ...process.env };

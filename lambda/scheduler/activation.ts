@@ -1,0 +1,116 @@
+/**
+ * Scale to zero: the scheduler runs only while there is something to hold or run, and whatever
+ * announces work wakes it at once.
+ *
+ *   submit / retry / redrive ──▶ announce on the tier queue ──▶ waker: lease live? ── no ──▶ wake
+ *   scheduler idle for IDLE_STOP_MS, nothing due within DUE_HORIZON_MS
+ *       ──▶ publishes its stop (lease expiry STOP_GRACE_MS ahead), keeps polling until then, exits
+ *   every minute, the safety-net tick ──▶ lease live? exit : work due? run the loop : exit
+ *
+ * No wake-up is lost to the race between a stopping scheduler and a submit: the submitter sends
+ * its message first and reads the lease second; the stopping holder publishes its stop first and
+ * polls the tiers until that expiry. A submitter that still saw the lease live sent its message
+ * while the holder polls; one that reads later sees no live lease and wakes a new scheduler. A
+ * cached "live" is trusted for at most WAKE_CACHE_MS and never past the lease's expiry, and
+ * STOP_GRACE_MS is longer, so no cache outlives a stopping holder's polls.
+ *
+ * Delayed tasks and retries with backoff need no wake: a scheduler does not stop while a task is
+ * due within DUE_HORIZON_MS, and the tick (every minute) starts one for any task due that soon.
+ */
+import type { ControlStore } from '../adapters/control-store.ts';
+import type { TaskStore } from '../adapters/task-store.ts';
+import type { Task } from '../core/task.ts';
+import type { TaskLogger } from '../task-types/define.ts';
+import { SCHEDULER_LEASE } from './scheduler-loop.ts';
+
+/** How long a scheduler with nothing to hold or run keeps polling before it stops. */
+export const IDLE_STOP_MS = 20_000;
+/** How far ahead a stopping scheduler publishes its stop (its lease expiry), polling until then. */
+export const STOP_GRACE_MS = 3_000;
+/** How long a submitter trusts a lease it read as live (capped at the lease's expiry). */
+export const WAKE_CACHE_MS = 1_000;
+/**
+ * Work due within this keeps a scheduler running, and makes the tick start one: the tick
+ * interval (60 s) plus margin, so a delayed task is held before it is due, not a minute late.
+ */
+export const DUE_HORIZON_MS = 90_000;
+
+/** What the scheduler Lambda is invoked with; the EventBridge tick sends `{ reason: 'tick' }`. */
+export interface SchedulerEvent {
+  /**
+   * `tick`: the per-minute safety net (exits at once when a scheduler runs or nothing is due).
+   * `wake`: work was announced. `handover`: the previous invocation reached its time limit with
+   * work left. Anything else is treated as a tick.
+   */
+  readonly reason?: 'tick' | 'wake' | 'handover';
+}
+
+/**
+ * Whether a scheduler is needed: a task dispatched or running (its completion frees capacity,
+ * its lease may need recovering), or one queued and due within `horizonMs`. Reads the sparse
+ * `byActive` index, which may lag: a task it misses is seen by the next tick.
+ */
+export async function hasSchedulerWork(store: TaskStore, now: Date, horizonMs = DUE_HORIZON_MS): Promise<boolean> {
+  for (const state of ['DISPATCHED', 'RUNNING'] as const) {
+    for await (const _ of store.listActive(state)) return true;
+  }
+  for await (const _ of store.listActive('QUEUED', new Date(now.getTime() + horizonMs))) return true;
+  return false;
+}
+
+/** Whether a lease read at `nowMs` shows a scheduler that is running. */
+export const leaseIsLive = (lease: { expiresAt: number } | undefined, nowMs: number): boolean =>
+  lease !== undefined && lease.expiresAt > nowMs;
+
+export interface SchedulerWakerOptions {
+  readonly control: ControlStore;
+  /** Start a scheduler without waiting for it (on AWS: an asynchronous Lambda invoke). */
+  readonly wake: () => Promise<void>;
+  readonly now?: () => number;
+  readonly logger?: TaskLogger;
+  /** @default WAKE_CACHE_MS */
+  readonly cacheMs?: number;
+}
+
+/**
+ * Called after tasks are announced on their tier queues: wakes a scheduler when none runs and
+ * one of the tasks is due soon. A failed check or wake is logged, never thrown: the task is
+ * already accepted, and the per-minute tick starts a scheduler for it.
+ */
+export class SchedulerWaker {
+  readonly #options: SchedulerWakerOptions;
+  readonly #now: () => number;
+  /** A scheduler is known to run (or to have been woken) until then. */
+  #liveUntilMs = 0;
+  #wakes = 0;
+
+  constructor(options: SchedulerWakerOptions) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Schedulers this waker started (tests, the local runtime's log). */
+  get wakes(): number {
+    return this.#wakes;
+  }
+
+  async afterAnnounce(tasks: readonly Pick<Task, 'runAt'>[], now: Date): Promise<void> {
+    if (!tasks.some((task) => Date.parse(task.runAt) - now.getTime() <= DUE_HORIZON_MS)) return;
+    const nowMs = this.#now();
+    if (this.#liveUntilMs > nowMs) return;
+    const cacheMs = this.#options.cacheMs ?? WAKE_CACHE_MS;
+    try {
+      const lease = await this.#options.control.getLease(SCHEDULER_LEASE);
+      if (lease && leaseIsLive(lease, nowMs)) {
+        this.#liveUntilMs = Math.min(lease.expiresAt, nowMs + cacheMs);
+        return;
+      }
+      // Several submitters may wake at once: the extra schedulers find the lease taken and exit.
+      await this.#options.wake();
+      this.#wakes++;
+      this.#liveUntilMs = nowMs + cacheMs;
+    } catch (error) {
+      this.#options.logger?.warn('could not wake the scheduler; the next tick starts it', { error: String(error) });
+    }
+  }
+}

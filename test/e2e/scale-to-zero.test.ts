@@ -1,0 +1,66 @@
+/**
+ * The local runtime scales the scheduler to zero as the Lambda does: it stops after an idle
+ * spell, a submit wakes it, and the safety-net tick starts it for work nobody announced to it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServices } from '../../lambda/app/wiring.ts';
+import { parseConfig } from '../../lambda/core/config.ts';
+import { consoleLogger } from '../../lambda/local/console-logger.ts';
+import { type LocalRuntime, startLocalRuntime } from '../../lambda/local/runtime.ts';
+
+let runtime: LocalRuntime;
+const config = parseConfig({ pools: { lambda: { concurrency: 4 }, fargate: { vcpu: 1, memoryMiB: 2048 } } });
+
+beforeAll(async () => {
+  runtime = await startLocalRuntime({
+    config,
+    summaryEverySeconds: 0,
+    logger: consoleLogger({ quiet: true }),
+    idleStopMs: 500,
+    tickSeconds: 1,
+  });
+});
+afterAll(async () => {
+  await runtime?.stop();
+});
+
+async function until(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const succeeded = (taskId: string) => async () => (await runtime.services.store.get(taskId))?.state === 'SUCCEEDED';
+
+describe('Local runtime: scale to zero', () => {
+  it('stops the idle scheduler, and a submit wakes it to run the task', async () => {
+    await until(() => !runtime.schedulerRunning(), 'the idle scheduler stops');
+    const wakesBefore = runtime.schedulerWakes();
+
+    const { task } = await runtime.services.tasks.submit({ tenantId: 't', type: 'demo.echo', payload: {} });
+
+    expect(runtime.schedulerWakes()).toBe(wakesBefore + 1);
+    expect(runtime.schedulerRunning()).toBe(true);
+    await until(succeeded(task.taskId), 'the task succeeds');
+    await until(() => !runtime.schedulerRunning(), 'the scheduler stops again');
+  }, 30_000);
+
+  it('the tick starts a stopped scheduler for a task announced without a wake', async () => {
+    await until(() => !runtime.schedulerRunning(), 'the idle scheduler stops');
+    // The same tables and queues, without the waker: as if the wake had failed.
+    const silent = buildServices({
+      config,
+      clients: runtime.emulators.clients,
+      resources: { tables: runtime.emulators.tables, queueUrls: runtime.emulators.queueUrls },
+    });
+    const wakesBefore = runtime.schedulerWakes();
+
+    const { task } = await silent.tasks.submit({ tenantId: 't', type: 'demo.echo', payload: {} });
+
+    expect(runtime.schedulerRunning()).toBe(false);
+    await until(succeeded(task.taskId), 'the task succeeds');
+    expect(runtime.schedulerWakes()).toBe(wakesBefore + 1);
+  }, 30_000);
+});
