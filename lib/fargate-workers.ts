@@ -181,6 +181,10 @@ export class FargateWorkers extends Construct {
       // Without a NAT gateway a public IP is the way out to the AWS APIs; nothing can reach in.
       assignPublicIp: ownVpc,
       vpcSubnets: { subnetType: ownVpc ? ec2.SubnetType.PUBLIC : ec2.SubnetType.PRIVATE_WITH_EGRESS },
+      // Stated, not left to CloudFormation's default of one worker at creation: an idle pool runs
+      // nothing, and the backlog scaling below starts workers. Unchanged in the template, a deploy
+      // never resets what scaling set.
+      desiredCount: 0,
       minHealthyPercent: 100,
       maxHealthyPercent: 200,
       circuitBreaker: { enable: true, rollback: true },

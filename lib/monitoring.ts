@@ -30,8 +30,13 @@ export interface MonitoringProps {
   readonly schedulerSilence?: Duration;
   /** Alarm when a tier's oldest message is older. @default critical 5 min, high 15 min, normal 1 h, low 4 h */
   readonly oldestAgeThresholds?: Partial<Readonly<Record<PriorityTier, Duration>>>;
-  /** Subscribe this address to an alarm topic. @default - no topic; alarms show on the dashboard only */
+  /** Subscribe this address to an alarm topic. @default - no topic; alarms show in the console only */
   readonly alarmEmail?: string;
+  /**
+   * Create the dashboard. A dashboard costs $3 a month (an account's first three are free), as
+   * much as the rest of an idle stack together. @default true
+   */
+  readonly dashboard?: boolean;
 }
 
 const DEFAULT_OLDEST_AGE: Readonly<Record<PriorityTier, Duration>> = {
@@ -47,7 +52,8 @@ const DEFAULT_OLDEST_AGE: Readonly<Record<PriorityTier, Duration>> = {
  * tier, scheduler errors and scheduler silence, optionally mailed through an encrypted SNS topic.
  */
 export class Monitoring extends Construct {
-  public readonly dashboard: cloudwatch.Dashboard;
+  /** Absent when `dashboard` is false. */
+  public readonly dashboard?: cloudwatch.Dashboard;
   public readonly alarms: readonly cloudwatch.Alarm[];
   public readonly topic?: sns.Topic;
 
@@ -87,15 +93,13 @@ export class Monitoring extends Construct {
       const tierName = tier.definition.id.replace(/^tier-/, '') as PriorityTier;
       const threshold = thresholds[tierName] ?? DEFAULT_OLDEST_AGE.low;
       alarms.push(
-        tier.queue
-          .metricApproximateAgeOfOldestMessage({ period: Duration.minutes(5), statistic: 'Maximum' })
-          .createAlarm(this, `OldestAge-${tier.definition.id}`, {
-            alarmDescription: `Oldest ${tierName} task has waited over ${threshold.toHumanString()}: capacity or the scheduler is behind`,
-            threshold: threshold.toSeconds(),
-            comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluationPeriods: 2,
-            treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-          }),
+        this.oldestWaiting(tier, tierName, Duration.minutes(5)).createAlarm(this, `OldestAge-${tier.definition.id}`, {
+          alarmDescription: `Oldest ${tierName} task has waited over ${threshold.toHumanString()}: capacity or the scheduler is behind`,
+          threshold: threshold.toSeconds(),
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 2,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
       );
     }
     const schedulerErrors = new cloudwatch.MathExpression({
@@ -118,8 +122,21 @@ export class Monitoring extends Construct {
       }),
     );
     alarms.push(
+      this.metric(METRIC.schedulerTickErrors).createAlarm(this, 'SchedulerTickErrors', {
+        alarmDescription:
+          'Scheduler ticks failed in 3 of the last 5 minutes (the loop survives each failure and starts over, so only this metric shows it)',
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 5,
+        datapointsToAlarm: 3,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    );
+    alarms.push(
+      // Every invocation completes a pass, the per-minute tick included when it finds nothing to
+      // do (scaled to zero), unless every tick of it failed.
       this.metric(METRIC.schedulerLoopCompleted).createAlarm(this, 'SchedulerSilence', {
-        alarmDescription: `No scheduler loop completed for ${silenceMinutes} minutes: nothing is being dispatched`,
+        alarmDescription: `No scheduler pass completed for ${silenceMinutes} minutes: neither the tick nor a running scheduler works`,
         threshold: 1,
         comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
         evaluationPeriods: silenceMinutes,
@@ -149,7 +166,8 @@ export class Monitoring extends Construct {
       }
     }
 
-    this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
+    if (props.dashboard === false) return;
+    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
       ...(props.dashboardName ? { dashboardName: props.dashboardName } : {}),
       defaultInterval: Duration.hours(3),
     });
@@ -179,7 +197,7 @@ export class Monitoring extends Construct {
         }),
       );
     }
-    this.dashboard.addWidgets(
+    dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Queue depth per tier (waiting)',
         left: perQueue(props.tierQueues, (queue) =>
@@ -188,9 +206,9 @@ export class Monitoring extends Construct {
         width: 8,
       }),
       new cloudwatch.GraphWidget({
-        title: 'Oldest message age per tier (s)',
-        left: perQueue(props.tierQueues, (queue) =>
-          queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: 'Maximum' }),
+        title: 'Oldest waiting task per tier (s): held by the scheduler or in the queue',
+        left: props.tierQueues.map((tier) =>
+          this.oldestWaiting(tier, tier.definition.id.replace(/^tier-/, '') as PriorityTier, Duration.minutes(1)),
         ),
         width: 8,
       }),
@@ -200,7 +218,7 @@ export class Monitoring extends Construct {
         width: 8,
       }),
     );
-    this.dashboard.addWidgets(
+    dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Running per pool (in flight on worker queues)',
         left: running,
@@ -227,10 +245,14 @@ export class Monitoring extends Construct {
         width: 8,
       }),
     );
-    this.dashboard.addWidgets(
+    dashboard.addWidgets(
       new cloudwatch.GraphWidget({
         title: 'Scheduler loop health',
-        left: [this.metric(METRIC.schedulerLoopCompleted), this.metric(METRIC.schedulerErrors)],
+        left: [
+          this.metric(METRIC.schedulerLoopCompleted),
+          this.metric(METRIC.schedulerErrors),
+          this.metric(METRIC.schedulerTickErrors),
+        ],
         right: [
           props.schedulerFunction.metricErrors({ period: Duration.minutes(1), statistic: 'Sum' }),
           props.schedulerFunction.metricThrottles({ period: Duration.minutes(1), statistic: 'Sum' }),
@@ -248,6 +270,32 @@ export class Monitoring extends Construct {
       }),
       new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms, width: 8 }),
     );
+    this.dashboard = dashboard;
+  }
+
+  /**
+   * A tier's oldest waiting task, whichever is older: one the scheduler holds (its own
+   * OldestWaitingSeconds, from agingFrom) or one still in the queue. SQS's
+   * ApproximateAgeOfOldestMessage alone cannot see messages received 3+ times, which held
+   * candidates are once the scheduler has renewed or restarted.
+   */
+  public oldestWaiting(tier: DefinedQueue, tierName: PriorityTier, period: Duration): cloudwatch.MathExpression {
+    return new cloudwatch.MathExpression({
+      // Ids unique per tier: the dashboard graphs every tier's expression together.
+      expression: `MAX([FILL(held_${tierName}, 0), FILL(queued_${tierName}, 0)])`,
+      usingMetrics: {
+        [`held_${tierName}`]: new cloudwatch.Metric({
+          namespace: METRICS_NAMESPACE,
+          metricName: METRIC.oldestWaitingSeconds,
+          dimensionsMap: { [DIMENSION.service]: this.#serviceName, [DIMENSION.tier]: tierName },
+          statistic: 'Maximum',
+          period,
+        }),
+        [`queued_${tierName}`]: tier.queue.metricApproximateAgeOfOldestMessage({ period, statistic: 'Maximum' }),
+      },
+      label: tierName,
+      period,
+    });
   }
 
   /** A runtime metric (Sum per minute) on the dimension set the runtime publishes with. */

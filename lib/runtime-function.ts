@@ -24,6 +24,12 @@ export interface RuntimeFunctionProps {
   /** @default - unreserved (the account's shared pool) */
   readonly reservedConcurrentExecutions?: number;
   /**
+   * Physical name, for a function that must know its own ARN before it exists (the scheduler
+   * invokes itself to hand over; its ARN from CloudFormation would make its policy circular).
+   * @default - CloudFormation picks the name
+   */
+  readonly functionName?: string;
+  /**
    * Packages with native binaries that esbuild cannot bundle, installed next to the bundle from
    * the lockfile for Lambda's platform (linux, arm64, glibc). Needs the npm registry (or its
    * cache) when bundling.
@@ -106,7 +112,13 @@ export class RuntimeFunction extends Construct {
       },
     });
 
+    if (props.functionName !== undefined && !/^[A-Za-z0-9_-]{1,64}$/.test(props.functionName)) {
+      throw new Error(
+        `RuntimeFunction ${id}: functionName must be 1 to 64 letters, digits, - or _, got "${props.functionName}"`,
+      );
+    }
     this.function = new NodejsFunction(this, 'Function', {
+      ...(props.functionName === undefined ? {} : { functionName: props.functionName }),
       entry: props.entry,
       handler: 'handler',
       description: props.description,

@@ -1,8 +1,9 @@
-import { Duration } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Stack, Token } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import type * as iam from 'aws-cdk-lib/aws-iam';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { Construct } from 'constructs';
+import type { SchedulerEvent } from '../lambda/scheduler/activation.ts';
 import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import { schedulerInvokeRole } from './scheduler-invoke-role.ts';
 import type { DefinedQueue } from './task-queues.ts';
@@ -18,11 +19,9 @@ export interface SchedulerLoopProps {
   /** Finished attempts free capacity through here. */
   readonly completionsQueue: DefinedQueue;
   /**
-   * How long one invocation may loop. The handler stops 15 s before it, so 75 s makes each loop
-   * outlast the one-minute tick: the next tick arrives while the loop still runs, is throttled
-   * (reserved concurrency 1), and Lambda's async retry starts it within seconds of the loop
-   * handing back its lease. With 60 s, every minute would have a ~15 s gap with no scheduler.
-   * @default Duration.seconds(75)
+   * How long one invocation may loop. The handler stops 15 s before it and, with work left,
+   * invokes a fresh one to take over; idle, it stops long before (scale to zero).
+   * @default Duration.minutes(5)
    */
   readonly timeout?: Duration;
   /** @default 512 */
@@ -30,34 +29,49 @@ export interface SchedulerLoopProps {
 }
 
 /**
- * The scheduler: a Lambda started every minute by EventBridge Scheduler that loops until shortly
- * before its timeout. Reserved concurrency 1 keeps it single (its DynamoDB lease is the second
- * guard); a tick that arrives while a loop still runs is throttled, retried by Lambda's async
- * queue for at most a minute, then dropped, since the next tick replaces it.
+ * The scheduler Lambda, scaled to zero (lambda/scheduler/activation.ts): it runs only while there
+ * is something to hold or run. Whatever announces a task (the API, workers retrying, redrive,
+ * schedules) wakes it with an asynchronous invoke when its lease shows no live scheduler; an
+ * invocation out of time hands over to a fresh one; and EventBridge Scheduler ticks it every
+ * minute as a safety net that exits at once when a scheduler runs or nothing is due. No reserved
+ * concurrency (a new account's quota may not allow any): the DynamoDB lease keeps one scheduler
+ * active, and an invocation that finds it taken exits.
  */
 export class SchedulerLoop extends Construct {
   public readonly handler: RuntimeFunction;
   public readonly schedule: scheduler.CfnSchedule;
   public readonly invokeRole: iam.Role;
+  /** Physical name: other functions wake the scheduler by it (SCHEDULER_FUNCTION). */
+  public readonly functionName: string;
 
   constructor(scope: Construct, id: string, props: SchedulerLoopProps) {
     super(scope, id);
-    const timeout = props.timeout ?? Duration.seconds(75);
+    const timeout = props.timeout ?? Duration.minutes(5);
     const timeoutSeconds = timeout.toSeconds();
     if (timeoutSeconds < 60 || timeoutSeconds > 900) {
       throw new Error(
         `SchedulerLoop: timeout must be from 60 seconds (the tick interval) to 900 seconds, got ${timeoutSeconds}`,
       );
     }
+    const stack = Stack.of(this);
+    if (Token.isUnresolved(stack.stackName)) {
+      throw new Error('SchedulerLoop: the stack name must be known at synth time (it names the scheduler function)');
+    }
+    // A known name lets the function be granted invoking itself (a handover) without a cycle.
+    this.functionName = `${stack.stackName.slice(0, 54)}-scheduler`;
 
     this.handler = new RuntimeFunction(this, 'Handler', {
       ...handlerProps(props.runtime, 'scheduler'),
-      description: 'Task scheduler loop (one at a time)',
+      functionName: this.functionName,
+      description: 'Task scheduler loop (one at a time, by its lease)',
       memorySize: props.memorySize ?? 512,
       timeout,
+      // Until the lease fences dispatch writes by itself (issue 10), this keeps schedulers single.
       reservedConcurrentExecutions: 1,
     });
     const fn = this.handler.function;
+    // A wake or tick that fails is replaced by the next announce or tick: retrying only stacks
+    // invocations that would find the lease taken.
     fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(60) });
 
     props.tasksTable.grantReadWriteData(fn);
@@ -68,19 +82,39 @@ export class SchedulerLoop extends Construct {
     }
     for (const worker of props.workerQueues) worker.queue.grantSendMessages(fn);
     props.completionsQueue.queue.grantConsumeMessages(fn);
+    this.grantWake(fn);
 
     this.invokeRole = schedulerInvokeRole(this, 'TickRole', fn);
+    const tick: SchedulerEvent = { reason: 'tick' };
     this.schedule = new scheduler.CfnSchedule(this, 'Tick', {
-      description: 'Starts the task scheduler loop every minute',
+      description: 'Safety net: starts the task scheduler every minute when work is due and none runs',
       scheduleExpression: 'rate(1 minute)',
       flexibleTimeWindow: { mode: 'OFF' },
       state: 'ENABLED',
       target: {
         arn: fn.functionArn,
         roleArn: this.invokeRole.roleArn,
+        input: JSON.stringify(tick),
         // A missed tick is replaced by the next one: retrying it only stacks invocations.
         retryPolicy: { maximumRetryAttempts: 0, maximumEventAgeInSeconds: 60 },
       },
     });
+  }
+
+  /** Let a function or role wake the scheduler (lambda:InvokeFunction on its unqualified ARN). */
+  public grantWake(grantee: iam.IGrantable): void {
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: [
+          Stack.of(this).formatArn({
+            service: 'lambda',
+            resource: 'function',
+            resourceName: this.functionName,
+            arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+          }),
+        ],
+      }),
+    );
   }
 }

@@ -76,15 +76,7 @@ export class TaskSchedulerStack extends Stack {
       },
     };
 
-    // Workers also run the example task types, which find their data stores through this map.
-    // Only workers run handlers, and the photo-resize type loads sharp (native) when it runs.
-    const workerRuntime: RuntimeSettings = {
-      ...runtime,
-      nativeModules: ['sharp'],
-      environment: { ...runtime.environment, [EXAMPLE_RESOURCES_ENV]: this.toJsonString(this.exampleStores.names()) },
-    };
-
-    this.api = new TaskApi(this, 'Api', { runtime, tasksTable, controlTable, tierQueues: tiers });
+    // The scheduler first: every other function wakes it by name when it announces a task.
     this.scheduler = new SchedulerLoop(this, 'Scheduler', {
       runtime,
       tasksTable,
@@ -93,6 +85,23 @@ export class TaskSchedulerStack extends Stack {
       workerQueues: workers,
       completionsQueue: completions,
     });
+    const announcing: RuntimeSettings = {
+      ...runtime,
+      environment: { ...runtime.environment, [ENV.schedulerFunction]: this.scheduler.functionName },
+    };
+
+    // Workers also run the example task types, which find their data stores through this map.
+    // Only workers run handlers, and the photo-resize type loads sharp (native) when it runs.
+    const workerRuntime: RuntimeSettings = {
+      ...announcing,
+      nativeModules: ['sharp'],
+      environment: {
+        ...announcing.environment,
+        [EXAMPLE_RESOURCES_ENV]: this.toJsonString(this.exampleStores.names()),
+      },
+    };
+
+    this.api = new TaskApi(this, 'Api', { runtime: announcing, tasksTable, controlTable, tierQueues: tiers });
     this.lambdaWorkers = new LambdaWorkers(this, 'LambdaWorkers', {
       runtime: workerRuntime,
       tasksTable,
@@ -114,7 +123,7 @@ export class TaskSchedulerStack extends Stack {
     this.exampleStores.acknowledgeGrants(this);
 
     this.redrive = new Redrive(this, 'Redrive', {
-      runtime,
+      runtime: announcing,
       tasksTable,
       workerQueues: workers,
       tierQueues: tiers,
@@ -122,12 +131,22 @@ export class TaskSchedulerStack extends Stack {
     });
     if (config.schedules.length > 0) {
       this.schedules = new NightlySchedules(this, 'Schedules', {
-        runtime,
+        runtime: announcing,
         tasksTable,
         controlTable,
         tierQueues: tiers,
         schedules: config.schedules,
       });
+    }
+
+    for (const grantee of [
+      this.api.handler.function,
+      this.lambdaWorkers.handler.function,
+      this.fargateWorkers.taskDefinition.taskRole,
+      this.redrive.handler.function,
+      ...(this.schedules ? [this.schedules.handler.function] : []),
+    ]) {
+      this.scheduler.grantWake(grantee);
     }
 
     this.monitoring = new Monitoring(this, 'Monitoring', {
@@ -144,6 +163,7 @@ export class TaskSchedulerStack extends Stack {
       apiFunction: this.api.handler.function,
       fargateService: this.fargateWorkers.service,
       ...(config.deploy.alarmEmail ? { alarmEmail: config.deploy.alarmEmail } : {}),
+      dashboard: config.deploy.dashboard,
     });
 
     // Only the task table has indexes (the control table has none, so its grants carry no wildcard).
@@ -164,7 +184,9 @@ export class TaskSchedulerStack extends Stack {
       value: this.toJsonString(this.exampleStores.names()),
       description: `Example data stores as ${EXAMPLE_RESOURCES_ENV} JSON (for examples/seed.ts)`,
     });
-    new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
+    if (this.monitoring.dashboard) {
+      new CfnOutput(this, 'DashboardName', { value: this.monitoring.dashboard.dashboardName });
+    }
     if (this.monitoring.topic) new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.topic.topicArn });
   }
 }

@@ -14,8 +14,10 @@
  * in that ARN, so roles match by partition, account and name). An entry may also name one
  * session exactly, or `arn:aws:sts::ACCOUNT:assumed-role/ROLE` for any session.
  *
- * With no entries the API is open to every caller API Gateway lets through, i.e. any IAM
- * principal of the account whose policies allow `execute-api:Invoke` on it.
+ * Secure by default: with no entries no caller may act for any tenant (every tenant-scoped
+ * request is refused with 403) until the operator says who acts for whom. The explicit opt-out
+ * `deploy.allowAnyCaller: true` opens the API to every caller API Gateway lets through, i.e. any
+ * IAM principal of the account whose policies allow `execute-api:Invoke` on it, for every tenant.
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { AuthorizeFn } from './router.ts';
@@ -100,12 +102,16 @@ export function callerIdentity(event: APIGatewayProxyEventV2): CallerIdentity | 
 }
 
 /**
- * The router's `authorize` hook for a caller map, or undefined (open to every authorized
- * caller) when the map is empty. A request without an IAM identity is refused: it can only
- * come from a route someone forgot to protect.
+ * The router's `authorize` hook for a caller map. An empty map refuses everyone, unless
+ * `allowAnyCaller` opts out: then there is no hook (open to every IAM-authorized caller). A
+ * request without an IAM identity is refused: it can only come from a route someone forgot to
+ * protect.
  */
-export function createCallerAuthorizer(callers: CallerMap): AuthorizeFn | undefined {
-  if (Object.keys(callers).length === 0) return undefined;
+export function createCallerAuthorizer(
+  callers: CallerMap,
+  options: { readonly allowAnyCaller?: boolean } = {},
+): AuthorizeFn | undefined {
+  if (Object.keys(callers).length === 0) return options.allowAnyCaller ? undefined : () => false;
   return (event, tenantId) => {
     const identity = callerIdentity(event);
     return identity !== undefined && mayActFor(callers, identity.userArn, tenantId);

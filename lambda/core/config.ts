@@ -100,15 +100,24 @@ export const configSchema = z.strictObject({
         .default('TaskScheduler'),
       deletionProtection: z.boolean().default(true),
       logRetentionDays: z.number().int().positive().default(30),
-      /** IAM principal ARN → tenants it may act for ("*" for all tenants). */
+      /**
+       * IAM principal ARN → tenants it may act for ("*" for all tenants). Empty: nobody may act
+       * for any tenant, unless `allowAnyCaller` (lambda/api/authorization.ts).
+       */
       callers: z.record(z.string().min(1), z.array(z.string().min(1)).min(1)).default({}),
+      /** Opt-out of caller authorization when `callers` is empty: every IAM-authorized caller acts for every tenant. */
+      allowAnyCaller: z.boolean().default(false),
       alarmEmail: z.email().optional(),
+      /** A CloudWatch dashboard ($3 a month; an account's first three are free). Alarms are always created. */
+      dashboard: z.boolean().default(false),
     })
     .default({
       stackName: 'TaskScheduler',
       deletionProtection: true,
       logRetentionDays: 30,
       callers: {},
+      allowAnyCaller: false,
+      dashboard: false,
     }),
 });
 

@@ -13,9 +13,12 @@ import { metrics } from './observability.ts';
 
 const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? DEFAULT_SERVICE_NAME });
 const services = servicesFromEnvironment();
-const authorize = createCallerAuthorizer(services.config.deploy.callers);
+const { callers, allowAnyCaller } = services.config.deploy;
+const authorize = createCallerAuthorizer(callers, { allowAnyCaller });
 if (!authorize) {
-  logger.warn('deploy.callers is empty: every IAM-authorized caller may act for every tenant');
+  logger.warn('deploy.allowAnyCaller: every IAM-authorized caller may act for every tenant');
+} else if (Object.keys(callers).length === 0) {
+  logger.warn('deploy.callers is empty: every tenant-scoped request is refused until it names who acts for whom');
 }
 const router = createApiRouter(services, {
   ...(authorize ? { authorize } : {}),

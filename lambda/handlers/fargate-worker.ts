@@ -10,7 +10,13 @@ import { attemptDepsFromEnvironment, servicesFromEnvironment } from '../app/wiri
 import { workerQueue } from '../infra/resources.ts';
 import { QueueWorker } from '../worker/queue-worker.ts';
 import { ScaleInProtection } from '../worker/scale-in-protection.ts';
-import { logger, taskLogger } from './observability.ts';
+import { countOutcome, logger, metrics, taskLogger } from './observability.ts';
+
+/**
+ * Outcome metrics are buffered and published once a minute (and on shutdown) as EMF lines on
+ * stdout; the awslogs driver ships them to CloudWatch Logs, which extracts the metrics.
+ */
+const PUBLISH_EVERY_MS = 60_000;
 
 const services = servicesFromEnvironment();
 const concurrency = Number(process.env.WORKER_CONCURRENCY ?? availableParallelism() * 4);
@@ -26,14 +32,20 @@ const worker = new QueueWorker({
   visibilitySeconds: Math.max(60, services.config.scheduler.runLeaseSeconds * 2),
   logger: taskLogger,
   attempt: attemptDepsFromEnvironment(services, taskLogger),
+  onOutcome: countOutcome,
   ...(protection ? { onBusyChange: (busy: boolean) => void protection.setBusy(busy) } : {}),
 });
 
 worker.start();
 logger.info('fargate worker started', { concurrency });
+const publisher = setInterval(() => metrics.publishStoredMetrics(), PUBLISH_EVERY_MS);
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
     logger.info(`${signal}: draining`, { inFlight: worker.inFlight });
-    worker.stop().then(() => process.exit(0));
+    worker.stop().then(() => {
+      clearInterval(publisher);
+      metrics.publishStoredMetrics();
+      process.exit(0);
+    });
   });
 }

@@ -5,8 +5,10 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE } from '../infra/telemetry.ts';
+import type { TaskState } from '../core/task.ts';
+import { DEFAULT_SERVICE_NAME, METRIC, METRICS_NAMESPACE, type MetricName } from '../infra/telemetry.ts';
 import type { TaskLogger } from '../task-types/define.ts';
+import type { AttemptOutcome } from '../worker/run-attempt.ts';
 
 export const logger = new Logger({ serviceName: DEFAULT_SERVICE_NAME });
 export const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: DEFAULT_SERVICE_NAME });
@@ -33,4 +35,18 @@ export function sqsBatchHandler(recordHandler: (record: SQSRecord) => Promise<vo
       metrics.publishStoredMetrics();
     }
   };
+}
+
+/** Settled states of an attempt and the metric each counts toward. */
+const OUTCOME_METRIC: Partial<Record<TaskState, MetricName>> = {
+  SUCCEEDED: METRIC.tasksSucceeded,
+  FAILED: METRIC.tasksFailed,
+  QUEUED: METRIC.tasksRetried,
+};
+
+/** Count a settled attempt (Lambda and Fargate workers alike); skipped deliveries count nothing. */
+export function countOutcome(outcome: AttemptOutcome): void {
+  if (outcome.kind === 'skipped') return;
+  const metric = OUTCOME_METRIC[outcome.task.state];
+  if (metric) metrics.addMetric(metric, 'Count', 1);
 }

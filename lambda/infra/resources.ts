@@ -92,8 +92,12 @@ export interface QueueDefinition {
 
 const DAY = 86_400;
 
-/** Tier messages are kept the SQS maximum; longer-delayed tasks are re-announced when due. */
-export const TIER_RETENTION_SECONDS = 14 * DAY;
+/**
+ * Tier messages are kept a week; longer-delayed tasks are re-announced as they come due. Half
+ * the SQS maximum, so the tier dead-letter queues (14 days) keep a message well past its
+ * source's retention: SQS ages a dead-lettered message from its original enqueue time.
+ */
+export const TIER_RETENTION_SECONDS = 7 * DAY;
 
 /**
  * One standard queue per tier. Messages carry `MessageGroupId = tenantId` (SQS fair queues)

@@ -108,8 +108,17 @@ describe('Function: callerIdentity', () => {
 });
 
 describe('Function: createCallerAuthorizer', () => {
-  it('is open (no hook) when no callers are configured', () => {
-    expect(createCallerAuthorizer({})).toBeUndefined();
+  it('with no callers configured, refuses every caller for every tenant (secure by default)', async () => {
+    const authorize = createCallerAuthorizer({});
+    expect(authorize).toBeDefined();
+    const event = apiEvent({ path: '/v1/tasks', iam: { userArn: ORDERS_SESSION } });
+    expect(await authorize!(event, 'orders')).toBe(false);
+  });
+
+  it('is open (no hook) only with the explicit opt-out allowAnyCaller', () => {
+    expect(createCallerAuthorizer({}, { allowAnyCaller: true })).toBeUndefined();
+    // A configured map wins over the opt-out: the map is what the operator wrote down.
+    expect(createCallerAuthorizer(CALLERS, { allowAnyCaller: true })).toBeDefined();
   });
 
   it('refuses an event without an IAM identity', async () => {

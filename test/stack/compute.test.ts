@@ -4,6 +4,7 @@ import { API_ROUTES as ROUTER_ROUTES } from '../../lambda/api/routes.ts';
 import { EXAMPLE_RESOURCES_ENV } from '../../lambda/infra/example-resources.ts';
 import { ENV, QUEUES } from '../../lambda/infra/resources.ts';
 import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE } from '../../lambda/infra/telemetry.ts';
+import { defaultRegistry } from '../../lambda/task-types/index.ts';
 import { API_ROUTES } from '../../lib/task-api.ts';
 import { defaultConfigInput, logicalId, type Synthesized, synthesize } from './helpers.ts';
 
@@ -94,13 +95,13 @@ describe('Construct: TaskApi', () => {
 });
 
 describe('Construct: SchedulerLoop', () => {
-  it('runs one at a time, started every minute, dropping ticks that cannot start', () => {
+  it('is ticked every minute as a safety net, dropping ticks that cannot start', () => {
     const { template, stack } = synth;
     const fnId = logicalId(stack, stack.scheduler.handler.function);
     template.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: `${stack.stackName}-scheduler`,
       Handler: 'index.handler',
-      ReservedConcurrentExecutions: 1,
-      Timeout: 75,
+      Timeout: 300,
       Description: Match.stringLikeRegexp('scheduler loop'),
     });
     template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
@@ -114,9 +115,58 @@ describe('Construct: SchedulerLoop', () => {
       Target: {
         Arn: { 'Fn::GetAtt': [fnId, 'Arn'] },
         RoleArn: { 'Fn::GetAtt': [logicalId(stack, stack.scheduler.invokeRole), 'Arn'] },
+        // The handler tells the safety-net tick from a wake by this input.
+        Input: JSON.stringify({ reason: 'tick' }),
         RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 },
       },
     });
+  });
+
+  it('can be woken by every function that announces tasks, and by itself (a handover)', () => {
+    const { template, stack } = synth;
+    const schedulerName = stack.scheduler.functionName;
+    const wakeArn = {
+      'Fn::Join': [
+        '',
+        [
+          'arn:',
+          { Ref: 'AWS::Partition' },
+          ':lambda:',
+          { Ref: 'AWS::Region' },
+          ':',
+          { Ref: 'AWS::AccountId' },
+          `:function:${schedulerName}`,
+        ],
+      ],
+    };
+    const announcers = {
+      api: stack.api.handler.role,
+      worker: stack.lambdaWorkers.handler.role,
+      redrive: stack.redrive.handler.role,
+      scheduledSubmit: stack.schedules!.handler.role,
+      scheduler: stack.scheduler.handler.role,
+      fargate: stack.fargateWorkers.taskDefinition.taskRole,
+    };
+    const policies = Object.values(template.findResources('AWS::IAM::Policy'));
+    for (const [name, role] of Object.entries(announcers)) {
+      const statements = policies
+        .filter((policy) => JSON.stringify(policy.Properties.Roles).includes(logicalId(stack, role)))
+        .flatMap((policy) => policy.Properties.PolicyDocument.Statement as { Action: unknown; Resource: unknown }[]);
+      expect(
+        statements.some(
+          (statement) =>
+            statement.Action === 'lambda:InvokeFunction' &&
+            JSON.stringify(statement.Resource) === JSON.stringify(wakeArn),
+        ),
+        name,
+      ).toBe(true);
+    }
+    // Every function but the scheduler learns its name; the scheduler hands over to itself.
+    const resources = template.toJSON().Resources;
+    for (const [name, wrapper] of Object.entries(functionsOf(synth))) {
+      const variables = resources[logicalId(stack, wrapper.function)].Properties.Environment.Variables;
+      expect(variables[ENV.schedulerFunction], name).toBe(name === 'scheduler' ? undefined : schedulerName);
+    }
   });
 });
 
@@ -160,6 +210,20 @@ describe('Construct: LambdaWorkers', () => {
       ScalingConfig: { MaximumConcurrency: expected },
       BatchSize: 1,
     });
+  });
+});
+
+describe('Example task types', () => {
+  it('end their Lambda tasks before the worker function times out, so the timeout is recorded', () => {
+    const { stack } = synth;
+    const functionTimeout = stack.lambdaWorkers.handler.timeout.toSeconds();
+    const registry = defaultRegistry();
+    for (const definition of registry.names().map((name) => registry.get(name))) {
+      const defaults = definition.defaults ?? {};
+      if (defaults.runtime !== 'lambda' || defaults.timeoutSeconds === undefined) continue;
+      // Settling the attempt (a write and a report) needs time after the task's own timeout.
+      expect(defaults.timeoutSeconds, definition.type).toBeLessThanOrEqual(functionTimeout - 30);
+    }
   });
 });
 

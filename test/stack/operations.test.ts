@@ -94,6 +94,21 @@ describe('Construct: FargateWorkers', () => {
     });
   });
 
+  it('starts with no worker running (an explicit desired count of 0): backlog scaling starts workers', () => {
+    synth.template.hasResourceProperties('AWS::ECS::Service', { DesiredCount: 0 });
+  });
+
+  it('the Fargate worker can wake the scheduler: it is told its name', () => {
+    const { template, stack } = synth;
+    template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+      ContainerDefinitions: [
+        Match.objectLike({
+          Environment: Match.arrayWith([{ Name: 'SCHEDULER_FUNCTION', Value: stack.scheduler.functionName }]),
+        }),
+      ],
+    });
+  });
+
   it('puts the service in public subnets with a public IP, no NAT gateway and no inbound rule', () => {
     const { template } = synth;
     template.resourceCountIs('AWS::EC2::NatGateway', 0);
@@ -170,9 +185,41 @@ describe('Construct: Monitoring', () => {
       expect(alarm.Threshold).toBe(0);
       expect(alarm.ComparisonOperator).toBe('GreaterThanThreshold');
     }
-    const ageAlarms = alarms.filter((alarm) => alarm.MetricName === 'ApproximateAgeOfOldestMessage');
+    // Oldest waiting per tier: the older of the scheduler's own age (held tasks, which SQS's
+    // metric cannot see once received 3+ times) and the queue's oldest message.
+    const ageAlarms = alarms.filter((alarm) =>
+      JSON.stringify(alarm.Metrics ?? []).includes(METRIC.oldestWaitingSeconds),
+    );
     expect(ageAlarms.map((alarm) => alarm.Threshold)).toEqual([300, 900, 3600, 14_400]);
-    expect(ageAlarms).toHaveLength(PRIORITY_TIERS.length);
+    PRIORITY_TIERS.forEach((tier, index) => {
+      const metrics = ageAlarms[index]!.Metrics as {
+        Expression?: string;
+        MetricStat?: { Metric: { MetricName: string; Dimensions: { Name: string; Value: string }[] } };
+      }[];
+      expect(metrics.find((m) => m.Expression)?.Expression).toBe(
+        `MAX([FILL(held_${tier}, 0), FILL(queued_${tier}, 0)])`,
+      );
+      const names = metrics.flatMap((m) => (m.MetricStat ? [m.MetricStat.Metric.MetricName] : []));
+      expect(names.sort()).toEqual(['ApproximateAgeOfOldestMessage', METRIC.oldestWaitingSeconds]);
+      const held = metrics.find((m) => m.MetricStat?.Metric.MetricName === METRIC.oldestWaitingSeconds)!;
+      expect(held.MetricStat!.Metric.Dimensions).toEqual(
+        expect.arrayContaining([
+          { Name: 'service', Value: DEFAULT_SERVICE_NAME },
+          { Name: 'tier', Value: tier },
+        ]),
+      );
+    });
+
+    // Tick errors: the loop survives each one, so only this metric shows a scheduler failing every tick.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: METRICS_NAMESPACE,
+      MetricName: METRIC.schedulerTickErrors,
+      Dimensions: [{ Name: 'service', Value: DEFAULT_SERVICE_NAME }],
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      EvaluationPeriods: 5,
+      DatapointsToAlarm: 3,
+    });
 
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: METRICS_NAMESPACE,
@@ -193,10 +240,17 @@ describe('Construct: Monitoring', () => {
     });
   });
 
-  it('builds the dashboard under the stack name, with no alarm topic unless an address is configured', () => {
-    const { template, stack } = synth;
+  it('builds no dashboard by default ($3 a month), and no alarm topic unless an address is configured', () => {
+    synth.template.resourceCountIs('AWS::CloudWatch::Dashboard', 0);
+    synth.template.resourceCountIs('AWS::SNS::Topic', 0);
+    expect(Object.keys(synth.template.toJSON().Outputs)).not.toContain('DashboardName');
+  });
+
+  it('builds the dashboard under the stack name with deploy.dashboard', () => {
+    const input = defaultConfigInput();
+    const { template, stack } = synthesize({ config: { ...input, deploy: { ...input.deploy, dashboard: true } } });
     template.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: stack.stackName });
-    template.resourceCountIs('AWS::SNS::Topic', 0);
+    expect(Object.keys(template.toJSON().Outputs)).toContain('DashboardName');
   });
 
   it('mails alarms through a KMS-encrypted, TLS-only topic when deploy.alarmEmail is set', () => {
@@ -223,14 +277,13 @@ describe('Construct: Monitoring', () => {
 });
 
 describe('Stack outputs', () => {
-  it('exports the API URL, table names, every queue URL and the dashboard name', () => {
+  it('exports the API URL, table names and every queue URL', () => {
     const outputs = Object.keys(synth.template.toJSON().Outputs);
     expect(outputs).toEqual(
       expect.arrayContaining([
         'ApiUrl',
         'TasksTableName',
         'ControlTableName',
-        'DashboardName',
         'ExampleResources',
         'QueueUrlTierCritical',
         'QueueUrlWorkerLambda',

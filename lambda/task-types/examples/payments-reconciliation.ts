@@ -101,7 +101,7 @@ export const paymentsReconciliation = defineTaskType({
     .transform(({ night, offsetDays }) => ({ night: addDays(night, offsetDays) })),
   // Two Queries and a write per mismatch: a night of a few hundred thousand orders fits a
   // Lambda's 15 minutes and 2 GiB. Submit with runtime "fargate" for bigger ledgers.
-  defaults: { runtime: 'lambda', timeoutSeconds: 900, maxAttempts: 5, resources: { vcpu: 1, memoryMiB: 2048 } },
+  defaults: { runtime: 'lambda', timeoutSeconds: 840, maxAttempts: 5, resources: { vcpu: 1, memoryMiB: 2048 } },
   async handler({ night }, ctx) {
     const { aws, names } = exampleStores(ctx, [
       EXAMPLE_LEDGER_TABLE.id,

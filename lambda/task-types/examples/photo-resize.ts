@@ -52,7 +52,7 @@ export const photoResize = defineTaskType({
     skipUnchanged: z.boolean().default(false),
   }),
   // Decoding large photos wants memory more than CPU; one photo at a time keeps it bounded.
-  defaults: { runtime: 'lambda', timeoutSeconds: 900, resources: { vcpu: 1, memoryMiB: 2048 } },
+  defaults: { runtime: 'lambda', timeoutSeconds: 840, resources: { vcpu: 1, memoryMiB: 2048 } },
   async handler({ bucket: requestedBucket, prefix, sizes, skipUnchanged }, ctx) {
     const { aws, names } = exampleStores(ctx, [EXAMPLE_BUCKET.id]);
     // Loaded on demand: sharp is native, and only the processes that resize need to carry it.
