@@ -32,7 +32,8 @@ export interface FargateWorkerContextOptions {
 /** Write the build context and return its size in bytes (what the image adds to its base). */
 export function buildFargateWorkerContext(options: FargateWorkerContextOptions): number {
   const { projectRoot, outDir } = options;
-  const [, cpu] = (options.platform ?? 'linux/arm64').split('/') as ['linux', string];
+  // npm names Docker's amd64 `x64`.
+  const cpu = (options.platform ?? 'linux/arm64') === 'linux/arm64' ? 'arm64' : 'x64';
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
 
