@@ -13,7 +13,6 @@ import { type Trace, tierName } from './trace.ts';
 
 /** Our policies with reservations off (pure backfill): to measure what reservations buy. */
 export const BACKFILL_ONLY = ['fair-share-backfill', 'priority-backfill'] as const;
-type BackfillOnly = (typeof BACKFILL_ONLY)[number];
 
 export const DISPATCHER_NAMES = [...POLICIES, ...BACKFILL_ONLY, ...BASELINE_NAMES] as const;
 export type DispatcherName = (typeof DISPATCHER_NAMES)[number];

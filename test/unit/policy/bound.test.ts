@@ -74,7 +74,10 @@ describe('Function: SchedulingPolicy.explain (bound, in the simulator)', () => {
           tenant: fc.nat(3),
           tier: fc.nat(3),
           // Fargate pool of 4 vCPU: sizes from a quarter of it to all of it.
-          vcpu: fc.oneof({ arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.constantFrom(1, 2, 3, 4), weight: 1 }),
+          vcpu: fc.oneof(
+            { arbitrary: fc.constant(0), weight: 2 },
+            { arbitrary: fc.constantFrom(1, 2, 3, 4), weight: 1 },
+          ),
           arriveMs: fc.nat(60_000),
           holdMs: fc.integer({ min: 1, max: 10_000 }),
         }),
