@@ -102,6 +102,7 @@ export interface ActiveTaskRef {
   readonly agingFrom: string;
   readonly submittedAt: string;
   readonly leaseExpiresAt?: string;
+  /** The index's sort key: `runAt` while QUEUED, `dispatchedAt` while DISPATCHED or RUNNING. */
   readonly dueAt: string;
 }
 
