@@ -3,21 +3,31 @@
  * ratios measured within one run, never timed assertions in tests.
  *
  *   npm run bench [-- --quick]
+ *   npm run bench -- <name> [--quick]   (one bench; `local-memory` runs only when named)
  */
 import { runAwsCalls } from './aws-calls.ts';
 import { runBullmqComparison } from './bullmq.ts';
 import { runLocalE2E } from './local-e2e.ts';
+import { runLocalMemory } from './local-memory.ts';
 import { runPolicyBench } from './policy.ts';
 
-const BENCHES: { readonly name: string; readonly run: (options: { quick: boolean }) => unknown }[] = [
+const BENCHES: {
+  readonly name: string;
+  readonly run: (options: { quick: boolean }) => unknown;
+  /** Long: runs only when asked for by name. */
+  readonly onlyWhenNamed?: boolean;
+}[] = [
   { name: 'policy', run: runPolicyBench },
   { name: 'local-e2e', run: runLocalE2E },
   { name: 'aws-calls', run: runAwsCalls },
   { name: 'bullmq', run: runBullmqComparison },
+  { name: 'local-memory', run: runLocalMemory, onlyWhenNamed: true },
 ];
 
 const quick = process.argv.includes('--quick');
+const named = process.argv.slice(2).filter((arg) => BENCHES.some((bench) => bench.name === arg));
 for (const bench of BENCHES) {
+  if (named.length > 0 ? !named.includes(bench.name) : bench.onlyWhenNamed) continue;
   process.stdout.write(`== ${bench.name}${quick ? ' (quick)' : ''}\n`);
   await bench.run({ quick });
 }

@@ -21,6 +21,7 @@ import { startDeadLetterConsumer } from './dead-letter-consumer.ts';
 import { type Emulators, startEmulators } from './emulators.ts';
 import { startScheduleRunner, validateSchedules } from './schedule-runner.ts';
 import { faultyLocalClients, type SchedulerFaults, schedulerFaultsFromEnvironment } from './scheduler-faults.ts';
+import { LOCAL_RETENTION_SECONDS, startTaskExpiry } from './task-expiry.ts';
 
 export interface LocalRuntimeOptions {
   readonly config: SchedulerConfig;
@@ -49,6 +50,8 @@ export interface LocalRuntimeOptions {
   readonly idleStopMs?: number;
   /** The safety-net tick. @default 60 */
   readonly tickSeconds?: number;
+  /** Finished tasks are deleted this long after they finish (DynamoDB TTL's stand-in). Default 1 h. */
+  readonly retentionSeconds?: number;
 }
 
 export interface LocalRuntime {
@@ -250,6 +253,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     logger,
   });
 
+  const expiry = startTaskExpiry({
+    documents: emulators.clients.documents,
+    tableName: services.store.tableName,
+    retentionSeconds: options.retentionSeconds ?? LOCAL_RETENTION_SECONDS,
+    logger,
+  });
+
   const schedules = startScheduleRunner({ schedules: config.schedules, tasks: services.tasks, logger });
   for (const [name, at] of Object.entries(schedules.nextFirings())) {
     logger.info(`schedule ${name} next fires at ${at ?? 'never'}`);
@@ -286,7 +296,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       schedules.stop();
       stopping.abort();
       while (loop) await loop;
-      await Promise.all([...workers.map((worker) => worker.stop()), deadLetters.stop()]);
+      await Promise.all([...workers.map((worker) => worker.stop()), deadLetters.stop(), expiry.stop()]);
       await emulators.stop();
       lock?.release();
     },
