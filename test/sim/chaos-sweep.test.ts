@@ -9,15 +9,15 @@ import { describe, expect, it } from 'vitest';
 import { checkHistory } from '../../lambda/sim/chaos/check.ts';
 import { DEFAULT_OPTIONS, runChaos } from '../../lambda/sim/chaos/run.ts';
 
-const SEEDS = [101, 102, 103];
+const SEEDS = [101, 102];
 
 describe('chaos sweep', () => {
   for (const seed of SEEDS) {
     it(`seed ${seed}: no violation`, async () => {
-      const history = await runChaos({ ...DEFAULT_OPTIONS, tasks: 24, seed });
+      const history = await runChaos({ ...DEFAULT_OPTIONS, tasks: 20, seed });
       const { violations, stats } = checkHistory(history);
       expect(violations).toEqual([]);
-      expect(stats.accepted).toBe(24);
-    }, 60_000);
+      expect(stats.accepted).toBe(20);
+    }, 120_000);
   }
 });

@@ -93,6 +93,8 @@ export class InMemorySqs {
   readonly #byUrl = new Map<string, Queue>();
   readonly #behaviour: SqsBehaviour;
   readonly receives: ReceiveRecord[] = [];
+  /** Every message sent (not counting moves to a dead-letter queue), by queue id. */
+  readonly sends: { queueId: string; body: string; atMs: number }[] = [];
   /** Messages moved to a dead-letter queue: source queue id and body. */
   readonly deadLettered: { queueId: string; body: string; atMs: number }[] = [];
   #nextId = 0;
@@ -222,6 +224,7 @@ export class InMemorySqs {
     const problem = this.#messageProblem(input.MessageBody, input.DelaySeconds);
     if (problem) throw problem;
     const message = this.#enqueue(queue, String(input.MessageBody), Number(input.DelaySeconds ?? 0));
+    this.sends.push({ queueId: queue.definition.id, body: message.body, atMs: message.sentAtMs });
     return { MessageId: message.messageId, MD5OfMessageBody: message.md5 };
   }
 
@@ -267,6 +270,7 @@ export class InMemorySqs {
         continue;
       }
       const message = this.#enqueue(queue, String(entry.MessageBody), Number(entry.DelaySeconds ?? 0));
+      this.sends.push({ queueId: queue.definition.id, body: message.body, atMs: message.sentAtMs });
       successful.push({ Id: entry.Id, MessageId: message.messageId, MD5OfMessageBody: message.md5 });
     }
     return { Successful: successful, Failed: failed };

@@ -8,12 +8,23 @@
  *                  attempt counted whose handler never ran, unless the worker that started it died;
  * - quota:         DISPATCHED + RUNNING per tenant, as stored in DynamoDB, never above its quota;
  * - receives:      no tier message dead-lettered (received maxReceiveCount times);
+ * - announcements: tier messages per task stay within what its waits explain: two per time it
+ *                  became QUEUED, two per hour it waited, one per 30 receives (a replaced
+ *                  message), and two more for retried sends (duplicates a waiting task
+ *                  collects every minute are a cost that grows with the backlog);
  * - wait-bound:    a task is dispatched within the maxWaitSeconds the API gave for it.
  */
 import { TIER_QUEUES } from '../../infra/resources.ts';
 import type { History } from './history.ts';
 
-export type Invariant = 'terminal' | 'one-success' | 'honest-failure' | 'quota' | 'receives' | 'wait-bound';
+export type Invariant =
+  | 'terminal'
+  | 'one-success'
+  | 'honest-failure'
+  | 'quota'
+  | 'receives'
+  | 'announcements'
+  | 'wait-bound';
 
 export interface Violation {
   readonly invariant: Invariant;
@@ -38,6 +49,7 @@ export interface CheckSummary {
     readonly waitBounds: { readonly given: number; readonly none: number };
     readonly maxReceivesOfOneMessage: Readonly<Record<string, number>>;
     readonly deadLettered: Readonly<Record<string, number>>;
+    readonly mostTierMessagesForOneTask: number;
   };
 }
 
@@ -189,6 +201,44 @@ export function checkHistory(history: History): CheckSummary {
     });
   }
 
+  // --- announcements ---
+  const tierSends = new Map<string, number>();
+  for (const send of history.sends) {
+    if (!tierIds.has(send.queueId)) continue;
+    const taskId = safeTaskId(send.body);
+    if (taskId) tierSends.set(taskId, (tierSends.get(taskId) ?? 0) + 1);
+  }
+  const tierReceives = new Map<string, number>();
+  for (const receive of history.receives) {
+    if (!tierIds.has(receive.queueId)) continue;
+    const taskId = safeTaskId(receive.body);
+    if (taskId) tierReceives.set(taskId, (tierReceives.get(taskId) ?? 0) + 1);
+  }
+  let mostAnnouncements = 0;
+  for (const [taskId, sent] of tierSends) {
+    mostAnnouncements = Math.max(mostAnnouncements, sent);
+    const writes = writesByTask.get(taskId) ?? [];
+    let entries = 0;
+    let queuedMs = 0;
+    writes.forEach(({ atMs, task }, i) => {
+      if (task.state !== 'QUEUED') return;
+      if (i === 0 || writes[i - 1]!.task.state !== 'QUEUED') entries++;
+      queuedMs += (writes[i + 1]?.atMs ?? history.endMs) - atMs;
+    });
+    const allowed =
+      2 * entries + 2 * Math.ceil(queuedMs / 3_600_000) + Math.floor((tierReceives.get(taskId) ?? 0) / 30) + 2;
+    if (sent > allowed) {
+      violations.push({
+        invariant: 'announcements',
+        taskId,
+        tenantId: writes[0]?.task.tenantId,
+        atSeconds: sec(history.endMs),
+        detail: `${sent} tier messages for a task that became QUEUED ${entries} times and waited ${Math.round(queuedMs / 1000)} s (at most ${allowed} expected)`,
+        trace: traceOf(taskId),
+      });
+    }
+  }
+
   // --- wait-bound ---
   let given = 0;
   let none = 0;
@@ -226,6 +276,7 @@ export function checkHistory(history: History): CheckSummary {
       waitBounds: { given, none },
       maxReceivesOfOneMessage: maxReceives,
       deadLettered,
+      mostTierMessagesForOneTask: mostAnnouncements,
     },
   };
 }

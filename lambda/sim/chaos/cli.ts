@@ -4,7 +4,8 @@
  */
 import { parseArgs } from 'node:util';
 import { checkHistory, type Violation } from './check.ts';
-import { DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
+import { CHAOS_SCENARIOS, DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
+import { measureThroughput } from './throughput.ts';
 
 export const CHAOS_HELP = `Usage: npm run sim -- chaos [options]
 
@@ -19,7 +20,15 @@ Options:
   --long           the long sweep: seeds 1..1000 (unless --seeds is given)
   --tasks N        tasks submitted per run (default ${DEFAULT_OPTIONS.tasks})
   --tenants M      tenants, quotas 1, 2, 3, 1, ... (default ${DEFAULT_OPTIONS.tenants})
+  --scenario NAME  mixed (default): short tasks over 3 quota-limited tenants;
+                   backlog: one tenant at quota 1 with 30 min of work queued (tasks wait
+                   past the 15-minute stale sweep); payloads: 150 KiB payloads and characters
+                   SQS refuses raw (U+FFFE, U+FFFF) or above U+FFFF
   --no-faults      the same workload without any fault
+  --throughput     one scheduler's dispatch ceiling under AWS-like call latencies (DynamoDB
+                   3-9 ms, SQS 6-16 ms per call; no faults): dispatched/s at offered rates
+                   given by --rates (default 20,50,100,200) with --tasks tasks each (default 600)
+  --rates LIST     offered submits per second for --throughput
   --json           print one JSON object
   -h, --help       this help
 
@@ -35,7 +44,10 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       long: { type: 'boolean', default: false },
       tasks: { type: 'string' },
       tenants: { type: 'string' },
+      scenario: { type: 'string', default: 'mixed' },
       'no-faults': { type: 'boolean', default: false },
+      throughput: { type: 'boolean', default: false },
+      rates: { type: 'string', default: '20,50,100,200' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -50,6 +62,24 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       throw new Error(`--${name} must be an integer in 0..${max}`);
     return parsed;
   };
+  if (values.throughput) {
+    const rates = values.rates.split(',').map((rate) => int(rate, 'rates', 100_000));
+    const rows = await measureThroughput({
+      seed: int(values.seed ?? '1', 'seed', 2 ** 31),
+      tasks: values.tasks ? int(values.tasks, 'tasks', 100_000) : 600,
+      offeredPerSecond: rates,
+    });
+    if (values.json) process.stdout.write(`${JSON.stringify({ throughput: rows })}\n`);
+    else {
+      process.stdout.write('offered/s  dispatched/s  tasks  p50 wait s  p95 wait s\n');
+      for (const row of rows) {
+        process.stdout.write(
+          `${String(row.offeredPerSecond).padStart(9)}  ${String(row.dispatchedPerSecond).padStart(12)}  ${String(row.tasks).padStart(5)}  ${String(row.p50WaitSeconds).padStart(10)}  ${String(row.p95WaitSeconds).padStart(10)}\n`,
+        );
+      }
+    }
+    return 0;
+  }
   let seeds: number[];
   if (values.seeds) {
     const match = /^(\d+)\.\.(\d+)$/.exec(values.seeds);
@@ -62,8 +92,12 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
   } else {
     seeds = [int(values.seed ?? '1', 'seed', 2 ** 31)];
   }
+  const scenario = CHAOS_SCENARIOS[values.scenario as keyof typeof CHAOS_SCENARIOS];
+  if (!scenario)
+    throw new Error(`Unknown --scenario "${values.scenario}" (${Object.keys(CHAOS_SCENARIOS).join(', ')})`);
   const options = {
     ...DEFAULT_OPTIONS,
+    ...scenario,
     ...(values.tasks ? { tasks: int(values.tasks, 'tasks', 10_000) } : {}),
     ...(values.tenants ? { tenants: Math.max(1, int(values.tenants, 'tenants', 1000)) } : {}),
     ...(values['no-faults'] ? { faults: NO_FAULTS } : {}),

@@ -33,6 +33,8 @@ export interface History {
   /** Every write applied to the tasks table, in order (task undefined: deleted). */
   writes: { readonly atMs: number; readonly task: Task | undefined }[];
   readonly receives: readonly ReceiveRecord[];
+  /** Every message sent, by queue id. */
+  readonly sends: readonly { readonly queueId: string; readonly body: string; readonly atMs: number }[];
   readonly deadLettered: readonly { readonly queueId: string; readonly body: string; readonly atMs: number }[];
   finalTasks: Task[];
   messagesLeft?: Readonly<Record<string, number>>;

@@ -84,9 +84,21 @@ export interface ChaosOptions {
   /** Chance that a task is cancelled at some point, and that a cancelled or failed one is retried. */
   readonly cancelRate: number;
   readonly operatorRetryRate: number;
+  /** Handler run time of each task, ms: uniform in [min, max]. */
+  readonly workMs?: readonly [number, number];
+  /** Chance that a payload carries 150 KiB of padding (SQS's 1 MiB batches, 256 KiB messages). */
+  readonly largePayloadRate?: number;
+  /** Chance that a payload holds characters SQS refuses raw (U+FFFE, U+FFFF) or above U+FFFF. */
+  readonly oddCharacterRate?: number;
   readonly latency?: LatencyModel;
   readonly config?: ConfigInput;
   readonly lambdaWorkers?: number;
+  /** Attempts one Lambda-pool worker runs at once (default 1, as one Lambda invocation). */
+  readonly lambdaWorkerConcurrency?: number;
+  /** Fraction of tasks submitted with a delay of up to 5 minutes (default 0.1). */
+  readonly delayRate?: number;
+  /** Fraction of tasks sent to the Fargate pool (default 0.25). */
+  readonly fargateShare?: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
@@ -99,6 +111,13 @@ export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
   operatorRetryRate: 0.5,
 };
 
+/** Workloads on top of DEFAULT_OPTIONS (`--scenario`). */
+export const CHAOS_SCENARIOS = {
+  mixed: {},
+  backlog: { tasks: 60, tenants: 1, submitSeconds: 60, workMs: [20_000, 40_000] as const, cancelRate: 0 },
+  payloads: { largePayloadRate: 0.3, oddCharacterRate: 0.3 },
+} satisfies Record<string, Partial<ChaosOptions>>;
+
 const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
 /** The scheduler Lambda: started every minute, 75 s timeout, hands back 15 s before it. */
 const INVOCATION_EVERY_MS = 60_000;
@@ -109,6 +128,7 @@ const silent: TaskLogger = { info() {}, warn() {}, error() {} };
 
 const workPayload = z.strictObject({
   ms: z.number().int().min(0),
+  pad: z.string().optional(),
   failTimes: z.number().int().min(0),
   permanent: z.boolean(),
 });
@@ -163,6 +183,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     unacknowledged: 0,
     writes: [],
     receives: world.sqs.receives,
+    sends: world.sqs.sends,
     deadLettered: world.sqs.deadLettered,
     finalTasks: [],
     schedulerInvocations: 0,
@@ -234,8 +255,16 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   submitAt.forEach((atMs, i) => {
     const tenantId = tenants[Math.floor(random() * tenants.length)]!;
     const roll = random();
+    const [minMs, maxMs] = options.workMs ?? [200, 8200];
+    const pad =
+      random() < (options.largePayloadRate ?? 0)
+        ? 'p'.repeat(150 * 1024)
+        : random() < (options.oddCharacterRate ?? 0)
+          ? 'odd \uFFFE \uFFFF \u{1F600} end'
+          : undefined;
     const payload = {
-      ms: Math.floor(200 + random() * 8000),
+      ms: Math.floor(minMs + random() * (maxMs - minMs)),
+      ...(pad === undefined ? {} : { pad }),
       failTimes: roll < 0.15 ? 1 + Math.floor(random() * 3) : 0,
       permanent: roll > 0.97,
     };
@@ -245,8 +274,8 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       payload,
       priority: priorities[Math.floor(random() * priorities.length)]!,
       idempotencyKey: `chaos-${i}`,
-      runtime: random() < 0.25 ? ('fargate' as const) : ('lambda' as const),
-      ...(random() < 0.1 ? { delaySeconds: Math.floor(random() * 300) } : {}),
+      runtime: random() < (options.fargateShare ?? 0.25) ? ('fargate' as const) : ('lambda' as const),
+      ...(random() < (options.delayRate ?? 0.1) ? { delaySeconds: Math.floor(random() * 300) } : {}),
     };
     const cancelAfterMs = random() < options.cancelRate ? random() * 30_000 : undefined;
     const retryAfterMs = random() < options.operatorRetryRate ? 1000 + random() * 30_000 : undefined;
@@ -281,9 +310,15 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   // --- Scheduler Lambda --------------------------------------------------------------------
   const stop = new AbortController();
   let invocation: Promise<void> | undefined;
+  let throttledInvoke = false;
   const invoke = () => {
     if (stop.signal.aborted) return;
-    if (invocation) return; // reserved concurrency 1: this minute's invocation is throttled
+    if (invocation) {
+      // Reserved concurrency 1: this minute's invocation is throttled, and Lambda retries the
+      // asynchronous event shortly after the running one ends.
+      throttledInvoke = true;
+      return;
+    }
     const n = ++history.schedulerInvocations;
     const part = component(`scheduler-${n}`);
     const services = servicesFor(part);
@@ -309,6 +344,10 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         clearTimeout(killAt);
         if (Date.now() - startedAtMs >= LAMBDA_TIMEOUT_MS) part.transport.kill();
         invocation = undefined;
+        if (throttledInvoke) {
+          throttledInvoke = false;
+          setTimeout(invoke, 1000 + random() * 1000);
+        }
       },
     );
   };
@@ -324,7 +363,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     const worker = new QueueWorker({
       queues: services.queues,
       queueId: workerQueue(runtime).id,
-      maxConcurrent: runtime === 'lambda' ? 1 : 4,
+      maxConcurrent: runtime === 'lambda' ? (options.lambdaWorkerConcurrency ?? 1) : 4,
       attempt: {
         store: services.store,
         queues: services.queues,
