@@ -15,14 +15,12 @@ import {
   costPerMillionTasks,
   formatCallTable,
   formatCost,
-  LIST_PRICES,
   STEP_FUNCTIONS_MINIMAL,
   stepFunctionsUsage,
   usageFromCalls,
 } from '../lambda/adapters/call-counter.ts';
-import { PRIORITY_TIERS } from '../lambda/core/task.ts';
 import { LAMBDA_WORKER } from '../lambda/infra/resources.ts';
-import { LAMBDA_POLL_SECONDS } from '../lambda/scheduler/scheduler-loop.ts';
+import { defaultStackIdleCost, printIdleCost } from './idle-cost.ts';
 import {
   type BenchOptions,
   benchConfig,
@@ -43,8 +41,6 @@ import {
 const AWS_LATENCY_MS = { DynamoDB: 6, SQS: 12 } as const;
 const API_MEMORY_GB = 0.5; // lib/task-api.ts
 const WORKER_MEMORY_GB = LAMBDA_WORKER.memoryMiB / 1024; // lambda/infra/resources.ts, given to lib/lambda-workers.ts
-const SCHEDULER_MEMORY_GB = 0.5; // lib/scheduler-loop.ts: runs all the time
-const SECONDS_PER_MONTH = 30 * 86_400;
 
 export interface AwsCallsResult {
   readonly tasks: number;
@@ -138,15 +134,8 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
         sfn,
       ),
     );
-    const schedulerMonthly = SCHEDULER_MEMORY_GB * SECONDS_PER_MONTH * LIST_PRICES.lambdaPerGbSecond;
-    // On AWS an idle scheduler tick receives once from each tier (long poll) and once from the
-    // completions queue (no wait); the local runtime polls every second, so this is modelled.
-    const idleSchedulerReceivesPerSecond = (PRIORITY_TIERS.length + 1) / LAMBDA_POLL_SECONDS.idle;
-    const idleSqsMonthly =
-      ((idleSchedulerReceivesPerSecond * SECONDS_PER_MONTH) / 1e6) * LIST_PRICES.sqsPerMillionRequests;
-    console.log(
-      `\nFixed, whatever the load: the scheduler Lambda (${SCHEDULER_MEMORY_GB} GB, always looping) $${fmt(schedulerMonthly, 2)}/month + its idle SQS polls (${fmt(idleSchedulerReceivesPerSecond, 2)}/s with ${LAMBDA_POLL_SECONDS.idle} s waits) $${fmt(idleSqsMonthly, 2)}/month.`,
-    );
+    // Fixed, whatever the load: the idle month (the scheduler scales to zero; see bench/idle-cost.ts).
+    printIdleCost(defaultStackIdleCost());
     console.log(
       `Ours / Step Functions per million tasks: ${fmt(ours.usdPerMillionTasks, 2)} / ${fmt(sfn.usdPerMillionTasks, 2)} = ${fmt(ours.usdPerMillionTasks / sfn.usdPerMillionTasks, 3)}×`,
     );
