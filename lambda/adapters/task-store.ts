@@ -17,7 +17,13 @@ import {
   QueryCommand,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { ConcurrentUpdateError, StaleAttemptError, TaskNotFoundError, ValidationError } from '../core/errors.ts';
+import {
+  ConcurrentUpdateError,
+  SchedulerFencedError,
+  StaleAttemptError,
+  TaskNotFoundError,
+  ValidationError,
+} from '../core/errors.ts';
 import type { TransitionPlan } from '../core/lifecycle.ts';
 import { decodeJsonFields, encodeJsonFields } from '../core/storable.ts';
 import { ACTIVE_STATES, isTerminal, type Task, type TaskState } from '../core/task.ts';
@@ -245,6 +251,11 @@ export class TaskStore {
       values[':fence'] = precondition.fence;
       conditions.push('#fence = :fence');
     }
+    if (precondition.schedulerEpoch !== undefined) {
+      names['#epoch'] = 'schedulerEpoch';
+      values[':epoch'] = precondition.schedulerEpoch;
+      conditions.push('(attribute_not_exists(#epoch) OR #epoch <= :epoch)');
+    }
     try {
       await this.#documents.send(
         new PutCommand({
@@ -263,6 +274,10 @@ export class TaskStore {
       if (after.ours) return after.task;
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const { current } = after;
+      const { schedulerEpoch } = precondition;
+      if (schedulerEpoch !== undefined && (current?.schedulerEpoch ?? 0) > schedulerEpoch) {
+        throw new SchedulerFencedError(next.taskId, schedulerEpoch, current!.schedulerEpoch!);
+      }
       if (precondition.fence !== undefined && (!current || current.fence !== precondition.fence)) {
         throw new StaleAttemptError(next.taskId, precondition.fence, current);
       }

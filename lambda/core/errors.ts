@@ -10,6 +10,8 @@ export interface TransitionPrecondition {
   readonly states: readonly TaskState[];
   readonly version?: number;
   readonly fence?: number;
+  /** A dispatch's scheduler epoch: the stored one must be absent or no newer. */
+  readonly schedulerEpoch?: number;
 }
 
 export class SchedulerError extends Error {
@@ -131,6 +133,28 @@ export class ConcurrentUpdateError extends SchedulerError {
     this.taskId = taskId;
     this.expected = expected;
     this.current = current;
+  }
+}
+
+/**
+ * A dispatch write was refused because a scheduler holding a newer lease (epoch) has written the
+ * task: this scheduler was deposed and must stop.
+ */
+export class SchedulerFencedError extends SchedulerError {
+  readonly taskId: string;
+  readonly epoch: number;
+  readonly currentEpoch: number;
+  constructor(taskId: string, epoch: number, currentEpoch: number) {
+    super(
+      'scheduler_fenced',
+      409,
+      `Scheduler epoch ${epoch} is deposed: task ${taskId} was written by epoch ${currentEpoch}`,
+      { details: { taskId, epoch, currentEpoch } },
+    );
+    this.name = 'SchedulerFencedError';
+    this.taskId = taskId;
+    this.epoch = epoch;
+    this.currentEpoch = currentEpoch;
   }
 }
 

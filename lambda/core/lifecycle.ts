@@ -99,19 +99,23 @@ function requireFence(task: Task, fence: number, allowed: readonly TaskState[]):
 
 /**
  * QUEUED → DISPATCHED. The scheduler picked the task for a pool. Opens a dispatch lease: if no
- * worker starts it in time, reconciliation puts it back (no attempt is burned).
+ * worker starts it in time, reconciliation puts it back (no attempt is burned). With the
+ * scheduler's lease token (`schedulerEpoch`) the write is refused when a newer epoch wrote it.
  */
-export function dispatch(task: Task, now: Date, dispatchLeaseSeconds: number): TransitionPlan {
+export function dispatch(task: Task, now: Date, dispatchLeaseSeconds: number, schedulerEpoch?: number): TransitionPlan {
   requireState('dispatch', task, ['QUEUED']);
   if (ms(task.runAt) > now.getTime()) {
     throw new InvalidTransitionError('dispatch', task, `not eligible before ${task.runAt}`);
   }
-  return plan('dispatch', task, ['QUEUED'], {
+  const planned = plan('dispatch', task, ['QUEUED'], {
     state: 'DISPATCHED',
     fence: task.fence + 1,
     dispatchedAt: iso(now.getTime()),
     leaseExpiresAt: iso(now.getTime() + dispatchLeaseSeconds * 1000),
+    ...(schedulerEpoch === undefined ? {} : { schedulerEpoch }),
   });
+  if (schedulerEpoch === undefined) return planned;
+  return { ...planned, precondition: { ...planned.precondition, schedulerEpoch } };
 }
 
 /**

@@ -86,6 +86,11 @@ export interface Task {
    * retry fails the condition, and knows the write was its own.
    */
   readonly writeTokens?: readonly string[];
+  /**
+   * The scheduler lease token (epoch) of the last dispatch. A dispatch write from an older epoch
+   * is refused, so a deposed scheduler cannot dispatch a task its successor has already written.
+   */
+  readonly schedulerEpoch?: number;
 }
 
 /** What a caller supplies at submit, after validation and defaulting. */

@@ -88,6 +88,10 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
     const scheduler = options.createScheduler();
     let held: Lease | undefined = lease;
     const idle = new IdleStop(options.idleStop);
+    // Dispatch stops a third of the TTL before the lease's end, by this host's clock; renewals
+    // come every third, so a healthy holder never reaches the margin.
+    const marginMs = ttlMs / 3;
+    scheduler.holdLease({ token: lease.token, expiresAtMs: lease.expiresAt, marginMs });
     try {
       await scheduler.resume();
       let renewedAtMs = now().getTime();
@@ -111,11 +115,12 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
             nowMs,
             step === 'publish-stop' ? idle.graceMs : ttlMs,
           );
-          if (!held) {
+          if (!held || held.token !== lease.token) {
             options.logger?.warn('scheduler lease lost; starting over', { owner });
             options.onLease?.('lost', lease);
             break;
           }
+          scheduler.holdLease({ token: held.token, expiresAtMs: held.expiresAt, marginMs });
           renewedAtMs = nowMs;
           continue;
         }
@@ -127,6 +132,14 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
             options.onLease?.('lost', lease);
             break;
           }
+          if (held.token !== lease.token) {
+            // The lease had lapsed and was taken again (a new token): another scheduler may have
+            // held it meanwhile, so this view is stale. Start over from DynamoDB.
+            options.logger?.warn('scheduler lease lapsed and re-taken; starting over', { owner });
+            options.onLease?.('lost', lease);
+            break;
+          }
+          scheduler.holdLease({ token: held.token, expiresAtMs: held.expiresAt, marginMs });
           renewedAtMs = nowMs;
         }
       }

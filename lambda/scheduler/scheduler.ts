@@ -80,6 +80,22 @@ const PARK_WAVE_SECONDS = 2;
 const HOLD_AHEAD_MS = 60_000;
 const SNAPSHOT_EVERY_MS = 2_000;
 /**
+ * A lease holder dispatches only while its lease, by its own clock, has more than this left: a
+ * successor takes over no sooner than the lease's expiry (plus the settle time), so a dispatch
+ * write issued inside the margin has the margin to land before anyone else dispatches.
+ */
+export const DEFAULT_DISPATCH_MARGIN_MS = 10_000;
+
+/** The scheduler lease this scheduler dispatches under (see scheduler-loop.ts). */
+export interface HeldLease {
+  /** The lease token: the epoch written with, and checked by, every dispatch. */
+  readonly token: number;
+  /** When the lease runs out, by this host's clock. */
+  readonly expiresAtMs: number;
+  /** Dispatching stops this long before `expiresAtMs`. */
+  readonly marginMs?: number;
+}
+/**
  * Every receive of a tier message counts toward its dead-letter queue's maxReceiveCount, and
  * parking, deferring and restarts receive the same message again and again. Well before the
  * limit the message is replaced by a fresh one (sent first, the old one deleted after), so a
@@ -113,6 +129,7 @@ export class Scheduler {
   #seq = 0;
   #lastSnapshotMs = 0;
   #lastTenantRefreshMs = 0;
+  #lease: HeldLease | undefined;
   /** The tenant settings version last applied (see #bindTenantSettings). */
   #tenantsVersion: string | undefined;
 
@@ -137,6 +154,14 @@ export class Scheduler {
       ...(deps.random ? { random: deps.random } : {}),
       ...(deps.logger ? { logger: deps.logger } : {}),
     });
+  }
+
+  /**
+   * Dispatch under this lease from now on (the loop calls it on taking and on each renewal).
+   * Without one (tests, tools) dispatches are neither fenced nor stopped near an expiry.
+   */
+  holdLease(lease: HeldLease): void {
+    this.#lease = lease;
   }
 
   get policy(): SchedulingPolicy {
@@ -428,6 +453,11 @@ export class Scheduler {
   async #dispatchReady(): Promise<number> {
     const now = this.#now();
     const nowMs = now.getTime();
+    const lease = this.#lease;
+    if (lease && nowMs >= lease.expiresAtMs - (lease.marginMs ?? DEFAULT_DISPATCH_MARGIN_MS)) {
+      // Too close to the lease's end to be sure a write lands before a successor may start.
+      return 0;
+    }
     const picked: Held[] = [];
     for (let candidate = this.#policy.next(nowMs); candidate; candidate = this.#policy.next(nowMs)) {
       const held = this.#unhold(candidate.taskId);
@@ -443,7 +473,9 @@ export class Scheduler {
     // Every write is waited for, failed or not: one that lands after another failed must still
     // be counted and get its worker message.
     const outcomes = await Promise.allSettled(
-      picked.map(async (held) => store.apply(dispatch(held.task, now, config.scheduler.dispatchLeaseSeconds))),
+      picked.map(async (held) =>
+        store.apply(dispatch(held.task, now, config.scheduler.dispatchLeaseSeconds, lease?.token)),
+      ),
     );
     const byRuntime = new Map<string, WorkerMessage[]>();
     const toDelete = new Map<string, string[]>();
