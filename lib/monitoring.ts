@@ -89,6 +89,18 @@ export class Monitoring extends Construct {
           }),
       );
     }
+    // The redrive function drains the worker and tier dead-letter queues within seconds, so their
+    // visible depth seldom shows a dead letter; it counts each one as it arrives (DeadLettered).
+    alarms.push(
+      this.metric(METRIC.deadLettered).createAlarm(this, 'DeadLettersArriving', {
+        alarmDescription:
+          'Messages reached a worker or tier dead-letter queue (the redrive function drained them back)',
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    );
     for (const tier of props.tierQueues) {
       const tierName = tier.definition.id.replace(/^tier-/, '') as PriorityTier;
       const threshold = thresholds[tierName] ?? DEFAULT_OLDEST_AGE.low;

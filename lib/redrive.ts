@@ -10,7 +10,7 @@ export interface RedriveProps {
   readonly tasksTable: dynamodb.ITable;
   /** Worker queues whose dead-letter queues this function drains. */
   readonly workerQueues: readonly DefinedQueue[];
-  /** Retries go back to their tier. */
+  /** Retries go back to their tier; dead-lettered tier messages are drained back to it. */
   readonly tierQueues: readonly DefinedQueue[];
   /** A task failed here frees its capacity through a completion. */
   readonly completionsQueue: DefinedQueue;
@@ -19,9 +19,10 @@ export interface RedriveProps {
 }
 
 /**
- * The redrive function on the worker dead-letter queues: each dead letter becomes a retry (back to
- * QUEUED with backoff) or FAILED when no attempts remain. Attempts are counted in DynamoDB, so a
- * delivery that died before running does not use one up.
+ * The redrive function on the worker and tier dead-letter queues: each worker dead letter becomes
+ * a retry (back to QUEUED with backoff) or FAILED when no attempts remain (attempts are counted in
+ * DynamoDB, so a delivery that died before running does not use one up); each tier dead letter is
+ * announced again while its task is QUEUED, so no waiting task is left to the stale sweep.
  */
 export class Redrive extends Construct {
   public readonly handler: RuntimeFunction;
@@ -36,16 +37,16 @@ export class Redrive extends Construct {
         `Redrive: dead-letter visibility timeout (${DEAD_LETTER_VISIBILITY_SECONDS} s) must be at least 6 × the function timeout (6 × ${timeoutSeconds} s = ${6 * timeoutSeconds} s)`,
       );
     }
-    const sources = props.workerQueues.map((worker) => {
-      if (!worker.deadLetterQueue) {
-        throw new Error(`Redrive: worker queue ${worker.definition.id} has no dead-letter queue`);
+    const sources = [...props.workerQueues, ...props.tierQueues].map((source) => {
+      if (!source.deadLetterQueue) {
+        throw new Error(`Redrive: queue ${source.definition.id} has no dead-letter queue`);
       }
-      return worker.deadLetterQueue;
+      return source.deadLetterQueue;
     });
 
     this.handler = new RuntimeFunction(this, 'Handler', {
       ...handlerProps(props.runtime, 'redrive'),
-      description: 'Task scheduler redrive of worker dead letters',
+      description: 'Task scheduler redrive of worker and tier dead letters',
       memorySize: 256,
       timeout,
     });

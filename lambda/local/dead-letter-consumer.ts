@@ -1,14 +1,16 @@
 /**
- * The local stand-in for the redrive Lambda: long-polls the worker dead-letter queues and
- * settles each dead letter through the same `redriveDeadLetter` (a retry or a final FAILED).
+ * The local stand-in for the redrive Lambda: long-polls the worker and tier dead-letter queues.
+ * A worker dead letter is settled through `redriveDeadLetter` (a retry or a final FAILED); a tier
+ * dead letter is drained back to its tier through `redriveTierDeadLetter` while its task is QUEUED.
+ * A dead letter is deleted only once handled, so a failure leaves it for the next receive.
  */
 import type { QueueClient, WorkerMessage } from '../adapters/queues.ts';
 import type { TaskStore } from '../adapters/task-store.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { RUNTIMES } from '../core/task.ts';
-import { workerQueue } from '../infra/resources.ts';
+import { TIER_QUEUES, workerQueue } from '../infra/resources.ts';
 import type { TaskLogger } from '../task-types/define.ts';
-import { redriveDeadLetter } from '../worker/redrive.ts';
+import { isTierMessage, redriveDeadLetter, redriveTierDeadLetter } from '../worker/redrive.ts';
 
 export function startDeadLetterConsumer(deps: {
   store: TaskStore;
@@ -17,17 +19,25 @@ export function startDeadLetterConsumer(deps: {
   logger: TaskLogger;
 }): { stop(): Promise<void> } {
   const stopping = new AbortController();
-  const dlqIds = RUNTIMES.map((runtime) => workerQueue(runtime).deadLetter!.id);
+  const dlqIds = [
+    ...RUNTIMES.map((runtime) => workerQueue(runtime).deadLetter!.id),
+    ...TIER_QUEUES.map((tier) => tier.deadLetter!.id),
+  ];
   const loops = dlqIds.map(async (queueId) => {
     while (!stopping.signal.aborted) {
       try {
-        const messages = await deps.queues.receive<WorkerMessage>(queueId, {
+        const messages = await deps.queues.receive<unknown>(queueId, {
           waitSeconds: 2,
           abortSignal: stopping.signal,
         });
         for (const message of messages) {
-          const task = await redriveDeadLetter(deps, message.body);
-          if (task) deps.logger.warn(`dead letter settled: task ${task.state}`, { taskId: task.taskId, queueId });
+          if (isTierMessage(message.body)) {
+            const outcome = await redriveTierDeadLetter(deps, message.body);
+            deps.logger.warn(`tier dead letter ${outcome}`, { taskId: message.body.taskId, queueId });
+          } else {
+            const task = await redriveDeadLetter(deps, message.body as WorkerMessage);
+            if (task) deps.logger.warn(`dead letter settled: task ${task.state}`, { taskId: task.taskId, queueId });
+          }
           await deps.queues.delete(queueId, [message.receiptHandle]);
         }
       } catch (error) {

@@ -228,9 +228,9 @@ describe('Example task types', () => {
 });
 
 describe('Construct: Redrive', () => {
-  it('drains each worker dead-letter queue with partial batch responses', () => {
+  it('drains each worker and tier dead-letter queue with partial batch responses', () => {
     const { template, stack } = synth;
-    for (const worker of stack.queues.workers) {
+    for (const worker of [...stack.queues.workers, ...stack.queues.tiers]) {
       template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
         FunctionName: { Ref: logicalId(stack, stack.redrive.handler.function) },
         EventSourceArn: { 'Fn::GetAtt': [logicalId(stack, worker.deadLetterQueue!), 'Arn'] },

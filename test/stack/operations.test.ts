@@ -221,6 +221,15 @@ describe('Construct: Monitoring', () => {
       DatapointsToAlarm: 3,
     });
 
+    // The redrive function drains dead letters within seconds: their arrival is alarmed too.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: METRICS_NAMESPACE,
+      MetricName: METRIC.deadLettered,
+      Dimensions: [{ Name: 'service', Value: DEFAULT_SERVICE_NAME }],
+      Statistic: 'Sum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+    });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: METRICS_NAMESPACE,
       MetricName: METRIC.schedulerLoopCompleted,

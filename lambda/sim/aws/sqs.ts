@@ -404,8 +404,10 @@ export class InMemorySqs {
         signal?.removeEventListener('abort', onAbort);
         resolve();
       };
+      // Reject without resolving first: a resolved wait would loop the receive forever once aborted.
       const onAbort = () => {
-        done();
+        clearTimeout(timer);
+        queue.waiters.delete(done);
         reject(Object.assign(new Error('The operation was aborted'), { name: 'AbortError' }));
       };
       const timer = setTimeout(done, Math.max(0, wakeAt - nowMs));
