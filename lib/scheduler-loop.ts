@@ -66,8 +66,8 @@ export class SchedulerLoop extends Construct {
       description: 'Task scheduler loop (one at a time, by its lease)',
       memorySize: props.memorySize ?? 512,
       timeout,
-      // Until the lease fences dispatch writes by itself (issue 10), this keeps schedulers single.
-      reservedConcurrentExecutions: 1,
+      // No reserved concurrency: a new account's quota (10) cannot grant any. The lease is the
+      // fence: dispatch writes carry its token and are refused once a newer holder wrote.
     });
     const fn = this.handler.function;
     // A wake or tick that fails is replaced by the next announce or tick: retrying only stacks

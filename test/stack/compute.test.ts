@@ -122,6 +122,12 @@ describe('Construct: SchedulerLoop', () => {
     });
   });
 
+  it('reserves no concurrency anywhere: the stack deploys where the account quota is 10', () => {
+    const functions = Object.values(synth.template.findResources('AWS::Lambda::Function'));
+    expect(functions.length).toBeGreaterThan(0);
+    for (const fn of functions) expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
+  });
+
   it('can be woken by every function that announces tasks, and by itself (a handover)', () => {
     const { template, stack } = synth;
     const schedulerName = stack.scheduler.functionName;
