@@ -3,6 +3,7 @@
  * check its guarantees. One seed, a range of seeds, or the long sweep.
  */
 import { parseArgs } from 'node:util';
+import { AWS_LATENCY, type LatencyModel } from '../aws/faults.ts';
 import { checkHistory, type Violation } from './check.ts';
 import { CHAOS_SCENARIOS, DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
 import { measureThroughput } from './throughput.ts';
@@ -29,6 +30,7 @@ Options:
                    3-9 ms, SQS 6-16 ms per call; no faults): dispatched/s at offered rates
                    given by --rates (default 20,50,100,200) with --tasks tasks each (default 600)
   --rates LIST     offered submits per second for --throughput
+  --latency-scale X  multiply every simulated call latency by X (default 1; 0: no latency)
   --json           print one JSON object
   -h, --help       this help
 
@@ -48,6 +50,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       'no-faults': { type: 'boolean', default: false },
       throughput: { type: 'boolean', default: false },
       rates: { type: 'string', default: '20,50,100,200' },
+      'latency-scale': { type: 'string', default: '1' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -68,6 +71,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       seed: int(values.seed ?? '1', 'seed', 2 ** 31),
       tasks: values.tasks ? int(values.tasks, 'tasks', 100_000) : 600,
       offeredPerSecond: rates,
+      latency: scaledLatency(Number(values['latency-scale'])),
     });
     if (values.json) process.stdout.write(`${JSON.stringify({ throughput: rows })}\n`);
     else {
@@ -156,4 +160,9 @@ function describe(result: {
       `  ${v.invariant} ${v.taskId ?? ''} at ${v.atSeconds}s: ${v.detail}${v.trace ? `\n    ${v.trace.join('\n    ')}` : ''}`,
   );
   return [head, ...lines].join('\n');
+}
+
+function scaledLatency(scale: number): LatencyModel {
+  if (!Number.isFinite(scale) || scale < 0) throw new Error('--latency-scale must be a number >= 0');
+  return (service, operation, random) => scale * AWS_LATENCY(service, operation, random);
 }
