@@ -36,6 +36,11 @@ const LAMBDA_OVERHEAD_MS = 5;
  */
 const TICK_QUERIES = 3 * ACTIVE_SHARDS;
 const TICK_READ_UNITS = 1 + 0.5 * TICK_QUERIES;
+/**
+ * An SQS event source mapping long-polls its queue even when it is empty: about five pollers
+ * with 20 s waits, ~650,000 receives a month (the figure docs/deploy.md has carried).
+ */
+const ESM_IDLE_RECEIVES_PER_MONTH = 650_000;
 /** Lambda's START/END/REPORT lines and the tick's one EMF metric line, in bytes. */
 const TICK_LOG_BYTES = 650;
 
@@ -119,7 +124,13 @@ export function idleCostOf(template: { Resources: Record<string, Resource> }): I
       item: 'X-Ray traces (active tracing samples every tick)',
       usdPerMonth: ((tracedTicks * MINUTES_PER_MONTH) / 1e6) * IDLE_PRICES.xrayTracesPerMillion,
     },
-    // SQS: nothing polls while idle. Fargate: a worker only while work waits (scaling from 0).
+    {
+      item: `SQS receives of idle Lambda event source mappings (${ofType('AWS::Lambda::EventSourceMapping').length})`,
+      usdPerMonth:
+        ((ofType('AWS::Lambda::EventSourceMapping').length * ESM_IDLE_RECEIVES_PER_MONTH) / 1e6) *
+        LIST_PRICES.sqsPerMillionRequests,
+    },
+    // The scheduler polls no queue while idle. Fargate: a worker only while work waits (scaling from 0).
     {
       item: `Fargate services running with no work (${runningFargate.length})`,
       usdPerMonth: runningFargate.length * 30,
