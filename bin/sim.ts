@@ -2,6 +2,7 @@
 /**
  * npm run sim -- <scenario> [--tasks N] [--tenants M] [--seed S] [--dispatchers a,b] [--out DIR]
  * npm run sim -- chaos [--seed N | --seeds A..B | --long] [--json]   (lambda/sim/chaos/cli.ts)
+ * npm run sim -- flood [--tasks N] [--tenants M] [--json]            (lambda/sim/flood/cli.ts)
  * Replays a deterministic workload through our policies and peers' orderings; prints tables and
  * writes SVG charts.
  */
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runChaosCommand } from '../lambda/sim/chaos/cli.ts';
 import { DISPATCHER_NAMES, type DispatcherName, simulate } from '../lambda/sim/engine.ts';
+import { runFloodCommand } from '../lambda/sim/flood/cli.ts';
 import { summarize } from '../lambda/sim/metrics.ts';
 import { renderCharts, renderText } from '../lambda/sim/report.ts';
 import { buildScenario, SCENARIO_NAMES, SCENARIOS } from '../lambda/sim/scenarios.ts';
@@ -25,6 +27,7 @@ const DEFAULT_DISPATCHERS: DispatcherName[] = [
 const HELP = `Usage: npm run sim -- <scenario|all> [options]
 
   npm run sim -- chaos --help   the production code under AWS's failure modes (lambda/sim/chaos)
+  npm run sim -- flood --help   one tenant's backlog ahead of quiet tenants, production front end (lambda/sim/flood)
 
 Scenarios:
 ${SCENARIO_NAMES.map((name) => `  ${name.padEnd(16)} ${SCENARIOS[name]?.description}`).join('\n')}
@@ -104,7 +107,11 @@ const fail = (error: unknown) => {
   process.stderr.write(`sim: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exitCode = 2;
 };
-if (process.argv[2] === 'chaos') {
+if (process.argv[2] === 'flood') {
+  runFloodCommand(process.argv.slice(3)).then((code) => {
+    process.exitCode = code;
+  }, fail);
+} else if (process.argv[2] === 'chaos') {
   runChaosCommand(process.argv.slice(3)).then((code) => {
     process.exitCode = code;
   }, fail);
