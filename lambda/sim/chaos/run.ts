@@ -4,9 +4,10 @@
  *
  * - API: TaskService.submit (idempotency key per request, retried by the "client" on a 5xx),
  *   describe (the wait bound it gives), cancel and operator retry.
- * - Scheduler: the scheduler Lambda as deployed — an invocation every minute, each a new
- *   Scheduler under runSchedulerLoop that ticks until 15 s before its 75 s timeout and hands the
- *   lease back; some invocations crash at a random moment (the Lambda then times out).
+ * - Scheduler: the scheduler Lambda as deployed — an invocation every minute (no reserved
+ *   concurrency: they may overlap, the lease decides), each a new Scheduler under
+ *   runSchedulerLoop that ticks until 15 s before its 75 s timeout and hands the lease back;
+ *   some invocations crash at a random moment (the Lambda then times out).
  * - Workers: QueueWorkers running runAttempt on both pools; each worker process dies at a
  *   random moment (its in-flight calls never answered) and is replaced.
  * - Dead letters: the dead-letter consumer settling worker dead letters (redriveDeadLetter).
@@ -309,16 +310,10 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
 
   // --- Scheduler Lambda --------------------------------------------------------------------
   const stop = new AbortController();
-  let invocation: Promise<void> | undefined;
-  let throttledInvoke = false;
+  // No reserved concurrency (a new account's quota of 10 cannot grant any): a minute's
+  // invocation starts even while the previous one still runs, and the lease decides.
   const invoke = () => {
     if (stop.signal.aborted) return;
-    if (invocation) {
-      // Reserved concurrency 1: this minute's invocation is throttled, and Lambda retries the
-      // asynchronous event shortly after the running one ends.
-      throttledInvoke = true;
-      return;
-    }
     const n = ++history.schedulerInvocations;
     const part = component(`scheduler-${n}`);
     const services = servicesFor(part);
@@ -339,17 +334,10 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         new Scheduler({ store: services.store, control: services.control, queues: services.queues, config }),
     });
     // The invocation ends when its loop returns, or at its timeout (a crashed one never returns).
-    invocation = Promise.race([run, new Promise<void>((resolve) => setTimeout(resolve, LAMBDA_TIMEOUT_MS))]).then(
-      () => {
-        clearTimeout(killAt);
-        if (Date.now() - startedAtMs >= LAMBDA_TIMEOUT_MS) part.transport.kill();
-        invocation = undefined;
-        if (throttledInvoke) {
-          throttledInvoke = false;
-          setTimeout(invoke, 1000 + random() * 1000);
-        }
-      },
-    );
+    void Promise.race([run, new Promise<void>((resolve) => setTimeout(resolve, LAMBDA_TIMEOUT_MS))]).then(() => {
+      clearTimeout(killAt);
+      if (Date.now() - startedAtMs >= LAMBDA_TIMEOUT_MS) part.transport.kill();
+    });
   };
   invoke();
   const invoker = setInterval(invoke, INVOCATION_EVERY_MS);
