@@ -166,6 +166,11 @@ async function startStoreOnly(dataDir: string, retentionSeconds: number) {
     documents: emulators.clients.documents,
     tableName: services.store.tableName,
     retentionSeconds,
+    logger: {
+      info() {},
+      warn: (message, extra) => process.stderr.write(`${message} ${JSON.stringify(extra)}\n`),
+      error() {},
+    },
   });
   return {
     services,

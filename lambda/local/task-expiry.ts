@@ -13,6 +13,9 @@ import { DeleteCommand, type DynamoDBDocumentClient, ScanCommand } from '@aws-sd
 import { TERMINAL_STATES } from '../core/task.ts';
 import type { TaskLogger } from '../task-types/define.ts';
 
+/** Conditional deletes in flight at once during a sweep. */
+const DELETE_CONCURRENCY = 8;
+
 /** Default local retention of finished tasks. */
 export const LOCAL_RETENTION_SECONDS = 3600;
 
@@ -60,24 +63,30 @@ export function startTaskExpiry(options: TaskExpiryOptions): TaskExpiry {
           ExclusiveStartKey: startKey,
         }),
       );
-      for (const item of page.Items ?? []) {
-        if (stopped) return deleted;
-        try {
-          await documents.send(
-            new DeleteCommand({
-              TableName: tableName,
-              Key: { taskId: item.taskId },
-              ConditionExpression: '#version = :version',
-              ExpressionAttributeNames: { '#version': 'version' },
-              ExpressionAttributeValues: { ':version': item.version },
-            }),
-          );
-          deleted++;
-        } catch (error) {
-          // Retried (or otherwise changed) since the scan: not expired any more.
-          if (!(error instanceof ConditionalCheckFailedException)) throw error;
-        }
-      }
+      // Several deletes at a time: one by one, the sweep fell behind a busy runtime.
+      const items = [...(page.Items ?? [])];
+      await Promise.all(
+        Array.from({ length: DELETE_CONCURRENCY }, async () => {
+          for (let item = items.shift(); item && !stopped; item = items.shift()) {
+            try {
+              await documents.send(
+                new DeleteCommand({
+                  TableName: tableName,
+                  Key: { taskId: item.taskId },
+                  ConditionExpression: '#version = :version',
+                  ExpressionAttributeNames: { '#version': 'version' },
+                  ExpressionAttributeValues: { ':version': item.version },
+                }),
+              );
+              deleted++;
+            } catch (error) {
+              // Retried (or otherwise changed) since the scan: not expired any more.
+              if (!(error instanceof ConditionalCheckFailedException)) throw error;
+            }
+          }
+        }),
+      );
+      if (stopped) return deleted;
       startKey = page.LastEvaluatedKey;
     } while (startKey && !stopped);
     return deleted;
