@@ -11,6 +11,7 @@ let ids: {
   workerFargate: string;
   completions: string;
   workerDlqs: string[];
+  tierDlqs: string[];
   exampleTables: string[];
   exampleBucket: string;
 };
@@ -25,6 +26,7 @@ beforeAll(() => {
     workerFargate: logicalId(stack, stack.queues.get('worker-fargate').queue),
     completions: logicalId(stack, stack.queues.completions.queue),
     workerDlqs: stack.queues.workers.map((worker) => logicalId(stack, worker.deadLetterQueue!)).sort(),
+    tierDlqs: stack.queues.tiers.map((tier) => logicalId(stack, tier.deadLetterQueue!)).sort(),
     exampleTables: [...stack.exampleStores.tables.values()].map((table) => logicalId(stack, table)),
     exampleBucket: logicalId(stack, stack.exampleStores.bucket),
   };
@@ -78,9 +80,9 @@ describe('Least privilege per function', () => {
     }
   });
 
-  it('redrive: the worker dead-letter queues in, tiers and completions out, the task table only', () => {
+  it('redrive: the worker and tier dead-letter queues in, tiers and completions out, the task table only', () => {
     const grants = grantsFor(synth.stack.redrive.handler.role);
-    expect(resourcesFor(grants, 'sqs:ReceiveMessage')).toEqual(ids.workerDlqs);
+    expect(resourcesFor(grants, 'sqs:ReceiveMessage')).toEqual(sorted(ids.workerDlqs, ids.tierDlqs));
     expect(resourcesFor(grants, 'sqs:SendMessage')).toEqual(sorted(ids.tiers, ids.completions));
     expect(writableTables(grants)).toEqual([ids.tasks]);
   });
