@@ -67,7 +67,9 @@ export function idleCostOf(template: { Resources: Record<string, Resource> }): I
   const ticks = ofType('AWS::Scheduler::Schedule').filter(
     (schedule) => schedule.Properties?.ScheduleExpression === 'rate(1 minute)',
   );
-  const tickedArns = new Set(ticks.map((tick) => JSON.stringify((tick.Properties?.Target as { Arn: unknown }).Arn)));
+  const tickedArns = new Set(
+    ticks.map((tick) => JSON.stringify((tick.Properties?.Target as { Arn?: unknown } | undefined)?.Arn)),
+  );
   const tickedMemoryMiB = Object.entries(template.Resources)
     .filter(([id]) => [...tickedArns].some((arn) => arn.includes(`"${id}"`)))
     .map(([, fn]) => Number(fn.Properties?.MemorySize ?? 128));

@@ -152,7 +152,7 @@ describe('Route: GET /v1/status', () => {
   it.each([
     ['recent=99', 'recent'],
     ['recent=x', 'recent'],
-    ['tenants=bad%20id', 'tenants.0'],
+    ['tenants=bad%20id', 'tenants'],
     ['verbose=1', 'verbose'],
   ])('refuses ?%s with 400 invalid_request naming %s', async (query, path) => {
     // Act
