@@ -170,6 +170,54 @@ describe('Scheduling policy on the local runtime', () => {
     expect([...criticalSubmittedAt.keys()].some((tag) => run.startedAt.get(tag)! > lowStarted)).toBe(true);
   }, 180_000);
 
+  it("starts another tenant's whole-pool task once the pool drains while a tenant at quota waits with a big one", async () => {
+    // Prepare: a Fargate pool of 4 vCPU. 'held' is at its quota of 1 with a long Lambda task and
+    // has an older whole-pool Fargate task queued. The live counterpart of the engine reproducers
+    // in test/unit/policy/reservation.test.ts (which pin the old bug's exact timing): a tenant at
+    // quota must not keep another tenant's whole-pool task from starting while small work flows.
+    const s = await start({
+      policy: 'fair-share',
+      pools: { lambda: { concurrency: 4 }, fargate: { vcpu: 4, memoryMiB: 8192 } },
+      tenantDefaults: { weight: 1, maxConcurrency: 4 },
+      tenants: { held: { weight: 1, maxConcurrency: 1 } },
+      taskDefaults: { timeoutSeconds: 30, priority: 'normal', maxAttempts: 1, vcpu: 0.25, memoryMiB: 512 },
+    });
+    const fargate = (vcpu: number) => ({ runtime: 'fargate', resources: { vcpu, memoryMiB: 1024 } });
+    await submit(s, { tenantId: 'held', type: 'test.work', payload: { ms: 5_000, tag: 'held-run' } });
+    await until(() => run.startedAt.has('held-run'), 30_000);
+    await submit(s, { tenantId: 'held', type: 'test.work', payload: { ms: 10, tag: 'held-big' }, ...fargate(4) });
+    // A stream of 1-vCPU tasks keeps the pool busy: two tenants, so the stream never runs dry
+    // for lack of quota.
+    let streaming = true;
+    const stream = (async () => {
+      for (let i = 0; streaming && i < 200; i++) {
+        await submit(s, {
+          tenantId: i % 2 ? 'small-a' : 'small-b',
+          type: 'test.work',
+          payload: { ms: 300, tag: `s${i}` },
+          ...fargate(1),
+        });
+        await new Promise((resolve) => setTimeout(resolve, 60));
+      }
+    })();
+    await until(() => run.startedAt.size >= 6, 30_000);
+
+    // Act
+    await submit(s, { tenantId: 'big', type: 'test.work', payload: { ms: 10, tag: 'big' }, ...fargate(4) });
+    await until(() => run.startedAt.has('big'), 60_000);
+    const bigStarted = run.startedAt.get('big')!;
+    // Let the stream run on a little, so "started before the stream ended" is observable.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    streaming = false;
+    await stream;
+
+    // Assess: the whole-pool task started while small work was still arriving and starting, and
+    // the at-quota tenant's big task had not (its quota is full with the Lambda task).
+    expect([...run.startedAt].some(([tag, at]) => tag.startsWith('s') && at > bigStarted)).toBe(true);
+    expect(run.startedAt.get('held-big') ?? Number.POSITIVE_INFINITY).toBeGreaterThan(run.startedAt.get('held-run')!);
+    expect(run.startedAt.get('held-big') === undefined || run.startedAt.get('held-big')! >= bigStarted).toBe(true);
+  }, 120_000);
+
   it('never runs more of a tenant at once than its quota, while others use the rest', async () => {
     const s = await start({
       pools: { lambda: { concurrency: 10 }, fargate: { vcpu: 2, memoryMiB: 4096 } },
