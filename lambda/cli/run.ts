@@ -325,16 +325,7 @@ Options:
         mode === 'settle'
           ? buildServices({ config: configFromEnvironment(env), clients, resources: resourcesFromEnvironment(env) })
           : undefined;
-      const report = await redriveDeadLetters({
-        sqs: clients.sqs,
-        queueUrls,
-        mode,
-        ...optional('queueIds', str(ctx, 'queues')?.split(',').filter(Boolean)),
-        ...optional('limit', limit),
-        ...(services ? { store: services.store, queues: services.queues, config: services.config } : {}),
-      });
-      ctx.print(report, () => formatRedrive(report));
-      return report.queues.some((queue) => queue.errors > 0) ? 1 : 0;
+      return redriveAndReport(ctx, { sqs: clients.sqs, queueUrls, mode, limit, services });
     },
   },
   schedules: {
@@ -701,6 +692,30 @@ function localRuntimeFile(env: Readonly<Record<string, string | undefined>>): st
   return resolve(env.DATA_DIR || '.data', RUNTIME_FILE);
 }
 
+/** Redrive (deployed or local alike), print the report; exit code 1 when a queue had errors. */
+async function redriveAndReport(
+  ctx: CommandContext,
+  input: {
+    sqs: ReturnType<typeof createAwsClients>['sqs'];
+    queueUrls: Record<string, string>;
+    mode: 'move' | 'settle';
+    limit: number | undefined;
+    services: ReturnType<typeof buildServices> | undefined;
+  },
+): Promise<number> {
+  const { services } = input;
+  const report = await redriveDeadLetters({
+    sqs: input.sqs,
+    queueUrls: input.queueUrls,
+    mode: input.mode,
+    ...optional('queueIds', str(ctx, 'queues')?.split(',').filter(Boolean)),
+    ...optional('limit', input.limit),
+    ...(services ? { store: services.store, queues: services.queues, config: services.config } : {}),
+  });
+  ctx.print(report, () => formatRedrive(report));
+  return report.queues.some((queue) => queue.errors > 0) ? 1 : 0;
+}
+
 async function redriveLocal(
   ctx: CommandContext,
   local: RuntimeDescription,
@@ -717,16 +732,7 @@ async function redriveLocal(
             resources: { tables: local.tables, queueUrls: local.queueUrls },
           })
         : undefined;
-    const report = await redriveDeadLetters({
-      sqs: clients.sqs,
-      queueUrls: local.queueUrls,
-      mode,
-      ...optional('queueIds', str(ctx, 'queues')?.split(',').filter(Boolean)),
-      ...optional('limit', limit),
-      ...(services ? { store: services.store, queues: services.queues, config: services.config } : {}),
-    });
-    ctx.print(report, () => formatRedrive(report));
-    return report.queues.some((queue) => queue.errors > 0) ? 1 : 0;
+    return await redriveAndReport(ctx, { sqs: clients.sqs, queueUrls: local.queueUrls, mode, limit, services });
   } finally {
     clients.dynamodb.destroy();
     clients.sqs.destroy();

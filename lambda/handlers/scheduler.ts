@@ -21,18 +21,13 @@ import {
   STOP_GRACE_MS,
 } from '../scheduler/activation.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
-import { LAMBDA_POLL_SECONDS, runSchedulerLoop, SCHEDULER_LEASE } from '../scheduler/scheduler-loop.ts';
+import { lambdaInvocationTiming, runSchedulerLoop, SCHEDULER_LEASE } from '../scheduler/scheduler-loop.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
 
-/** Stop this long before the Lambda timeout so the lease and held messages are handed back. */
-const SAFETY_MARGIN_MS = 15_000;
 /** How often the oldest waiting age per tier is sampled from the scheduler's snapshot. */
 const AGE_SAMPLE_MS = 5_000;
 
-/** The configured idle poll, shortened to end within `msLeft`; at least 1 s (SQS whole seconds). */
-export function idleWait(configuredSeconds: number, msLeft: number): number {
-  return Math.max(1, Math.min(configuredSeconds, Math.floor(msLeft / 1000)));
-}
+export { idleWait } from '../scheduler/scheduler-loop.ts';
 
 export interface SchedulerRun {
   readonly ticks: number;
@@ -63,16 +58,13 @@ export const handler = async (event: SchedulerEvent | undefined, context: Contex
       control: services.control,
       signal: new AbortController().signal,
       ownerId: `lambda-${context.awsRequestId}`,
-      keepGoing: () => context.getRemainingTimeInMillis() > SAFETY_MARGIN_MS,
+      ...lambdaInvocationTiming(() => context.getRemainingTimeInMillis()),
       waitForLease: false,
       idleStop: {
         afterMs: IDLE_STOP_MS,
         graceMs: STOP_GRACE_MS,
         hasWork: () => hasSchedulerWork(services.store, new Date(), DUE_HORIZON_MS),
       },
-      waitSeconds: LAMBDA_POLL_SECONDS.busy,
-      // Every poll ends before the safety margin begins, so handing back never waits on one.
-      idleWaitSeconds: () => idleWait(LAMBDA_POLL_SECONDS.idle, context.getRemainingTimeInMillis() - SAFETY_MARGIN_MS),
       logger: taskLogger,
       createScheduler: () =>
         new Scheduler({

@@ -66,6 +66,27 @@ export const SCHEDULER_LEASE = 'scheduler';
  */
 export const LAMBDA_POLL_SECONDS = { busy: 2, idle: 10 } as const;
 
+/** The scheduler Lambda stops this long before its timeout, to hand back its lease and held messages. */
+export const LAMBDA_SAFETY_MARGIN_MS = 15_000;
+
+/** The configured idle poll, shortened to end within `msLeft`; at least 1 s (SQS whole seconds). */
+export function idleWait(configuredSeconds: number, msLeft: number): number {
+  return Math.max(1, Math.min(configuredSeconds, Math.floor(msLeft / 1000)));
+}
+
+/**
+ * The loop timing of one scheduler Lambda invocation with `remainingMs()` left: the handler and
+ * the simulations' modelled invocations share it, so they cannot drift apart. Every poll ends
+ * before the safety margin begins, so handing back never waits on one.
+ */
+export function lambdaInvocationTiming(remainingMs: () => number) {
+  return {
+    keepGoing: () => remainingMs() > LAMBDA_SAFETY_MARGIN_MS,
+    waitSeconds: LAMBDA_POLL_SECONDS.busy,
+    idleWaitSeconds: () => idleWait(LAMBDA_POLL_SECONDS.idle, remainingMs() - LAMBDA_SAFETY_MARGIN_MS),
+  };
+}
+
 export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<SchedulerLoopEnd> {
   const { control, signal } = options;
   const owner = options.ownerId ?? `scheduler-${randomUUID()}`;

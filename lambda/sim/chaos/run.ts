@@ -23,7 +23,7 @@ import type { PriorityTier, Task } from '../../core/task.ts';
 import { workerQueue } from '../../infra/resources.ts';
 import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
 import { Scheduler } from '../../scheduler/scheduler.ts';
-import { runSchedulerLoop } from '../../scheduler/scheduler-loop.ts';
+import { lambdaInvocationTiming, runSchedulerLoop } from '../../scheduler/scheduler-loop.ts';
 import { defineTaskType, type TaskLogger, TaskTypeRegistry } from '../../task-types/define.ts';
 import { QueueWorker } from '../../worker/queue-worker.ts';
 import { type LatencyModel, NO_TRANSPORT_FAULTS, type TransportFaults } from '../aws/faults.ts';
@@ -123,7 +123,6 @@ const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
 /** The scheduler Lambda: started every minute, 75 s timeout, hands back 15 s before it. */
 const INVOCATION_EVERY_MS = 60_000;
 const LAMBDA_TIMEOUT_MS = 75_000;
-const SAFETY_MARGIN_MS = 15_000;
 
 const silent: TaskLogger = { info() {}, warn() {}, error() {} };
 
@@ -326,9 +325,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       control: services.control,
       signal: stop.signal,
       ownerId: `lambda-${n}`,
-      keepGoing: () => remaining() > SAFETY_MARGIN_MS,
-      waitSeconds: 2,
-      idleWaitSeconds: () => Math.max(1, Math.min(10, Math.floor((remaining() - SAFETY_MARGIN_MS) / 1000))),
+      ...lambdaInvocationTiming(remaining),
       logger: silent,
       createScheduler: () =>
         new Scheduler({ store: services.store, control: services.control, queues: services.queues, config }),

@@ -18,7 +18,7 @@ import { seededRandom } from '../../core/random.ts';
 import { tierQueue, workerQueue } from '../../infra/resources.ts';
 import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
 import { Scheduler } from '../../scheduler/scheduler.ts';
-import { runSchedulerLoop } from '../../scheduler/scheduler-loop.ts';
+import { lambdaInvocationTiming, runSchedulerLoop } from '../../scheduler/scheduler-loop.ts';
 import { defineTaskType, type TaskLogger, TaskTypeRegistry } from '../../task-types/define.ts';
 import { QueueWorker } from '../../worker/queue-worker.ts';
 import { NO_TRANSPORT_FAULTS } from '../aws/faults.ts';
@@ -74,7 +74,6 @@ const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
 const FLOOD = 'flood';
 const INVOCATION_EVERY_MS = 60_000;
 const LAMBDA_TIMEOUT_MS = 75_000;
-const SAFETY_MARGIN_MS = 15_000;
 /** Flood submits in flight at once (the API's concurrency). */
 const SUBMIT_CONCURRENCY = 64;
 const silent: TaskLogger = { info() {}, warn() {}, error() {} };
@@ -174,9 +173,7 @@ async function simulateFlood(
       control: services.control,
       signal: stop.signal,
       ownerId: `lambda-${n}`,
-      keepGoing: () => remaining() > SAFETY_MARGIN_MS,
-      waitSeconds: 2,
-      idleWaitSeconds: () => Math.max(1, Math.min(10, Math.floor((remaining() - SAFETY_MARGIN_MS) / 1000))),
+      ...lambdaInvocationTiming(remaining),
       logger: silent,
       createScheduler: () =>
         new Scheduler({ store: services.store, control: services.control, queues: services.queues, config }),
