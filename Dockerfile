@@ -1,6 +1,6 @@
 # The Fargate worker image: the worker alone. Its build context is NOT the repository but the
 # directory lib/fargate-worker-image.ts writes (at `cdk synth`, or `node bin/fargate-image.ts
-# DIR`): index.mjs, the esbuild bundle of lambda/handlers/fargate-worker.ts with the AWS SDK and
+# DIR`): index.mjs, the esbuild bundle of runtime/handlers/fargate-worker.ts with the AWS SDK and
 # every pure-JS dependency inside, its source map, and node_modules with only the native
 # packages task types load on demand (sharp), already for the image's platform.
 FROM node:24-slim

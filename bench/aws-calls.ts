@@ -10,16 +10,8 @@
  * the local Lambda pool deletes and reports one message at a time, as the mapping does). The
  * cost is for the Lambda pool; the same tasks on the Fargate pool are counted after it.
  */
-import {
-  type CallStat,
-  costPerMillionTasks,
-  formatCallTable,
-  formatCost,
-  STEP_FUNCTIONS_MINIMAL,
-  stepFunctionsUsage,
-  usageFromCalls,
-} from '../lambda/adapters/call-counter.ts';
-import { LAMBDA_WORKER } from '../lambda/infra/resources.ts';
+
+import { LAMBDA_WORKER } from '../runtime/infra/resources.ts';
 import { defaultStackIdleCost, printIdleCost } from './idle-cost.ts';
 import {
   type BenchOptions,
@@ -33,6 +25,15 @@ import {
   submitAll,
   writeBarChart,
 } from './lib.ts';
+import {
+  type CallStat,
+  costPerMillionTasks,
+  formatCallTable,
+  formatCost,
+  STEP_FUNCTIONS_MINIMAL,
+  stepFunctionsUsage,
+  usageFromCalls,
+} from './metering/call-counter.ts';
 
 /**
  * Lambda durations are not measured locally; they are modelled from the calls each function
@@ -40,7 +41,7 @@ import {
  */
 const AWS_LATENCY_MS = { DynamoDB: 6, SQS: 12 } as const;
 const API_MEMORY_GB = 0.5; // lib/task-api.ts
-const WORKER_MEMORY_GB = LAMBDA_WORKER.memoryMiB / 1024; // lambda/infra/resources.ts, given to lib/lambda-workers.ts
+const WORKER_MEMORY_GB = LAMBDA_WORKER.memoryMiB / 1024; // runtime/infra/resources.ts, given to lib/lambda-workers.ts
 
 export interface AwsCallsResult {
   readonly tasks: number;

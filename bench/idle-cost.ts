@@ -1,16 +1,17 @@
 /**
  * What the deployed stack costs a month with no tasks at all, from the synthesized template (the
  * default configuration) and the modelled calls of the scheduler's per-minute safety-net tick.
- * Idle, the scheduler is scaled to zero (lambda/scheduler/activation.ts): nothing polls SQS, the
+ * Idle, the scheduler is scaled to zero (runtime/scheduler/activation.ts): nothing polls SQS, the
  * Fargate service runs no task, and the tick reads the lease and the `byActive` index, finds
  * nothing due and exits.
  *
  *   node bench/idle-cost.ts        (also printed by bench/aws-calls.ts)
  */
-import { LIST_PRICES } from '../lambda/adapters/call-counter.ts';
-import { ACTIVE_SHARDS } from '../lambda/infra/resources.ts';
+
+import { ACTIVE_SHARDS } from '../runtime/infra/resources.ts';
 import { synthesize } from '../test/stack/helpers.ts';
 import { fmt, isMain } from './lib.ts';
+import { LIST_PRICES } from './metering/call-counter.ts';
 
 /** us-east-1 list prices the idle stack pays beyond LIST_PRICES (CloudWatch, X-Ray, KMS). */
 export const IDLE_PRICES = {

@@ -5,12 +5,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CallCounter } from '../lambda/adapters/call-counter.ts';
-import { type ConfigInput, parseConfig, type SchedulerConfig } from '../lambda/core/config.ts';
-import { TASKS_TABLE } from '../lambda/infra/resources.ts';
-import { type LocalServer, startLocalServer } from '../lambda/local/server.ts';
-import type { TaskLogger } from '../lambda/task-types/define.ts';
-import type { AttemptOutcome } from '../lambda/worker/run-attempt.ts';
+import { type LocalServer, startLocalServer } from '../local/server.ts';
+import { type ConfigInput, parseConfig, type SchedulerConfig } from '../runtime/core/config.ts';
+import { TASKS_TABLE } from '../runtime/infra/resources.ts';
+import type { TaskLogger } from '../runtime/task-types/define.ts';
+import type { AttemptOutcome } from '../runtime/worker/run-attempt.ts';
+import { CallCounter } from './metering/call-counter.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const CHART_DIR = join(ROOT, 'docs', 'bench');

@@ -11,13 +11,12 @@
  * writes per task and no reads: the floor keeps every task in memory.
  */
 import { randomUUID } from 'node:crypto';
-import { CallCounter, type CallStat, formatCallTable } from '../lambda/adapters/call-counter.ts';
-import type { ReceivedMessage, TierMessage, WorkerMessage } from '../lambda/adapters/queues.ts';
-import { buildServices } from '../lambda/app/wiring.ts';
-import { createTask, dispatch, start, succeed } from '../lambda/core/lifecycle.ts';
-import type { Task } from '../lambda/core/task.ts';
-import { TASKS_TABLE, tierQueue, workerQueue } from '../lambda/infra/resources.ts';
-import { startEmulators } from '../lambda/local/emulators.ts';
+import { startEmulators } from '../local/emulators.ts';
+import type { ReceivedMessage, TierMessage, WorkerMessage } from '../runtime/adapters/queues.ts';
+import { buildServices } from '../runtime/app/wiring.ts';
+import { createTask, dispatch, start, succeed } from '../runtime/core/lifecycle.ts';
+import type { Task } from '../runtime/core/task.ts';
+import { TASKS_TABLE, tierQueue, workerQueue } from '../runtime/infra/resources.ts';
 import {
   type BenchOptions,
   benchConfig,
@@ -34,6 +33,7 @@ import {
   submitAll,
   writeBarChart,
 } from './lib.ts';
+import { CallCounter, type CallStat, formatCallTable } from './metering/call-counter.ts';
 
 const SUBMIT_CONCURRENCY = 16;
 const TENANTS = 5;

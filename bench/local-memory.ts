@@ -2,7 +2,7 @@
  * Local runtime memory over many tasks (issue 15): no-op tasks (demo.echo) through the whole
  * local runtime, persisted to a data folder as `npm start` runs it, printing after every 10,000
  * finished tasks the process RSS, the V8 heap, the data folder's size and how many tasks the
- * table still holds. With the local task expiry (lambda/local/task-expiry.ts) finished tasks are
+ * table still holds. With the local task expiry (local/task-expiry.ts) finished tasks are
  * deleted after the retention, so memory and disk level off after warm-up instead of growing
  * with every task.
  *
@@ -18,11 +18,11 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { buildServices, type Services } from '../lambda/app/wiring.ts';
-import { dispatch, start, succeed } from '../lambda/core/lifecycle.ts';
-import { startEmulators } from '../lambda/local/emulators.ts';
-import { startLocalRuntime } from '../lambda/local/runtime.ts';
-import { startTaskExpiry } from '../lambda/local/task-expiry.ts';
+import { startEmulators } from '../local/emulators.ts';
+import { startLocalRuntime } from '../local/runtime.ts';
+import { startTaskExpiry } from '../local/task-expiry.ts';
+import { buildServices, type Services } from '../runtime/app/wiring.ts';
+import { dispatch, start, succeed } from '../runtime/core/lifecycle.ts';
 import { type BenchOptions, benchConfig, fmt, isMain, machineLoad, silentLogger, sleep } from './lib.ts';
 
 const SUBMIT_CONCURRENCY = 16;

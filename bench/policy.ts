@@ -6,11 +6,11 @@
  *
  *   node bench/policy.ts [--quick]
  */
-import { SchedulingPolicy } from '../lambda/core/policy/policy.ts';
-import type { Candidate } from '../lambda/core/policy/types.ts';
-import { PRIORITY_TIERS } from '../lambda/core/task.ts';
-import { Prng } from '../lambda/sim/prng.ts';
-import { table } from '../lambda/sim/report.ts';
+import { SchedulingPolicy } from '../runtime/core/policy/policy.ts';
+import type { Candidate } from '../runtime/core/policy/types.ts';
+import { PRIORITY_TIERS } from '../runtime/core/task.ts';
+import { Prng } from '../sim/prng.ts';
+import { table } from '../sim/report.ts';
 
 export interface PolicyBenchCase {
   readonly queued: number;

@@ -8,9 +8,9 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { parseConfig, type SchedulerConfig } from '../lambda/core/config.ts';
-import { ENV } from '../lambda/infra/resources.ts';
 import { TaskSchedulerStack } from '../lib/task-scheduler-stack.ts';
+import { parseConfig, type SchedulerConfig } from '../runtime/core/config.ts';
+import { ENV } from '../runtime/infra/resources.ts';
 
 const DEFAULT_CONFIG = 'config/default.json';
 

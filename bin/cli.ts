@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
  * `tasks`: the command line (`npx tasks --help`, or `npm run cli -- --help`). The logic is in
- * lambda/cli/run.ts; this file only connects it to the process.
+ * client/cli/run.ts; this file only connects it to the process.
  */
-import { runCli } from '../lambda/cli/run.ts';
+import { runCli } from '../client/cli/run.ts';
 
 const stopping = new AbortController();
 // First Ctrl-C stops `watch` / `submit --wait` cleanly (cursor restored); a second one exits.

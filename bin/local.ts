@@ -6,11 +6,11 @@
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../lambda/core/errors.ts';
-import { consoleLogger } from '../lambda/local/console-logger.ts';
-import { DataDirInUseError } from '../lambda/local/data-dir-lock.ts';
-import { configPathFrom, loadConfig } from '../lambda/local/load-config.ts';
-import { startLocalServer } from '../lambda/local/server.ts';
+import { consoleLogger } from '../local/console-logger.ts';
+import { DataDirInUseError } from '../local/data-dir-lock.ts';
+import { configPathFrom, loadConfig } from '../local/load-config.ts';
+import { startLocalServer } from '../local/server.ts';
+import { ConfigError } from '../runtime/core/errors.ts';
 
 const USAGE = `Usage: npm start [-- --config PATH]
 

@@ -1,20 +1,20 @@
 #!/usr/bin/env node
 /**
  * npm run sim -- <scenario> [--tasks N] [--tenants M] [--seed S] [--dispatchers a,b] [--out DIR]
- * npm run sim -- chaos [--seed N | --seeds A..B | --long] [--json]   (lambda/sim/chaos/cli.ts)
- * npm run sim -- flood [--tasks N] [--tenants M] [--json]            (lambda/sim/flood/cli.ts)
+ * npm run sim -- chaos [--seed N | --seeds A..B | --long] [--json]   (sim/chaos/cli.ts)
+ * npm run sim -- flood [--tasks N] [--tenants M] [--json]            (sim/flood/cli.ts)
  * Replays a deterministic workload through our policies and peers' orderings; prints tables and
  * writes SVG charts.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { runChaosCommand } from '../lambda/sim/chaos/cli.ts';
-import { DISPATCHER_NAMES, type DispatcherName, simulate } from '../lambda/sim/engine.ts';
-import { runFloodCommand } from '../lambda/sim/flood/cli.ts';
-import { summarize } from '../lambda/sim/metrics.ts';
-import { renderCharts, renderText } from '../lambda/sim/report.ts';
-import { buildScenario, SCENARIO_NAMES, SCENARIOS } from '../lambda/sim/scenarios.ts';
+import { runChaosCommand } from '../sim/chaos/cli.ts';
+import { DISPATCHER_NAMES, type DispatcherName, simulate } from '../sim/engine.ts';
+import { runFloodCommand } from '../sim/flood/cli.ts';
+import { summarize } from '../sim/metrics.ts';
+import { renderCharts, renderText } from '../sim/report.ts';
+import { buildScenario, SCENARIO_NAMES, SCENARIOS } from '../sim/scenarios.ts';
 
 const DEFAULT_DISPATCHERS: DispatcherName[] = [
   'fair-share',
@@ -26,8 +26,8 @@ const DEFAULT_DISPATCHERS: DispatcherName[] = [
 
 const HELP = `Usage: npm run sim -- <scenario|all> [options]
 
-  npm run sim -- chaos --help   the production code under AWS's failure modes (lambda/sim/chaos)
-  npm run sim -- flood --help   one tenant's backlog ahead of quiet tenants, production front end (lambda/sim/flood)
+  npm run sim -- chaos --help   the production code under AWS's failure modes (sim/chaos)
+  npm run sim -- flood --help   one tenant's backlog ahead of quiet tenants, production front end (sim/flood)
 
 Scenarios:
 ${SCENARIO_NAMES.map((name) => `  ${name.padEnd(16)} ${SCENARIOS[name]?.description}`).join('\n')}
@@ -38,7 +38,7 @@ Options:
   --seed S             PRNG seed (default 1); same seed, same trace, same results
   --dispatchers LIST   comma-separated, from: ${DISPATCHER_NAMES.join(', ')}
                        (default ${DEFAULT_DISPATCHERS.join(',')}); fair-share, priority and fifo are our
-                       SchedulingPolicy, the others are peers' orderings (lambda/sim/baselines.ts)
+                       SchedulingPolicy, the others are peers' orderings (sim/baselines.ts)
   --out DIR            where to write SVG charts and a Markdown report (default $DATA_DIR/sim,
                        i.e. .data/sim; docs/sim holds the published run: --out docs/sim)
   --no-write           print only

@@ -11,11 +11,11 @@
  * Seeding is idempotent: the same keys get the same values on every run.
  */
 import { parseArgs } from 'node:util';
-import { createAwsClients } from '../lambda/adapters/aws-clients.ts';
-import { EXAMPLE_RESOURCES_ENV } from '../lambda/infra/example-resources.ts';
-import { ensureExampleResources } from '../lambda/task-types/examples/resources.ts';
-import { SAMPLE, seedExampleData } from '../lambda/task-types/examples/seed-data.ts';
-import { exampleResourcesFromEnvironment } from '../lambda/task-types/examples/stores.ts';
+import { createAwsClients } from '../runtime/adapters/aws-clients.ts';
+import { EXAMPLE_RESOURCES_ENV } from '../runtime/infra/example-resources.ts';
+import { ensureExampleResources } from '../runtime/task-types/examples/resources.ts';
+import { SAMPLE, seedExampleData } from '../runtime/task-types/examples/seed-data.ts';
+import { exampleResourcesFromEnvironment } from '../runtime/task-types/examples/stores.ts';
 
 const USAGE = `Usage: node examples/seed.ts [--dynamodb URL] [--s3 URL] [--prefix NAME] [--region REGION]
 

@@ -3,7 +3,7 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { EXAMPLE_BUCKET, EXAMPLE_TABLES, type ExampleResourceId } from '../lambda/infra/example-resources.ts';
+import { EXAMPLE_BUCKET, EXAMPLE_TABLES, type ExampleResourceId } from '../runtime/infra/example-resources.ts';
 import { tableFrom } from './task-tables.ts';
 
 export interface ExampleStoresProps {
@@ -13,7 +13,7 @@ export interface ExampleStoresProps {
 
 /**
  * The data the example task types work on (photos, sales, orders, payments ledger, mismatches),
- * built from lambda/infra/example-resources.ts. Workers find the physical names in the
+ * built from runtime/infra/example-resources.ts. Workers find the physical names in the
  * EXAMPLE_RESOURCES environment variable ({@link ExampleStores.names}).
  */
 export class ExampleStores extends Construct {

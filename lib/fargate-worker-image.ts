@@ -1,6 +1,6 @@
 /**
  * The Fargate worker's Docker build context, built the way the Lambdas are: an esbuild bundle of
- * `lambda/handlers/fargate-worker.ts` (AWS SDK and every pure-JS dependency inside it) plus the
+ * `runtime/handlers/fargate-worker.ts` (AWS SDK and every pure-JS dependency inside it) plus the
  * native packages the task types load on demand (sharp, for the photo example), installed from
  * the lockfile's versions for the image's platform. The repository's `Dockerfile` is copied in
  * and builds only from this directory, so the image carries no aws-cdk-lib, TypeScript,
@@ -21,7 +21,7 @@ export const WORKER_NATIVE_MODULES = ['sharp'] as const;
 export type ImagePlatform = 'linux/arm64' | 'linux/amd64';
 
 export interface FargateWorkerContextOptions {
-  /** Repository root: `lambda/`, `Dockerfile` and `package-lock.json`. */
+  /** Repository root: `runtime/`, `Dockerfile` and `package-lock.json`. */
   readonly projectRoot: string;
   /** Where to write the context; emptied first. */
   readonly outDir: string;
@@ -39,7 +39,7 @@ export function buildFargateWorkerContext(options: FargateWorkerContextOptions):
 
   // The same esbuild settings as the Lambda functions (lib/runtime-function.ts).
   buildSync({
-    entryPoints: [path.join(projectRoot, 'lambda', 'handlers', 'fargate-worker.ts')],
+    entryPoints: [path.join(projectRoot, 'runtime', 'handlers', 'fargate-worker.ts')],
     outfile: path.join(outDir, 'index.mjs'),
     bundle: true,
     platform: 'node',

@@ -152,7 +152,7 @@ export class FargateWorkers extends Construct {
     props.queue.queue.grantConsumeMessages(tasksRole);
     props.completionsQueue.queue.grantSendMessages(tasksRole);
     for (const tier of props.tierQueues) tier.queue.grantSendMessages(tasksRole);
-    // Task scale-in protection while a worker runs attempts (lambda/worker/scale-in-protection.ts):
+    // Task scale-in protection while a worker runs attempts (runtime/worker/scale-in-protection.ts):
     // the ECS agent calls these with the task role, for this cluster's tasks only.
     tasksRole.addToPrincipalPolicy(
       new iam.PolicyStatement({

@@ -2,7 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Construct } from 'constructs';
-import { LAMBDA_WORKER } from '../lambda/infra/resources.ts';
+import { LAMBDA_WORKER } from '../runtime/infra/resources.ts';
 import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
@@ -21,7 +21,7 @@ export interface LambdaWorkersProps {
   readonly timeout?: Duration;
   /**
    * Memory of every Lambda worker (CPU comes in proportion). Submit checks tasks against
-   * `LAMBDA_WORKER` (lambda/infra/resources.ts), so change it there, not here.
+   * `LAMBDA_WORKER` (runtime/infra/resources.ts), so change it there, not here.
    * @default LAMBDA_WORKER.memoryMiB
    */
   readonly memorySize?: number;

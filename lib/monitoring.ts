@@ -9,8 +9,8 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { PRIORITY_TIERS, type PriorityTier } from '../lambda/core/task.ts';
-import { DIMENSION, METRIC, METRICS_NAMESPACE, type MetricName } from '../lambda/infra/telemetry.ts';
+import { PRIORITY_TIERS, type PriorityTier } from '../runtime/core/task.ts';
+import { DIMENSION, METRIC, METRICS_NAMESPACE, type MetricName } from '../runtime/infra/telemetry.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
 export interface MonitoringProps {

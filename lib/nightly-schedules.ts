@@ -4,7 +4,7 @@ import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import type { ScheduleConfig } from '../lambda/core/config.ts';
+import type { ScheduleConfig } from '../runtime/core/config.ts';
 import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import { schedulerInvokeRole } from './scheduler-invoke-role.ts';
 import type { DefinedQueue } from './task-queues.ts';

@@ -175,7 +175,7 @@ export class RuntimeFunction extends Construct {
 
 /** What every runtime function shares: where the code is, its environment, how long logs stay. */
 export interface RuntimeSettings {
-  /** Repository root (holds package-lock.json and lambda/). */
+  /** Repository root (holds package-lock.json and runtime/). */
   readonly projectRoot: string;
   /** TASKS_TABLE, CONTROL_TABLE, QUEUE_URLS, SCHEDULER_CONFIG_JSON and the Powertools settings. */
   readonly environment: Readonly<Record<string, string>>;
@@ -184,9 +184,9 @@ export interface RuntimeSettings {
   readonly nativeModules?: readonly string[];
 }
 
-/** The props every runtime function shares, for the handler `lambda/handlers/<name>.ts`. */
+/** The props every runtime function shares, for the handler `runtime/handlers/<name>.ts`. */
 export const handlerProps = (settings: RuntimeSettings, name: string) => ({
-  entry: path.join(settings.projectRoot, 'lambda', 'handlers', `${name}.ts`),
+  entry: path.join(settings.projectRoot, 'runtime', 'handlers', `${name}.ts`),
   projectRoot: settings.projectRoot,
   environment: settings.environment,
   logRetention: settings.logRetention,

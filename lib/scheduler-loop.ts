@@ -3,7 +3,7 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { Construct } from 'constructs';
-import type { SchedulerEvent } from '../lambda/scheduler/activation.ts';
+import type { SchedulerEvent } from '../runtime/scheduler/activation.ts';
 import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import { schedulerInvokeRole } from './scheduler-invoke-role.ts';
 import type { DefinedQueue } from './task-queues.ts';
@@ -29,7 +29,7 @@ export interface SchedulerLoopProps {
 }
 
 /**
- * The scheduler Lambda, scaled to zero (lambda/scheduler/activation.ts): it runs only while there
+ * The scheduler Lambda, scaled to zero (runtime/scheduler/activation.ts): it runs only while there
  * is something to hold or run. Whatever announces a task (the API, workers retrying, redrive,
  * schedules) wakes it with an asynchronous invoke when its lease shows no live scheduler; an
  * invocation out of time hands over to a fresh one; and EventBridge Scheduler ticks it every

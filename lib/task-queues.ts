@@ -7,7 +7,7 @@ import {
   type QueueDefinition,
   TIER_QUEUES,
   WORKER_QUEUES,
-} from '../lambda/infra/resources.ts';
+} from '../runtime/infra/resources.ts';
 
 /** A queue together with the definition it was built from (consumers check their timeout against it). */
 export interface DefinedQueue {
@@ -22,7 +22,7 @@ export interface TaskQueuesProps {
    * names keep QUEUE_URLS small (Lambda allows 4 KB of environment in all).
    */
   readonly namePrefix: string;
-  /** @default QUEUES from lambda/infra/resources.ts (tiers, worker pools, completions) */
+  /** @default QUEUES from runtime/infra/resources.ts (tiers, worker pools, completions) */
   readonly definitions?: readonly QueueDefinition[];
 }
 

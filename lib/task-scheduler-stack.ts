@@ -3,10 +3,10 @@ import { fileURLToPath } from 'node:url';
 import { type CfnElement, CfnOutput, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import type { SchedulerConfig } from '../lambda/core/config.ts';
-import { EXAMPLE_RESOURCES_ENV } from '../lambda/infra/example-resources.ts';
-import { ENV } from '../lambda/infra/resources.ts';
-import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE, POWERTOOLS_ENV } from '../lambda/infra/telemetry.ts';
+import type { SchedulerConfig } from '../runtime/core/config.ts';
+import { EXAMPLE_RESOURCES_ENV } from '../runtime/infra/example-resources.ts';
+import { ENV } from '../runtime/infra/resources.ts';
+import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE, POWERTOOLS_ENV } from '../runtime/infra/telemetry.ts';
 import { ExampleStores } from './example-stores.ts';
 import { FargateWorkers } from './fargate-workers.ts';
 import { LambdaWorkers } from './lambda-workers.ts';
@@ -23,7 +23,7 @@ export interface TaskSchedulerStackProps extends StackProps {
   /** The validated configuration (parseConfig): the same file the local runtime reads. */
   readonly config: SchedulerConfig;
   /**
-   * Repository root: `lambda/handlers/*.ts`, `package-lock.json` and the worker `Dockerfile`.
+   * Repository root: `runtime/handlers/*.ts`, `package-lock.json` and the worker `Dockerfile`.
    * @default the directory above lib/
    */
   readonly projectRoot?: string;

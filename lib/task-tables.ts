@@ -1,7 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { CONTROL_TABLE, TASKS_TABLE, type TableDefinition } from '../lambda/infra/resources.ts';
+import { CONTROL_TABLE, TASKS_TABLE, type TableDefinition } from '../runtime/infra/resources.ts';
 
 export interface TaskTablesProps {
   /**

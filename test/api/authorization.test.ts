@@ -5,8 +5,8 @@ import {
   mayActFor,
   principalMatches,
   tenantsForCaller,
-} from '../../lambda/api/authorization.ts';
-import { type ApiRouter, createApiRouter } from '../../lambda/api/router.ts';
+} from '../../runtime/api/authorization.ts';
+import { type ApiRouter, createApiRouter } from '../../runtime/api/router.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { runningTask, submitTask } from '../helpers/factories.ts';
 import { snapshotWrites, startTestServices, type TestServices } from '../helpers/services.ts';

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const LIST_RESPONSE_BUDGET_BYTES = 5 * 1024 * 1024;
 
-import { type ApiRouter, createApiRouter } from '../../lambda/api/router.ts';
-import { type HttpServer, startHttpServer } from '../../lambda/local/http-server.ts';
+import { type HttpServer, startHttpServer } from '../../local/http-server.ts';
+import { type ApiRouter, createApiRouter } from '../../runtime/api/router.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { snapshotWrites, startTestServices, type TestServices } from '../helpers/services.ts';
 

@@ -11,9 +11,9 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiRouter, createApiRouter } from '../../lambda/api/router.ts';
-import { errorResponseSchema } from '../../lambda/api/views.ts';
-import { PRIORITY_TIERS, RUNTIMES, TASK_STATES } from '../../lambda/core/task.ts';
+import { type ApiRouter, createApiRouter } from '../../runtime/api/router.ts';
+import { errorResponseSchema } from '../../runtime/api/views.ts';
+import { PRIORITY_TIERS, RUNTIMES, TASK_STATES } from '../../runtime/core/task.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { runningTask, submitTask } from '../helpers/factories.ts';
 import { snapshotWrites, startTestServices, type TestServices, type WriteSnapshot } from '../helpers/services.ts';

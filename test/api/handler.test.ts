@@ -5,7 +5,7 @@
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
+import { type Emulators, startEmulators } from '../../local/emulators.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { lambdaEnvironment } from '../helpers/services.ts';
 
@@ -20,7 +20,7 @@ beforeAll(async () => {
   emulators = await startEmulators({ prefix: 'handler' });
   Object.assign(process.env, lambdaEnvironment(emulators, { deploy: { callers: { [ROLE]: ['orders'] } } }));
   // Imported only now: the module builds its services from the environment at load time.
-  ({ handler } = await import('../../lambda/handlers/api.ts'));
+  ({ handler } = await import('../../runtime/handlers/api.ts'));
 });
 afterAll(async () => {
   process.env = saved;

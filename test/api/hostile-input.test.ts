@@ -5,8 +5,8 @@
  * returned faithfully or refused with a coded 400.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type ApiRouter, createApiRouter } from '../../lambda/api/router.ts';
-import { dispatch, start, succeed } from '../../lambda/core/lifecycle.ts';
+import { type ApiRouter, createApiRouter } from '../../runtime/api/router.ts';
+import { dispatch, start, succeed } from '../../runtime/core/lifecycle.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 

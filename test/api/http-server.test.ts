@@ -3,9 +3,9 @@
  * behind node:http, the body limit enforced while streaming, and the extra-routes hook.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_BODY_BYTES } from '../../lambda/api/limits.ts';
-import { taskViewSchema } from '../../lambda/api/views.ts';
-import { type HttpServer, startHttpServer } from '../../lambda/local/http-server.ts';
+import { type HttpServer, startHttpServer } from '../../local/http-server.ts';
+import { MAX_BODY_BYTES } from '../../runtime/api/limits.ts';
+import { taskViewSchema } from '../../runtime/api/views.ts';
 import { snapshotWrites, startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;

@@ -3,8 +3,8 @@
  * shape, and nothing is written (tables and queues unchanged).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiRouter, createApiRouter } from '../../lambda/api/router.ts';
-import { errorResponseSchema } from '../../lambda/api/views.ts';
+import { type ApiRouter, createApiRouter } from '../../runtime/api/router.ts';
+import { errorResponseSchema } from '../../runtime/api/views.ts';
 import { type ApiEventInput, apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { submitTask } from '../helpers/factories.ts';
 import { snapshotWrites, startTestServices, type TestServices } from '../helpers/services.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildOpenApiDocument } from '../../lambda/api/openapi.ts';
-import { API_ROUTES } from '../../lambda/api/routes.ts';
+import { buildOpenApiDocument } from '../../runtime/api/openapi.ts';
+import { API_ROUTES } from '../../runtime/api/routes.ts';
 
 interface Document {
   openapi: string;

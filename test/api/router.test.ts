@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiRouter, createApiRouter } from '../../lambda/api/router.ts';
+import { type ApiRouter, createApiRouter } from '../../runtime/api/router.ts';
 import {
   errorResponseSchema,
   healthSchema,
@@ -8,9 +8,9 @@ import {
   taskPageSchema,
   taskViewSchema,
   tenantViewSchema,
-} from '../../lambda/api/views.ts';
-import type { TaskService } from '../../lambda/app/task-service.ts';
-import { LAMBDA_WORKER } from '../../lambda/infra/resources.ts';
+} from '../../runtime/api/views.ts';
+import type { TaskService } from '../../runtime/app/task-service.ts';
+import { LAMBDA_WORKER } from '../../runtime/infra/resources.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { failedTask, runningTask, submitTask, succeededTask } from '../helpers/factories.ts';
 import { snapshotWrites, startTestServices, type TestServices } from '../helpers/services.ts';

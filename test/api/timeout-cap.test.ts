@@ -4,7 +4,7 @@
  * is written.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiRouter, createApiRouter } from '../../lambda/api/router.ts';
+import { type ApiRouter, createApiRouter } from '../../runtime/api/router.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { snapshotWrites, startTestServices, type TestServices } from '../helpers/services.ts';
 

@@ -5,8 +5,8 @@
  * are ahead.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiRouter } from '../../lambda/api/router.ts';
-import type { SchedulerSnapshot } from '../../lambda/app/wait.ts';
+import { createApiRouter } from '../../runtime/api/router.ts';
+import type { SchedulerSnapshot } from '../../runtime/app/wait.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { submitTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';

@@ -12,8 +12,8 @@ import {
   stepFunctionsUsage,
   usageFromCalls,
   wireItemSize,
-} from '../../lambda/adapters/call-counter.ts';
-import { TASKS_TABLE } from '../../lambda/infra/resources.ts';
+} from '../../bench/metering/call-counter.ts';
+import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
 
 /** A client whose transport answers every request with `body`, so no server is needed. */
 function stubTransport(body: () => string) {

@@ -1,8 +1,8 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliIo, runCli } from '../../lambda/cli/run.ts';
-import { startEmulators } from '../../lambda/local/emulators.ts';
-import type { LocalServer } from '../../lambda/local/server.ts';
+import { type CliIo, runCli } from '../../client/cli/run.ts';
+import { startEmulators } from '../../local/emulators.ts';
+import type { LocalServer } from '../../local/server.ts';
 import { startQuietServer } from './local-server.ts';
 
 let server: LocalServer;

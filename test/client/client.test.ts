@@ -7,8 +7,8 @@ import {
   SchedulerClient,
   SchedulerConnectionError,
   WaitTimeoutError,
-} from '../../lambda/index.ts';
-import type { LocalServer } from '../../lambda/local/server.ts';
+} from '../../index.ts';
+import type { LocalServer } from '../../local/server.ts';
 import { startQuietServer } from './local-server.ts';
 
 let server: LocalServer;

@@ -2,8 +2,9 @@
  * The whole local runtime (emulators in memory, scheduler, worker pools, HTTP API) on a free
  * port, quiet, for tests that drive it over HTTP as a user would.
  */
-import { parseConfig } from '../../lambda/core/config.ts';
-import { type LocalServer, startLocalServer } from '../../lambda/local/server.ts';
+
+import { type LocalServer, startLocalServer } from '../../local/server.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
 
 const quiet = { info() {}, warn() {}, error() {} };
 

@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isLocalEndpoint, regionOfEndpoint } from '../../lambda/client/signing.ts';
-import { SchedulerClient } from '../../lambda/index.ts';
+import { isLocalEndpoint, regionOfEndpoint } from '../../client/sdk/signing.ts';
+import { SchedulerClient } from '../../index.ts';
 
 const credentials = {
   accessKeyId: 'AKIDEXAMPLE',

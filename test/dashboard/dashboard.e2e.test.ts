@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SchedulerClient } from '../../lambda/client/client.ts';
-import type { LocalServer } from '../../lambda/local/server.ts';
+import { SchedulerClient } from '../../client/sdk/client.ts';
+import type { LocalServer } from '../../local/server.ts';
 import { startQuietServer } from '../client/local-server.ts';
 import { findChromium } from '../helpers/chromium.ts';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../lambda/cli/run.ts';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { consoleLogger } from '../../lambda/local/console-logger.ts';
-import { type LocalServer, startLocalServer } from '../../lambda/local/server.ts';
+import { runCli } from '../../client/cli/run.ts';
+import { consoleLogger } from '../../local/console-logger.ts';
+import { type LocalServer, startLocalServer } from '../../local/server.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
 
 let api: LocalServer;
 beforeAll(async () => {

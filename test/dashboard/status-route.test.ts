@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiRouter } from '../../lambda/api/router.ts';
-import { MAX_RECENT_TASKS, statusSchema } from '../../lambda/api/status.ts';
-import type { SchedulerSnapshot } from '../../lambda/app/wait.ts';
-import { dispatch } from '../../lambda/core/lifecycle.ts';
-import { DASHBOARD_HTML } from '../../lambda/dashboard/page.ts';
-import { dashboardResult, dashboardRoutes } from '../../lambda/dashboard/routes.ts';
+import { DASHBOARD_HTML } from '../../client/dashboard/page.ts';
+import { dashboardResult, dashboardRoutes } from '../../client/dashboard/routes.ts';
+import { createApiRouter } from '../../runtime/api/router.ts';
+import { MAX_RECENT_TASKS, statusSchema } from '../../runtime/api/status.ts';
+import type { SchedulerSnapshot } from '../../runtime/app/wait.ts';
+import { dispatch } from '../../runtime/core/lifecycle.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { runningTask, submitTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';

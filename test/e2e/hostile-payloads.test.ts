@@ -7,9 +7,9 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { consoleLogger } from '../../lambda/local/console-logger.ts';
-import { type LocalServer, startLocalServer } from '../../lambda/local/server.ts';
+import { consoleLogger } from '../../local/console-logger.ts';
+import { type LocalServer, startLocalServer } from '../../local/server.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
 
 let server: LocalServer;
 

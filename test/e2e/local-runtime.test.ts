@@ -4,11 +4,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { consoleLogger } from '../../lambda/local/console-logger.ts';
-import { type LocalServer, startLocalServer } from '../../lambda/local/server.ts';
-import { defineTaskType, TaskTypeRegistry } from '../../lambda/task-types/define.ts';
-import { DEMO_TASK_TYPES } from '../../lambda/task-types/demo.ts';
+import { consoleLogger } from '../../local/console-logger.ts';
+import { type LocalServer, startLocalServer } from '../../local/server.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
+import { DEMO_TASK_TYPES } from '../../runtime/task-types/demo.ts';
 
 const completions = new Map<string, number>();
 const recorded = defineTaskType({

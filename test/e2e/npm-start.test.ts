@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../../lambda/cli/run.ts';
+import { runCli } from '../../client/cli/run.ts';
 import { type LocalProcess, listeningSockets, spawnLocal, startLocal } from './local-process.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'npm-start-'));

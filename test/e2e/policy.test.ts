@@ -5,10 +5,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { type ConfigInput, parseConfig } from '../../lambda/core/config.ts';
-import { consoleLogger } from '../../lambda/local/console-logger.ts';
-import { type LocalServer, startLocalServer } from '../../lambda/local/server.ts';
-import { defineTaskType, TaskTypeRegistry } from '../../lambda/task-types/define.ts';
+import { consoleLogger } from '../../local/console-logger.ts';
+import { type LocalServer, startLocalServer } from '../../local/server.ts';
+import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
+import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 
 interface Run {
   startedAt: Map<string, number>;

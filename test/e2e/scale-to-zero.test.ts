@@ -3,10 +3,10 @@
  * spell, a submit wakes it, and the safety-net tick starts it for work nobody announced to it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServices } from '../../lambda/app/wiring.ts';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { consoleLogger } from '../../lambda/local/console-logger.ts';
-import { type LocalRuntime, startLocalRuntime } from '../../lambda/local/runtime.ts';
+import { consoleLogger } from '../../local/console-logger.ts';
+import { type LocalRuntime, startLocalRuntime } from '../../local/runtime.ts';
+import { buildServices } from '../../runtime/app/wiring.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
 
 let runtime: LocalRuntime;
 const config = parseConfig({ pools: { lambda: { concurrency: 4 }, fargate: { vcpu: 1, memoryMiB: 2048 } } });

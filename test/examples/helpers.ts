@@ -3,10 +3,10 @@
  * and a real TaskContext (abort signal, heartbeat counter, recording logger).
  */
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
-import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
-import type { TaskContext, TaskServices } from '../../lambda/task-types/define.ts';
-import { ensureExampleResources } from '../../lambda/task-types/examples/resources.ts';
-import type { ExampleResourceNames } from '../../lambda/task-types/examples/stores.ts';
+import { type Emulators, startEmulators } from '../../local/emulators.ts';
+import type { TaskContext, TaskServices } from '../../runtime/task-types/define.ts';
+import { ensureExampleResources } from '../../runtime/task-types/examples/resources.ts';
+import type { ExampleResourceNames } from '../../runtime/task-types/examples/stores.ts';
 
 export interface ExampleEnv {
   readonly emulators: Emulators;

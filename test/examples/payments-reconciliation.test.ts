@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { BatchWriteCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scheduledSubmitInput } from '../../lambda/app/scheduled.ts';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { NonRetryableError, ValidationError } from '../../lambda/core/errors.ts';
-import { findMismatches, paymentsReconciliation } from '../../lambda/task-types/examples/payments-reconciliation.ts';
-import { defaultRegistry } from '../../lambda/task-types/index.ts';
+import { scheduledSubmitInput } from '../../runtime/app/scheduled.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { NonRetryableError, ValidationError } from '../../runtime/core/errors.ts';
+import { findMismatches, paymentsReconciliation } from '../../runtime/task-types/examples/payments-reconciliation.ts';
+import { defaultRegistry } from '../../runtime/task-types/index.ts';
 import { type ExampleEnv, makeContext, startExampleEnv } from './helpers.ts';
 
 const TYPE = 'examples.payments-reconciliation';

@@ -1,10 +1,10 @@
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ValidationError } from '../../lambda/core/errors.ts';
-import { photoResize, thumbnailKey } from '../../lambda/task-types/examples/photo-resize.ts';
-import { samplePhoto } from '../../lambda/task-types/examples/seed-data.ts';
-import { defaultRegistry } from '../../lambda/task-types/index.ts';
+import { ValidationError } from '../../runtime/core/errors.ts';
+import { photoResize, thumbnailKey } from '../../runtime/task-types/examples/photo-resize.ts';
+import { samplePhoto } from '../../runtime/task-types/examples/seed-data.ts';
+import { defaultRegistry } from '../../runtime/task-types/index.ts';
 import { type ExampleEnv, listKeys, makeContext, readObject, startExampleEnv } from './helpers.ts';
 
 const TYPE = 'examples.photo-resize';

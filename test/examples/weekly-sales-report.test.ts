@@ -1,9 +1,9 @@
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { BatchWriteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NonRetryableError, ValidationError } from '../../lambda/core/errors.ts';
-import { type WeeklySalesReport, weeklySalesReport } from '../../lambda/task-types/examples/weekly-sales-report.ts';
-import { defaultRegistry } from '../../lambda/task-types/index.ts';
+import { NonRetryableError, ValidationError } from '../../runtime/core/errors.ts';
+import { type WeeklySalesReport, weeklySalesReport } from '../../runtime/task-types/examples/weekly-sales-report.ts';
+import { defaultRegistry } from '../../runtime/task-types/index.ts';
 import { type ExampleEnv, listKeys, makeContext, readObject, startExampleEnv } from './helpers.ts';
 
 const TYPE = 'examples.weekly-sales-report';

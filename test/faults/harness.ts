@@ -6,16 +6,16 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { type ConfigInput, parseConfig, type SchedulerConfig } from '../../lambda/core/config.ts';
-import { NonRetryableError } from '../../lambda/core/errors.ts';
-import type { Task } from '../../lambda/core/task.ts';
-import { workerQueue } from '../../lambda/infra/resources.ts';
-import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
-import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
-import { defineTaskType, type TaskContext, TaskTypeRegistry } from '../../lambda/task-types/define.ts';
-import { DEMO_TASK_TYPES } from '../../lambda/task-types/demo.ts';
-import { QueueWorker } from '../../lambda/worker/queue-worker.ts';
-import type { AttemptStep } from '../../lambda/worker/run-attempt.ts';
+import { type Emulators, startEmulators } from '../../local/emulators.ts';
+import { type ConfigInput, parseConfig, type SchedulerConfig } from '../../runtime/core/config.ts';
+import { NonRetryableError } from '../../runtime/core/errors.ts';
+import type { Task } from '../../runtime/core/task.ts';
+import { workerQueue } from '../../runtime/infra/resources.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { defineTaskType, type TaskContext, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
+import { DEMO_TASK_TYPES } from '../../runtime/task-types/demo.ts';
+import { QueueWorker } from '../../runtime/worker/queue-worker.ts';
+import type { AttemptStep } from '../../runtime/worker/run-attempt.ts';
 import {
   Crash,
   FakeClock,

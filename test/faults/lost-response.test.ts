@@ -2,20 +2,20 @@
  * Issue 10, item 1: a conditional write that lands while its response is lost. The SDK retries
  * the same request, the condition now fails against our own write, and the caller must still
  * recognise the transition as done. The faults sit in the SDK client's HTTP handler, below its
- * retries (lambda/sim/faults/lost-response.ts), against the dynalite and fauxqs emulators.
+ * retries (sim/faults/lost-response.ts), against the dynalite and fauxqs emulators.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAwsClients, localEndpoints } from '../../lambda/adapters/aws-clients.ts';
-import type { TierMessage, WorkerMessage } from '../../lambda/adapters/queues.ts';
-import { buildServices, type Services } from '../../lambda/app/wiring.ts';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { dispatch } from '../../lambda/core/lifecycle.ts';
-import type { Task } from '../../lambda/core/task.ts';
-import { TASKS_TABLE, tierQueue, workerQueue } from '../../lambda/infra/resources.ts';
-import { Reconciler } from '../../lambda/scheduler/reconciler.ts';
-import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
-import { attributeString, installLostResponses, loseFirstPut } from '../../lambda/sim/faults/lost-response.ts';
-import { runAttempt } from '../../lambda/worker/run-attempt.ts';
+import { createAwsClients, localEndpoints } from '../../runtime/adapters/aws-clients.ts';
+import type { TierMessage, WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { buildServices, type Services } from '../../runtime/app/wiring.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { dispatch } from '../../runtime/core/lifecycle.ts';
+import type { Task } from '../../runtime/core/task.ts';
+import { TASKS_TABLE, tierQueue, workerQueue } from '../../runtime/infra/resources.ts';
+import { Reconciler } from '../../runtime/scheduler/reconciler.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { runAttempt } from '../../runtime/worker/run-attempt.ts';
+import { attributeString, installLostResponses, loseFirstPut } from '../../sim/faults/lost-response.ts';
 import { failedTask, submitTask } from '../helpers/factories.ts';
 import { FakeClock } from '../helpers/faults.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';

@@ -8,7 +8,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PRIORITY_TIERS } from '../../lambda/core/task.ts';
+import { PRIORITY_TIERS } from '../../runtime/core/task.ts';
 import { randomFaults, seededRandom } from '../helpers/faults.ts';
 import { FAULT_CONFIG, Harness } from './harness.ts';
 

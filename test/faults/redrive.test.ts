@@ -5,9 +5,9 @@
  */
 import { SQSClient, type StartMessageMoveTaskCommandInput } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { WorkerMessage } from '../../lambda/adapters/queues.ts';
-import { workerQueue } from '../../lambda/infra/resources.ts';
-import { redriveDeadLetters } from '../../lambda/ops/redrive.ts';
+import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { workerQueue } from '../../runtime/infra/resources.ts';
+import { redriveDeadLetters } from '../../runtime/ops/redrive.ts';
 import { Harness } from './harness.ts';
 
 const SOURCE = workerQueue('lambda');

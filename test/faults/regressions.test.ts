@@ -3,10 +3,10 @@
  * Scheduler, Reconciler and runAttempt on the emulators with injected faults.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { WorkerMessage } from '../../lambda/adapters/queues.ts';
-import type { Task } from '../../lambda/core/task.ts';
-import { workerQueue } from '../../lambda/infra/resources.ts';
-import { type AttemptDeps, runAttempt } from '../../lambda/worker/run-attempt.ts';
+import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
+import type { Task } from '../../runtime/core/task.ts';
+import { workerQueue } from '../../runtime/infra/resources.ts';
+import { type AttemptDeps, runAttempt } from '../../runtime/worker/run-attempt.ts';
 import { Crash, type FaultyComponent } from '../helpers/faults.ts';
 import { Harness } from './harness.ts';
 

@@ -5,14 +5,14 @@
  */
 import { ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAwsClients, localEndpoints } from '../../lambda/adapters/aws-clients.ts';
-import type { WorkerMessage } from '../../lambda/adapters/queues.ts';
-import { buildServices, type Services } from '../../lambda/app/wiring.ts';
-import { type ConfigInput, parseConfig } from '../../lambda/core/config.ts';
-import { start, succeed } from '../../lambda/core/lifecycle.ts';
-import { TASKS_TABLE, workerQueue } from '../../lambda/infra/resources.ts';
-import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
-import { attributeString } from '../../lambda/sim/faults/lost-response.ts';
+import { createAwsClients, localEndpoints } from '../../runtime/adapters/aws-clients.ts';
+import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { buildServices, type Services } from '../../runtime/app/wiring.ts';
+import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
+import { start, succeed } from '../../runtime/core/lifecycle.ts';
+import { TASKS_TABLE, workerQueue } from '../../runtime/infra/resources.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { attributeString } from '../../sim/faults/lost-response.ts';
 import { submitTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 

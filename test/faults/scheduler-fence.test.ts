@@ -5,11 +5,11 @@
  * had lapsed starts over with a fresh Scheduler. Real Scheduler and loop on dynalite + fauxqs.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { WorkerMessage } from '../../lambda/adapters/queues.ts';
-import { expireLease } from '../../lambda/core/lifecycle.ts';
-import { workerQueue } from '../../lambda/infra/resources.ts';
-import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
-import { runSchedulerLoop, SCHEDULER_LEASE } from '../../lambda/scheduler/scheduler-loop.ts';
+import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { expireLease } from '../../runtime/core/lifecycle.ts';
+import { workerQueue } from '../../runtime/infra/resources.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { runSchedulerLoop, SCHEDULER_LEASE } from '../../runtime/scheduler/scheduler-loop.ts';
 import { submitTask } from '../helpers/factories.ts';
 import { FakeClock } from '../helpers/faults.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';

@@ -5,13 +5,13 @@
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAwsClients, localEndpoints } from '../../lambda/adapters/aws-clients.ts';
-import type { TierMessage, WorkerMessage } from '../../lambda/adapters/queues.ts';
-import { buildServices } from '../../lambda/app/wiring.ts';
-import { type ConfigInput, parseConfig } from '../../lambda/core/config.ts';
-import { tierQueue, workerQueue } from '../../lambda/infra/resources.ts';
-import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
-import { runAttempt } from '../../lambda/worker/run-attempt.ts';
+import { createAwsClients, localEndpoints } from '../../runtime/adapters/aws-clients.ts';
+import type { TierMessage, WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { buildServices } from '../../runtime/app/wiring.ts';
+import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
+import { tierQueue, workerQueue } from '../../runtime/infra/resources.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { runAttempt } from '../../runtime/worker/run-attempt.ts';
 import { FakeClock } from '../helpers/faults.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 

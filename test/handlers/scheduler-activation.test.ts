@@ -8,12 +8,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { buildServices, type Services } from '../../lambda/app/wiring.ts';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { ENV } from '../../lambda/infra/resources.ts';
-import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
-import type { SchedulerEvent } from '../../lambda/scheduler/activation.ts';
-import { SCHEDULER_LEASE } from '../../lambda/scheduler/scheduler-loop.ts';
+import { type Emulators, startEmulators } from '../../local/emulators.ts';
+import { buildServices, type Services } from '../../runtime/app/wiring.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { ENV } from '../../runtime/infra/resources.ts';
+import type { SchedulerEvent } from '../../runtime/scheduler/activation.ts';
+import { SCHEDULER_LEASE } from '../../runtime/scheduler/scheduler-loop.ts';
 import { lambdaEnvironment } from '../helpers/services.ts';
 
 interface Invocation {
@@ -26,7 +26,7 @@ let emulators: Emulators;
 let services: Services;
 let lambdaApi: Server;
 const invocations: Invocation[] = [];
-let scheduler: typeof import('../../lambda/handlers/scheduler.ts').handler;
+let scheduler: typeof import('../../runtime/handlers/scheduler.ts').handler;
 let scheduledSubmit: (event: unknown, context: Context) => Promise<{ taskId: string; created: boolean }>;
 const saved = { ...process.env };
 
@@ -69,8 +69,8 @@ beforeAll(async () => {
     clients: emulators.clients,
     resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
   });
-  ({ handler: scheduler } = await import('../../lambda/handlers/scheduler.ts'));
-  ({ handler: scheduledSubmit } = await import('../../lambda/handlers/scheduled-submit.ts'));
+  ({ handler: scheduler } = await import('../../runtime/handlers/scheduler.ts'));
+  ({ handler: scheduledSubmit } = await import('../../runtime/handlers/scheduled-submit.ts'));
 });
 beforeEach(() => {
   invocations.length = 0;

@@ -5,11 +5,11 @@
  */
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WorkerMessage } from '../../lambda/adapters/queues.ts';
-import { buildServices, type Services } from '../../lambda/app/wiring.ts';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { dispatch } from '../../lambda/core/lifecycle.ts';
-import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
+import { type Emulators, startEmulators } from '../../local/emulators.ts';
+import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { buildServices, type Services } from '../../runtime/app/wiring.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { dispatch } from '../../runtime/core/lifecycle.ts';
 import { lambdaEnvironment } from '../helpers/services.ts';
 
 let emulators: Emulators;
@@ -51,9 +51,9 @@ beforeAll(async () => {
     clients: emulators.clients,
     resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
   });
-  ({ handler: worker } = await import('../../lambda/handlers/worker.ts'));
-  ({ handler: scheduler, idleWait } = await import('../../lambda/handlers/scheduler.ts'));
-  ({ handler: scheduledSubmit } = await import('../../lambda/handlers/scheduled-submit.ts'));
+  ({ handler: worker } = await import('../../runtime/handlers/worker.ts'));
+  ({ handler: scheduler, idleWait } = await import('../../runtime/handlers/scheduler.ts'));
+  ({ handler: scheduledSubmit } = await import('../../runtime/handlers/scheduled-submit.ts'));
 });
 afterAll(async () => {
   process.env = saved;

@@ -2,9 +2,9 @@
  * Factories for tasks in any lifecycle state, written through the real store and the core's
  * transitions (so their items are exactly what the runtime would have stored).
  */
-import type { Services } from '../../lambda/app/wiring.ts';
-import { dispatch, fail, start, succeed } from '../../lambda/core/lifecycle.ts';
-import type { NewTaskSpec, Task } from '../../lambda/core/task.ts';
+import type { Services } from '../../runtime/app/wiring.ts';
+import { dispatch, fail, start, succeed } from '../../runtime/core/lifecycle.ts';
+import type { NewTaskSpec, Task } from '../../runtime/core/task.ts';
 
 /** A complete task spec (what TaskService resolves a submit into), for `createTask` in tests. */
 export function taskSpec(overrides: Partial<NewTaskSpec> = {}): NewTaskSpec {

@@ -14,15 +14,15 @@
 import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { PurgeQueueCommand, RequestThrottled, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ControlStore } from '../../lambda/adapters/control-store.ts';
-import { QueueClient } from '../../lambda/adapters/queues.ts';
-import { TaskStore } from '../../lambda/adapters/task-store.ts';
-import { TaskService } from '../../lambda/app/task-service.ts';
-import type { SchedulerConfig } from '../../lambda/core/config.ts';
-import { isTerminal, type Task, type TaskState } from '../../lambda/core/task.ts';
-import { CONTROL_TABLE, TASKS_TABLE } from '../../lambda/infra/resources.ts';
-import type { Emulators } from '../../lambda/local/emulators.ts';
-import type { TaskTypeRegistry } from '../../lambda/task-types/define.ts';
+import type { Emulators } from '../../local/emulators.ts';
+import { ControlStore } from '../../runtime/adapters/control-store.ts';
+import { QueueClient } from '../../runtime/adapters/queues.ts';
+import { TaskStore } from '../../runtime/adapters/task-store.ts';
+import { TaskService } from '../../runtime/app/task-service.ts';
+import type { SchedulerConfig } from '../../runtime/core/config.ts';
+import { isTerminal, type Task, type TaskState } from '../../runtime/core/task.ts';
+import { CONTROL_TABLE, TASKS_TABLE } from '../../runtime/infra/resources.ts';
+import type { TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 
 /** A component "died" at this point: nothing after it runs. */
 export class Crash extends Error {
@@ -56,7 +56,7 @@ export interface FaultCounts {
 export const newCounts = (): FaultCounts => ({ calls: 0, throttle: 0, ambiguous: 0, crash: 0, duplicate: 0 });
 
 /** Seeded PRNG: fault schedules replay exactly from a fast-check seed. */
-export { seededRandom } from '../../lambda/core/random.ts';
+export { seededRandom } from '../../runtime/core/random.ts';
 
 /** Faults at random with the given per-call probabilities (only where they make sense). */
 export function randomFaults(

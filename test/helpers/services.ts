@@ -4,11 +4,11 @@
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
-import { buildServices, type Services } from '../../lambda/app/wiring.ts';
-import { type ConfigInput, parseConfig } from '../../lambda/core/config.ts';
-import { CONTROL_TABLE, ENV, QUEUES, TASKS_TABLE } from '../../lambda/infra/resources.ts';
-import { type Emulators, startEmulators } from '../../lambda/local/emulators.ts';
-import type { TaskTypeRegistry } from '../../lambda/task-types/define.ts';
+import { type Emulators, startEmulators } from '../../local/emulators.ts';
+import { buildServices, type Services } from '../../runtime/app/wiring.ts';
+import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
+import { CONTROL_TABLE, ENV, QUEUES, TASKS_TABLE } from '../../runtime/infra/resources.ts';
+import type { TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 
 export interface TestServices extends Services {
   readonly emulators: Emulators;

@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { dispatch } from '../../lambda/core/lifecycle.ts';
-import type { Task } from '../../lambda/core/task.ts';
-import { defineTaskType, TaskTypeRegistry } from '../../lambda/task-types/define.ts';
-import { DEMO_TASK_TYPES } from '../../lambda/task-types/demo.ts';
-import { type AttemptDeps, runAttempt } from '../../lambda/worker/run-attempt.ts';
+import { dispatch } from '../../runtime/core/lifecycle.ts';
+import type { Task } from '../../runtime/core/task.ts';
+import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
+import { DEMO_TASK_TYPES } from '../../runtime/task-types/demo.ts';
+import { type AttemptDeps, runAttempt } from '../../runtime/worker/run-attempt.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 /** Handlers under the test's control: each run announces itself and waits to be released. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dispatch } from '../../lambda/core/lifecycle.ts';
-import { startDeadLetterConsumer } from '../../lambda/local/dead-letter-consumer.ts';
+import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
+import { dispatch } from '../../runtime/core/lifecycle.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;

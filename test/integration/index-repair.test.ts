@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ActiveTaskRef } from '../../lambda/adapters/task-store.ts';
-import { markDynaliteStoreClean } from '../../lambda/local/index-repair.ts';
+import { markDynaliteStoreClean } from '../../local/index-repair.ts';
+import type { ActiveTaskRef } from '../../runtime/adapters/task-store.ts';
 import { runningTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 

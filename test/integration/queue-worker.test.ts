@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { dispatch } from '../../lambda/core/lifecycle.ts';
-import { QueueWorker } from '../../lambda/worker/queue-worker.ts';
+import { dispatch } from '../../runtime/core/lifecycle.ts';
+import { QueueWorker } from '../../runtime/worker/queue-worker.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TierMessage, WorkerMessage } from '../../lambda/adapters/queues.ts';
-import { createTask } from '../../lambda/core/lifecycle.ts';
+import type { TierMessage, WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { createTask } from '../../runtime/core/lifecycle.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { TierMessage } from '../../lambda/adapters/queues.ts';
-import { type ActiveTaskRef, TaskStore } from '../../lambda/adapters/task-store.ts';
-import { createTask, dispatch, start, succeed } from '../../lambda/core/lifecycle.ts';
-import type { TaskState } from '../../lambda/core/task.ts';
-import { TASKS_TABLE } from '../../lambda/infra/resources.ts';
-import { Reconciler } from '../../lambda/scheduler/reconciler.ts';
+import type { TierMessage } from '../../runtime/adapters/queues.ts';
+import { type ActiveTaskRef, TaskStore } from '../../runtime/adapters/task-store.ts';
+import { createTask, dispatch, start, succeed } from '../../runtime/core/lifecycle.ts';
+import type { TaskState } from '../../runtime/core/task.ts';
+import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
+import { Reconciler } from '../../runtime/scheduler/reconciler.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 

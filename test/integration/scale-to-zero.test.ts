@@ -1,13 +1,13 @@
 /**
- * Scale to zero (lambda/scheduler/activation.ts): the loop stops after an idle spell unless work
+ * Scale to zero (runtime/scheduler/activation.ts): the loop stops after an idle spell unless work
  * is due soon, announcing a task wakes a stopped scheduler, and a live lease suppresses the wake.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { QueueClient } from '../../lambda/adapters/queues.ts';
-import { buildServices } from '../../lambda/app/wiring.ts';
-import { hasSchedulerWork, SchedulerWaker } from '../../lambda/scheduler/activation.ts';
-import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
-import { runSchedulerLoop, SCHEDULER_LEASE } from '../../lambda/scheduler/scheduler-loop.ts';
+import { QueueClient } from '../../runtime/adapters/queues.ts';
+import { buildServices } from '../../runtime/app/wiring.ts';
+import { hasSchedulerWork, SchedulerWaker } from '../../runtime/scheduler/activation.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { runSchedulerLoop, SCHEDULER_LEASE } from '../../runtime/scheduler/scheduler-loop.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;

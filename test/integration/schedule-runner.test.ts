@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScheduleRunner } from '../../lambda/local/schedule-runner.ts';
+import { startScheduleRunner } from '../../local/schedule-runner.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;

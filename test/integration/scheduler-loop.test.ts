@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
-import { runSchedulerLoop, SCHEDULER_LEASE } from '../../lambda/scheduler/scheduler-loop.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { runSchedulerLoop, SCHEDULER_LEASE } from '../../runtime/scheduler/scheduler-loop.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;

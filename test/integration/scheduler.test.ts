@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { WorkerMessage } from '../../lambda/adapters/queues.ts';
-import { start, succeed } from '../../lambda/core/lifecycle.ts';
-import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
+import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { start, succeed } from '../../runtime/core/lifecycle.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;

@@ -5,8 +5,8 @@ import {
   StaleAttemptError,
   TaskNotFoundError,
   ValidationError,
-} from '../../lambda/core/errors.ts';
-import { cancel, createTask, dispatch, heartbeat, start, succeed } from '../../lambda/core/lifecycle.ts';
+} from '../../runtime/core/errors.ts';
+import { cancel, createTask, dispatch, heartbeat, start, succeed } from '../../runtime/core/lifecycle.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 

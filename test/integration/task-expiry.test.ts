@@ -3,7 +3,7 @@
  * deleted, everything else stays, and a task retried since the sweep read it is kept.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTaskExpiry } from '../../lambda/local/task-expiry.ts';
+import { startTaskExpiry } from '../../local/task-expiry.ts';
 import { failedTask, runningTask, submitTask, succeededTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { WorkerMessage } from '../../lambda/adapters/queues.ts';
-import { NonRetryableError } from '../../lambda/core/errors.ts';
-import { dispatch } from '../../lambda/core/lifecycle.ts';
-import { defineTaskType, TaskTypeRegistry } from '../../lambda/task-types/define.ts';
-import { DEMO_TASK_TYPES } from '../../lambda/task-types/demo.ts';
-import { type AttemptDeps, runAttempt } from '../../lambda/worker/run-attempt.ts';
+import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { NonRetryableError } from '../../runtime/core/errors.ts';
+import { dispatch } from '../../runtime/core/lifecycle.ts';
+import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
+import { DEMO_TASK_TYPES } from '../../runtime/task-types/demo.ts';
+import { type AttemptDeps, runAttempt } from '../../runtime/worker/run-attempt.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 const executions = new Map<string, number>();

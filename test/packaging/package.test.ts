@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalServer } from '../../lambda/local/server.ts';
+import type { LocalServer } from '../../local/server.ts';
 import { startQuietServer } from '../client/local-server.ts';
 
 const run = promisify(execFile);
@@ -48,8 +48,8 @@ describe('the packed package, installed into a new project', () => {
     const installed = join(project, 'node_modules');
     const dist = join(installed, 'serverless-task-scheduler', 'dist');
 
-    expect(existsSync(join(dist, 'lambda', 'client', 'index.js'))).toBe(true);
-    expect(existsSync(join(dist, 'lambda', 'client', 'index.d.ts'))).toBe(true);
+    expect(existsSync(join(dist, 'client', 'sdk', 'index.js'))).toBe(true);
+    expect(existsSync(join(dist, 'client', 'sdk', 'index.d.ts'))).toBe(true);
     expect(existsSync(join(dist, 'bin', 'cli.js'))).toBe(true);
     for (const serverOnly of ['dynalite', 'fauxqs', 'aws-cdk-lib', 'level']) {
       expect(existsSync(join(installed, serverOnly)), serverOnly).toBe(false);

@@ -13,12 +13,12 @@ import {
 } from '@aws-sdk/client-sqs';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
-import { TaskStore } from '../../lambda/adapters/task-store.ts';
-import { createTask } from '../../lambda/core/lifecycle.ts';
-import { SimulatedAws } from '../../lambda/sim/aws/world.ts';
-import { checkHistory } from '../../lambda/sim/chaos/check.ts';
-import type { ChaosFaults } from '../../lambda/sim/chaos/run.ts';
-import { NO_FAULTS, runChaos } from '../../lambda/sim/chaos/run.ts';
+import { TaskStore } from '../../runtime/adapters/task-store.ts';
+import { createTask } from '../../runtime/core/lifecycle.ts';
+import { SimulatedAws } from '../../sim/aws/world.ts';
+import { checkHistory } from '../../sim/chaos/check.ts';
+import type { ChaosFaults } from '../../sim/chaos/run.ts';
+import { NO_FAULTS, runChaos } from '../../sim/chaos/run.ts';
 
 function world(overrides: { indexLagMs?: number; unprocessedRate?: number } = {}) {
   const clock = { ms: Date.parse('2026-01-01T00:00:00Z') };

@@ -1,13 +1,13 @@
 /**
  * A seeded sweep of short chaos runs: the production API, scheduler Lambda, workers and redrive
  * under lost responses, throttling, duplicate and early deliveries, index lag and crashes
- * (lambda/sim/chaos). Every guarantee the checker knows must hold on every seed; a failure
+ * (sim/chaos). Every guarantee the checker knows must hold on every seed; a failure
  * prints the violations with each task's stored history. `npm run sim -- chaos --long` runs
  * 1,000 seeds.
  */
 import { describe, expect, it } from 'vitest';
-import { checkHistory } from '../../lambda/sim/chaos/check.ts';
-import { DEFAULT_OPTIONS, runChaos } from '../../lambda/sim/chaos/run.ts';
+import { checkHistory } from '../../sim/chaos/check.ts';
+import { DEFAULT_OPTIONS, runChaos } from '../../sim/chaos/run.ts';
 
 const SEEDS = [101, 102];
 

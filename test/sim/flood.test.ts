@@ -1,8 +1,8 @@
 /** The flood scenario, scaled down: it completes and its figures are the run's own. */
 import { describe, expect, it } from 'vitest';
-import { tierQueue } from '../../lambda/infra/resources.ts';
-import type { SimulatedAws } from '../../lambda/sim/aws/world.ts';
-import { DEFAULT_FLOOD, runFlood } from '../../lambda/sim/flood/run.ts';
+import { tierQueue } from '../../runtime/infra/resources.ts';
+import type { SimulatedAws } from '../../sim/aws/world.ts';
+import { DEFAULT_FLOOD, runFlood } from '../../sim/flood/run.ts';
 
 describe('Flood scenario on the production front end', () => {
   it('prints the JSON figures, computed from what the simulated account recorded', async () => {

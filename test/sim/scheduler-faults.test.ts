@@ -1,7 +1,7 @@
 /** SCHEDULER_FAULTS: nothing without it, the documented fields with it, a clear error otherwise. */
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../lambda/core/errors.ts';
-import { schedulerFaultsFromEnvironment } from '../../lambda/local/scheduler-faults.ts';
+import { schedulerFaultsFromEnvironment } from '../../local/scheduler-faults.ts';
+import { ConfigError } from '../../runtime/core/errors.ts';
 
 describe('SCHEDULER_FAULTS', () => {
   it('injects nothing when unset or empty', () => {

@@ -5,16 +5,16 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { buildServices, type Services } from '../../lambda/app/wiring.ts';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { tierQueue } from '../../lambda/infra/resources.ts';
-import { startDeadLetterConsumer } from '../../lambda/local/dead-letter-consumer.ts';
-import { Scheduler } from '../../lambda/scheduler/scheduler.ts';
-import { runSchedulerLoop } from '../../lambda/scheduler/scheduler-loop.ts';
-import { NO_TRANSPORT_FAULTS } from '../../lambda/sim/aws/faults.ts';
-import { installVirtualClock, type VirtualClock } from '../../lambda/sim/aws/virtual-clock.ts';
-import { SimulatedAws } from '../../lambda/sim/aws/world.ts';
-import { defineTaskType, TaskTypeRegistry } from '../../lambda/task-types/define.ts';
+import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
+import { buildServices, type Services } from '../../runtime/app/wiring.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { tierQueue } from '../../runtime/infra/resources.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { runSchedulerLoop } from '../../runtime/scheduler/scheduler-loop.ts';
+import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
+import { NO_TRANSPORT_FAULTS } from '../../sim/aws/faults.ts';
+import { installVirtualClock, type VirtualClock } from '../../sim/aws/virtual-clock.ts';
+import { SimulatedAws } from '../../sim/aws/world.ts';
 
 const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
 const silent = { info() {}, warn() {}, error() {} };

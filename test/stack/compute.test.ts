@@ -1,11 +1,11 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { API_ROUTES as ROUTER_ROUTES } from '../../lambda/api/routes.ts';
-import { EXAMPLE_RESOURCES_ENV } from '../../lambda/infra/example-resources.ts';
-import { ENV, QUEUES } from '../../lambda/infra/resources.ts';
-import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE } from '../../lambda/infra/telemetry.ts';
-import { defaultRegistry } from '../../lambda/task-types/index.ts';
 import { API_ROUTES } from '../../lib/task-api.ts';
+import { API_ROUTES as ROUTER_ROUTES } from '../../runtime/api/routes.ts';
+import { EXAMPLE_RESOURCES_ENV } from '../../runtime/infra/example-resources.ts';
+import { ENV, QUEUES } from '../../runtime/infra/resources.ts';
+import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE } from '../../runtime/infra/telemetry.ts';
+import { defaultRegistry } from '../../runtime/task-types/index.ts';
 import { defaultConfigInput, logicalId, type Synthesized, synthesize } from './helpers.ts';
 
 let synth: Synthesized;

@@ -9,16 +9,16 @@ import { fileURLToPath } from 'node:url';
 import { App, type CfnElement, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { type ConfigInput, parseConfig, type SchedulerConfig } from '../../lambda/core/config.ts';
 import { TaskSchedulerStack } from '../../lib/task-scheduler-stack.ts';
+import { type ConfigInput, parseConfig, type SchedulerConfig } from '../../runtime/core/config.ts';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** Entry modules the stack wires up, under lambda/handlers/. */
+/** Entry modules the stack wires up, under runtime/handlers/. */
 export const HANDLERS = ['api', 'scheduler', 'worker', 'redrive', 'scheduled-submit', 'fargate-worker'] as const;
 
 export const missingHandlers = (root = REPO_ROOT): string[] =>
-  HANDLERS.filter((name) => !existsSync(path.join(root, 'lambda', 'handlers', `${name}.ts`)));
+  HANDLERS.filter((name) => !existsSync(path.join(root, 'runtime', 'handlers', `${name}.ts`)));
 
 /** The shipped default configuration (config/default.json), validated. */
 export function defaultConfigInput(): ConfigInput {
@@ -42,12 +42,12 @@ let fixture: string | undefined;
 export function projectFixture(): string {
   if (fixture) return fixture;
   const root = mkdtempSync(path.join(tmpdir(), 'stack-test-'));
-  mkdirSync(path.join(root, 'lambda', 'handlers'), { recursive: true });
+  mkdirSync(path.join(root, 'runtime', 'handlers'), { recursive: true });
   for (const file of ['package.json', 'package-lock.json', 'Dockerfile', '.dockerignore']) {
     copyFileSync(path.join(REPO_ROOT, file), path.join(root, file));
   }
   for (const name of HANDLERS) {
-    writeFileSync(path.join(root, 'lambda', 'handlers', `${name}.ts`), 'export const handler = async () => {};\n');
+    writeFileSync(path.join(root, 'runtime', 'handlers', `${name}.ts`), 'export const handler = async () => {};\n');
   }
   fixture = root;
   process.once('exit', () => rmSync(root, { recursive: true, force: true }));

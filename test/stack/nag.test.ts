@@ -4,8 +4,8 @@ import { App, Stack, Validations } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../lambda/core/config.ts';
 import { TaskSchedulerStack } from '../../lib/task-scheduler-stack.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
 import { cdkJsonContext, defaultConfigInput, projectFixture } from './helpers.ts';
 
 interface ValidationReport {

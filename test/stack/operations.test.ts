@@ -1,8 +1,8 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PRIORITY_TIERS } from '../../lambda/core/task.ts';
-import { DEFAULT_SERVICE_NAME, METRIC, METRICS_NAMESPACE } from '../../lambda/infra/telemetry.ts';
 import { backlogScalingSteps } from '../../lib/fargate-workers.ts';
+import { PRIORITY_TIERS } from '../../runtime/core/task.ts';
+import { DEFAULT_SERVICE_NAME, METRIC, METRICS_NAMESPACE } from '../../runtime/infra/telemetry.ts';
 import { defaultConfigInput, logicalId, type Synthesized, synthesize } from './helpers.ts';
 
 let synth: Synthesized;

@@ -1,8 +1,8 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_TABLES } from '../../lambda/infra/example-resources.ts';
-import { CONTROL_TABLE, QUEUES, TASKS_TABLE } from '../../lambda/infra/resources.ts';
 import { DEAD_LETTER_VISIBILITY_SECONDS } from '../../lib/task-queues.ts';
+import { EXAMPLE_TABLES } from '../../runtime/infra/example-resources.ts';
+import { CONTROL_TABLE, QUEUES, TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import { defaultConfigInput, logicalId, type Synthesized, synthesize } from './helpers.ts';
 
 let synth: Synthesized;

@@ -5,8 +5,6 @@ import { App, Duration, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { describe, expect, it } from 'vitest';
-import type { ScheduleConfig } from '../../lambda/core/config.ts';
-import { QUEUES, type QueueDefinition, workerQueue } from '../../lambda/infra/resources.ts';
 import { FargateWorkers } from '../../lib/fargate-workers.ts';
 import { LambdaWorkers } from '../../lib/lambda-workers.ts';
 import { Monitoring } from '../../lib/monitoring.ts';
@@ -18,6 +16,8 @@ import { TaskApi } from '../../lib/task-api.ts';
 import { TaskQueues } from '../../lib/task-queues.ts';
 import { retentionDays } from '../../lib/task-scheduler-stack.ts';
 import { TaskTables } from '../../lib/task-tables.ts';
+import type { ScheduleConfig } from '../../runtime/core/config.ts';
+import { QUEUES, type QueueDefinition, workerQueue } from '../../runtime/infra/resources.ts';
 import { defaultConfigInput, projectFixture, REPO_ROOT, synthesize } from './helpers.ts';
 
 /** A stack with the shared tables and queues, for constructing one construct at a time. */
@@ -46,7 +46,7 @@ describe('Construct props are validated up front, with exact messages', () => {
   it('RuntimeFunction: timeout, memory, reserved concurrency', () => {
     const { stack, runtime } = parts();
     const base = {
-      entry: path.join(runtime.projectRoot, 'lambda/handlers/api.ts'),
+      entry: path.join(runtime.projectRoot, 'runtime/handlers/api.ts'),
       projectRoot: runtime.projectRoot,
       description: 'test',
     };

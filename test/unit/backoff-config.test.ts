@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { backoffMs } from '../../lambda/core/backoff.ts';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { ConfigError } from '../../lambda/core/errors.ts';
+import { backoffMs } from '../../runtime/core/backoff.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { ConfigError } from '../../runtime/core/errors.ts';
 
 describe('Function: backoffMs', () => {
   const options = { baseDelaySeconds: 2, maxDelaySeconds: 900 };

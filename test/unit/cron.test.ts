@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { scheduledSubmitInput } from '../../lambda/app/scheduled.ts';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { CronSyntaxError, parseAwsCron } from '../../lambda/core/cron.ts';
+import { scheduledSubmitInput } from '../../runtime/app/scheduled.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { CronSyntaxError, parseAwsCron } from '../../runtime/core/cron.ts';
 
 describe('Function: parseAwsCron', () => {
   it.each([

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidTransitionError, StaleAttemptError } from '../../lambda/core/errors.ts';
+import { InvalidTransitionError, StaleAttemptError } from '../../runtime/core/errors.ts';
 import {
   acknowledgeCancel,
   cancel,
@@ -14,8 +14,8 @@ import {
   start,
   succeed,
   type TransitionPlan,
-} from '../../lambda/core/lifecycle.ts';
-import { isTerminal, type NewTaskSpec, type Task } from '../../lambda/core/task.ts';
+} from '../../runtime/core/lifecycle.ts';
+import { isTerminal, type NewTaskSpec, type Task } from '../../runtime/core/task.ts';
 import { taskSpec } from '../helpers/factories.ts';
 
 const T0 = new Date('2026-01-01T00:00:00.000Z');

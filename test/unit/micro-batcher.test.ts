@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { MicroBatcher } from '../../lambda/worker/micro-batcher.ts';
+import { MicroBatcher } from '../../runtime/worker/micro-batcher.ts';
 
 describe('Class: MicroBatcher', () => {
   beforeEach(() => vi.useFakeTimers());

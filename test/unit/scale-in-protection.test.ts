@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ScaleInProtection } from '../../lambda/worker/scale-in-protection.ts';
+import { ScaleInProtection } from '../../runtime/worker/scale-in-protection.ts';
 
 /** A stand-in for the ECS agent's task-protection endpoint that records what it was told. */
 let agent: Server;

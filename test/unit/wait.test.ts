@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { explainWait, type SchedulerSnapshot } from '../../lambda/app/wait.ts';
-import { parseConfig } from '../../lambda/core/config.ts';
-import { createTask } from '../../lambda/core/lifecycle.ts';
-import type { NewTaskSpec, PriorityTier } from '../../lambda/core/task.ts';
+import { explainWait, type SchedulerSnapshot } from '../../runtime/app/wait.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { createTask } from '../../runtime/core/lifecycle.ts';
+import type { NewTaskSpec, PriorityTier } from '../../runtime/core/task.ts';
 import { taskSpec } from '../helpers/factories.ts';
 
 const T0 = new Date('2026-01-01T00:00:00Z');

@@ -6,7 +6,7 @@ import {
   topTierAtMs,
   waitBound,
   waitBoundSeconds,
-} from '../../../lambda/core/policy/aging.ts';
+} from '../../../runtime/core/policy/aging.ts';
 
 const A = 300_000;
 

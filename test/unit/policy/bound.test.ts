@@ -6,11 +6,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { PolicyName } from '../../../lambda/core/config.ts';
-import type { SchedulingPolicy } from '../../../lambda/core/policy/policy.ts';
-import { simulate } from '../../../lambda/sim/engine.ts';
-import { buildScenario, SCENARIO_NAMES } from '../../../lambda/sim/scenarios.ts';
-import { type Trace, TraceBuilder } from '../../../lambda/sim/trace.ts';
+import type { PolicyName } from '../../../runtime/core/config.ts';
+import type { SchedulingPolicy } from '../../../runtime/core/policy/policy.ts';
+import { simulate } from '../../../sim/engine.ts';
+import { buildScenario, SCENARIO_NAMES } from '../../../sim/scenarios.ts';
+import { type Trace, TraceBuilder } from '../../../sim/trace.ts';
 
 const POLICY_NAMES: PolicyName[] = ['fifo', 'priority', 'fair-share'];
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { IndexedHeap, NOT_IN_HEAP } from '../../../lambda/core/policy/heap.ts';
+import { IndexedHeap, NOT_IN_HEAP } from '../../../runtime/core/policy/heap.ts';
 
 interface Item {
   key: number;

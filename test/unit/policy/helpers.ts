@@ -1,8 +1,8 @@
 /** Shared builders and a small discrete-event driver for the policy tests. */
-import type { PolicyName } from '../../../lambda/core/config.ts';
-import { SchedulingPolicy } from '../../../lambda/core/policy/policy.ts';
-import type { Candidate, PolicyOptions, Pools } from '../../../lambda/core/policy/types.ts';
-import type { PriorityTier, Runtime, TaskResources, TenantSettings } from '../../../lambda/core/task.ts';
+import type { PolicyName } from '../../../runtime/core/config.ts';
+import { SchedulingPolicy } from '../../../runtime/core/policy/policy.ts';
+import type { Candidate, PolicyOptions, Pools } from '../../../runtime/core/policy/types.ts';
+import type { PriorityTier, Runtime, TaskResources, TenantSettings } from '../../../runtime/core/task.ts';
 
 export const SMALL: TaskResources = { vcpu: 0.25, memoryMiB: 512 };
 

@@ -4,10 +4,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { PolicyName } from '../../../lambda/core/config.ts';
-import { effectiveRank, topTierAtMs } from '../../../lambda/core/policy/aging.ts';
-import type { Candidate } from '../../../lambda/core/policy/types.ts';
-import { PRIORITY_TIERS, type TenantSettings, tierRank } from '../../../lambda/core/task.ts';
+import type { PolicyName } from '../../../runtime/core/config.ts';
+import { effectiveRank, topTierAtMs } from '../../../runtime/core/policy/aging.ts';
+import type { Candidate } from '../../../runtime/core/policy/types.ts';
+import { PRIORITY_TIERS, type TenantSettings, tierRank } from '../../../runtime/core/task.ts';
 import { drive, makePolicy, type WorkItem } from './helpers.ts';
 
 const POLICY_NAMES: PolicyName[] = ['fifo', 'priority', 'fair-share'];

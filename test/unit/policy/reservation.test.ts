@@ -4,9 +4,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { SchedulingPolicy } from '../../../lambda/core/policy/policy.ts';
-import type { Candidate } from '../../../lambda/core/policy/types.ts';
-import type { PriorityTier } from '../../../lambda/core/task.ts';
+import type { SchedulingPolicy } from '../../../runtime/core/policy/policy.ts';
+import type { Candidate } from '../../../runtime/core/policy/types.ts';
+import type { PriorityTier } from '../../../runtime/core/task.ts';
 import { candidate, drain, makePolicy } from './helpers.ts';
 
 const vcpu = (size: number) => ({ vcpu: size, memoryMiB: size * 1024 });

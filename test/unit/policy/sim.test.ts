@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { simulate } from '../../../lambda/sim/engine.ts';
-import { summarize } from '../../../lambda/sim/metrics.ts';
-import { groupStats } from '../../../lambda/sim/report.ts';
-import { buildScenario } from '../../../lambda/sim/scenarios.ts';
+import { simulate } from '../../../sim/engine.ts';
+import { summarize } from '../../../sim/metrics.ts';
+import { groupStats } from '../../../sim/report.ts';
+import { buildScenario } from '../../../sim/scenarios.ts';
 
 const run = (scenario: string, dispatcher: Parameters<typeof simulate>[1], tasks: number, tenants?: number) => {
   const trace = buildScenario(scenario, { tasks, tenants, seed: 7 });

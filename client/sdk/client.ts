@@ -1,0 +1,352 @@
+/**
+ * SchedulerClient: the HTTP API as typed methods. Plain HTTP against the local runtime;
+ * SigV4-signed requests (IAM authorization) against a deployed endpoint.
+ *
+ *   const client = new SchedulerClient({ endpoint: 'http://127.0.0.1:3000' });
+ *   const { taskId } = await client.submit({ tenantId: 'acme', type: 'demo.sleep', payload: { ms: 100 } });
+ *   const done = await client.waitFor(taskId);
+ */
+import { TERMINAL_STATES } from '../../runtime/core/task.ts';
+import {
+  apiErrorFor,
+  SchedulerApiError,
+  SchedulerClientError,
+  SchedulerConnectionError,
+  WaitTimeoutError,
+} from './errors.ts';
+import { type CredentialsOption, isLocalEndpoint, RequestSigner, regionOfEndpoint } from './signing.ts';
+import type {
+  ListTasksQuery,
+  SchedulerStatus,
+  StoredTenantSettings,
+  SubmitTaskInput,
+  Task,
+  TaskDetail,
+  TaskPage,
+  Tenant,
+  TenantSettingsInput,
+} from './types.ts';
+
+export interface SchedulerClientOptions {
+  /** Base URL of the API, e.g. `http://127.0.0.1:3000` or `https://abc.execute-api.eu-west-1.amazonaws.com`. */
+  readonly endpoint: string;
+  /** Signing region. @default the endpoint's region, else AWS_REGION / AWS_DEFAULT_REGION */
+  readonly region?: string;
+  /** @default the standard AWS credential chain (only consulted when signing) */
+  readonly credentials?: CredentialsOption;
+  /** Sign with SigV4. @default true unless the endpoint is localhost / 127.0.0.1 */
+  readonly sign?: boolean;
+  /** Per-request timeout. @default 30000 */
+  readonly timeoutMs?: number;
+  /**
+   * Retries of a request that is safe to repeat (reads, tenant writes, cancel, a submit with an
+   * idempotency key) after a connection error, 429 or 502–504. @default 2
+   */
+  readonly maxRetries?: number;
+  /** @default globalThis.fetch */
+  readonly fetch?: typeof fetch;
+}
+
+export interface WaitForOptions {
+  /** @default 300000 (5 minutes) */
+  readonly timeoutMs?: number;
+  /** Delay between reads. @default 500 */
+  readonly pollMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface SubmitManyOptions {
+  /** Requests in flight at once. @default 8 */
+  readonly concurrency?: number;
+  /** Stops starting new submits; those not started are reported as rejected with the abort reason. */
+  readonly signal?: AbortSignal;
+}
+
+/** One input's outcome, in input order. `created` is false when an idempotency key matched an earlier task. */
+export type SubmitOutcome =
+  | { readonly status: 'fulfilled'; readonly task: Task; readonly created: boolean }
+  | { readonly status: 'rejected'; readonly error: unknown };
+
+interface RequestOptions {
+  readonly query?: Readonly<Record<string, string | number | undefined>>;
+  readonly body?: unknown;
+  /** Safe to send again when no answer (or a transient one) came back. */
+  readonly repeatable: boolean;
+  readonly signal?: AbortSignal;
+}
+
+const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
+
+export class SchedulerClient {
+  readonly endpoint: string;
+  readonly #base: URL;
+  readonly #signer: RequestSigner | undefined;
+  readonly #timeoutMs: number;
+  readonly #maxRetries: number;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: SchedulerClientOptions) {
+    let base: URL;
+    try {
+      base = new URL(options.endpoint);
+    } catch {
+      throw new SchedulerClientError(
+        `Invalid endpoint "${options.endpoint}": give a URL such as http://127.0.0.1:3000`,
+      );
+    }
+    // A trailing slash makes relative paths resolve under a stage prefix (`/prod/`).
+    if (!base.pathname.endsWith('/')) base.pathname = `${base.pathname}/`;
+    this.#base = base;
+    this.endpoint = base.toString().replace(/\/$/, '');
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#maxRetries = options.maxRetries ?? 2;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    if (options.sign ?? !isLocalEndpoint(base)) {
+      const region =
+        options.region ?? regionOfEndpoint(base) ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+      if (!region) {
+        throw new SchedulerClientError(
+          `No signing region for ${this.endpoint}: pass { region } or set AWS_REGION (or use an execute-api URL)`,
+        );
+      }
+      this.#signer = new RequestSigner({
+        region,
+        ...(options.credentials ? { credentials: options.credentials } : {}),
+      });
+    }
+  }
+
+  /** Submit a task; resolves with it QUEUED (or, for a repeated idempotency key, the original task). */
+  async submit(input: SubmitTaskInput, options: { signal?: AbortSignal } = {}): Promise<Task> {
+    return (await this.#submit(input, options.signal)).task;
+  }
+
+  /** Submit several tasks, at most `concurrency` at a time; never rejects: each input gets an outcome. */
+  async submitMany(inputs: readonly SubmitTaskInput[], options: SubmitManyOptions = {}): Promise<SubmitOutcome[]> {
+    const concurrency = Math.max(1, Math.floor(options.concurrency ?? 8));
+    const outcomes: SubmitOutcome[] = new Array(inputs.length);
+    let next = 0;
+    const lane = async () => {
+      while (next < inputs.length) {
+        const index = next++;
+        try {
+          options.signal?.throwIfAborted();
+          const { task, created } = await this.#submit(inputs[index]!, options.signal);
+          outcomes[index] = { status: 'fulfilled', task, created };
+        } catch (error) {
+          outcomes[index] = { status: 'rejected', error };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, inputs.length) }, lane));
+    return outcomes;
+  }
+
+  async #submit(input: SubmitTaskInput, signal: AbortSignal | undefined): Promise<{ task: Task; created: boolean }> {
+    const { status, body } = await this.#request<Task>('POST', 'v1/tasks', {
+      body: input,
+      // With a key the server answers a repeat with the original task, so a retry is harmless.
+      repeatable: input.idempotencyKey !== undefined,
+      ...(signal ? { signal } : {}),
+    });
+    return { task: body, created: status === 202 };
+  }
+
+  /** The task and, while it is QUEUED, why it waits. Throws NotFoundError for an unknown id. */
+  async get(taskId: string, options: { signal?: AbortSignal } = {}): Promise<TaskDetail> {
+    return (await this.#request<TaskDetail>('GET', `v1/tasks/${encodeURIComponent(taskId)}`, read(options.signal)))
+      .body;
+  }
+
+  /** One page of a tenant's tasks, newest first. */
+  async listPage(query: ListTasksQuery, options: { signal?: AbortSignal } = {}): Promise<TaskPage> {
+    return (
+      await this.#request<TaskPage>('GET', 'v1/tasks', {
+        ...read(options.signal),
+        query: { tenantId: query.tenantId, state: query.state, limit: query.limit, cursor: query.cursor },
+      })
+    ).body;
+  }
+
+  /** Every page, following `nextCursor` until the last. */
+  async *listPages(query: ListTasksQuery, options: { signal?: AbortSignal } = {}): AsyncGenerator<TaskPage> {
+    let cursor = query.cursor;
+    do {
+      const page = await this.listPage({ ...query, ...(cursor ? { cursor } : {}) }, options);
+      yield page;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
+  /** Every task of a tenant matching the filters, newest first, fetched page by page as iterated. */
+  async *list(query: ListTasksQuery, options: { signal?: AbortSignal } = {}): AsyncGenerator<Task> {
+    for await (const page of this.listPages(query, options)) yield* page.items;
+  }
+
+  /** Cancel a waiting task (CANCELLED), or ask a running one to stop (`cancelRequested`). */
+  async cancel(taskId: string, options: { signal?: AbortSignal } = {}): Promise<Task> {
+    return (
+      await this.#request<Task>('POST', `v1/tasks/${encodeURIComponent(taskId)}/cancel`, {
+        repeatable: true,
+        ...(options.signal ? { signal: options.signal } : {}),
+      })
+    ).body;
+  }
+
+  /** Queue a FAILED or CANCELLED task again with a fresh attempt budget. */
+  async retry(taskId: string, options: { signal?: AbortSignal } = {}): Promise<Task> {
+    return (
+      await this.#request<Task>('POST', `v1/tasks/${encodeURIComponent(taskId)}/retry`, {
+        repeatable: false,
+        ...(options.signal ? { signal: options.signal } : {}),
+      })
+    ).body;
+  }
+
+  /**
+   * Poll until the task is SUCCEEDED, FAILED or CANCELLED and resolve with it (a failure is a
+   * result here, not an exception: look at `state` and `error`). Throws WaitTimeoutError after
+   * `timeoutMs`, the signal's reason when aborted, NotFoundError for an unknown id.
+   */
+  async waitFor(taskId: string, options: WaitForOptions = {}): Promise<TaskDetail> {
+    const timeoutMs = options.timeoutMs ?? 300_000;
+    const pollMs = Math.max(10, options.pollMs ?? 500);
+    const deadline = Date.now() + timeoutMs;
+    let last: TaskDetail | undefined;
+    for (;;) {
+      options.signal?.throwIfAborted();
+      last = await this.get(taskId, options.signal ? { signal: options.signal } : {});
+      if (TERMINAL_STATES.includes(last.state)) return last;
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw new WaitTimeoutError(taskId, timeoutMs, last);
+      await sleep(Math.min(pollMs, remaining), options.signal);
+    }
+  }
+
+  /** Effective settings (stored, configured or default), live counts and fair share. */
+  async getTenant(tenantId: string, options: { signal?: AbortSignal } = {}): Promise<Tenant> {
+    return (await this.#request<Tenant>('GET', `v1/tenants/${encodeURIComponent(tenantId)}`, read(options.signal)))
+      .body;
+  }
+
+  /** Store a tenant's weight and quota (they override the configuration file). */
+  async putTenant(
+    tenantId: string,
+    settings: TenantSettingsInput,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<StoredTenantSettings> {
+    return (
+      await this.#request<StoredTenantSettings>('PUT', `v1/tenants/${encodeURIComponent(tenantId)}`, {
+        body: settings,
+        repeatable: true,
+        ...(options.signal ? { signal: options.signal } : {}),
+      })
+    ).body;
+  }
+
+  /** Tiers, pools, the busiest tenants and their newest tasks (what `tasks watch` and the dashboard show). */
+  async status(
+    query: { recent?: number; tenants?: readonly string[] } = {},
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SchedulerStatus> {
+    return (
+      await this.#request<SchedulerStatus>('GET', 'v1/status', {
+        ...read(options.signal),
+        query: { recent: query.recent, tenants: query.tenants?.join(',') || undefined },
+      })
+    ).body;
+  }
+
+  async health(options: { signal?: AbortSignal } = {}): Promise<{ status: 'ok'; time: string }> {
+    return (await this.#request<{ status: 'ok'; time: string }>('GET', 'health', read(options.signal))).body;
+  }
+
+  async #request<T>(method: string, path: string, options: RequestOptions): Promise<{ status: number; body: T }> {
+    const url = new URL(path, this.#base);
+    for (const [key, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    const text = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const label = `${method} ${url.pathname}`;
+    for (let attempt = 0; ; attempt++) {
+      const canRetry = options.repeatable && attempt < this.#maxRetries;
+      let response: Response;
+      try {
+        response = await this.#send(method, url, text, options.signal);
+      } catch (error) {
+        if (options.signal?.aborted) throw options.signal.reason;
+        if (canRetry) {
+          await sleep(backoff(attempt), options.signal);
+          continue;
+        }
+        throw new SchedulerConnectionError(this.endpoint, error);
+      }
+      if (canRetry && RETRYABLE_STATUSES.has(response.status)) {
+        await response.body?.cancel();
+        await sleep(backoff(attempt), options.signal);
+        continue;
+      }
+      const raw = await response.text();
+      let body: unknown;
+      try {
+        body = raw === '' ? undefined : JSON.parse(raw);
+      } catch {
+        if (response.ok) {
+          throw new SchedulerApiError({
+            status: response.status,
+            code: 'invalid_response',
+            message: `${label} answered ${response.status} with a body that is not JSON`,
+            request: label,
+          });
+        }
+        body = { message: raw.slice(0, 200) };
+      }
+      if (!response.ok) throw apiErrorFor(response.status, body, label);
+      return { status: response.status, body: body as T };
+    }
+  }
+
+  async #send(method: string, url: URL, body: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+    let headers: Record<string, string> = {
+      accept: 'application/json',
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    };
+    if (this.#signer) {
+      headers = await this.#signer.sign({ method, url, headers, ...(body === undefined ? {} : { body }) });
+    }
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    return this.#fetch(url, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body }),
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+  }
+}
+
+function read(signal: AbortSignal | undefined): RequestOptions {
+  return { repeatable: true, ...(signal ? { signal } : {}) };
+}
+
+/** 200 ms, 400 ms, 800 ms … with jitter, so a fleet of clients does not retry in step. */
+function backoff(attempt: number): number {
+  return 200 * 2 ** attempt * (0.5 + Math.random() / 2);
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,213 @@
+/**
+ * The embedded AWS emulators for the local runtime and the tests: dynalite (DynamoDB API,
+ * LevelDB on disk when given a path) and fauxqs (SQS and S3 APIs, SQLite on disk when given a
+ * data directory). Tables and queues are created from the shared definitions in
+ * runtime/infra/resources.ts, exactly as the CDK stack creates them on AWS.
+ */
+import { mkdirSync } from 'node:fs';
+import { type AddressInfo, type ListenOptions, Server } from 'node:net';
+import { join } from 'node:path';
+import {
+  CreateTableCommand,
+  type CreateTableCommandInput,
+  DescribeTableCommand,
+  type DynamoDBClient,
+  ResourceNotFoundException,
+} from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
+// dynalite ships no types; its factory returns a node http.Server.
+import dynalite from 'dynalite';
+import { startFauxqs } from 'fauxqs';
+import { type AwsClients, createAwsClients, localEndpoints } from '../runtime/adapters/aws-clients.ts';
+import { QUEUES, type QueueDefinition, TABLES, type TableDefinition } from '../runtime/infra/resources.ts';
+import { type IndexRepairResult, markDynaliteStoreClean, prepareDynaliteStore } from './index-repair.ts';
+
+export interface Emulators {
+  readonly clients: AwsClients;
+  readonly dynamodbUrl: string;
+  readonly sqsUrl: string;
+  /** Physical table names by table id. */
+  readonly tables: Readonly<Record<string, string>>;
+  /** Queue URLs by queue id. */
+  readonly queueUrls: Readonly<Record<string, string>>;
+  /** Set when the persisted DynamoDB store was not shut down cleanly and its indexes were rebuilt. */
+  readonly indexRepair?: IndexRepairResult;
+  stop(): Promise<void>;
+}
+
+export interface EmulatorOptions {
+  /** Persist state under this folder (`dynamodb/` and `sqs/`); in memory when absent. */
+  readonly dataDir?: string;
+  /** Prefix of physical table names. */
+  readonly prefix?: string;
+  /** Bind address of both emulators. @default '127.0.0.1' */
+  readonly host?: string;
+}
+
+export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
+  const prefix = options.prefix ?? 'scheduler';
+  const dynamoPath = options.dataDir ? join(options.dataDir, 'dynamodb') : undefined;
+  const sqsPath = options.dataDir ? join(options.dataDir, 'sqs') : undefined;
+  if (dynamoPath) mkdirSync(dynamoPath, { recursive: true });
+  if (sqsPath) mkdirSync(sqsPath, { recursive: true });
+  // dynalite's writes are not crash-atomic: after a kill, rebuild its indexes from the items.
+  const indexRepair = dynamoPath ? await prepareDynaliteStore(dynamoPath) : undefined;
+
+  // createTableMs 0: tables are ACTIVE at once (dynalite simulates AWS's delay by default).
+  const host = options.host ?? '127.0.0.1';
+  const dynamoServer = dynalite({ path: dynamoPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  await new Promise<void>((resolve, reject) => {
+    dynamoServer.once('error', reject);
+    dynamoServer.listen(0, host, () => resolve());
+  });
+  const dynamodbUrl = `http://${urlHost(host)}:${(dynamoServer.address() as AddressInfo).port}`;
+
+  const sqsServer = await listeningOn(host, () =>
+    startFauxqs({ port: 0, logger: false, host, ...(sqsPath ? { dataDir: sqsPath } : {}) }),
+  );
+  const sqsUrl = `http://${urlHost(host)}:${sqsServer.port}`;
+
+  const clients = createAwsClients(localEndpoints(dynamodbUrl, sqsUrl));
+  const tables: Record<string, string> = {};
+  for (const table of TABLES) tables[table.id] = await ensureTable(clients.dynamodb, table, `${prefix}-${table.id}`);
+  const queueUrls = await ensureQueues(clients.sqs, QUEUES);
+
+  return {
+    clients,
+    dynamodbUrl,
+    sqsUrl,
+    tables,
+    queueUrls,
+    ...(indexRepair ? { indexRepair } : {}),
+    async stop() {
+      clients.dynamodb.destroy();
+      clients.sqs.destroy();
+      clients.s3.destroy();
+      await sqsServer.stop();
+      const closed = await new Promise<boolean>((resolve) => dynamoServer.close((error) => resolve(!error)));
+      // A forced close may have cut writes short: leave the marker absent so the next start repairs.
+      if (dynamoPath && closed) markDynaliteStoreClean(dynamoPath);
+    },
+  };
+}
+
+const WILDCARDS = new Set(['0.0.0.0', '::', '']);
+let listenRedirect: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs `start` with every wildcard listen in this process redirected to `host`. fauxqs 2.4.1
+ * calls fastify's `app.listen({ port, host: '0.0.0.0' })` whatever `host` it is given, which
+ * put every queue and bucket on the network, unauthenticated; and its server object is handed
+ * back only once it listens, so the address cannot be corrected afterwards. Node's listen is
+ * wrapped only while `start` runs, one call at a time, and only turns a wildcard address into
+ * `host`: at worst another server starting in the same moment also binds to `host` (no wider).
+ * When `host` is itself a wildcard nothing changes.
+ */
+async function listeningOn<T>(host: string, start: () => Promise<T>): Promise<T> {
+  const run = listenRedirect.then(async () => {
+    const listen = Server.prototype.listen;
+    Server.prototype.listen = function listenOnHost(this: Server, ...args: unknown[]) {
+      const [first] = args;
+      if (first && typeof first === 'object' && WILDCARDS.has((first as ListenOptions).host ?? '')) {
+        args[0] = { ...(first as ListenOptions), host };
+      }
+      return (listen as (...a: unknown[]) => Server).apply(this, args);
+    } as typeof listen;
+    try {
+      return await start();
+    } finally {
+      Server.prototype.listen = listen;
+    }
+  });
+  listenRedirect = run.catch(() => undefined);
+  return run;
+}
+
+/** A host as it goes in a URL: a wildcard bind is reached on loopback; IPv6 gets brackets. */
+function urlHost(host: string): string {
+  if (WILDCARDS.has(host)) return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** The CreateTable input for a table definition (also what the CDK construct mirrors). */
+export function createTableInput(table: TableDefinition, tableName: string): CreateTableCommandInput {
+  const keyAttributes = new Set<string>([table.partitionKey, ...(table.sortKey ? [table.sortKey] : [])]);
+  for (const index of table.indexes) {
+    keyAttributes.add(index.partitionKey);
+    if (index.sortKey) keyAttributes.add(index.sortKey);
+  }
+  const keySchema = (partitionKey: string, sortKey?: string) => [
+    { AttributeName: partitionKey, KeyType: 'HASH' as const },
+    ...(sortKey ? [{ AttributeName: sortKey, KeyType: 'RANGE' as const }] : []),
+  ];
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [...keyAttributes].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
+    KeySchema: keySchema(table.partitionKey, table.sortKey),
+    ...(table.indexes.length > 0
+      ? {
+          GlobalSecondaryIndexes: table.indexes.map((index) => ({
+            IndexName: index.indexName,
+            KeySchema: keySchema(index.partitionKey, index.sortKey),
+            Projection:
+              index.nonKeyAttributes.length > 0
+                ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...index.nonKeyAttributes] }
+                : { ProjectionType: 'KEYS_ONLY' as const },
+          })),
+        }
+      : {}),
+  };
+}
+
+async function ensureTable(client: DynamoDBClient, table: TableDefinition, tableName: string): Promise<string> {
+  try {
+    await client.send(new DescribeTableCommand({ TableName: tableName }));
+    return tableName;
+  } catch (error) {
+    if (!(error instanceof ResourceNotFoundException)) throw error;
+  }
+  await client.send(new CreateTableCommand(createTableInput(table, tableName)));
+  return tableName;
+}
+
+async function ensureQueues(client: SQSClient, queues: readonly QueueDefinition[]): Promise<Record<string, string>> {
+  const urls: Record<string, string> = {};
+  const queueUrl = async (name: string, attributes: Record<string, string>) => {
+    try {
+      const existing = await client.send(new GetQueueUrlCommand({ QueueName: name }));
+      if (existing.QueueUrl) return existing.QueueUrl;
+    } catch {
+      // Not there yet: create it below.
+    }
+    const created = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
+    if (!created.QueueUrl) throw new Error(`Queue ${name} was not created`);
+    return created.QueueUrl;
+  };
+  for (const queue of queues) {
+    let redrive: Record<string, string> = {};
+    if (queue.deadLetter) {
+      const dlqUrl = await queueUrl(queue.deadLetter.id, {
+        MessageRetentionPeriod: String(queue.deadLetter.retentionSeconds),
+      });
+      urls[queue.deadLetter.id] = dlqUrl;
+      const attributes = await client.send(
+        new GetQueueAttributesCommand({ QueueUrl: dlqUrl, AttributeNames: ['QueueArn'] }),
+      );
+      const dlqArn = attributes.Attributes?.QueueArn;
+      if (!dlqArn) throw new Error(`Queue ${queue.deadLetter.id} has no ARN`);
+      redrive = {
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: dlqArn,
+          maxReceiveCount: queue.deadLetter.maxReceiveCount,
+        }),
+      };
+    }
+    urls[queue.id] = await queueUrl(queue.id, {
+      VisibilityTimeout: String(queue.visibilityTimeoutSeconds),
+      MessageRetentionPeriod: String(queue.retentionSeconds),
+      ...redrive,
+    });
+  }
+  return urls;
+}

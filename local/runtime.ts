@@ -1,0 +1,304 @@
+/**
+ * The whole system on one machine (`npm start`): the embedded DynamoDB and SQS emulators
+ * (persisted under DATA_DIR, so a restart — even after kill -9 — resumes every task), the HTTP
+ * API, the scheduler loop, the Lambda and Fargate worker pools with their configured capacity,
+ * and the configured schedules. The same handlers, stores and definitions as on AWS.
+ */
+import type { AwsClients } from '../runtime/adapters/aws-clients.ts';
+import { QueueClient } from '../runtime/adapters/queues.ts';
+import { buildServices, type Services } from '../runtime/app/wiring.ts';
+import type { SchedulerConfig } from '../runtime/core/config.ts';
+import { workerQueue } from '../runtime/infra/resources.ts';
+import { hasSchedulerWork, IDLE_STOP_MS, STOP_GRACE_MS } from '../runtime/scheduler/activation.ts';
+import { Scheduler } from '../runtime/scheduler/scheduler.ts';
+import { runSchedulerLoop, type SchedulerLoopEnd } from '../runtime/scheduler/scheduler-loop.ts';
+import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../runtime/task-types/define.ts';
+import { QueueWorker } from '../runtime/worker/queue-worker.ts';
+import type { AttemptOutcome } from '../runtime/worker/run-attempt.ts';
+import { consoleLogger } from './console-logger.ts';
+import { DataDirInUseError, isLevelLocked, lockDataDir } from './data-dir-lock.ts';
+import { startDeadLetterConsumer } from './dead-letter-consumer.ts';
+import { type Emulators, startEmulators } from './emulators.ts';
+import { startScheduleRunner, validateSchedules } from './schedule-runner.ts';
+import { faultyLocalClients, type SchedulerFaults, schedulerFaultsFromEnvironment } from './scheduler-faults.ts';
+import { LOCAL_RETENTION_SECONDS, startTaskExpiry } from './task-expiry.ts';
+
+export interface LocalRuntimeOptions {
+  readonly config: SchedulerConfig;
+  /** Folder for persisted state; in memory when undefined. */
+  readonly dataDir?: string;
+  /** Bind address of the emulators. @default '127.0.0.1' */
+  readonly host?: string;
+  readonly logger?: TaskLogger;
+  readonly registry?: TaskTypeRegistry;
+  /** Services handed to task handlers (example data stores). */
+  readonly taskServices?: (clients: AwsClients) => Promise<TaskServices>;
+  /** Seconds between summary lines; 0 disables them. */
+  readonly summaryEverySeconds?: number;
+  /** Start the worker pools (tests of the scheduler alone may not). Default true. */
+  readonly workers?: boolean;
+  readonly onOutcome?: (outcome: AttemptOutcome) => void;
+  /** AWS's failure modes to inject (default: from SCHEDULER_FAULTS; none when unset). */
+  readonly faults?: SchedulerFaults;
+  /**
+   * Scale to zero as on AWS (runtime/scheduler/activation.ts): the scheduler stops after a spell
+   * with nothing to hold or run, an announced task wakes it, and a tick every `tickSeconds`
+   * starts it for work coming due. False keeps it looping. Default true.
+   */
+  readonly scaleToZero?: boolean;
+  /** Idle spell before the scheduler stops. @default IDLE_STOP_MS */
+  readonly idleStopMs?: number;
+  /** The safety-net tick. @default 60 */
+  readonly tickSeconds?: number;
+  /** Finished tasks are deleted this long after they finish (DynamoDB TTL's stand-in). Default 1 h. */
+  readonly retentionSeconds?: number;
+}
+
+export interface LocalRuntime {
+  readonly emulators: Emulators;
+  readonly services: Services;
+  readonly workers: readonly QueueWorker[];
+  /** Latest scheduler (undefined until it holds the lease). */
+  scheduler(): Scheduler | undefined;
+  /** Whether the scheduler loop runs, or has stopped (scaled to zero) until work arrives. */
+  schedulerRunning(): boolean;
+  /** How many times announced work or the tick started a stopped scheduler. */
+  schedulerWakes(): number;
+  stop(): Promise<void>;
+}
+
+export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<LocalRuntime> {
+  const { config } = options;
+  const logger = options.logger ?? consoleLogger();
+  // Taken before anything opens the stores: a second runtime on them is refused in one line.
+  // Read before anything starts, so a malformed value stops the start cleanly.
+  const faults = options.faults ?? schedulerFaultsFromEnvironment();
+  const lock = options.dataDir ? lockDataDir(options.dataDir) : undefined;
+  let emulators: Emulators;
+  try {
+    emulators = await startEmulators({
+      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+      ...(options.host ? { host: options.host } : {}),
+    });
+  } catch (error) {
+    lock?.release();
+    throw isLevelLocked(error) && options.dataDir
+      ? new DataDirInUseError(options.dataDir, undefined, { cause: error })
+      : error;
+  }
+  if (emulators.indexRepair) {
+    logger.warn('the last run did not stop cleanly: rebuilt the DynamoDB indexes from the items', {
+      ...emulators.indexRepair,
+    });
+  }
+  if (faults) logger.warn('SCHEDULER_FAULTS: injecting AWS failure modes', { ...faults });
+  const scaleToZero = options.scaleToZero ?? true;
+  const stopping = new AbortController();
+  let current: Scheduler | undefined;
+  let loop: Promise<SchedulerLoopEnd> | undefined;
+  let wakeRequested = false;
+  let wakes = 0;
+  const services = buildServices({
+    config,
+    clients: faults ? faultyLocalClients(emulators.dynamodbUrl, emulators.sqsUrl, faults) : emulators.clients,
+    resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
+    ...(options.registry ? { registry: options.registry } : {}),
+    onChange: (task) =>
+      logger.info(
+        `task ${task.state}${task.cancelRequested && task.state === 'RUNNING' ? ' (cancel requested)' : ''}`,
+        {
+          taskId: task.taskId,
+          tenant: task.tenantId,
+          type: task.type,
+          priority: task.priority,
+        },
+      ),
+    // What the asynchronous Lambda invoke is on AWS: start the loop in this process.
+    ...(scaleToZero ? { wakeScheduler: async () => startScheduler('wake'), logger } : {}),
+  });
+  try {
+    validateSchedules(config.schedules, services.tasks, new Date());
+  } catch (error) {
+    await emulators.stop();
+    lock?.release();
+    throw error;
+  }
+  const taskServices = (await options.taskServices?.(emulators.clients)) ?? {};
+  // As on AWS, the scheduler's own announces (reconciliation) wake nothing: it is running.
+  const schedulerQueues = new QueueClient(services.clients.sqs, emulators.queueUrls);
+
+  // With schedulerRestartSeconds the loop hands its lease back and starts afresh that often, as
+  // the scheduler Lambda does when its time runs out on AWS.
+  const restartMs = (faults?.schedulerRestartSeconds ?? 0) * 1000;
+  const runLoop = (keepGoing?: () => boolean) =>
+    runSchedulerLoop({
+      control: services.control,
+      signal: stopping.signal,
+      ...(keepGoing ? { keepGoing } : {}),
+      waitSeconds: 1,
+      // A local restart after kill -9 should not wait a whole lease: the old process is gone.
+      leaseTtlMs: 10_000,
+      logger,
+      ...(scaleToZero
+        ? {
+            idleStop: {
+              afterMs: options.idleStopMs ?? IDLE_STOP_MS,
+              graceMs: STOP_GRACE_MS,
+              hasWork: () => hasSchedulerWork(services.store, new Date()),
+            },
+          }
+        : {}),
+      createScheduler: () => {
+        current = new Scheduler({
+          store: services.store,
+          control: services.control,
+          queues: schedulerQueues,
+          config,
+          logger,
+          onDispatch: (task) =>
+            logger.info('task DISPATCHED', { taskId: task.taskId, tenant: task.tenantId, pool: task.runtime }),
+        });
+        return current;
+      },
+      onLease: (event, lease) => logger.info(`scheduler lease ${event}`, { token: lease.token }),
+    });
+  function startScheduler(reason: 'start' | 'wake' | 'tick'): void {
+    if (stopping.signal.aborted) return;
+    if (loop) {
+      // A loop that is handing back after an idle spell starts again once it has.
+      wakeRequested = true;
+      return;
+    }
+    if (reason !== 'start') {
+      wakes++;
+      logger.info(`scheduler woken (${reason})`);
+    }
+    wakeRequested = false;
+    loop = runRestarting().then((end) => {
+      loop = undefined;
+      if (end === 'idle') {
+        if (wakeRequested) startScheduler('wake');
+        else logger.info('scheduler idle: stopped until work arrives');
+      }
+      return end;
+    });
+  }
+  /** One run until idle, stopped or lease lost; with schedulerRestartSeconds, restarted that often. */
+  async function runRestarting(): Promise<SchedulerLoopEnd> {
+    if (restartMs === 0) return runLoop();
+    while (!stopping.signal.aborted) {
+      const startedAt = Date.now();
+      const end = await runLoop(() => Date.now() - startedAt < restartMs);
+      if (end !== 'stopped') return end;
+    }
+    return 'stopped';
+  }
+  startScheduler('start');
+  const tick = scaleToZero
+    ? setInterval(
+        () => {
+          if (loop || stopping.signal.aborted) return;
+          hasSchedulerWork(services.store, new Date()).then(
+            (due) => {
+              if (due) startScheduler('tick');
+            },
+            (error: unknown) => logger.warn('scheduler tick check failed', { error: String(error) }),
+          );
+        },
+        (options.tickSeconds ?? 60) * 1000,
+      )
+    : undefined;
+  tick?.unref();
+
+  const workers: QueueWorker[] = [];
+  if (options.workers ?? true) {
+    const attempt = {
+      store: services.store,
+      queues: services.queues,
+      registry: services.registry,
+      config,
+      services: taskServices,
+      logger,
+    };
+    workers.push(
+      new QueueWorker({
+        queues: services.queues,
+        queueId: workerQueue('lambda').id,
+        maxConcurrent: config.pools.lambda.concurrency,
+        attempt,
+        waitSeconds: 1,
+        // One invocation per message, as the event source mapping (batch size 1) runs it on AWS:
+        // a delete and a completion report per task, so counted calls match a deployment's.
+        batchSize: 1,
+        logger,
+        ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
+      }),
+      new QueueWorker({
+        queues: services.queues,
+        queueId: workerQueue('fargate').id,
+        // The scheduler keeps the pool within its vCPU and memory; this only caps the process.
+        maxConcurrent: Math.max(1, Math.ceil(config.pools.fargate.vcpu / 0.25)),
+        attempt,
+        waitSeconds: 1,
+        logger,
+        ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
+      }),
+    );
+    for (const worker of workers) worker.start();
+  }
+  const deadLetters = startDeadLetterConsumer({
+    store: services.store,
+    queues: services.queues,
+    config,
+    logger,
+  });
+
+  const expiry = startTaskExpiry({
+    documents: emulators.clients.documents,
+    tableName: services.store.tableName,
+    retentionSeconds: options.retentionSeconds ?? LOCAL_RETENTION_SECONDS,
+    logger,
+  });
+
+  const schedules = startScheduleRunner({ schedules: config.schedules, tasks: services.tasks, logger });
+  for (const [name, at] of Object.entries(schedules.nextFirings())) {
+    logger.info(`schedule ${name} next fires at ${at ?? 'never'}`);
+  }
+
+  let summaryTimer: NodeJS.Timeout | undefined;
+  const summaryEvery = options.summaryEverySeconds ?? 5;
+  if (summaryEvery > 0) {
+    let lastLine = '';
+    summaryTimer = setInterval(() => {
+      const snapshot = current?.snapshot();
+      if (!snapshot) return;
+      const tiers = Object.entries(snapshot.tiers)
+        .map(([tier, t]) => `${tier}=${t.waiting}`)
+        .join(' ');
+      const line = `waiting[${tiers}] lambda=${snapshot.pools.lambda.used}/${snapshot.pools.lambda.capacity} fargate=${snapshot.pools.fargate.vcpuUsed}/${snapshot.pools.fargate.vcpu}vCPU rate=${snapshot.dispatchRate}/s`;
+      // Quiet when nothing changes, so an idle runtime does not flood the terminal.
+      if (line !== lastLine) logger.info(`summary ${line}`);
+      lastLine = line;
+    }, summaryEvery * 1000);
+    summaryTimer.unref();
+  }
+
+  return {
+    emulators,
+    services,
+    workers,
+    scheduler: () => current,
+    schedulerRunning: () => loop !== undefined,
+    schedulerWakes: () => wakes,
+    async stop() {
+      if (summaryTimer) clearInterval(summaryTimer);
+      if (tick) clearInterval(tick);
+      schedules.stop();
+      stopping.abort();
+      while (loop) await loop;
+      await Promise.all([...workers.map((worker) => worker.stop()), deadLetters.stop(), expiry.stop()]);
+      await emulators.stop();
+      lock?.release();
+    },
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * The configured schedules on a laptop: what EventBridge Scheduler does on AWS. Each firing
+ * submits through the same code path as the scheduled-submit Lambda, with the same idempotency
+ * key (schedule + scheduled minute), so a firing is one task however often it is delivered.
+ * Like EventBridge, firings missed while the runtime was stopped are not replayed.
+ */
+import { scheduledSubmitInput } from '../runtime/app/scheduled.ts';
+import type { TaskService } from '../runtime/app/task-service.ts';
+import type { ScheduleConfig } from '../runtime/core/config.ts';
+import { parseAwsCron } from '../runtime/core/cron.ts';
+import { ConfigError, SchedulerError } from '../runtime/core/errors.ts';
+import type { TaskLogger } from '../runtime/task-types/define.ts';
+
+/** setTimeout's ceiling is about 24.8 days; longer waits re-arm in steps. */
+const MAX_TIMER_MS = 2_000_000_000;
+
+export interface ScheduleRunner {
+  /** Next firing per enabled schedule (for logs and tests). */
+  nextFirings(): Record<string, string | undefined>;
+  stop(): void;
+}
+
+/**
+ * Every schedule's task as its firing would submit it now (type known, payload valid, fits a
+ * pool), checked once at start: a mistake is refused before the runtime serves, not logged at
+ * the first firing, maybe at 2 a.m. Disabled schedules are checked too: enabling one should not
+ * be what reveals it.
+ */
+export function validateSchedules(
+  schedules: readonly ScheduleConfig[],
+  tasks: Pick<TaskService, 'resolveSpec'>,
+  now: Date,
+): void {
+  const problems: string[] = [];
+  for (const [index, schedule] of schedules.entries()) {
+    try {
+      tasks.resolveSpec(
+        scheduledSubmitInput({ scheduleName: schedule.name, scheduledTime: now.toISOString(), task: schedule.task }),
+        now,
+      );
+    } catch (error) {
+      if (!(error instanceof SchedulerError)) throw error;
+      const details = error.details === undefined ? '' : ` ${JSON.stringify(error.details)}`;
+      problems.push(`schedules[${index}] "${schedule.name}": ${error.code}: ${error.message}${details}`);
+    }
+  }
+  if (problems.length > 0) {
+    throw new ConfigError(`Invalid schedules:\n  ${problems.join('\n  ')}`, { problems });
+  }
+}
+
+export function startScheduleRunner(options: {
+  schedules: readonly ScheduleConfig[];
+  tasks: TaskService;
+  logger: TaskLogger;
+  now?: () => Date;
+}): ScheduleRunner {
+  const now = options.now ?? (() => new Date());
+  const timers = new Map<string, NodeJS.Timeout>();
+  const upcoming = new Map<string, Date | undefined>();
+  let stopped = false;
+
+  const arm = (schedule: ScheduleConfig, after: Date) => {
+    if (stopped) return;
+    const cron = parseAwsCron(schedule.cron, schedule.timezone);
+    const next = cron.nextAfter(after);
+    upcoming.set(schedule.name, next);
+    if (!next) return;
+    const wait = next.getTime() - now().getTime();
+    const timer = setTimeout(
+      () => {
+        if (next.getTime() > now().getTime()) return arm(schedule, after); // re-arm a long wait
+        fire(schedule, next).finally(() => arm(schedule, next));
+      },
+      Math.max(0, Math.min(wait, MAX_TIMER_MS)),
+    );
+    timer.unref();
+    timers.set(schedule.name, timer);
+  };
+
+  const fire = async (schedule: ScheduleConfig, at: Date) => {
+    try {
+      const { created, task } = await options.tasks.submit(
+        scheduledSubmitInput({ scheduleName: schedule.name, scheduledTime: at.toISOString(), task: schedule.task }),
+      );
+      options.logger.info(`schedule ${schedule.name} fired`, { taskId: task.taskId, created });
+    } catch (error) {
+      options.logger.error(`schedule ${schedule.name} failed to submit`, { error: String(error) });
+    }
+  };
+
+  for (const schedule of options.schedules) if (schedule.enabled) arm(schedule, now());
+
+  return {
+    nextFirings: () => Object.fromEntries([...upcoming].map(([name, at]) => [name, at?.toISOString()])),
+    stop() {
+      stopped = true;
+      for (const timer of timers.values()) clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * Explaining a wait in the API. The API Lambda does not share memory with the scheduler, so the
+ * scheduler publishes a small snapshot (control table) every few seconds; this module fills the
+ * core's `WaitView` from the task, its tenant's settings and that snapshot, and the core's
+ * `explainWait` (runtime/core/policy/explain.ts) decides the reason, the message and the bound,
+ * exactly as it does for the engine.
+ *
+ * The snapshot cannot say how many tasks are ahead of a task: the scheduler holds a window of
+ * the tier queues, the rest wait in SQS, and SQS counts are approximate. So the API gives no
+ * bound (`maxWaitSeconds: null`, `noBound.code: ahead_unknown`) rather than one that could be
+ * broken; docs/policy.md gives the bound's formula and its value in the default configuration.
+ */
+import type { PolicyName, SchedulerConfig } from '../core/config.ts';
+import {
+  DEFAULT_RESERVATION_AFTER_SKIPS,
+  explainWait as explainInCore,
+  holdSecondsOf,
+  type NoBoundReason,
+  type PoolLeader,
+  WAIT_REASONS,
+  type WaitReason,
+} from '../core/policy/index.ts';
+import type { PriorityTier, Task, TenantSettings } from '../core/task.ts';
+
+export { WAIT_REASONS, type WaitReason };
+
+export interface TenantShare {
+  readonly running: number;
+  readonly queued: number;
+  readonly weight: number;
+  readonly maxConcurrency: number;
+  /** max over pool resources of used / capacity. */
+  readonly dominantShare: number;
+  /** weight / sum of weights of tenants with work (the share the tenant is entitled to). */
+  readonly entitlement: number;
+}
+
+/** Per pool, what goes first there now and whether a task holds it (reservation). */
+export interface PoolQueueView {
+  readonly leader: PoolLeader | null;
+  readonly heldForTaskId: string | null;
+}
+
+export interface SchedulerSnapshot {
+  readonly at: string;
+  readonly policy: PolicyName;
+  readonly pools: {
+    readonly lambda: { readonly used: number; readonly capacity: number };
+    readonly fargate: {
+      readonly vcpuUsed: number;
+      readonly vcpu: number;
+      readonly memoryMiBUsed: number;
+      readonly memoryMiB: number;
+    };
+  };
+  /** Candidates the scheduler holds per tier, and the age of the oldest. */
+  readonly tiers: Readonly<Record<PriorityTier, { readonly waiting: number; readonly oldestWaitSeconds: number }>>;
+  readonly tenants: Readonly<Record<string, TenantShare>>;
+  /** Dispatches per second over the last minute. */
+  readonly dispatchRate: number;
+  /** Absent in snapshots published before it existed. */
+  readonly queue?: { readonly lambda: PoolQueueView; readonly fargate: PoolQueueView };
+}
+
+export interface WaitInfo {
+  readonly reason: WaitReason;
+  readonly message: string;
+  /** The tier the task competes in now, after aging. */
+  readonly effectiveTier: PriorityTier;
+  readonly waitedSeconds: number;
+  /** Seconds until the task reaches the top tier (aging), after which only older work goes first. */
+  readonly secondsToTopTier: number;
+  /** Upper bound on the remaining wait in seconds, or null when none can be given (see noBound). */
+  readonly maxWaitSeconds: number | null;
+  /** Why there is no bound, when there is none. */
+  readonly noBound?: { readonly code: NoBoundReason; readonly message: string };
+  /** Time the snapshot the explanation rests on was taken. */
+  readonly asOf?: string;
+}
+
+export function explainWait(
+  task: Task,
+  input: { config: SchedulerConfig; tenant: TenantSettings; snapshot: SchedulerSnapshot | undefined; now: Date },
+): WaitInfo {
+  const { config, tenant, snapshot, now } = input;
+  const nowMs = now.getTime();
+  const agingFromMs = Date.parse(task.agingFrom);
+  const share = snapshot?.tenants[task.tenantId];
+  const pools = config.pools;
+  const fitsPool =
+    task.runtime === 'lambda' ||
+    (task.resources.vcpu <= pools.fargate.vcpu && task.resources.memoryMiB <= pools.fargate.memoryMiB);
+  const queue = snapshot?.queue?.[task.runtime];
+  const heldFor = queue?.heldForTaskId ?? null;
+  const explanation = explainInCore({
+    policy: config.policy,
+    agingSeconds: config.agingSeconds,
+    nowMs,
+    task: {
+      taskId: task.taskId,
+      tenantId: task.tenantId,
+      priority: task.priority,
+      runtime: task.runtime,
+      agingFromMs,
+      runAtMs: Date.parse(task.runAt),
+      fitsPool,
+      fitsFree: snapshot ? fitsFree(snapshot, task) : true,
+    },
+    tenant: {
+      active: share?.running ?? 0,
+      maxConcurrency: tenant.maxConcurrency,
+      weightedShare: share ? share.dominantShare / share.weight : 0,
+    },
+    pool: {
+      heldForOther: heldFor !== null && heldFor !== task.taskId,
+      leader: queue?.leader ?? null,
+      ...(queue ? {} : { unknown: true as const }),
+    },
+    aheadCount: null,
+    limits: {
+      lambdaConcurrency: pools.lambda.concurrency,
+      holdSeconds: holdSecondsOf(config),
+      reservationAfterSkips: DEFAULT_RESERVATION_AFTER_SKIPS,
+    },
+  });
+  return {
+    reason: explanation.reason,
+    message: explanation.message,
+    effectiveTier: explanation.effectiveTier,
+    waitedSeconds: round(Math.max(0, (nowMs - agingFromMs) / 1000)),
+    secondsToTopTier: round(Math.max(0, (explanation.topTierAtMs - nowMs) / 1000)),
+    maxWaitSeconds: explanation.waitBoundSeconds === null ? null : round(explanation.waitBoundSeconds),
+    ...(explanation.noBound ? { noBound: explanation.noBound } : {}),
+    ...(snapshot ? { asOf: snapshot.at } : {}),
+  };
+}
+
+function fitsFree(snapshot: SchedulerSnapshot, task: Task): boolean {
+  if (task.runtime === 'lambda') return snapshot.pools.lambda.used < snapshot.pools.lambda.capacity;
+  const pool = snapshot.pools.fargate;
+  return (
+    pool.vcpuUsed + task.resources.vcpu <= pool.vcpu && pool.memoryMiBUsed + task.resources.memoryMiB <= pool.memoryMiB
+  );
+}
+
+const round = (seconds: number) => Math.round(seconds * 10) / 10;

@@ -1,0 +1,158 @@
+/**
+ * Builds the object graph (stores, queues, services) from resource names and clients. The
+ * Lambda handlers build it from their environment; the local runtime from its emulators.
+ */
+import { readFileSync } from 'node:fs';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { type AwsClients, createAwsClients } from '../adapters/aws-clients.ts';
+import { ControlStore } from '../adapters/control-store.ts';
+import { QueueClient } from '../adapters/queues.ts';
+import { TaskStore } from '../adapters/task-store.ts';
+import { parseConfig, type SchedulerConfig } from '../core/config.ts';
+import { ConfigError } from '../core/errors.ts';
+import type { Task } from '../core/task.ts';
+import { CONTROL_TABLE, ENV, TASKS_TABLE } from '../infra/resources.ts';
+import { type SchedulerEvent, SchedulerWaker } from '../scheduler/activation.ts';
+import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
+import { exampleResourcesFromEnvironment } from '../task-types/examples/stores.ts';
+import { defaultRegistry } from '../task-types/index.ts';
+import type { AttemptDeps } from '../worker/run-attempt.ts';
+import { TaskService } from './task-service.ts';
+
+export interface Resources {
+  /** Physical table names by table id. */
+  readonly tables: Readonly<Record<string, string>>;
+  /** Queue URLs by queue id. */
+  readonly queueUrls: Readonly<Record<string, string>>;
+}
+
+export interface Services {
+  readonly config: SchedulerConfig;
+  readonly clients: AwsClients;
+  readonly store: TaskStore;
+  readonly control: ControlStore;
+  readonly queues: QueueClient;
+  readonly registry: TaskTypeRegistry;
+  readonly tasks: TaskService;
+  readonly now: () => Date;
+}
+
+export function buildServices(options: {
+  config: SchedulerConfig;
+  clients: AwsClients;
+  resources: Resources;
+  registry?: TaskTypeRegistry;
+  now?: () => Date;
+  onChange?: (task: Task) => void;
+  /**
+   * Starts a scheduler without waiting for it, when tasks are announced and none runs
+   * (runtime/scheduler/activation.ts). Undefined: nothing is woken (the scheduler itself).
+   */
+  wakeScheduler?: () => Promise<void>;
+  logger?: TaskLogger;
+}): Services {
+  const { config, clients, resources } = options;
+  const tableName = (id: string) => {
+    const name = resources.tables[id];
+    if (!name) throw new ConfigError(`No table name for "${id}"`, { problems: [`tables.${id}: missing`] });
+    return name;
+  };
+  const now = options.now ?? (() => new Date());
+  const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id));
+  const control = new ControlStore(clients.documents, tableName(CONTROL_TABLE.id));
+  const waker = options.wakeScheduler
+    ? new SchedulerWaker({
+        control,
+        wake: options.wakeScheduler,
+        ...(options.logger ? { logger: options.logger } : {}),
+      })
+    : undefined;
+  const queues = new QueueClient(
+    clients.sqs,
+    resources.queueUrls,
+    waker ? { afterAnnounce: (tasks, at) => waker.afterAnnounce(tasks, at) } : {},
+  );
+  const registry = options.registry ?? defaultRegistry();
+  const tasks = new TaskService({
+    store,
+    control,
+    queues,
+    registry,
+    config,
+    now,
+    ...(options.onChange ? { onChange: options.onChange } : {}),
+  });
+  return { config, clients, store, control, queues, registry, tasks, now };
+}
+
+/** Configuration for a Lambda or container: inline JSON (set by the stack) or a file path. */
+export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): SchedulerConfig {
+  const inline = env[ENV.configJson];
+  if (inline) return parseConfig(JSON.parse(inline), `${ENV.configJson}`);
+  const path = env[ENV.config];
+  if (path) return parseConfig(JSON.parse(readFileSync(path, 'utf8')), path);
+  return parseConfig({}, 'default configuration');
+}
+
+/** Resource names from the environment the CDK stack sets on every function and container. */
+export function resourcesFromEnvironment(env: NodeJS.ProcessEnv = process.env): Resources {
+  const missing = [ENV.tasksTable, ENV.controlTable, ENV.queueUrls].filter((name) => !env[name]);
+  if (missing.length > 0) {
+    throw new ConfigError(`Missing environment: ${missing.join(', ')}`, { problems: missing });
+  }
+  return {
+    tables: { [TASKS_TABLE.id]: env[ENV.tasksTable]!, [CONTROL_TABLE.id]: env[ENV.controlTable]! },
+    queueUrls: JSON.parse(env[ENV.queueUrls]!) as Record<string, string>,
+  };
+}
+
+let cached: Services | undefined;
+let lambdaClient: LambdaClient | undefined;
+
+/**
+ * Module-scope services for Lambda handlers and the Fargate worker (built once per execution
+ * environment). Where the stack names the scheduler function, announcing tasks wakes it.
+ */
+export function servicesFromEnvironment(env: NodeJS.ProcessEnv = process.env): Services {
+  const schedulerFunction = env[ENV.schedulerFunction];
+  cached ??= buildServices({
+    config: configFromEnvironment(env),
+    clients: createAwsClients(),
+    resources: resourcesFromEnvironment(env),
+    ...(schedulerFunction ? { wakeScheduler: () => invokeScheduler(schedulerFunction, { reason: 'wake' }) } : {}),
+  });
+  return cached;
+}
+
+/**
+ * Start the scheduler Lambda asynchronously (InvocationType Event): Lambda queues the event and
+ * answers at once, so the caller does not wait for the scheduler to start.
+ */
+export async function invokeScheduler(functionName: string, event: SchedulerEvent): Promise<void> {
+  lambdaClient ??= new LambdaClient({});
+  await lambdaClient.send(
+    new InvokeCommand({
+      FunctionName: functionName,
+      InvocationType: 'Event',
+      Payload: new TextEncoder().encode(JSON.stringify(event)),
+    }),
+  );
+}
+
+/** What task handlers get on AWS: the SDK clients and the example stores' names (when deployed). */
+export function taskServicesFromEnvironment(services: Services): TaskServices {
+  const resources = exampleResourcesFromEnvironment();
+  return { aws: services.clients, ...(resources ? { resources } : {}) };
+}
+
+/** What a worker needs to run attempts on AWS (the Lambda pool and the Fargate service). */
+export function attemptDepsFromEnvironment(services: Services, logger: TaskLogger): AttemptDeps {
+  return {
+    store: services.store,
+    queues: services.queues,
+    registry: services.registry,
+    config: services.config,
+    services: taskServicesFromEnvironment(services),
+    logger,
+  };
+}

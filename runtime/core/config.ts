@@ -1,0 +1,167 @@
+/**
+ * The one configuration file. The same JSON feeds the local runtime and the CDK app, and is
+ * validated here (zod) with messages that name the offending key.
+ */
+import { z } from 'zod';
+import { CronSyntaxError, parseAwsCron } from './cron.ts';
+import { ConfigError } from './errors.ts';
+import { ownEntry } from './records.ts';
+import { LAMBDA_LIMITS, PRIORITY_TIERS, RUNTIMES } from './task.ts';
+
+export const POLICIES = ['fifo', 'priority', 'fair-share'] as const;
+export type PolicyName = (typeof POLICIES)[number];
+
+const tenantSettingsSchema = z.strictObject({
+  weight: z.number().positive().max(1000),
+  maxConcurrency: z.number().int().min(1).max(100_000),
+});
+
+/** A nightly (or any cron) job: an EventBridge Scheduler schedule that submits a task. */
+const scheduleSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - (at most 64)'),
+  /** EventBridge Scheduler cron expression, e.g. "cron(0 2 * * ? *)". */
+  cron: z.string().regex(/^cron\(.+\)$/, 'must look like cron(0 2 * * ? *)'),
+  timezone: z.string().min(1).default('UTC'),
+  enabled: z.boolean().default(true),
+  task: z.strictObject({
+    tenantId: z.string().min(1).max(128),
+    type: z.string().min(1).max(128),
+    payload: z.unknown().default({}),
+    priority: z.enum(PRIORITY_TIERS).default('normal'),
+    timeoutSeconds: z.number().int().positive().optional(),
+    maxAttempts: z.number().int().min(1).max(100).optional(),
+  }),
+});
+export type ScheduleConfig = z.infer<typeof scheduleSchema>;
+
+export const configSchema = z.strictObject({
+  policy: z.enum(POLICIES).default('fair-share'),
+  /** Waiting this long raises a task by one tier. */
+  agingSeconds: z.number().int().min(1).max(86_400).default(300),
+  pools: z
+    .strictObject({
+      lambda: z.strictObject({
+        concurrency: z.number().int().min(1).max(1000),
+        /** The longest timeoutSeconds a task may ask for here (τ of the wait bound, docs/policy.md). */
+        maxTimeoutSeconds: z.number().int().min(1).max(LAMBDA_LIMITS.maxTimeoutSeconds).default(900),
+      }),
+      fargate: z.strictObject({
+        vcpu: z.number().positive().max(4096),
+        memoryMiB: z
+          .number()
+          .int()
+          .min(512)
+          .max(30 * 1024 * 1024),
+        maxTimeoutSeconds: z.number().int().min(1).max(86_400).default(86_400),
+      }),
+    })
+    .default({
+      lambda: { concurrency: 50, maxTimeoutSeconds: 900 },
+      fargate: { vcpu: 16, memoryMiB: 32_768, maxTimeoutSeconds: 86_400 },
+    }),
+  tenantDefaults: tenantSettingsSchema.default({ weight: 1, maxConcurrency: 10 }),
+  /** Per-tenant settings applied at start-up (the API can change them at run time). */
+  tenants: z.record(z.string().min(1).max(128), tenantSettingsSchema).default({}),
+  /** Defaults for fields a submit request leaves out. */
+  taskDefaults: z
+    .strictObject({
+      priority: z.enum(PRIORITY_TIERS).default('normal'),
+      timeoutSeconds: z.number().int().min(1).max(86_400).default(300),
+      maxAttempts: z.number().int().min(1).max(100).default(3),
+      vcpu: z.number().positive().max(16).default(0.25),
+      memoryMiB: z.number().int().min(128).max(122_880).default(512),
+      runtime: z.enum(RUNTIMES).optional(),
+    })
+    .default({ priority: 'normal', timeoutSeconds: 300, maxAttempts: 3, vcpu: 0.25, memoryMiB: 512 }),
+  retry: z
+    .strictObject({
+      /** First retry waits about this long; each further one doubles, with full jitter. */
+      baseDelaySeconds: z.number().min(0).max(3600).default(2),
+      maxDelaySeconds: z.number().min(0).max(86_400).default(900),
+    })
+    .default({ baseDelaySeconds: 2, maxDelaySeconds: 900 }),
+  scheduler: z
+    .strictObject({
+      /** How long a dispatched task may sit before a worker starts it. */
+      dispatchLeaseSeconds: z.number().int().min(5).max(3600).default(120),
+      /** How often a running task must heartbeat (or finish) before its lease is lost. */
+      runLeaseSeconds: z.number().int().min(5).max(3600).default(60),
+      /** Candidates held in memory from the tier queues at most. */
+      bufferSize: z.number().int().min(10).max(100_000).default(2000),
+    })
+    .default({ dispatchLeaseSeconds: 120, runLeaseSeconds: 60, bufferSize: 2000 }),
+  schedules: z.array(scheduleSchema).default([]),
+  /** Deploy-only settings, read by the CDK app and ignored locally. */
+  deploy: z
+    .strictObject({
+      stackName: z
+        .string()
+        .regex(/^[A-Za-z][A-Za-z0-9-]{0,127}$/)
+        .default('TaskScheduler'),
+      deletionProtection: z.boolean().default(true),
+      logRetentionDays: z.number().int().positive().default(30),
+      /**
+       * IAM principal ARN → tenants it may act for ("*" for all tenants). Empty: nobody may act
+       * for any tenant, unless `allowAnyCaller` (runtime/api/authorization.ts).
+       */
+      callers: z.record(z.string().min(1), z.array(z.string().min(1)).min(1)).default({}),
+      /** Opt-out of caller authorization when `callers` is empty: every IAM-authorized caller acts for every tenant. */
+      allowAnyCaller: z.boolean().default(false),
+      alarmEmail: z.email().optional(),
+      /** A CloudWatch dashboard ($3 a month; an account's first three are free). Alarms are always created. */
+      dashboard: z.boolean().default(false),
+    })
+    .default({
+      stackName: 'TaskScheduler',
+      deletionProtection: true,
+      logRetentionDays: 30,
+      callers: {},
+      allowAnyCaller: false,
+      dashboard: false,
+    }),
+});
+
+export type SchedulerConfig = z.infer<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;
+
+/** Validate a parsed JSON value; throws ConfigError listing every problem by key path. */
+export function parseConfig(raw: unknown, source = 'configuration'): SchedulerConfig {
+  const parsed = configSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map(
+      (issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`,
+    );
+    throw new ConfigError(`Invalid ${source}:\n  ${problems.join('\n  ')}`, { problems });
+  }
+  const config = parsed.data;
+  const scheduleProblems = config.schedules.flatMap((schedule, index) => {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: schedule.timezone });
+    } catch {
+      return [`schedules.${index}.timezone: unknown time zone "${schedule.timezone}"`];
+    }
+    try {
+      parseAwsCron(schedule.cron, schedule.timezone);
+      return [];
+    } catch (error) {
+      return [`schedules.${index}.cron: ${error instanceof CronSyntaxError ? error.message : String(error)}`];
+    }
+  });
+  const names = config.schedules.map((schedule) => schedule.name);
+  const duplicate = names.find((name, index) => names.indexOf(name) !== index);
+  if (duplicate) scheduleProblems.push(`schedules: the name "${duplicate}" is used twice`);
+  if (scheduleProblems.length > 0) {
+    throw new ConfigError(`Invalid ${source}:\n  ${scheduleProblems.join('\n  ')}`, { problems: scheduleProblems });
+  }
+  if (config.retry.maxDelaySeconds < config.retry.baseDelaySeconds) {
+    throw new ConfigError(`Invalid ${source}: retry.maxDelaySeconds is below retry.baseDelaySeconds`, {
+      problems: ['retry.maxDelaySeconds: must be >= retry.baseDelaySeconds'],
+    });
+  }
+  return config;
+}
+
+/** Settings of one tenant: its own entry, else the defaults. */
+export function tenantSettingsFor(config: SchedulerConfig, tenantId: string) {
+  return ownEntry(config.tenants, tenantId) ?? config.tenantDefaults;
+}

@@ -1,0 +1,132 @@
+/**
+ * Scheduler Lambda. It runs only while there is work (runtime/scheduler/activation.ts):
+ * - `{ reason: 'wake' }`, from whatever announced a task while no scheduler ran, and
+ *   `{ reason: 'handover' }`, from a predecessor that reached its time limit with work left:
+ *   take the lease and loop;
+ * - `{ reason: 'tick' }`, every minute from EventBridge Scheduler (the safety net): exit at once
+ *   when a scheduler holds the lease or nothing is due, else loop.
+ * The loop stops after a spell with nothing to hold or run, or shortly before the timeout (then
+ * it hands over to a fresh invocation). The lease keeps one scheduler active: an invocation that
+ * finds it taken exits.
+ */
+import type { Context } from 'aws-lambda';
+import { invokeScheduler, servicesFromEnvironment } from '../app/wiring.ts';
+import { DIMENSION, METRIC } from '../infra/telemetry.ts';
+import {
+  DUE_HORIZON_MS,
+  hasSchedulerWork,
+  IDLE_STOP_MS,
+  leaseIsLive,
+  type SchedulerEvent,
+  STOP_GRACE_MS,
+} from '../scheduler/activation.ts';
+import { Scheduler } from '../scheduler/scheduler.ts';
+import { lambdaInvocationTiming, runSchedulerLoop, SCHEDULER_LEASE } from '../scheduler/scheduler-loop.ts';
+import { logger, metrics, taskLogger } from './observability.ts';
+
+/** How often the oldest waiting age per tier is sampled from the scheduler's snapshot. */
+const AGE_SAMPLE_MS = 5_000;
+
+export { idleWait } from '../scheduler/scheduler-loop.ts';
+
+export interface SchedulerRun {
+  readonly ticks: number;
+  readonly dispatched: number;
+  /** Why the invocation ended: skipped (tick with a live scheduler or nothing due), or the loop's end. */
+  readonly ended: 'live-elsewhere' | 'nothing-due' | 'idle' | 'lease-held' | 'handed-over' | 'stopped';
+}
+
+export const handler = async (event: SchedulerEvent | undefined, context: Context): Promise<SchedulerRun> => {
+  logger.addContext(context);
+  const services = servicesFromEnvironment();
+  const reason = event?.reason === 'wake' || event?.reason === 'handover' ? event.reason : 'tick';
+  let ticks = 0;
+  let dispatched = 0;
+  let tickErrors = 0;
+  /** Oldest wait per tier seen in this invocation (seconds since agingFrom, from the snapshot). */
+  const oldestWait = new Map<string, number>();
+  let sampledAtMs = 0;
+  try {
+    if (reason === 'tick') {
+      const now = new Date();
+      if (leaseIsLive(await services.control.getLease(SCHEDULER_LEASE), now.getTime())) {
+        return finish({ ticks, dispatched, ended: 'live-elsewhere' });
+      }
+      if (!(await hasSchedulerWork(services.store, now))) return finish({ ticks, dispatched, ended: 'nothing-due' });
+    }
+    const end = await runSchedulerLoop({
+      control: services.control,
+      signal: new AbortController().signal,
+      ownerId: `lambda-${context.awsRequestId}`,
+      ...lambdaInvocationTiming(() => context.getRemainingTimeInMillis()),
+      waitForLease: false,
+      idleStop: {
+        afterMs: IDLE_STOP_MS,
+        graceMs: STOP_GRACE_MS,
+        hasWork: () => hasSchedulerWork(services.store, new Date(), DUE_HORIZON_MS),
+      },
+      logger: taskLogger,
+      createScheduler: () =>
+        new Scheduler({
+          store: services.store,
+          control: services.control,
+          queues: services.queues,
+          config: services.config,
+          logger: taskLogger,
+        }),
+      onTick: (result, scheduler) => {
+        ticks++;
+        dispatched += result.dispatched;
+        const nowMs = Date.now();
+        if (scheduler.heldCount > 0 && nowMs - sampledAtMs >= AGE_SAMPLE_MS) {
+          sampledAtMs = nowMs;
+          for (const [tier, { waiting, oldestWaitSeconds }] of Object.entries(scheduler.snapshot().tiers)) {
+            if (waiting > 0) oldestWait.set(tier, Math.max(oldestWait.get(tier) ?? 0, oldestWaitSeconds));
+          }
+        }
+      },
+      onTickError: () => {
+        tickErrors++;
+      },
+      onLease: (leaseEvent, lease) => logger.info(`scheduler lease ${leaseEvent}`, { token: lease.token }),
+    });
+    if (end === 'stopped') {
+      // Out of time with work possibly left: a fresh invocation takes over at once (the lease is
+      // already handed back) instead of leaving it to the next tick.
+      try {
+        await invokeScheduler(context.functionName, { reason: 'handover' });
+        return finish({ ticks, dispatched, ended: 'handed-over' });
+      } catch (error) {
+        logger.warn('could not hand over; the next tick starts a scheduler', { error: String(error) });
+        return finish({ ticks, dispatched, ended: 'stopped' });
+      }
+    }
+    return finish({ ticks, dispatched, ended: end });
+  } catch (error) {
+    metrics.addMetric(METRIC.schedulerErrors, 'Count', 1);
+    throw error;
+  } finally {
+    publishOldestWait(oldestWait);
+    metrics.publishStoredMetrics();
+  }
+
+  function finish(run: SchedulerRun): SchedulerRun {
+    if (run.dispatched > 0) metrics.addMetric(METRIC.tasksDispatched, 'Count', run.dispatched);
+    if (tickErrors > 0) metrics.addMetric(METRIC.schedulerTickErrors, 'Count', tickErrors);
+    // A pass in which every tick failed is no completed loop: the silence alarm sees it too.
+    if (tickErrors === 0 || ticks > 0) metrics.addMetric(METRIC.schedulerLoopCompleted, 'Count', 1);
+    if (run.ended !== 'live-elsewhere' && run.ended !== 'nothing-due') {
+      logger.info('scheduler invocation ended', { reason, ...run, tickErrors });
+    }
+    return run;
+  }
+};
+
+/** One data point per tier with waiting tasks, on the `{ service, tier }` dimension set. */
+function publishOldestWait(oldestWait: ReadonlyMap<string, number>): void {
+  for (const [tier, seconds] of oldestWait) {
+    const single = metrics.singleMetric();
+    single.addDimension(DIMENSION.tier, tier);
+    single.addMetric(METRIC.oldestWaitingSeconds, 'Seconds', Math.round(seconds));
+  }
+}

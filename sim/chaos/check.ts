@@ -1,0 +1,291 @@
+/**
+ * The checker: the scheduler's guarantees, read off a run's recorded history (what DynamoDB
+ * applied, what SQS delivered, what the API answered, what handlers ran).
+ *
+ * - terminal:      every accepted task ends SUCCEEDED, FAILED or CANCELLED (none lost or stuck);
+ * - one-success:   at most one SUCCEEDED write per task, and nothing written after it;
+ * - honest-failure: a task ends FAILED (retryable error) only with all its attempts used, and no
+ *                  attempt counted whose handler never ran, unless the worker that started it died;
+ * - quota:         DISPATCHED + RUNNING per tenant, as stored in DynamoDB, never above its quota;
+ * - receives:      no tier message dead-lettered (received maxReceiveCount times);
+ * - announcements: tier messages per task stay within what its waits explain: two per time it
+ *                  became QUEUED, two per hour it waited, one per 30 receives (a replaced
+ *                  message), and two more for retried sends (duplicates a waiting task
+ *                  collects every minute are a cost that grows with the backlog);
+ * - wait-bound:    a task is dispatched within the maxWaitSeconds the API gave for it.
+ */
+import { TIER_QUEUES } from '../../runtime/infra/resources.ts';
+import type { History } from './history.ts';
+
+export type Invariant =
+  | 'terminal'
+  | 'one-success'
+  | 'honest-failure'
+  | 'quota'
+  | 'receives'
+  | 'announcements'
+  | 'wait-bound';
+
+export interface Violation {
+  readonly invariant: Invariant;
+  readonly taskId?: string;
+  readonly tenantId?: string;
+  /** Simulated seconds since the run started. */
+  readonly atSeconds: number;
+  readonly detail: string;
+  /** The task's stored states, oldest first: the minimal history to reproduce it from. */
+  readonly trace?: string[];
+}
+
+export interface CheckSummary {
+  readonly violations: Violation[];
+  readonly stats: {
+    readonly accepted: number;
+    readonly succeeded: number;
+    readonly failed: number;
+    readonly cancelled: number;
+    readonly unfinished: number;
+    readonly handlerRuns: number;
+    readonly waitBounds: { readonly given: number; readonly none: number };
+    readonly maxReceivesOfOneMessage: Readonly<Record<string, number>>;
+    readonly deadLettered: Readonly<Record<string, number>>;
+    readonly mostTierMessagesForOneTask: number;
+  };
+}
+
+/** Slack on the wait bound for the simulated call latencies (the bound is in whole seconds). */
+const WAIT_BOUND_SLACK_MS = 2_000;
+
+export function checkHistory(history: History): CheckSummary {
+  const violations: Violation[] = [];
+  const sec = (ms: number) => Math.round((ms - history.startMs) / 100) / 10;
+  const writesByTask = new Map<string, { atMs: number; task: NonNullable<History['writes'][number]['task']> }[]>();
+  for (const { atMs, task } of history.writes) {
+    if (!task) continue;
+    const list = writesByTask.get(task.taskId) ?? [];
+    list.push({ atMs, task });
+    writesByTask.set(task.taskId, list);
+  }
+  const traceOf = (taskId: string) =>
+    (writesByTask.get(taskId) ?? [])
+      .slice(-16)
+      .map(
+        ({ atMs, task }) =>
+          `t=${sec(atMs)}s ${task.state} v${task.version} fence=${task.fence} attempts=${task.attempts}${task.error ? ` error=${task.error.name}` : ''}`,
+      );
+  const runsByTask = new Map<string, History['runs']>();
+  for (const run of history.runs) {
+    const list = runsByTask.get(run.taskId) ?? [];
+    list.push(run);
+    runsByTask.set(run.taskId, list);
+  }
+  const died = new Set(history.deaths.map((death) => death.component));
+
+  const finalById = new Map(history.finalTasks.map((task) => [task.taskId, task]));
+  let succeeded = 0;
+  let failed = 0;
+  let cancelled = 0;
+  let unfinished = 0;
+  for (const accepted of history.accepted) {
+    const final = finalById.get(accepted.taskId);
+    if (final?.state === 'SUCCEEDED') succeeded++;
+    else if (final?.state === 'FAILED') failed++;
+    else if (final?.state === 'CANCELLED') cancelled++;
+    else {
+      unfinished++;
+      violations.push({
+        invariant: 'terminal',
+        taskId: accepted.taskId,
+        tenantId: accepted.tenantId,
+        atSeconds: sec(history.endMs),
+        detail: final ? `still ${final.state} when the run ended` : 'accepted but not stored',
+        trace: traceOf(accepted.taskId),
+      });
+    }
+  }
+
+  for (const [taskId, writes] of writesByTask) {
+    // --- one-success ---
+    const successAt = writes.findIndex(({ task }) => task.state === 'SUCCEEDED');
+    if (successAt >= 0 && successAt < writes.length - 1) {
+      violations.push({
+        invariant: 'one-success',
+        taskId,
+        tenantId: writes[0]!.task.tenantId,
+        atSeconds: sec(writes[successAt + 1]!.atMs),
+        detail: `written ${writes[successAt + 1]!.task.state} after SUCCEEDED`,
+        trace: traceOf(taskId),
+      });
+    }
+    // --- honest-failure: judged on each FAILED write, over the attempts since the last reset ---
+    let sinceReset: typeof writes = [];
+    for (const write of writes) {
+      if (write.task.attempts === 0) sinceReset = [];
+      sinceReset.push(write);
+      if (write.task.state !== 'FAILED' || write.task.error?.retryable === false) continue;
+      const runs = (runsByTask.get(taskId) ?? []).filter(
+        (run) => run.atMs >= sinceReset[0]!.atMs && run.atMs <= write.atMs,
+      );
+      const ranFences = new Set(runs.map((run) => run.fence));
+      const counted = new Set(sinceReset.filter(({ task }) => task.state === 'RUNNING').map(({ task }) => task.fence));
+      const problems: string[] = [];
+      if (write.task.attempts < write.task.maxAttempts && write.task.error?.name !== 'DeadLettered') {
+        problems.push(`FAILED after ${write.task.attempts} of ${write.task.maxAttempts} attempts`);
+      }
+      for (const fence of counted) {
+        if (ranFences.has(fence)) continue;
+        const by = history.startedBy?.get(`${taskId}#${fence}`);
+        if (by && died.has(by)) continue; // its worker crashed: a lost running lease
+        problems.push(
+          `attempt fence=${fence} counted but its handler never ran (started by ${by ?? 'unknown'}, alive)`,
+        );
+      }
+      if (problems.length > 0) {
+        violations.push({
+          invariant: 'honest-failure',
+          taskId,
+          tenantId: write.task.tenantId,
+          atSeconds: sec(write.atMs),
+          detail: `${problems.join('; ')}; handler runs ${runs.length}, error ${write.task.error?.name}`,
+          trace: traceOf(taskId),
+        });
+      }
+    }
+  }
+
+  // --- quota: replay the stored states in write order ---
+  const leased = new Map<string, Map<string, string>>();
+  const stateOf = new Map<string, string>();
+  const reported = new Set<string>();
+  for (const { atMs, task } of history.writes) {
+    if (!task) continue;
+    const before = stateOf.get(task.taskId);
+    stateOf.set(task.taskId, task.state);
+    const set = leased.get(task.tenantId) ?? new Map<string, string>();
+    leased.set(task.tenantId, set);
+    if (task.state === 'DISPATCHED' || task.state === 'RUNNING') set.set(task.taskId, task.state);
+    else set.delete(task.taskId);
+    const quota = history.tenants[task.tenantId]?.maxConcurrency;
+    if (quota !== undefined && set.size > quota && before !== task.state) {
+      const key = `${task.tenantId}#${[...set.keys()].sort().join(',')}`;
+      if (reported.has(key)) continue;
+      reported.add(key);
+      violations.push({
+        invariant: 'quota',
+        taskId: task.taskId,
+        tenantId: task.tenantId,
+        atSeconds: sec(atMs),
+        detail: `${set.size} tasks DISPATCHED or RUNNING against a quota of ${quota}: ${[...set].map(([id, s]) => `${id} ${s}`).join(', ')}`,
+        trace: [...set.keys()].flatMap((id) => traceOf(id).map((line) => `${id} ${line}`)),
+      });
+    }
+  }
+
+  // --- receives ---
+  const maxReceives: Record<string, number> = {};
+  for (const receive of history.receives) {
+    maxReceives[receive.queueId] = Math.max(maxReceives[receive.queueId] ?? 0, receive.receiveCount);
+  }
+  const deadLettered: Record<string, number> = {};
+  const tierIds = new Set(TIER_QUEUES.map((queue) => queue.id));
+  for (const letter of history.deadLettered) {
+    deadLettered[letter.queueId] = (deadLettered[letter.queueId] ?? 0) + 1;
+    if (!tierIds.has(letter.queueId)) continue;
+    const taskId = safeTaskId(letter.body);
+    violations.push({
+      invariant: 'receives',
+      ...(taskId ? { taskId } : {}),
+      atSeconds: sec(letter.atMs),
+      detail: `a ${letter.queueId} message was received its queue's maxReceiveCount times and dead-lettered`,
+      ...(taskId ? { trace: traceOf(taskId) } : {}),
+    });
+  }
+
+  // --- announcements ---
+  const tierSends = new Map<string, number>();
+  for (const send of history.sends) {
+    if (!tierIds.has(send.queueId)) continue;
+    const taskId = safeTaskId(send.body);
+    if (taskId) tierSends.set(taskId, (tierSends.get(taskId) ?? 0) + 1);
+  }
+  const tierReceives = new Map<string, number>();
+  for (const receive of history.receives) {
+    if (!tierIds.has(receive.queueId)) continue;
+    const taskId = safeTaskId(receive.body);
+    if (taskId) tierReceives.set(taskId, (tierReceives.get(taskId) ?? 0) + 1);
+  }
+  let mostAnnouncements = 0;
+  for (const [taskId, sent] of tierSends) {
+    mostAnnouncements = Math.max(mostAnnouncements, sent);
+    const writes = writesByTask.get(taskId) ?? [];
+    let entries = 0;
+    let queuedMs = 0;
+    writes.forEach(({ atMs, task }, i) => {
+      if (task.state !== 'QUEUED') return;
+      if (i === 0 || writes[i - 1]!.task.state !== 'QUEUED') entries++;
+      queuedMs += (writes[i + 1]?.atMs ?? history.endMs) - atMs;
+    });
+    const allowed =
+      2 * entries + 2 * Math.ceil(queuedMs / 3_600_000) + Math.floor((tierReceives.get(taskId) ?? 0) / 30) + 2;
+    if (sent > allowed) {
+      violations.push({
+        invariant: 'announcements',
+        taskId,
+        tenantId: writes[0]?.task.tenantId,
+        atSeconds: sec(history.endMs),
+        detail: `${sent} tier messages for a task that became QUEUED ${entries} times and waited ${Math.round(queuedMs / 1000)} s (at most ${allowed} expected)`,
+        trace: traceOf(taskId),
+      });
+    }
+  }
+
+  // --- wait-bound ---
+  let given = 0;
+  let none = 0;
+  for (const accepted of history.accepted) {
+    if (accepted.maxWaitSeconds === null) {
+      none++;
+      continue;
+    }
+    given++;
+    const writes = writesByTask.get(accepted.taskId) ?? [];
+    const deadline = accepted.boundAtMs + accepted.maxWaitSeconds * 1000 + WAIT_BOUND_SLACK_MS;
+    const first = writes.find(({ task }) => task.state !== 'QUEUED');
+    const firstAt = first?.atMs ?? history.endMs;
+    if (firstAt > deadline) {
+      violations.push({
+        invariant: 'wait-bound',
+        taskId: accepted.taskId,
+        tenantId: accepted.tenantId,
+        atSeconds: sec(deadline),
+        detail: `given maxWaitSeconds ${accepted.maxWaitSeconds} at t=${sec(accepted.boundAtMs)}s; ${first ? `left QUEUED (${first.task.state}) at t=${sec(first.atMs)}s` : 'never left QUEUED'}`,
+        trace: traceOf(accepted.taskId),
+      });
+    }
+  }
+
+  return {
+    violations,
+    stats: {
+      accepted: history.accepted.length,
+      succeeded,
+      failed,
+      cancelled,
+      unfinished,
+      handlerRuns: history.runs.length,
+      waitBounds: { given, none },
+      maxReceivesOfOneMessage: maxReceives,
+      deadLettered,
+      mostTierMessagesForOneTask: mostAnnouncements,
+    },
+  };
+}
+
+function safeTaskId(body: string): string | undefined {
+  try {
+    const parsed = JSON.parse(body) as { taskId?: unknown };
+    return typeof parsed.taskId === 'string' ? parsed.taskId : undefined;
+  } catch {
+    return undefined;
+  }
+}

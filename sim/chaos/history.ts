@@ -1,0 +1,43 @@
+/**
+ * What a chaos run records: the truth as DynamoDB and SQS saw it (every applied task write,
+ * every receive), what the API told its callers, and what the workers' handlers did. The
+ * checker reads only this.
+ */
+import type { Task, TenantSettings } from '../../runtime/core/task.ts';
+import type { ReceiveRecord } from '../aws/sqs.ts';
+
+export interface History {
+  readonly seed: number;
+  readonly startMs: number;
+  endMs: number;
+  readonly tenants: Readonly<Record<string, TenantSettings>>;
+  /** Submits the API acknowledged, with the wait bound its describe gave right after. */
+  readonly accepted: {
+    readonly taskId: string;
+    readonly tenantId: string;
+    readonly atMs: number;
+    readonly maxAttempts: number;
+    readonly maxWaitSeconds: number | null;
+    readonly boundAtMs: number;
+  }[];
+  /** Submits the client gave up on (never acknowledged; the task may still exist). */
+  unacknowledged: number;
+  /** Every handler run that began. */
+  readonly runs: { readonly taskId: string; readonly fence: number; readonly attempt: number; readonly atMs: number }[];
+  /** Attempts a worker learned it had started (its start write answered). */
+  readonly starts: { readonly taskId: string; readonly fence: number; readonly component: string }[];
+  /** Components that crashed (worker processes, scheduler invocations) and when. */
+  readonly deaths: { readonly component: string; readonly atMs: number }[];
+  /** Which component sent the RUNNING write of each attempt (`taskId#fence`). */
+  startedBy?: ReadonlyMap<string, string>;
+  /** Every write applied to the tasks table, in order (task undefined: deleted). */
+  writes: { readonly atMs: number; readonly task: Task | undefined }[];
+  readonly receives: readonly ReceiveRecord[];
+  /** Every message sent, by queue id. */
+  readonly sends: readonly { readonly queueId: string; readonly body: string; readonly atMs: number }[];
+  readonly deadLettered: readonly { readonly queueId: string; readonly body: string; readonly atMs: number }[];
+  finalTasks: Task[];
+  messagesLeft?: Readonly<Record<string, number>>;
+  schedulerInvocations: number;
+  readonly calls: { ok: number; lost: number; throttled: number };
+}

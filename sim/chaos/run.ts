@@ -1,0 +1,433 @@
+/**
+ * One chaos run: the production code on the simulated AWS account, under virtual time, with
+ * faults drawn from one seed.
+ *
+ * - API: TaskService.submit (idempotency key per request, retried by the "client" on a 5xx),
+ *   describe (the wait bound it gives), cancel and operator retry.
+ * - Scheduler: the scheduler Lambda as deployed — an invocation every minute (no reserved
+ *   concurrency: they may overlap, the lease decides), each a new Scheduler under
+ *   runSchedulerLoop that ticks until 15 s before its 75 s timeout and hands the lease back;
+ *   some invocations crash at a random moment (the Lambda then times out).
+ * - Workers: QueueWorkers running runAttempt on both pools; each worker process dies at a
+ *   random moment (its in-flight calls never answered) and is replaced.
+ * - Dead letters: the dead-letter consumer settling worker dead letters (redriveDeadLetter).
+ * Every component has its own SDK clients whose transport loses responses and throttles.
+ */
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { z } from 'zod';
+import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
+import { buildServices, type Services } from '../../runtime/app/wiring.ts';
+import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
+import { NonRetryableError } from '../../runtime/core/errors.ts';
+import { seededRandom } from '../../runtime/core/random.ts';
+import type { PriorityTier, Task } from '../../runtime/core/task.ts';
+import { workerQueue } from '../../runtime/infra/resources.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { lambdaInvocationTiming, runSchedulerLoop } from '../../runtime/scheduler/scheduler-loop.ts';
+import { defineTaskType, type TaskLogger, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
+import { QueueWorker } from '../../runtime/worker/queue-worker.ts';
+import { type LatencyModel, NO_TRANSPORT_FAULTS, type TransportFaults } from '../aws/faults.ts';
+import { installVirtualClock } from '../aws/virtual-clock.ts';
+import { type Component, SimulatedAws } from '../aws/world.ts';
+import type { History } from './history.ts';
+
+export interface ChaosFaults extends TransportFaults {
+  readonly duplicateDeliveryRate: number;
+  readonly earlyRedeliveryRate: number;
+  readonly shortPollMissRate: number;
+  readonly batchEntryFailureRate: number;
+  readonly indexLagMs: number;
+  readonly eventualLagMs: number;
+  readonly unprocessedRate: number;
+  /** Chance that a scheduler invocation crashes at a random moment of its run. */
+  readonly schedulerCrashRate: number;
+  /** Mean life of a worker process, seconds (0: workers never crash). */
+  readonly workerMeanLifeSeconds: number;
+}
+
+export const DEFAULT_FAULTS: ChaosFaults = {
+  lostResponseRate: 0.02,
+  throttleRate: 0.02,
+  duplicateDeliveryRate: 0.05,
+  earlyRedeliveryRate: 0.02,
+  shortPollMissRate: 0.2,
+  batchEntryFailureRate: 0.01,
+  indexLagMs: 300,
+  eventualLagMs: 1000,
+  unprocessedRate: 0.1,
+  schedulerCrashRate: 0.1,
+  workerMeanLifeSeconds: 600,
+};
+
+export const NO_FAULTS: ChaosFaults = {
+  ...NO_TRANSPORT_FAULTS,
+  duplicateDeliveryRate: 0,
+  earlyRedeliveryRate: 0,
+  shortPollMissRate: 0,
+  batchEntryFailureRate: 0,
+  indexLagMs: 0,
+  eventualLagMs: 0,
+  unprocessedRate: 0,
+  schedulerCrashRate: 0,
+  workerMeanLifeSeconds: 0,
+};
+
+export interface ChaosOptions {
+  readonly seed: number;
+  readonly tasks: number;
+  /** Tenants, each with its own quota (maxConcurrency 1..3). */
+  readonly tenants: number;
+  /** Submits are spread over this many simulated seconds. */
+  readonly submitSeconds: number;
+  /** The run stops here even if tasks are unfinished (they are then reported). */
+  readonly maxSimulatedSeconds: number;
+  readonly faults: ChaosFaults;
+  /** Chance that a task is cancelled at some point, and that a cancelled or failed one is retried. */
+  readonly cancelRate: number;
+  readonly operatorRetryRate: number;
+  /** Handler run time of each task, ms: uniform in [min, max]. */
+  readonly workMs?: readonly [number, number];
+  /** Chance that a payload carries 150 KiB of padding (SQS's 1 MiB batches, 256 KiB messages). */
+  readonly largePayloadRate?: number;
+  /** Chance that a payload holds characters SQS refuses raw (U+FFFE, U+FFFF) or above U+FFFF. */
+  readonly oddCharacterRate?: number;
+  readonly latency?: LatencyModel;
+  readonly config?: ConfigInput;
+  readonly lambdaWorkers?: number;
+  /** Attempts one Lambda-pool worker runs at once (default 1, as one Lambda invocation). */
+  readonly lambdaWorkerConcurrency?: number;
+  /** Fraction of tasks submitted with a delay of up to 5 minutes (default 0.1). */
+  readonly delayRate?: number;
+  /** Fraction of tasks sent to the Fargate pool (default 0.25). */
+  readonly fargateShare?: number;
+}
+
+export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
+  tasks: 40,
+  tenants: 3,
+  submitSeconds: 120,
+  maxSimulatedSeconds: 3 * 3600,
+  faults: DEFAULT_FAULTS,
+  cancelRate: 0.1,
+  operatorRetryRate: 0.5,
+};
+
+/** Workloads on top of DEFAULT_OPTIONS (`--scenario`). */
+export const CHAOS_SCENARIOS = {
+  mixed: {},
+  backlog: { tasks: 60, tenants: 1, submitSeconds: 60, workMs: [20_000, 40_000] as const, cancelRate: 0 },
+  payloads: { largePayloadRate: 0.3, oddCharacterRate: 0.3 },
+} satisfies Record<string, Partial<ChaosOptions>>;
+
+const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
+/** The scheduler Lambda: started every minute, 75 s timeout, hands back 15 s before it. */
+const INVOCATION_EVERY_MS = 60_000;
+const LAMBDA_TIMEOUT_MS = 75_000;
+
+const silent: TaskLogger = { info() {}, warn() {}, error() {} };
+
+const workPayload = z.strictObject({
+  ms: z.number().int().min(0),
+  pad: z.string().optional(),
+  failTimes: z.number().int().min(0),
+  permanent: z.boolean(),
+});
+
+export async function runChaos(options: ChaosOptions): Promise<History> {
+  const clock = installVirtualClock({ startMs: START_MS, seed: options.seed });
+  try {
+    return await simulate(options, clock);
+  } finally {
+    clock.uninstall();
+  }
+}
+
+async function simulate(options: ChaosOptions, clock: ReturnType<typeof installVirtualClock>): Promise<History> {
+  const { seed, faults } = options;
+  const random = seededRandom(seed);
+  const world = new SimulatedAws({
+    seed,
+    now: () => Date.now(),
+    indexLagMs: faults.indexLagMs,
+    eventualLagMs: faults.eventualLagMs,
+    unprocessedRate: faults.unprocessedRate,
+    sqs: {
+      duplicateDeliveryRate: faults.duplicateDeliveryRate,
+      earlyRedeliveryRate: faults.earlyRedeliveryRate,
+      shortPollMissRate: faults.shortPollMissRate,
+      batchEntryFailureRate: faults.batchEntryFailureRate,
+    },
+  });
+  const tenants = Array.from({ length: options.tenants }, (_, i) => `tenant-${i}`);
+  const quotas = Object.fromEntries(tenants.map((t, i) => [t, { weight: 1 + (i % 3), maxConcurrency: 1 + (i % 3) }]));
+  const config = parseConfig(
+    {
+      pools: { lambda: { concurrency: 6 }, fargate: { vcpu: 2, memoryMiB: 4096 } },
+      tenants: quotas,
+      taskDefaults: { timeoutSeconds: 60, maxAttempts: 3 },
+      scheduler: { dispatchLeaseSeconds: 120, runLeaseSeconds: 30, bufferSize: 200 },
+      ...options.config,
+    },
+    'chaos configuration',
+  );
+
+  const history: History = {
+    seed,
+    startMs: START_MS,
+    endMs: START_MS,
+    tenants: quotas,
+    accepted: [],
+    runs: [],
+    starts: [],
+    deaths: [],
+    unacknowledged: 0,
+    writes: [],
+    receives: world.sqs.receives,
+    sends: world.sqs.sends,
+    deadLettered: world.sqs.deadLettered,
+    finalTasks: [],
+    schedulerInvocations: 0,
+    calls: { ok: 0, lost: 0, throttled: 0 },
+  };
+  const componentFaults: TransportFaults = {
+    lostResponseRate: faults.lostResponseRate,
+    throttleRate: faults.throttleRate,
+  };
+  /** Component per RUNNING write (taskId#fence), to excuse attempts whose worker died. */
+  const startedBy = new Map<string, string>();
+  const component = (name: string): Component =>
+    world.component(name, componentFaults, {
+      ...(options.latency ? { latency: options.latency } : {}),
+      onCall: (call) => {
+        history.calls[call.outcome]++;
+      },
+      onRequest: {
+        operations: new Set(['PutItem']),
+        listener: (_operation, body) => {
+          const item = (body as { Item?: Record<string, Record<string, string>> }).Item;
+          if (item?.state?.S === 'RUNNING' && item.taskId?.S) {
+            const key = `${item.taskId.S}#${item.fence?.N}`;
+            if (!startedBy.has(key)) startedBy.set(key, name);
+          }
+        },
+      },
+    });
+  const servicesFor = (part: Component): Services =>
+    buildServices({
+      config,
+      clients: part.clients,
+      resources: world.resources,
+      registry,
+    });
+
+  const registry = new TaskTypeRegistry([
+    defineTaskType({
+      type: 'sim.work',
+      description: 'Simulated work: records each run, sleeps, fails on request.',
+      payload: workPayload,
+      async handler(payload, ctx) {
+        history.runs.push({ taskId: ctx.taskId, fence: ctx.fence, attempt: ctx.attempt, atMs: Date.now() });
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(resolve, payload.ms);
+          ctx.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            reject(ctx.signal.reason);
+          });
+        });
+        if (payload.permanent) throw new NonRetryableError('planned permanent failure');
+        if (ctx.attempt <= payload.failTimes) throw new Error(`planned failure ${ctx.attempt}`);
+        return { attempt: ctx.attempt };
+      },
+    }),
+  ]);
+
+  // --- API -------------------------------------------------------------------------------
+  const api = servicesFor(component('api'));
+  const priorities: PriorityTier[] = ['critical', 'high', 'normal', 'low'];
+  const pending = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>) => {
+    pending.add(work);
+    work.finally(() => pending.delete(work));
+  };
+  const submitAt = Array.from({ length: options.tasks }, () => START_MS + random() * options.submitSeconds * 1000).sort(
+    (a, b) => a - b,
+  );
+  submitAt.forEach((atMs, i) => {
+    const tenantId = tenants[Math.floor(random() * tenants.length)]!;
+    const roll = random();
+    const [minMs, maxMs] = options.workMs ?? [200, 8200];
+    const pad =
+      random() < (options.largePayloadRate ?? 0)
+        ? 'p'.repeat(150 * 1024)
+        : random() < (options.oddCharacterRate ?? 0)
+          ? 'odd \uFFFE \uFFFF \u{1F600} end'
+          : undefined;
+    const payload = {
+      ms: Math.floor(minMs + random() * (maxMs - minMs)),
+      ...(pad === undefined ? {} : { pad }),
+      failTimes: roll < 0.15 ? 1 + Math.floor(random() * 3) : 0,
+      permanent: roll > 0.97,
+    };
+    const input = {
+      tenantId,
+      type: 'sim.work',
+      payload,
+      priority: priorities[Math.floor(random() * priorities.length)]!,
+      idempotencyKey: `chaos-${i}`,
+      runtime: random() < (options.fargateShare ?? 0.25) ? ('fargate' as const) : ('lambda' as const),
+      ...(random() < (options.delayRate ?? 0.1) ? { delaySeconds: Math.floor(random() * 300) } : {}),
+    };
+    const cancelAfterMs = random() < options.cancelRate ? random() * 30_000 : undefined;
+    const retryAfterMs = random() < options.operatorRetryRate ? 1000 + random() * 30_000 : undefined;
+    setTimeout(() => {
+      track(
+        (async () => {
+          const task = await submitWithRetries(api, input);
+          if (!task) {
+            history.unacknowledged++;
+            return;
+          }
+          const described = await api.tasks.describe(task.taskId).catch(() => undefined);
+          history.accepted.push({
+            taskId: task.taskId,
+            tenantId,
+            atMs: Date.now(),
+            maxAttempts: task.maxAttempts,
+            maxWaitSeconds: described?.wait?.maxWaitSeconds ?? null,
+            boundAtMs: Date.now(),
+          });
+          if (cancelAfterMs === undefined) return;
+          await sleep(cancelAfterMs);
+          const cancelled = await api.tasks.cancel(task.taskId).catch(() => undefined);
+          if (!cancelled || retryAfterMs === undefined) return;
+          await sleep(retryAfterMs);
+          await api.tasks.retry(task.taskId).catch(() => undefined);
+        })(),
+      );
+    }, atMs - START_MS);
+  });
+
+  // --- Scheduler Lambda --------------------------------------------------------------------
+  const stop = new AbortController();
+  // No reserved concurrency (a new account's quota of 10 cannot grant any): a minute's
+  // invocation starts even while the previous one still runs, and the lease decides.
+  const invoke = () => {
+    if (stop.signal.aborted) return;
+    const n = ++history.schedulerInvocations;
+    const part = component(`scheduler-${n}`);
+    const services = servicesFor(part);
+    const startedAtMs = Date.now();
+    const remaining = () => startedAtMs + LAMBDA_TIMEOUT_MS - Date.now();
+    const crashAtMs = random() < faults.schedulerCrashRate ? random() * LAMBDA_TIMEOUT_MS : undefined;
+    const killAt = setTimeout(() => part.transport.kill(), crashAtMs ?? LAMBDA_TIMEOUT_MS);
+    if (crashAtMs !== undefined) history.deaths.push({ component: part.name, atMs: startedAtMs + crashAtMs });
+    const run = runSchedulerLoop({
+      control: services.control,
+      signal: stop.signal,
+      ownerId: `lambda-${n}`,
+      ...lambdaInvocationTiming(remaining),
+      logger: silent,
+      createScheduler: () =>
+        new Scheduler({ store: services.store, control: services.control, queues: services.queues, config }),
+    });
+    // The invocation ends when its loop returns, or at its timeout (a crashed one never returns).
+    void Promise.race([run, new Promise<void>((resolve) => setTimeout(resolve, LAMBDA_TIMEOUT_MS))]).then(() => {
+      clearTimeout(killAt);
+      if (Date.now() - startedAtMs >= LAMBDA_TIMEOUT_MS) part.transport.kill();
+    });
+  };
+  invoke();
+  const invoker = setInterval(invoke, INVOCATION_EVERY_MS);
+
+  // --- Workers -----------------------------------------------------------------------------
+  let workerCount = 0;
+  const startWorker = (runtime: 'lambda' | 'fargate') => {
+    if (stop.signal.aborted) return;
+    const part = component(`worker-${runtime}-${++workerCount}`);
+    const services = servicesFor(part);
+    const worker = new QueueWorker({
+      queues: services.queues,
+      queueId: workerQueue(runtime).id,
+      maxConcurrent: runtime === 'lambda' ? (options.lambdaWorkerConcurrency ?? 1) : 4,
+      attempt: {
+        store: services.store,
+        queues: services.queues,
+        registry,
+        config,
+        logger: silent,
+        faults: (step, task) => {
+          if (step === 'started') history.starts.push({ taskId: task.taskId, fence: task.fence, component: part.name });
+        },
+      },
+      waitSeconds: 5,
+      batchSize: runtime === 'lambda' ? 1 : 10,
+      logger: silent,
+    });
+    worker.start();
+    if (faults.workerMeanLifeSeconds > 0) {
+      const lifeMs = -Math.log(1 - random()) * faults.workerMeanLifeSeconds * 1000;
+      setTimeout(() => {
+        part.transport.kill();
+        history.deaths.push({ component: part.name, atMs: Date.now() });
+        // A new process (Lambda execution environment, Fargate task) takes its place.
+        setTimeout(() => startWorker(runtime), 1000 + random() * 4000);
+      }, lifeMs);
+    }
+  };
+  for (let i = 0; i < (options.lambdaWorkers ?? config.pools.lambda.concurrency); i++) startWorker('lambda');
+  startWorker('fargate');
+  startDeadLetterConsumer({ ...servicesFor(component('redrive')), logger: silent });
+
+  // --- Run until every task has settled (or the time is up) --------------------------------
+  const tasksTable = world.resources.tables.tasks!;
+  const allSettled = () => {
+    if (Date.now() < START_MS + options.submitSeconds * 1000 + 1000 || pending.size > 0) return false;
+    return world.dynamodb
+      .items(tasksTable)
+      .every((item) => ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(String(item.state?.S)));
+  };
+  let settled = false;
+  const checker = setInterval(() => {
+    settled = allSettled();
+  }, 10_000);
+  await clock.runUntil(START_MS + options.maxSimulatedSeconds * 1000, () => settled);
+  clearInterval(checker);
+  clearInterval(invoker);
+  // Nothing is stopped cleanly: the run ends where it is, as a region outage would, and what
+  // is still awaiting is dropped with the virtual clock.
+  stop.abort();
+
+  history.endMs = Date.now();
+  history.startedBy = startedBy;
+  history.writes = world.dynamodb.writes.map(({ atMs, item }) => ({
+    atMs,
+    task: item ? (unmarshallTask(item) as Task) : undefined,
+  }));
+  history.finalTasks = world.dynamodb.items(tasksTable).map((item) => unmarshallTask(item) as Task);
+  history.messagesLeft = Object.fromEntries(
+    Object.keys(world.resources.queueUrls).map((queueId) => [queueId, world.sqs.pending(queueId).length]),
+  );
+  return history;
+}
+
+/** The API client's side: a 5xx (the SDK gave up) is retried with the same idempotency key. */
+async function submitWithRetries(
+  api: Services,
+  input: Parameters<Services['tasks']['submit']>[0],
+): Promise<Task | undefined> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      return (await api.tasks.submit(input)).task;
+    } catch {
+      await sleep(1000 * 2 ** attempt);
+    }
+  }
+  return undefined;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function unmarshallTask(item: Record<string, Record<string, unknown>>): unknown {
+  // biome-ignore lint/suspicious/noExplicitAny: wire-format attribute values.
+  return unmarshall(item as any);
+}

@@ -1,0 +1,235 @@
+/**
+ * The discrete-event simulator: replays a trace in virtual time through one dispatcher. At every
+ * instant something changes (arrivals, completions) it calls next() until nothing more may start,
+ * exactly as the scheduler loop does. Deterministic: same trace, same result.
+ */
+
+import { POLICIES, type PolicyName } from '../runtime/core/config.ts';
+import { capacityOf, jainIndex } from '../runtime/core/policy/drf.ts';
+import { SchedulingPolicy } from '../runtime/core/policy/policy.ts';
+import type { Candidate } from '../runtime/core/policy/types.ts';
+import { BASELINE_NAMES, type BaselineName, createBaseline, type Dispatcher } from './baselines.ts';
+import { type Trace, tierName } from './trace.ts';
+
+/** Our policies with reservations off (pure backfill): to measure what reservations buy. */
+export const BACKFILL_ONLY = ['fair-share-backfill', 'priority-backfill'] as const;
+
+export const DISPATCHER_NAMES = [...POLICIES, ...BACKFILL_ONLY, ...BASELINE_NAMES] as const;
+export type DispatcherName = (typeof DISPATCHER_NAMES)[number];
+
+export interface RunResult {
+  readonly dispatcher: DispatcherName;
+  /** Per task, ms from arrival to dispatch (NaN if never dispatched). */
+  readonly waitMs: Float64Array;
+  readonly makespanMs: number;
+  readonly utilization: { readonly lambda: number; readonly fargate: number };
+  /** Mean over time of Jain's index of the weighted dominant shares of backlogged tenants. */
+  readonly jain: number;
+  /** Per tenant, mean weighted dominant share while it had work waiting. */
+  readonly meanShareWhileBacklogged: Float64Array;
+  readonly wallMs: number;
+}
+
+export function createDispatcher(name: DispatcherName, trace: Trace): Dispatcher {
+  if ((BASELINE_NAMES as readonly string[]).includes(name)) return createBaseline(name as BaselineName, trace.pools);
+  const tenants: Record<string, (typeof trace.tenantSettings)[number]> = {};
+  trace.tenantIds.forEach((id, i) => {
+    tenants[id] = trace.tenantSettings[i] as (typeof trace.tenantSettings)[number];
+  });
+  const backfillOnly = (BACKFILL_ONLY as readonly string[]).includes(name);
+  return new SchedulingPolicy({
+    policy: (backfillOnly ? name.replace('-backfill', '') : name) as PolicyName,
+    agingSeconds: trace.agingSeconds,
+    pools: trace.pools,
+    tenantDefaults: { weight: 1, maxConcurrency: 1_000_000 },
+    tenants,
+    // τ per pool: the trace's longest hold is the cap its tasks keep (the wait bound rests on it).
+    maxHoldSeconds: maxHoldSeconds(trace),
+    ...(backfillOnly ? { reservationAfterSkips: Number.POSITIVE_INFINITY } : {}),
+  });
+}
+
+/** The longest hold of each pool's tasks in the trace, in whole seconds (at least 1). */
+export function maxHoldSeconds(trace: Trace): { lambda: number; fargate: number } {
+  let lambda = 0;
+  let fargate = 0;
+  for (let i = 0; i < trace.size; i++) {
+    const hold = trace.holdMs[i] as number;
+    if (trace.runtime[i] === 0) lambda = Math.max(lambda, hold);
+    else fargate = Math.max(fargate, hold);
+  }
+  return { lambda: Math.max(1, Math.ceil(lambda / 1000)), fargate: Math.max(1, Math.ceil(fargate / 1000)) };
+}
+
+/** Called at every instant after arrivals and completions, before dispatching (tests use it). */
+export type Observer = (dispatcher: Dispatcher, nowMs: number, arrived: number) => void;
+
+/** Min-heap of (finish time, task) in two parallel arrays: no object per running task. */
+class Completions {
+  #time = new Float64Array(1024);
+  #task = new Int32Array(1024);
+  size = 0;
+
+  push(time: number, task: number): void {
+    if (this.size === this.#time.length) {
+      const time2 = new Float64Array(this.size * 2);
+      time2.set(this.#time);
+      this.#time = time2;
+      const task2 = new Int32Array(this.size * 2);
+      task2.set(this.#task);
+      this.#task = task2;
+    }
+    let i = this.size++;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if ((this.#time[parent] as number) <= time) break;
+      this.#time[i] = this.#time[parent] as number;
+      this.#task[i] = this.#task[parent] as number;
+      i = parent;
+    }
+    this.#time[i] = time;
+    this.#task[i] = task;
+  }
+
+  peekTime(): number {
+    return this.size > 0 ? (this.#time[0] as number) : Number.POSITIVE_INFINITY;
+  }
+
+  pop(): number {
+    const top = this.#task[0] as number;
+    const lastTime = this.#time[--this.size] as number;
+    const lastTask = this.#task[this.size] as number;
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      if (left >= this.size) break;
+      const child =
+        left + 1 < this.size && (this.#time[left + 1] as number) < (this.#time[left] as number) ? left + 1 : left;
+      if ((this.#time[child] as number) >= lastTime) break;
+      this.#time[i] = this.#time[child] as number;
+      this.#task[i] = this.#task[child] as number;
+      i = child;
+    }
+    this.#time[i] = lastTime;
+    this.#task[i] = lastTask;
+    return top;
+  }
+}
+
+export function simulate(trace: Trace, name: DispatcherName, observe?: Observer): RunResult {
+  const started = performance.now();
+  const dispatcher = createDispatcher(name, trace);
+  const n = trace.size;
+  const tenantCount = trace.tenantIds.length;
+  const waitMs = new Float64Array(n).fill(Number.NaN);
+  const capacity = capacityOf(trace.pools);
+  const usedSlots = new Float64Array(tenantCount);
+  const usedVcpu = new Float64Array(tenantCount);
+  const usedMemory = new Float64Array(tenantCount);
+  const waiting = new Int32Array(tenantCount);
+  const shareSum = new Float64Array(tenantCount);
+  const shareSamples = new Int32Array(tenantCount);
+  const weights = trace.tenantSettings.map((s) => s.weight);
+  const completions = new Completions();
+  const horizonMs = n > 0 ? (trace.arriveMs[n - 1] as number) : 0;
+  const sampleEveryMs = Math.max(1000, horizonMs / 200);
+  let nextSampleMs = 0;
+  let jainSum = 0;
+  let jainSamples = 0;
+  let lambdaBusy = 0;
+  let fargateBusy = 0;
+  let lastFinish = 0;
+  let arrived = 0;
+
+  const share = (t: number) =>
+    Math.max(
+      (usedSlots[t] as number) / capacity.slots,
+      ((usedVcpu[t] as number) * 1000) / capacity.milliVcpu,
+      (usedMemory[t] as number) / capacity.memoryMiB,
+    ) / (weights[t] as number);
+  const account = (task: number, sign: 1 | -1) => {
+    const t = trace.tenant[task] as number;
+    if (trace.runtime[task] === 0) usedSlots[t] = (usedSlots[t] as number) + sign;
+    else {
+      usedVcpu[t] = (usedVcpu[t] as number) + sign * (trace.vcpu[task] as number);
+      usedMemory[t] = (usedMemory[t] as number) + sign * (trace.memoryMiB[task] as number);
+    }
+  };
+  const sample = () => {
+    const shares: number[] = [];
+    for (let t = 0; t < tenantCount; t++) {
+      if ((waiting[t] as number) === 0) continue;
+      const s = share(t);
+      shares.push(s);
+      shareSum[t] = (shareSum[t] as number) + s;
+      shareSamples[t] = (shareSamples[t] as number) + 1;
+    }
+    if (shares.length >= 2) {
+      jainSum += jainIndex(shares);
+      jainSamples++;
+    }
+  };
+
+  while (arrived < n || completions.size > 0) {
+    const now = Math.min(
+      arrived < n ? (trace.arriveMs[arrived] as number) : Number.POSITIVE_INFINITY,
+      completions.peekTime(),
+    );
+    while (completions.peekTime() <= now) {
+      const task = completions.pop();
+      dispatcher.release(String(task));
+      account(task, -1);
+    }
+    while (arrived < n && (trace.arriveMs[arrived] as number) <= now) {
+      const task = arrived++;
+      const fargate = trace.runtime[task] === 1;
+      const candidate: Candidate = {
+        taskId: String(task),
+        tenantId: trace.tenantIds[trace.tenant[task] as number] as string,
+        priority: tierName(trace.tier[task] as number),
+        runtime: fargate ? 'fargate' : 'lambda',
+        resources: { vcpu: trace.vcpu[task] as number, memoryMiB: trace.memoryMiB[task] as number },
+        agingFromMs: now,
+        runAtMs: now,
+        seq: task,
+      };
+      dispatcher.add(candidate);
+      const tenant = trace.tenant[task] as number;
+      waiting[tenant] = (waiting[tenant] as number) + 1;
+    }
+    observe?.(dispatcher, now, arrived);
+    for (let next = dispatcher.next(now); next; next = dispatcher.next(now)) {
+      const task = next.seq;
+      waitMs[task] = now - (trace.arriveMs[task] as number);
+      const tenant = trace.tenant[task] as number;
+      waiting[tenant] = (waiting[tenant] as number) - 1;
+      account(task, 1);
+      const hold = trace.holdMs[task] as number;
+      completions.push(now + hold, task);
+      if (trace.runtime[task] === 0) lambdaBusy += hold;
+      else fargateBusy += hold * (trace.vcpu[task] as number);
+      lastFinish = Math.max(lastFinish, now + hold);
+    }
+    if (now >= nextSampleMs) {
+      sample();
+      nextSampleMs = now + sampleEveryMs;
+    }
+  }
+  const makespanMs = Math.max(1, lastFinish - (n > 0 ? (trace.arriveMs[0] as number) : 0));
+  const meanShareWhileBacklogged = new Float64Array(tenantCount);
+  for (let t = 0; t < tenantCount; t++) {
+    meanShareWhileBacklogged[t] = shareSamples[t] ? (shareSum[t] as number) / (shareSamples[t] as number) : Number.NaN;
+  }
+  return {
+    dispatcher: name,
+    waitMs,
+    makespanMs,
+    utilization: {
+      lambda: lambdaBusy / (capacity.slots * makespanMs),
+      fargate: fargateBusy / ((capacity.milliVcpu / 1000) * makespanMs),
+    },
+    jain: jainSamples ? jainSum / jainSamples : 1,
+    meanShareWhileBacklogged,
+    wallMs: performance.now() - started,
+  };
+}
