@@ -26,11 +26,11 @@ import {
 } from '../core/errors.ts';
 import type { TransitionPlan } from '../core/lifecycle.ts';
 import { decodeJsonFields, encodeJsonFields } from '../core/storable.ts';
-import { ACTIVE_STATES, isTerminal, type Task, type TaskState } from '../core/task.ts';
+import { ACTIVE_STATES, isTerminal, type PriorityTier, type Task, type TaskState } from '../core/task.ts';
 import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS } from '../infra/resources.ts';
 
 /** Attributes the store derives for the indexes; stripped again on read. */
-const DERIVED = ['listKey', 'tenantState', 'activeShard', 'dueAt', 'expiresAt'] as const;
+const DERIVED = ['listKey', 'tenantState', 'activeShard', 'dueAt', 'queueKey', 'queueSort', 'expiresAt'] as const;
 
 /** States kept in the sparse `byActive` index. */
 const INDEXED_ACTIVE: readonly TaskState[] = ['QUEUED', ...ACTIVE_STATES];
@@ -57,6 +57,9 @@ const listKeyOf = (task: Pick<Task, 'submittedAt' | 'taskId'>) => `${task.submit
 const activePartition = (state: TaskState, shard: number) =>
   `${LEASED_STATES.includes(state) ? 'LEASED' : state}#${shard}`;
 
+/** A `byTenantQueue` partition: one tenant's queued work of one tier. */
+const queueKeyOf = (tenantId: string, tier: PriorityTier) => `${tenantId}#${tier}`;
+
 export function shardOf(taskId: string): number {
   // FNV-1a: cheap, stable, spreads ids evenly across the index shards.
   let hash = 0x811c9dc5;
@@ -76,6 +79,9 @@ function toItem(task: Task): Record<string, unknown> {
   if (task.state === 'QUEUED') {
     item.activeShard = activePartition('QUEUED', shardOf(task.taskId));
     item.dueAt = task.runAt;
+    // Sparse `byTenantQueue`: the entry exists exactly while the task waits.
+    item.queueKey = queueKeyOf(task.tenantId, task.priority);
+    item.queueSort = `${task.runAt}#${task.taskId}`;
   } else if (LEASED_STATES.includes(task.state)) {
     // One key for DISPATCHED and RUNNING, sorted by dispatch time: start and lease renewals
     // change only projected attributes (1 index write), never the key (2).
@@ -110,6 +116,26 @@ export interface ActiveTaskRef {
   readonly leaseExpiresAt?: string;
   /** The index's sort key: `runAt` while QUEUED, `dispatchedAt` while DISPATCHED or RUNNING. */
   readonly dueAt: string;
+}
+
+/** A QUEUED task as `byTenantQueue` holds it: what the policy engine needs, no payload. */
+export interface QueuedTaskRef {
+  readonly taskId: string;
+  readonly tenantId: string;
+  readonly priority: PriorityTier;
+  readonly runtime: Task['runtime'];
+  readonly resources: Task['resources'];
+  readonly agingFrom: string;
+  readonly runAt: string;
+  /** The fence of the QUEUED item: a retry is queued with a higher one than its last dispatch. */
+  readonly fence: number;
+}
+
+export interface DuePage {
+  /** The tenant-tier's entries due by then, oldest due first. */
+  readonly refs: QueuedTaskRef[];
+  /** More due entries follow the page. */
+  readonly hasMore: boolean;
 }
 
 export interface TaskPage {
@@ -310,6 +336,46 @@ export class TaskStore {
     }
   }
 
+  /**
+   * A tenant-tier's QUEUED tasks due by `nowMs`, oldest due first, at most `limit`: one page of
+   * `byTenantQueue` from the partition's start. Eventually consistent (an entry may be missing,
+   * or stay after its task left QUEUED): callers re-read the item before acting on it.
+   */
+  async listDue(tenantId: string, tier: PriorityTier, nowMs: number, limit: number): Promise<DuePage> {
+    // `queueSort` starts with the fixed-width ISO `runAt`, so "< the next millisecond" is "due".
+    const response = await this.#documents.send(
+      new QueryCommand({
+        TableName: this.#tableName,
+        IndexName: 'byTenantQueue',
+        KeyConditionExpression: 'queueKey = :pk AND queueSort < :after',
+        ExpressionAttributeValues: {
+          ':pk': queueKeyOf(tenantId, tier),
+          ':after': new Date(nowMs + 1).toISOString(),
+        },
+        Limit: limit,
+      }),
+    );
+    return { refs: (response.Items ?? []).map(toQueuedRef), hasMore: response.LastEvaluatedKey !== undefined };
+  }
+
+  /**
+   * The tenant-tier's first QUEUED entry in due order, due or not (undefined: the index shows
+   * none). Eventually consistent, like `listDue`.
+   */
+  async firstQueued(tenantId: string, tier: PriorityTier): Promise<QueuedTaskRef | undefined> {
+    const response = await this.#documents.send(
+      new QueryCommand({
+        TableName: this.#tableName,
+        IndexName: 'byTenantQueue',
+        KeyConditionExpression: 'queueKey = :pk',
+        ExpressionAttributeValues: { ':pk': queueKeyOf(tenantId, tier) },
+        Limit: 1,
+      }),
+    );
+    const item = response.Items?.[0];
+    return item ? toQueuedRef(item) : undefined;
+  }
+
   /** A tenant's tasks, newest first, optionally in one state. */
   async list(query: ListTasksQuery): Promise<TaskPage> {
     if (query.state !== undefined && LEASED_STATES.includes(query.state)) {
@@ -488,6 +554,19 @@ export class TaskStore {
       } while (startKey);
     }
   }
+}
+
+function toQueuedRef(item: Record<string, unknown>): QueuedTaskRef {
+  return {
+    taskId: item.taskId as string,
+    tenantId: item.tenantId as string,
+    priority: item.priority as PriorityTier,
+    runtime: item.runtime as Task['runtime'],
+    resources: item.resources as Task['resources'],
+    agingFrom: item.agingFrom as string,
+    runAt: item.runAt as string,
+    fence: item.fence as number,
+  };
 }
 
 function encodeCursor(key: Record<string, unknown>): string {

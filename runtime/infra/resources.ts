@@ -38,6 +38,10 @@ export interface TableDefinition extends KeySchema {
  *   scheduler rebuilds its view of running work from it after a restart, and reconciliation
  *   finds expired leases (a filter on the leased entries, never more than the pools hold) and
  *   never-enqueued tasks (a range query on QUEUED).
+ * - `queueKey`     = `${tenantId}#${priority}` and `queueSort` = `${runAt}#${taskId}`, only while
+ *   QUEUED (sparse): `byTenantQueue`, each tenant-tier's queued work in due order, which the
+ *   scheduler reads a window at a time (docs/intake.md). It projects what the policy engine
+ *   needs, so a window costs no item reads; a consistent read before dispatch is the truth.
  */
 export const TASKS_TABLE = {
   id: 'tasks',
@@ -62,6 +66,12 @@ export const TASKS_TABLE = {
         'submittedAt',
         'leaseExpiresAt',
       ],
+    },
+    {
+      indexName: 'byTenantQueue',
+      partitionKey: 'queueKey',
+      sortKey: 'queueSort',
+      nonKeyAttributes: ['tenantId', 'priority', 'runtime', 'resources', 'agingFrom', 'runAt', 'fence'],
     },
   ],
 } as const satisfies TableDefinition;

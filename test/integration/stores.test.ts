@@ -245,6 +245,54 @@ describe('Class: TaskStore (against dynalite)', () => {
   });
 });
 
+describe('Class: TaskStore, byTenantQueue (against dynalite)', () => {
+  it("lists a tenant-tier's due QUEUED tasks oldest due first, and only while they wait", async () => {
+    // Prepare: tenant `queue-a` has three normal tasks due, one due later, one high; tenant
+    // `queue-b` one normal. One of queue-a's due tasks is dispatched.
+    const tenantId = `queue-a-${counter++}`;
+    const nowMs = Date.now();
+    const at = (offsetMs: number) => new Date(nowMs + offsetMs);
+    const create = async (tenant: string, offsetMs: number, priority: 'normal' | 'high' = 'normal') =>
+      (await services.store.create(createTask(newId(), { ...spec(tenant), priority }, at(offsetMs)))).task;
+    const oldest = await create(tenantId, -3_000);
+    const middle = await create(tenantId, -2_000);
+    const newest = await create(tenantId, -1_000);
+    const later = await create(tenantId, 60_000);
+    const high = await create(tenantId, -5_000, 'high');
+    await create(`queue-b-${counter++}`, -4_000);
+    const dispatched = await services.store.apply(dispatch(middle, at(0), 60));
+
+    // Act
+    const due = await services.store.listDue(tenantId, 'normal', nowMs, 10);
+    const firstOnly = await services.store.listDue(tenantId, 'normal', nowMs, 1);
+    const first = await services.store.firstQueued(tenantId, 'normal');
+    const highDue = await services.store.listDue(tenantId, 'high', nowMs, 10);
+
+    // Assess
+    expect(due.refs.map((ref) => ref.taskId)).toEqual([oldest.taskId, newest.taskId]);
+    expect(due.hasMore).toBe(false);
+    expect(due.refs[0]).toEqual({
+      taskId: oldest.taskId,
+      tenantId,
+      priority: 'normal',
+      runtime: oldest.runtime,
+      resources: oldest.resources,
+      agingFrom: oldest.agingFrom,
+      runAt: oldest.runAt,
+      fence: oldest.fence,
+    });
+    expect(firstOnly).toEqual({ refs: [due.refs[0]], hasMore: true });
+    expect(first?.taskId).toBe(oldest.taskId);
+    expect(highDue.refs.map((ref) => ref.taskId)).toEqual([high.taskId]);
+    // The later task is listed once due, and the derived keys leave with QUEUED.
+    const whenLaterDue = await services.store.listDue(tenantId, 'normal', nowMs + 60_000, 10);
+    expect(whenLaterDue.refs.map((ref) => ref.taskId)).toEqual([oldest.taskId, newest.taskId, later.taskId]);
+    expect(await rawItem(dispatched.taskId)).not.toHaveProperty('queueKey');
+    expect(await rawItem(oldest.taskId)).toMatchObject({ queueKey: `${tenantId}#normal` });
+    expect(await services.store.get(oldest.taskId)).not.toHaveProperty('queueKey');
+  });
+});
+
 describe('Class: ControlStore (against dynalite)', () => {
   it('stores tenant settings', async () => {
     const stored = await services.control.putTenant('t-settings', { weight: 2, maxConcurrency: 7 }, new Date());
