@@ -1,0 +1,7 @@
+export {
+  type AnnouncementDecision,
+  type IntakeOptions,
+  IntakeWindows,
+  type QueuedRef,
+  type TenantTier,
+} from './windows.ts';

@@ -1,0 +1,408 @@
+/**
+ * The intake's bookkeeping (docs/intake.md §4(a)): per active tenant-tier, a window of its
+ * oldest due QUEUED work, what to read from the index next, and whether the tenant-tier is in
+ * the durable registry. Pure: no I/O, time comes in as epoch milliseconds. The scheduler does
+ * the reads and writes these decisions ask for and reports back.
+ *
+ *   announcement ─▶ announced(): register first if needed; admit the ref or leave it to the index
+ *   refillsDue() ─▶ Query byTenantQueue ─▶ listed(): admit what is new (skip the just-dispatched)
+ *   probesDue()  ─▶ first entry of the partition ─▶ probed(): deregister once empty G after the
+ *                   last announcement, or note when its next task comes due
+ *   engine picks ─▶ taken() ─▶ dispatched() | returned() | dropped()
+ *
+ * Invariant kept with the scheduler: every QUEUED task either still has its announcement in SQS
+ * or belongs to a registered tenant-tier. Announcements are deleted only after registration;
+ * a tenant-tier is deregistered only when the index, read at least `indexLagMs` after its last
+ * announcement, shows nothing queued (due or not), with nothing in its window or being dispatched.
+ * The index is never trusted for state: what it lists is re-read consistently before dispatch.
+ */
+import type { PriorityTier, TaskResources } from '../task.ts';
+
+/** A QUEUED task as the intake holds it: what the policy engine needs. */
+export interface QueuedRef {
+  readonly taskId: string;
+  readonly tenantId: string;
+  readonly priority: PriorityTier;
+  readonly runtime: 'lambda' | 'fargate';
+  readonly resources: TaskResources;
+  readonly agingFromMs: number;
+  readonly runAtMs: number;
+  /** The fence of the QUEUED item: a retry waits with a higher fence than its last dispatch. */
+  readonly fence: number;
+}
+
+export interface TenantTier {
+  readonly tenantId: string;
+  readonly tier: PriorityTier;
+}
+
+export interface IntakeOptions {
+  /** The window a tenant may hold (e.g. twice its quota), before the global cap. */
+  readonly windowSize: (tenantId: string) => number;
+  /** All windows together hold about this many refs at most: windows shrink towards 1. */
+  readonly bufferSize: number;
+  /** How long the index may be assumed to lag the table (G). */
+  readonly indexLagMs: number;
+  /** The least time between two index reads of one tenant-tier. */
+  readonly minQueryGapMs?: number;
+}
+
+/** What to do with a received announcement. */
+export interface AnnouncementDecision {
+  /** Write the tenant-tier into the registry before deleting the message. */
+  readonly register: boolean;
+  /** The ref entered the window: add it to the policy engine. */
+  readonly admitted?: QueuedRef;
+}
+
+type Registration = 'unregistered' | 'registering' | 'registered' | 'deregistering';
+
+interface State {
+  readonly tenantId: string;
+  readonly tier: PriorityTier;
+  registration: Registration;
+  /** The registry item's token as this scheduler wrote or read it (deregistration is conditional on it). */
+  token: string | undefined;
+  /** Waiting refs the engine holds, by taskId. */
+  readonly window: Map<string, QueuedRef>;
+  /** Refs the engine picked whose dispatch is in flight. */
+  readonly taken: Map<string, QueuedRef>;
+  /** The index may hold due work of this tenant-tier beyond the window. */
+  hasMore: boolean;
+  /** Earliest due time of work known to be queued but not yet due. */
+  nextDueMs: number;
+  lastAnnouncedMs: number;
+  lastQueryMs: number;
+  queryInFlight: boolean;
+  /** Set when a read found nothing due and the window is empty: probe for deregistration. */
+  probeAtMs: number | undefined;
+}
+
+const DEFAULT_MIN_QUERY_GAP_MS = 250;
+const NEVER = Number.POSITIVE_INFINITY;
+
+const keyOf = (tenantId: string, tier: PriorityTier) => `${tier}\u0000${tenantId}`;
+const dispatchKey = (taskId: string, fence: number) => `${fence}\u0000${taskId}`;
+
+export class IntakeWindows {
+  readonly #options: IntakeOptions;
+  readonly #states = new Map<string, State>();
+  /** taskId + fence of QUEUED items dispatched in the last `indexLagMs` → when to forget. */
+  readonly #recent = new Map<string, number>();
+  /** Per tenant-tier key, how many of `#recent` are its (to read past lagging entries). */
+  readonly #recentPerKey = new Map<string, number>();
+  readonly #recentOwner = new Map<string, string>();
+
+  constructor(options: IntakeOptions) {
+    this.#options = options;
+  }
+
+  /** Tenant-tiers in memory (registered or on the way in or out). */
+  get activeCount(): number {
+    return this.#states.size;
+  }
+
+  /** Refs held in windows or being dispatched. */
+  get heldCount(): number {
+    let count = 0;
+    for (const state of this.#states.values()) count += state.window.size + state.taken.size;
+    return count;
+  }
+
+  isRegistered(tenantId: string, tier: PriorityTier): boolean {
+    return this.#states.get(keyOf(tenantId, tier))?.registration === 'registered';
+  }
+
+  /** Every tenant-tier the registry holds for this scheduler (registered or being registered). */
+  registered(): TenantTier[] {
+    return [...this.#states.values()]
+      .filter((state) => state.registration === 'registered')
+      .map(({ tenantId, tier }) => ({ tenantId, tier }));
+  }
+
+  /** The window size of a tenant now: its own, capped so all windows share the buffer. */
+  windowOf(tenantId: string): number {
+    const share = Math.floor(this.#options.bufferSize / Math.max(1, this.#states.size));
+    return Math.max(1, Math.min(this.#options.windowSize(tenantId), share));
+  }
+
+  /** After a restart: the registry's tenant-tiers, each read from the index at once. */
+  restore(tenantTiers: readonly (TenantTier & { readonly token: string })[], nowMs: number): void {
+    for (const { tenantId, tier, token } of tenantTiers) {
+      const state = this.#state(tenantId, tier, nowMs);
+      state.registration = 'registered';
+      state.token = token;
+      state.hasMore = true;
+    }
+  }
+
+  /**
+   * A tier message arrived. Its ref (when the message carries one) goes straight into the
+   * window when the tenant-tier has no due work beyond it: the index may not show the task yet,
+   * the message does. Otherwise the index read brings it in, in due order.
+   */
+  announced(announcement: TenantTier & { readonly ref?: QueuedRef }, nowMs: number): AnnouncementDecision {
+    this.#prune(nowMs);
+    const state = this.#state(announcement.tenantId, announcement.tier, nowMs);
+    state.lastAnnouncedMs = Math.max(state.lastAnnouncedMs, nowMs);
+    state.probeAtMs = undefined;
+    const register = state.registration !== 'registered' && state.registration !== 'registering';
+    if (register) state.registration = 'registering';
+    const { ref } = announcement;
+    if (!ref) {
+      // An announcement without a ref (an older message): read the index for it.
+      state.hasMore = true;
+      return { register };
+    }
+    if (ref.runAtMs > nowMs) {
+      state.nextDueMs = Math.min(state.nextDueMs, ref.runAtMs);
+      return { register };
+    }
+    if (this.#held(state, ref.taskId) || this.#recent.has(dispatchKey(ref.taskId, ref.fence))) return { register };
+    if (state.hasMore || state.window.size + state.taken.size >= this.windowOf(state.tenantId)) {
+      // Older due work may wait in the index: admitting this one would let it jump the queue.
+      state.hasMore = true;
+      return { register };
+    }
+    state.window.set(ref.taskId, ref);
+    return { register, admitted: ref };
+  }
+
+  /**
+   * The registry write for an announced tenant-tier landed with `token` (undefined: it failed,
+   * and the messages waiting on it come back to be announced again).
+   */
+  registration(tenantId: string, tier: PriorityTier, token: string | undefined): void {
+    const state = this.#states.get(keyOf(tenantId, tier));
+    if (state?.registration !== 'registering') return;
+    state.registration = token === undefined ? 'unregistered' : 'registered';
+    state.token = token;
+  }
+
+  /** Tenant-tiers whose window should be refilled from the index now, with the page size to ask. */
+  refillsDue(nowMs: number, max = NEVER): (TenantTier & { readonly limit: number })[] {
+    const due: (TenantTier & { readonly limit: number })[] = [];
+    for (const [key, state] of this.#states) {
+      if (due.length >= max) break;
+      if (state.queryInFlight || state.registration === 'deregistering') continue;
+      if (nowMs - state.lastQueryMs < (this.#options.minQueryGapMs ?? DEFAULT_MIN_QUERY_GAP_MS)) continue;
+      const window = this.windowOf(state.tenantId);
+      const held = state.window.size + state.taken.size;
+      const wants = (state.hasMore && held <= window / 2) || state.nextDueMs <= nowMs;
+      if (!wants) continue;
+      // Read past entries the index may still list for work just dispatched.
+      const lagging = this.#recentPerKey.get(key) ?? 0;
+      due.push({ tenantId: state.tenantId, tier: state.tier, limit: window - held + lagging });
+    }
+    return due;
+  }
+
+  /** Tenant-tiers whose partition should be probed for deregistration or for future work. */
+  probesDue(nowMs: number, max = NEVER): TenantTier[] {
+    const due: TenantTier[] = [];
+    for (const state of this.#states.values()) {
+      if (due.length >= max) break;
+      if (state.queryInFlight || state.registration !== 'registered') continue;
+      if (state.probeAtMs === undefined || state.probeAtMs > nowMs) continue;
+      due.push({ tenantId: state.tenantId, tier: state.tier });
+    }
+    return due;
+  }
+
+  /** An index read of the tenant-tier was issued (a refill or a probe). */
+  querying(tenantId: string, tier: PriorityTier, nowMs: number): void {
+    const state = this.#states.get(keyOf(tenantId, tier));
+    if (!state) return;
+    state.queryInFlight = true;
+    state.lastQueryMs = nowMs;
+  }
+
+  /** An index read failed: try again later. */
+  queryFailed(tenantId: string, tier: PriorityTier): void {
+    const state = this.#states.get(keyOf(tenantId, tier));
+    if (state) state.queryInFlight = false;
+  }
+
+  /**
+   * A refill read returned (`issuedAtMs`: when it was sent). Returns the refs that entered the
+   * window (to add to the engine): new to this scheduler, not just dispatched, while there is room.
+   */
+  listed(
+    tenantTier: TenantTier,
+    page: { readonly refs: readonly QueuedRef[]; readonly hasMore: boolean },
+    issuedAtMs: number,
+  ): QueuedRef[] {
+    this.#prune(issuedAtMs);
+    const state = this.#states.get(keyOf(tenantTier.tenantId, tenantTier.tier));
+    if (!state) return [];
+    state.queryInFlight = false;
+    if (state.nextDueMs <= issuedAtMs) state.nextDueMs = NEVER;
+    const window = this.windowOf(state.tenantId);
+    const admitted: QueuedRef[] = [];
+    let overflow = false;
+    for (const ref of page.refs) {
+      if (this.#held(state, ref.taskId) || this.#recent.has(dispatchKey(ref.taskId, ref.fence))) continue;
+      if (state.window.size + state.taken.size >= window) {
+        overflow = true;
+        break;
+      }
+      state.window.set(ref.taskId, ref);
+      admitted.push(ref);
+    }
+    state.hasMore = page.hasMore || overflow;
+    if (!state.hasMore && state.window.size + state.taken.size === 0 && state.registration === 'registered') {
+      // Nothing due shows: look at the whole partition once the index has caught up with the
+      // last announcement.
+      state.probeAtMs = Math.max(issuedAtMs, state.lastAnnouncedMs + this.#options.indexLagMs);
+    }
+    return admitted;
+  }
+
+  /**
+   * A probe returned the partition's first entry, due or not (`issuedAtMs`: when it was sent).
+   * Returns the registry token to deregister on (conditionally) when the tenant-tier is done.
+   */
+  probed(tenantTier: TenantTier, first: QueuedRef | undefined, issuedAtMs: number): string | undefined {
+    const state = this.#states.get(keyOf(tenantTier.tenantId, tenantTier.tier));
+    if (!state) return undefined;
+    state.queryInFlight = false;
+    state.probeAtMs = undefined;
+    if (state.registration !== 'registered' || state.token === undefined) return undefined;
+    if (first && this.#recent.has(dispatchKey(first.taskId, first.fence))) {
+      // The index still lists work just dispatched: look again shortly.
+      state.probeAtMs = issuedAtMs + (this.#options.minQueryGapMs ?? DEFAULT_MIN_QUERY_GAP_MS);
+      return undefined;
+    }
+    if (first) {
+      // Work remains: read it when due (if it already is, at once).
+      state.nextDueMs = Math.min(state.nextDueMs, first.runAtMs);
+      return undefined;
+    }
+    const quiet = issuedAtMs >= state.lastAnnouncedMs + this.#options.indexLagMs;
+    const idle = state.window.size + state.taken.size === 0 && !state.hasMore && state.nextDueMs === NEVER;
+    if (!quiet || !idle) {
+      if (idle) state.probeAtMs = state.lastAnnouncedMs + this.#options.indexLagMs;
+      return undefined;
+    }
+    state.registration = 'deregistering';
+    return state.token;
+  }
+
+  /** The conditional deregistration finished: forget the tenant-tier unless it came back meanwhile. */
+  deregistered(tenantId: string, tier: PriorityTier, deleted: boolean, nowMs: number): void {
+    const key = keyOf(tenantId, tier);
+    const state = this.#states.get(key);
+    if (state?.registration !== 'deregistering') return;
+    if (deleted && state.window.size + state.taken.size === 0) {
+      this.#states.delete(key);
+      return;
+    }
+    // Refused (the registry moved) or failed: keep it registered and look again later.
+    state.registration = 'registered';
+    state.probeAtMs = nowMs + this.#options.indexLagMs;
+  }
+
+  /** The engine picked the ref: its dispatch is in flight. */
+  taken(taskId: string, tenantId: string, tier: PriorityTier): QueuedRef | undefined {
+    const state = this.#states.get(keyOf(tenantId, tier));
+    const ref = state?.window.get(taskId);
+    if (!state || !ref) return undefined;
+    state.window.delete(taskId);
+    state.taken.set(taskId, ref);
+    return ref;
+  }
+
+  /** The QUEUED item at `fromFence` was dispatched: the index may list it for a while longer. */
+  dispatched(ref: QueuedRef, fromFence: number, nowMs: number): void {
+    this.#prune(nowMs);
+    const key = keyOf(ref.tenantId, ref.priority);
+    const state = this.#states.get(key);
+    if (state) {
+      state.taken.delete(ref.taskId);
+      // Emptied: read the index, which leads to the deregistration probe when nothing is left.
+      if (state.window.size + state.taken.size === 0) state.hasMore = true;
+    }
+    const recent = dispatchKey(ref.taskId, fromFence);
+    if (!this.#recent.has(recent)) {
+      this.#recentPerKey.set(key, (this.#recentPerKey.get(key) ?? 0) + 1);
+      this.#recentOwner.set(recent, key);
+    }
+    this.#recent.set(recent, nowMs + this.#options.indexLagMs);
+  }
+
+  /** A taken ref is waiting again (its dispatch was not written): back into the window. */
+  returned(ref: QueuedRef): void {
+    const state = this.#states.get(keyOf(ref.tenantId, ref.priority));
+    if (!state) return;
+    state.taken.delete(ref.taskId);
+    state.window.set(ref.taskId, ref);
+  }
+
+  /** The task is no longer waiting (the item says so): out of the window. */
+  dropped(taskId: string, tenantId: string, tier: PriorityTier): void {
+    const state = this.#states.get(keyOf(tenantId, tier));
+    if (!state) return;
+    state.window.delete(taskId);
+    state.taken.delete(taskId);
+    // Its place may go to work the index holds beyond the window.
+    state.hasMore = true;
+  }
+
+  /** Every ref held (in windows), for the snapshot and for a clean stop. */
+  *refs(): Generator<QueuedRef> {
+    for (const state of this.#states.values()) yield* state.window.values();
+  }
+
+  /** Per tier, the oldest `agingFrom` among held refs (undefined: none of that tier held). */
+  oldestAgingFromMs(): Map<PriorityTier, number> {
+    const oldest = new Map<PriorityTier, number>();
+    for (const state of this.#states.values()) {
+      for (const ref of [...state.window.values(), ...state.taken.values()]) {
+        const current = oldest.get(state.tier);
+        if (current === undefined || ref.agingFromMs < current) oldest.set(state.tier, ref.agingFromMs);
+      }
+    }
+    return oldest;
+  }
+
+  #held(state: State, taskId: string): boolean {
+    return state.window.has(taskId) || state.taken.has(taskId);
+  }
+
+  #state(tenantId: string, tier: PriorityTier, nowMs: number): State {
+    const key = keyOf(tenantId, tier);
+    let state = this.#states.get(key);
+    if (!state) {
+      state = {
+        tenantId,
+        tier,
+        registration: 'unregistered',
+        token: undefined,
+        window: new Map(),
+        taken: new Map(),
+        hasMore: false,
+        nextDueMs: NEVER,
+        lastAnnouncedMs: nowMs,
+        lastQueryMs: Number.NEGATIVE_INFINITY,
+        queryInFlight: false,
+        probeAtMs: undefined,
+      };
+      this.#states.set(key, state);
+    }
+    return state;
+  }
+
+  /** Forget dispatches older than the index lag (Map iteration is insertion order, oldest first). */
+  #prune(nowMs: number): void {
+    for (const [recent, untilMs] of this.#recent) {
+      if (untilMs > nowMs) break;
+      this.#recent.delete(recent);
+      const key = this.#recentOwner.get(recent);
+      this.#recentOwner.delete(recent);
+      if (key === undefined) continue;
+      const left = (this.#recentPerKey.get(key) ?? 1) - 1;
+      if (left > 0) this.#recentPerKey.set(key, left);
+      else this.#recentPerKey.delete(key);
+    }
+  }
+}
