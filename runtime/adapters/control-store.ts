@@ -4,8 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
-import type { TenantSettings } from '../core/task.ts';
+import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { PRIORITY_TIERS, type PriorityTier, type TenantSettings } from '../core/task.ts';
 
 export interface StoredTenant extends TenantSettings {
   readonly tenantId: string;
@@ -26,6 +26,19 @@ export interface Lease {
 }
 
 const tenantKey = (tenantId: string) => `tenant#${tenantId}`;
+/** The tier first: it holds no `#`, so any tenant id follows unambiguously. */
+const intakeKey = (tenantId: string, tier: PriorityTier) => `intake#${tier}#${tenantId}`;
+
+/**
+ * A tenant-tier in the intake registry (docs/intake.md §4(a)): the scheduler reads its queued
+ * work from `byTenantQueue` until it deregisters it. `token` changes on every registration, so a
+ * deregistration decided on an older one cannot delete a newer registration.
+ */
+export interface IntakeRegistration {
+  readonly tenantId: string;
+  readonly tier: PriorityTier;
+  readonly token: string;
+}
 const leaseKey = (name: string) => `lease#${name}`;
 const SNAPSHOT_KEY = 'snapshot#scheduler';
 const SWEEP_MARKS_KEY = 'sweeps#reconciler';
@@ -107,6 +120,67 @@ export class ControlStore {
       startKey = response.LastEvaluatedKey;
     } while (startKey);
     return tenants;
+  }
+
+  /**
+   * Register a tenant-tier (again): a fresh token on every call, so a deregistration decided on
+   * an earlier one is refused. Written before the announcement that caused it is deleted.
+   */
+  async registerIntake(tenantId: string, tier: PriorityTier, now: Date): Promise<IntakeRegistration> {
+    const registration: IntakeRegistration = { tenantId, tier, token: randomUUID() };
+    await this.#documents.send(
+      new PutCommand({
+        TableName: this.#tableName,
+        Item: { pk: intakeKey(tenantId, tier), kind: 'intake', ...registration, registeredAt: now.toISOString() },
+      }),
+    );
+    return registration;
+  }
+
+  /**
+   * Deregister a tenant-tier whose registration still carries `token`. False when it does not
+   * (registered again meanwhile) or is gone already.
+   */
+  async deregisterIntake(registration: IntakeRegistration): Promise<boolean> {
+    try {
+      await this.#documents.send(
+        new DeleteCommand({
+          TableName: this.#tableName,
+          Key: { pk: intakeKey(registration.tenantId, registration.tier) },
+          ConditionExpression: '#token = :token',
+          ExpressionAttributeNames: { '#token': 'token' },
+          ExpressionAttributeValues: { ':token': registration.token },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /** Every registered tenant-tier (a scan of the small control table, as for tenants). */
+  async listIntake(): Promise<IntakeRegistration[]> {
+    const registrations: IntakeRegistration[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const response = await this.#documents.send(
+        new ScanCommand({
+          TableName: this.#tableName,
+          FilterExpression: 'kind = :kind',
+          ExpressionAttributeValues: { ':kind': 'intake' },
+          ExclusiveStartKey: startKey,
+          ConsistentRead: true,
+        }),
+      );
+      for (const item of response.Items ?? []) {
+        const tier = item.tier as PriorityTier;
+        if (!PRIORITY_TIERS.includes(tier)) continue;
+        registrations.push({ tenantId: item.tenantId as string, tier, token: item.token as string });
+      }
+      startKey = response.LastEvaluatedKey;
+    } while (startKey);
+    return registrations;
   }
 
   /**

@@ -310,6 +310,24 @@ describe('Class: ControlStore (against dynalite)', () => {
     expect((await services.control.listTenants()).every((t) => t.tenantId !== undefined)).toBe(true);
   });
 
+  it('registers a tenant-tier with a fresh token each time and deregisters only on the current one', async () => {
+    const tenantId = `intake#${counter++}`;
+    const first = await services.control.registerIntake(tenantId, 'high', new Date());
+    const second = await services.control.registerIntake(tenantId, 'high', new Date());
+    const other = await services.control.registerIntake(tenantId, 'low', new Date());
+    const listed = () => services.control.listIntake().then((all) => all.filter((r) => r.tenantId === tenantId));
+
+    expect(second.token).not.toBe(first.token);
+    expect(await listed()).toEqual(expect.arrayContaining([second, other]));
+    // A deregistration decided on the older registration is refused.
+    expect(await services.control.deregisterIntake(first)).toBe(false);
+    expect(await services.control.deregisterIntake(second)).toBe(true);
+    expect(await services.control.deregisterIntake(second)).toBe(false);
+    expect(await listed()).toEqual([other]);
+    // Not a tenant.
+    expect((await services.control.listTenants()).map((t) => t.tenantId)).not.toContain(tenantId);
+  });
+
   it('grants a lease to one holder at a time, with a growing token across holders', async () => {
     const name = `lease-${newId()}`;
     const a = await services.control.acquireLease(name, 'A', 1_000, 10_000);
