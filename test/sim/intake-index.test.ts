@@ -3,10 +3,10 @@
  * definition: sparse (only QUEUED tasks), and lagging the table like any GSI.
  */
 import { describe, expect, it } from 'vitest';
-import { TaskStore } from '../../lambda/adapters/task-store.ts';
-import { createTask, dispatch } from '../../lambda/core/lifecycle.ts';
-import { NO_TRANSPORT_FAULTS } from '../../lambda/sim/aws/faults.ts';
-import { SimulatedAws } from '../../lambda/sim/aws/world.ts';
+import { TaskStore } from '../../runtime/adapters/task-store.ts';
+import { createTask, dispatch } from '../../runtime/core/lifecycle.ts';
+import { NO_TRANSPORT_FAULTS } from '../../sim/aws/faults.ts';
+import { SimulatedAws } from '../../sim/aws/world.ts';
 import { taskSpec } from '../helpers/factories.ts';
 
 function world(indexLagMs: number) {

@@ -5,8 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { IntakeWindows, type QueuedRef } from '../../lambda/core/intake/index.ts';
-import { PRIORITY_TIERS, type PriorityTier } from '../../lambda/core/task.ts';
+import { IntakeWindows, type QueuedRef } from '../../runtime/core/intake/index.ts';
+import { PRIORITY_TIERS, type PriorityTier } from '../../runtime/core/task.ts';
 
 const G = 15_000;
 
