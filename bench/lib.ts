@@ -7,8 +7,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LocalServer, startLocalServer } from '../local/server.ts';
 import { type ConfigInput, parseConfig, type SchedulerConfig } from '../runtime/core/config.ts';
+import type { TaskLogger } from '../runtime/core/logger.ts';
 import { TASKS_TABLE } from '../runtime/infra/resources.ts';
-import type { TaskLogger } from '../runtime/task-types/define.ts';
 import type { AttemptOutcome } from '../runtime/worker/run-attempt.ts';
 import { CallCounter } from './metering/call-counter.ts';
 

@@ -2,7 +2,7 @@
  * Human-readable log lines for the local runtime: `HH:MM:SS.mmm LEVEL message key=value ...`.
  * (Deployed functions log structured JSON through Powertools instead.)
  */
-import type { TaskLogger } from '../runtime/task-types/define.ts';
+import type { TaskLogger } from '../runtime/core/logger.ts';
 
 const LEVELS = { info: 'INFO ', warn: 'WARN ', error: 'ERROR' } as const;
 

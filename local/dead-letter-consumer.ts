@@ -7,9 +7,9 @@
 import type { QueueClient, WorkerMessage } from '../runtime/adapters/queues.ts';
 import type { TaskStore } from '../runtime/adapters/task-store.ts';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
+import type { TaskLogger } from '../runtime/core/logger.ts';
 import { RUNTIMES } from '../runtime/core/task.ts';
 import { TIER_QUEUES, workerQueue } from '../runtime/infra/resources.ts';
-import type { TaskLogger } from '../runtime/task-types/define.ts';
 import { isTierMessage, redriveDeadLetter, redriveTierDeadLetter } from '../runtime/worker/redrive.ts';
 
 export function startDeadLetterConsumer(deps: {

@@ -9,7 +9,7 @@ import type { TaskService } from '../runtime/app/task-service.ts';
 import type { ScheduleConfig } from '../runtime/core/config.ts';
 import { parseAwsCron } from '../runtime/core/cron.ts';
 import { ConfigError, SchedulerError } from '../runtime/core/errors.ts';
-import type { TaskLogger } from '../runtime/task-types/define.ts';
+import type { TaskLogger } from '../runtime/core/logger.ts';
 
 /** setTimeout's ceiling is about 24.8 days; longer waits re-arm in steps. */
 const MAX_TIMER_MS = 2_000_000_000;

@@ -10,8 +10,8 @@
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { TaskLogger } from '../runtime/core/logger.ts';
 import { TERMINAL_STATES } from '../runtime/core/task.ts';
-import type { TaskLogger } from '../runtime/task-types/define.ts';
 
 /** Conditional deletes in flight at once during a sweep. */
 const DELETE_CONCURRENCY = 8;

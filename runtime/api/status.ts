@@ -7,9 +7,10 @@
  */
 import { z } from 'zod';
 import { resolveTenantSettings } from '../app/task-service.ts';
-import { explainWait, type SchedulerSnapshot } from '../app/wait.ts';
+import { explainWait } from '../app/wait.ts';
 import type { Services } from '../app/wiring.ts';
 import { ownEntry } from '../core/records.ts';
+import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import { PRIORITY_TIERS, type Task, type TenantSettings } from '../core/task.ts';
 import { EXAMPLE_STATUS } from './examples.ts';
 import { LIST_RESPONSE_BUDGET_BYTES, MAX_ID_LENGTH } from './limits.ts';

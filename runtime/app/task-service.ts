@@ -11,6 +11,7 @@ import type { SchedulerConfig } from '../core/config.ts';
 import { IdempotencyConflictError, ValidationError } from '../core/errors.ts';
 import { cancel, createTask, retry } from '../core/lifecycle.ts';
 import { ownEntry } from '../core/records.ts';
+import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import {
   chooseRuntime,
   fitsLambdaWorker,
@@ -25,7 +26,7 @@ import {
 } from '../core/task.ts';
 import { LAMBDA_WORKER } from '../infra/resources.ts';
 import type { TaskTypeRegistry } from '../task-types/define.ts';
-import { explainWait, type SchedulerSnapshot, type WaitInfo } from './wait.ts';
+import { explainWait, type WaitInfo } from './wait.ts';
 
 /** A submit request after schema validation (the API's zod schema produces exactly this). */
 export interface SubmitInput {

@@ -10,57 +10,19 @@
  * bound (`maxWaitSeconds: null`, `noBound.code: ahead_unknown`) rather than one that could be
  * broken; docs/policy.md gives the bound's formula and its value in the default configuration.
  */
-import type { PolicyName, SchedulerConfig } from '../core/config.ts';
+import type { SchedulerConfig } from '../core/config.ts';
 import {
   DEFAULT_RESERVATION_AFTER_SKIPS,
   explainWait as explainInCore,
   holdSecondsOf,
   type NoBoundReason,
-  type PoolLeader,
   WAIT_REASONS,
   type WaitReason,
 } from '../core/policy/index.ts';
+import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import type { PriorityTier, Task, TenantSettings } from '../core/task.ts';
 
 export { WAIT_REASONS, type WaitReason };
-
-export interface TenantShare {
-  readonly running: number;
-  readonly queued: number;
-  readonly weight: number;
-  readonly maxConcurrency: number;
-  /** max over pool resources of used / capacity. */
-  readonly dominantShare: number;
-  /** weight / sum of weights of tenants with work (the share the tenant is entitled to). */
-  readonly entitlement: number;
-}
-
-/** Per pool, what goes first there now and whether a task holds it (reservation). */
-export interface PoolQueueView {
-  readonly leader: PoolLeader | null;
-  readonly heldForTaskId: string | null;
-}
-
-export interface SchedulerSnapshot {
-  readonly at: string;
-  readonly policy: PolicyName;
-  readonly pools: {
-    readonly lambda: { readonly used: number; readonly capacity: number };
-    readonly fargate: {
-      readonly vcpuUsed: number;
-      readonly vcpu: number;
-      readonly memoryMiBUsed: number;
-      readonly memoryMiB: number;
-    };
-  };
-  /** Candidates the scheduler holds per tier, and the age of the oldest. */
-  readonly tiers: Readonly<Record<PriorityTier, { readonly waiting: number; readonly oldestWaitSeconds: number }>>;
-  readonly tenants: Readonly<Record<string, TenantShare>>;
-  /** Dispatches per second over the last minute. */
-  readonly dispatchRate: number;
-  /** Absent in snapshots published before it existed. */
-  readonly queue?: { readonly lambda: PoolQueueView; readonly fargate: PoolQueueView };
-}
 
 export interface WaitInfo {
   readonly reason: WaitReason;

@@ -5,9 +5,9 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { TaskLogger } from '../core/logger.ts';
 import type { TaskState } from '../core/task.ts';
 import { DEFAULT_SERVICE_NAME, METRIC, METRICS_NAMESPACE, type MetricName } from '../infra/telemetry.ts';
-import type { TaskLogger } from '../task-types/define.ts';
 import type { AttemptOutcome } from '../worker/run-attempt.ts';
 
 export const logger = new Logger({ serviceName: DEFAULT_SERVICE_NAME });

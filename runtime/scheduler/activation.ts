@@ -19,8 +19,8 @@
  */
 import type { ControlStore } from '../adapters/control-store.ts';
 import type { TaskStore } from '../adapters/task-store.ts';
+import type { TaskLogger } from '../core/logger.ts';
 import type { Task } from '../core/task.ts';
-import type { TaskLogger } from '../task-types/define.ts';
 import { SCHEDULER_LEASE } from './scheduler-loop.ts';
 
 /** How long a scheduler with nothing to hold or run keeps polling before it stops. */

@@ -15,9 +15,9 @@ import { backoffMs } from '../core/backoff.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
 import { expireLease } from '../core/lifecycle.ts';
+import type { TaskLogger } from '../core/logger.ts';
 import { ACTIVE_STATES, PRIORITY_TIERS, type PriorityTier, type Task } from '../core/task.ts';
 import { TIER_RETENTION_SECONDS, tierQueue } from '../infra/resources.ts';
-import type { TaskLogger } from '../task-types/define.ts';
 
 export interface ReconcilerDeps {
   readonly store: TaskStore;

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ControlStore, Lease } from '../adapters/control-store.ts';
-import type { TaskLogger } from '../task-types/define.ts';
+import type { TaskLogger } from '../core/logger.ts';
 import type { Scheduler, TickResult } from './scheduler.ts';
 
 export interface SchedulerLoopOptions {

@@ -24,14 +24,14 @@ import {
   type WorkerMessage,
 } from '../adapters/queues.ts';
 import type { TaskStore } from '../adapters/task-store.ts';
-import type { SchedulerSnapshot } from '../app/wait.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
 import { dispatch } from '../core/lifecycle.ts';
+import type { TaskLogger } from '../core/logger.ts';
 import { holdSecondsOf, SchedulingPolicy } from '../core/policy/index.ts';
+import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Task, type TenantSettings } from '../core/task.ts';
 import { COMPLETIONS_QUEUE, tierQueue } from '../infra/resources.ts';
-import type { TaskLogger } from '../task-types/define.ts';
 import { Reconciler } from './reconciler.ts';
 
 interface Held {

@@ -5,13 +5,11 @@
  */
 import type { z } from 'zod';
 import { UnknownTaskTypeError, ValidationError } from '../core/errors.ts';
+import type { TaskLogger } from '../core/logger.ts';
 import type { PriorityTier, Runtime, TaskResources } from '../core/task.ts';
 
-export interface TaskLogger {
-  info(message: string, extra?: Record<string, unknown>): void;
-  warn(message: string, extra?: Record<string, unknown>): void;
-  error(message: string, extra?: Record<string, unknown>): void;
-}
+/** Part of the task-handler API (`context.logger`); defined in the core, where the rest of the runtime takes it from. */
+export type { TaskLogger };
 
 export interface TaskContext {
   readonly taskId: string;

@@ -11,7 +11,7 @@
  * the scheduler's freeing of the slot until it reconciles.
  */
 import type { CompletionMessage, QueueClient, ReceivedMessage, WorkerMessage } from '../adapters/queues.ts';
-import type { TaskLogger } from '../task-types/define.ts';
+import type { TaskLogger } from '../core/logger.ts';
 import { MicroBatcher } from './micro-batcher.ts';
 import { type AttemptDeps, type AttemptOutcome, runAttempt } from './run-attempt.ts';
 

@@ -14,9 +14,10 @@ import { backoffMs } from '../core/backoff.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { InvalidTransitionError, NonRetryableError, StaleAttemptError, TaskNotFoundError } from '../core/errors.ts';
 import { acknowledgeCancel, fail, heartbeat, start, succeed } from '../core/lifecycle.ts';
+import type { TaskLogger } from '../core/logger.ts';
 import { MAX_RESULT_BYTES, storableProblem } from '../core/storable.ts';
 import type { Task, TaskError } from '../core/task.ts';
-import type { TaskLogger, TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
+import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 
 export type AttemptOutcome =
   | { readonly kind: 'skipped'; readonly reason: string; readonly task?: Task }

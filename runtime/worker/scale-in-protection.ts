@@ -9,7 +9,7 @@
  *   busy ──every renewEvery──────▶ PUT again (extends the expiry)
  *   busy ──last attempt settles──▶ PUT {ProtectionEnabled: false}
  */
-import type { TaskLogger } from '../task-types/define.ts';
+import type { TaskLogger } from '../core/logger.ts';
 
 export interface ScaleInProtectionOptions {
   /** The `ECS_AGENT_URI` the ECS agent injects into every container of a task. */

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiRouter } from '../../runtime/api/router.ts';
-import type { SchedulerSnapshot } from '../../runtime/app/wait.ts';
+import type { SchedulerSnapshot } from '../../runtime/core/scheduler-snapshot.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { submitTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';

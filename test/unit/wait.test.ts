@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { explainWait, type SchedulerSnapshot } from '../../runtime/app/wait.ts';
+import { explainWait } from '../../runtime/app/wait.ts';
 import { parseConfig } from '../../runtime/core/config.ts';
 import { createTask } from '../../runtime/core/lifecycle.ts';
+import type { SchedulerSnapshot } from '../../runtime/core/scheduler-snapshot.ts';
 import type { NewTaskSpec, PriorityTier } from '../../runtime/core/task.ts';
 import { taskSpec } from '../helpers/factories.ts';
 

@@ -1,0 +1,10 @@
+/**
+ * The logger every part of the runtime is handed (task handlers, scheduler, workers, the local
+ * runtime). Powertools' Logger satisfies it in Lambda; the local runtime prints lines. It lives in
+ * the core so that whoever logs depends on this interface, not on the task-handler API.
+ */
+export interface TaskLogger {
+  info(message: string, extra?: Record<string, unknown>): void;
+  warn(message: string, extra?: Record<string, unknown>): void;
+  error(message: string, extra?: Record<string, unknown>): void;
+}
