@@ -15,6 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { QueueDefinition } from '../../runtime/infra/resources.ts';
+import { MinHeap } from './heap.ts';
 
 /** SQS's documented limits (the message limit is the one this project designs for). */
 export const SQS_LIMITS = {
@@ -58,6 +59,8 @@ export interface SqsBehaviour {
 }
 
 interface StoredMessage {
+  /** Send order (approximate FIFO picks among the lowest). */
+  readonly seq: number;
   readonly messageId: string;
   readonly body: string;
   readonly md5: string;
@@ -67,15 +70,38 @@ interface StoredMessage {
   /** The latest receive: its handle and when, for the 12-hour visibility cap. */
   receipt?: { handle: string; atMs: number };
   deleted: boolean;
+  /** Its entry in the queue's `hidden` heap while it is hidden; undefined while visible. */
+  hiddenEntry?: HiddenEntry;
 }
 
+/** A hidden message and when it becomes visible; stale once the message's `hiddenEntry` moves on. */
+interface HiddenEntry {
+  readonly atMs: number;
+  readonly message: StoredMessage;
+}
+
+/**
+ * Every message not deleted is either visible (in `visible`, by send order) or hidden (its
+ * `hiddenEntry` in `hidden`, by the time it becomes visible). Both heaps drop deleted and stale
+ * entries lazily, when they reach the top.
+ */
 interface Queue {
   readonly definition: QueueDefinition;
   readonly url: string;
-  messages: StoredMessage[];
+  /** Messages not deleted, by message id, in send order. */
+  readonly byId: Map<string, StoredMessage>;
+  readonly visible: MinHeap<StoredMessage>;
+  readonly hidden: MinHeap<HiddenEntry>;
+  /** Hidden messages never received (delayed) and received (in flight), for the attributes. */
+  hiddenDelayed: number;
+  hiddenInFlight: number;
   /** Long polls waiting for a message. */
   readonly waiters: Set<() => void>;
 }
+
+const bySendOrder = (a: StoredMessage, b: StoredMessage) => a.seq < b.seq;
+const byVisibleAt = (a: HiddenEntry, b: HiddenEntry) =>
+  a.atMs < b.atMs || (a.atMs === b.atMs && a.message.seq < b.message.seq);
 
 /** What the checker reads: every receive of every message, by queue. */
 export interface ReceiveRecord {
@@ -113,7 +139,16 @@ export class InMemorySqs {
     }
     for (const definition of all) {
       const url = `https://sqs.us-east-1.amazonaws.com/${ACCOUNT}/${definition.id}`;
-      const queue: Queue = { definition, url, messages: [], waiters: new Set() };
+      const queue: Queue = {
+        definition,
+        url,
+        byId: new Map(),
+        visible: new MinHeap(bySendOrder),
+        hidden: new MinHeap(byVisibleAt),
+        hiddenDelayed: 0,
+        hiddenInFlight: 0,
+        waiters: new Set(),
+      };
       this.#queues.set(definition.id, queue);
       this.#byUrl.set(url, queue);
     }
@@ -127,9 +162,7 @@ export class InMemorySqs {
   /** Messages not yet deleted, by queue id (visible, delayed or in flight). */
   pending(queueId: string): { body: string; receiveCount: number }[] {
     const queue = this.#queues.get(queueId);
-    return (queue?.messages ?? [])
-      .filter((m) => !m.deleted)
-      .map((m) => ({ body: m.body, receiveCount: m.receiveCount }));
+    return [...(queue?.byId.values() ?? [])].map((m) => ({ body: m.body, receiveCount: m.receiveCount }));
   }
 
   async handle(
@@ -182,8 +215,10 @@ export class InMemorySqs {
 
   #enqueue(queue: Queue, body: string, delaySeconds: number): StoredMessage {
     const nowMs = this.#behaviour.now();
+    const seq = this.#nextId++;
     const message: StoredMessage = {
-      messageId: `m-${(this.#nextId++).toString(36).padStart(8, '0')}`,
+      seq,
+      messageId: `m-${seq.toString(36).padStart(8, '0')}`,
       body,
       md5: createHash('md5').update(body, 'utf8').digest('hex'),
       sentAtMs: nowMs,
@@ -191,9 +226,57 @@ export class InMemorySqs {
       receiveCount: 0,
       deleted: false,
     };
-    queue.messages.push(message);
+    queue.byId.set(message.messageId, message);
+    this.#place(queue, message, nowMs);
     this.#wake(queue);
     return message;
+  }
+
+  /** File a message under visible or hidden after its `visibleAtMs` was set. */
+  #place(queue: Queue, message: StoredMessage, nowMs: number): void {
+    this.#unhide(queue, message);
+    if (message.visibleAtMs <= nowMs) {
+      queue.visible.push(message);
+      return;
+    }
+    const entry: HiddenEntry = { atMs: message.visibleAtMs, message };
+    message.hiddenEntry = entry;
+    if (message.receiveCount === 0) queue.hiddenDelayed++;
+    else queue.hiddenInFlight++;
+    queue.hidden.push(entry);
+  }
+
+  /** Forget a message's hidden entry (it became visible, was deleted or re-hidden). */
+  #unhide(queue: Queue, message: StoredMessage): void {
+    if (!message.hiddenEntry) return;
+    message.hiddenEntry = undefined;
+    if (message.receiveCount === 0) queue.hiddenDelayed--;
+    else queue.hiddenInFlight--;
+  }
+
+  #remove(queue: Queue, message: StoredMessage): void {
+    message.deleted = true;
+    this.#unhide(queue, message);
+    queue.byId.delete(message.messageId);
+  }
+
+  /** Move the hidden messages whose time has come to the visible ones. */
+  #reveal(queue: Queue, nowMs: number): void {
+    for (let entry = queue.hidden.peek(); entry !== undefined && entry.atMs <= nowMs; entry = queue.hidden.peek()) {
+      queue.hidden.pop();
+      if (entry.message.hiddenEntry !== entry) continue;
+      this.#unhide(queue, entry.message);
+      queue.visible.push(entry.message);
+    }
+  }
+
+  /** The earliest time a hidden message becomes visible (dropping stale entries on the way). */
+  #nextReveal(queue: Queue): number | undefined {
+    for (let entry = queue.hidden.peek(); entry !== undefined; entry = queue.hidden.peek()) {
+      if (entry.message.hiddenEntry === entry) return entry.atMs;
+      queue.hidden.pop();
+    }
+    return undefined;
   }
 
   /** A problem with one message, or undefined (SQS checks each entry of a batch on its own). */
@@ -306,7 +389,7 @@ export class InMemorySqs {
         'ReceiptHandleIsInvalid',
         `The input receipt handle "${handle}" is not a valid receipt handle.`,
       );
-    const message = queue.messages.find((m) => m.messageId === messageId);
+    const message = queue.byId.get(messageId);
     return { message, current: message?.receipt?.handle === handle };
   }
 
@@ -314,7 +397,7 @@ export class InMemorySqs {
     // An older receipt handle still deletes here; AWS says it "might not": the checker's bound
     // on receives covers a message that came back.
     const { message } = this.#byHandle(queue, handle);
-    if (message) message.deleted = true;
+    if (message) this.#remove(queue, message);
   }
 
   #changeVisibility(queue: Queue, handle: string, seconds: number): void {
@@ -333,21 +416,16 @@ export class InMemorySqs {
       );
     }
     message.visibleAtMs = nowMs + seconds * 1000;
+    this.#place(queue, message, nowMs);
     if (seconds === 0) this.#wake(queue);
   }
 
   #attributes(input: Record<string, unknown>): Record<string, unknown> {
     const queue = this.#queue(input.QueueUrl);
-    const nowMs = this.#behaviour.now();
-    let visible = 0;
-    let delayed = 0;
-    let inFlight = 0;
-    for (const message of queue.messages) {
-      if (message.deleted) continue;
-      if (message.visibleAtMs <= nowMs) visible++;
-      else if (message.receiveCount === 0) delayed++;
-      else inFlight++;
-    }
+    this.#reveal(queue, this.#behaviour.now());
+    const delayed = queue.hiddenDelayed;
+    const inFlight = queue.hiddenInFlight;
+    const visible = queue.byId.size - delayed - inFlight;
     const { definition } = queue;
     return {
       Attributes: {
@@ -393,10 +471,9 @@ export class InMemorySqs {
   /** Until a message may be visible, the deadline passes, or the request is aborted. */
   #waitForMessage(queue: Queue, deadline: number, signal?: AbortSignal): Promise<void> {
     const nowMs = this.#behaviour.now();
-    let wakeAt = deadline;
-    for (const message of queue.messages) {
-      if (!message.deleted && message.visibleAtMs > nowMs && message.visibleAtMs < wakeAt) wakeAt = message.visibleAtMs;
-    }
+    this.#reveal(queue, nowMs);
+    const nextReveal = this.#nextReveal(queue);
+    const wakeAt = nextReveal !== undefined && nextReveal < deadline ? nextReveal : deadline;
     return new Promise<void>((resolve, reject) => {
       const done = () => {
         clearTimeout(timer);
@@ -424,12 +501,14 @@ export class InMemorySqs {
   #take(queue: Queue, max: number, visibilitySeconds: number, shortPoll: boolean): Record<string, unknown>[] {
     const { random, now } = this.#behaviour;
     const nowMs = now();
-    if (queue.messages.length > 64 && queue.messages.filter((m) => m.deleted).length > queue.messages.length / 2) {
-      queue.messages = queue.messages.filter((m) => !m.deleted);
+    this.#reveal(queue, nowMs);
+    // Approximate order: pick among the oldest few visible, not strictly the oldest.
+    const window: StoredMessage[] = [];
+    while (window.length < max * 3) {
+      const message = queue.visible.pop();
+      if (message === undefined) break;
+      if (!message.deleted) window.push(message);
     }
-    const visible = queue.messages.filter((m) => !m.deleted && m.visibleAtMs <= nowMs);
-    // Approximate order: pick among the oldest few, not strictly the oldest.
-    const window = visible.slice(0, max * 3);
     const picked: StoredMessage[] = [];
     while (picked.length < max && window.length > 0) {
       // A short poll asks a sample of servers: it may miss what the others hold.
@@ -437,11 +516,12 @@ export class InMemorySqs {
       const [message] = window.splice(Math.floor(random() * Math.min(window.length, 3)), 1);
       picked.push(message!);
     }
+    for (const message of window) queue.visible.push(message);
     const out: Record<string, unknown>[] = [];
     const redrive = queue.definition.deadLetter;
     for (const message of picked) {
       if (redrive && message.receiveCount >= redrive.maxReceiveCount) {
-        message.deleted = true;
+        this.#remove(queue, message);
         const target = this.#queues.get(redrive.id)!;
         this.#enqueue(target, message.body, 0);
         this.deadLettered.push({ queueId: queue.definition.id, body: message.body, atMs: nowMs });
@@ -459,6 +539,7 @@ export class InMemorySqs {
       } else {
         message.visibleAtMs = nowMs + visibilitySeconds * 1000;
       }
+      this.#place(queue, message, nowMs);
       this.receives.push({
         queueId: queue.definition.id,
         messageId: message.messageId,
