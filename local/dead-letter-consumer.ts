@@ -17,6 +17,8 @@ export function startDeadLetterConsumer(deps: {
   queues: QueueClient;
   config: SchedulerConfig;
   logger: TaskLogger;
+  /** Long-poll wait per receive (default 2 s: a local stop is quick; AWS's event source mapping waits 20 s). */
+  waitSeconds?: number;
 }): { stop(): Promise<void> } {
   const stopping = new AbortController();
   const dlqIds = [
@@ -27,7 +29,7 @@ export function startDeadLetterConsumer(deps: {
     while (!stopping.signal.aborted) {
       try {
         const messages = await deps.queues.receive<unknown>(queueId, {
-          waitSeconds: 2,
+          waitSeconds: deps.waitSeconds ?? 2,
           abortSignal: stopping.signal,
         });
         for (const message of messages) {

@@ -2,10 +2,12 @@
  * `npm run sim -- chaos`: run the production code on the simulated AWS account under faults and
  * check its guarantees. One seed, a range of seeds, or the long sweep.
  */
+import { fork } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { AWS_LATENCY, type LatencyModel } from '../aws/faults.ts';
 import { checkHistory, type Violation } from './check.ts';
-import { CHAOS_SCENARIOS, DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
+import { type History, historyDigest } from './history.ts';
+import { CHAOS_SCENARIOS, type ChaosOptions, DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
 import { measureThroughput } from './throughput.ts';
 
 export const CHAOS_HELP = `Usage: npm run sim -- chaos [options]
@@ -18,10 +20,15 @@ time, and checks every guarantee over the recorded history.
 Options:
   --seed N         one run (default 1); the same seed gives the same history
   --seeds A..B     one run per seed from A to B
-  --long           the long sweep: seeds 1..1000 (unless --seeds is given)
+  --long           the long sweep: seeds 1..1000 (unless --seeds is given) of the short
+                   scenario (unless --scenario is given)
+  --jobs N         run seeds in N worker processes (default 1); each seed's history is the
+                   same whichever process runs it (compare historyDigest)
   --tasks N        tasks submitted per run (default ${DEFAULT_OPTIONS.tasks})
   --tenants M      tenants, quotas 1, 2, 3, 1, ... (default ${DEFAULT_OPTIONS.tenants})
   --scenario NAME  mixed (default): short tasks over 3 quota-limited tenants;
+                   short: mixed with 20 tasks submitted over 30 s, delays up to 60 s (the
+                   long sweep's runs, about 1 s of CPU each);
                    backlog: one tenant at quota 1 with 30 min of work queued (tasks wait
                    past the 15-minute stale sweep); payloads: 150 KiB payloads and characters
                    SQS refuses raw (U+FFFE, U+FFFF) or above U+FFFF
@@ -44,9 +51,11 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       seed: { type: 'string' },
       seeds: { type: 'string' },
       long: { type: 'boolean', default: false },
+      jobs: { type: 'string', default: '1' },
+      serve: { type: 'boolean', default: false },
       tasks: { type: 'string' },
       tenants: { type: 'string' },
-      scenario: { type: 'string', default: 'mixed' },
+      scenario: { type: 'string' },
       'no-faults': { type: 'boolean', default: false },
       throughput: { type: 'boolean', default: false },
       rates: { type: 'string', default: '20,50,100,200' },
@@ -96,9 +105,9 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
   } else {
     seeds = [int(values.seed ?? '1', 'seed', 2 ** 31)];
   }
-  const scenario = CHAOS_SCENARIOS[values.scenario as keyof typeof CHAOS_SCENARIOS];
-  if (!scenario)
-    throw new Error(`Unknown --scenario "${values.scenario}" (${Object.keys(CHAOS_SCENARIOS).join(', ')})`);
+  const scenarioName = values.scenario ?? (values.long ? 'short' : 'mixed');
+  const scenario = CHAOS_SCENARIOS[scenarioName as keyof typeof CHAOS_SCENARIOS];
+  if (!scenario) throw new Error(`Unknown --scenario "${scenarioName}" (${Object.keys(CHAOS_SCENARIOS).join(', ')})`);
   const options = {
     ...DEFAULT_OPTIONS,
     ...scenario,
@@ -107,23 +116,18 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
     ...(values['no-faults'] ? { faults: NO_FAULTS } : {}),
   };
 
-  const results = [];
-  for (const seed of seeds) {
-    const history = await runChaos({ ...options, seed });
-    const { violations, stats } = checkHistory(history);
-    const result = {
-      seed,
-      tasks: stats.accepted,
-      simulatedSeconds: Math.round((history.endMs - history.startMs) / 1000),
-      violations,
-      stats,
-      calls: history.calls,
-      schedulerInvocations: history.schedulerInvocations,
-      crashes: history.deaths.length,
-    };
+  if (values.serve) return serveSeeds(options);
+  const jobs = Math.max(1, Math.min(int(values.jobs, 'jobs', 64), seeds.length));
+  const startedAt = performance.now();
+  const results: SeedResult[] = [];
+  const onResult = (result: SeedResult) => {
     results.push(result);
     if (!values.json) process.stdout.write(`${describe(result)}\n`);
-  }
+  };
+  if (jobs === 1) for (const seed of seeds) onResult(await runSeed(seed, options));
+  else await runInWorkers(seeds, jobs, argv, onResult);
+  results.sort((a, b) => a.seed - b.seed);
+  const wallSeconds = Math.round((performance.now() - startedAt) / 100) / 10;
 
   const violations = results.flatMap((r) => r.violations.map((v) => ({ seed: r.seed, ...v })));
   if (values.json) {
@@ -135,26 +139,116 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       simulatedSeconds: results.reduce((sum, r) => sum + r.simulatedSeconds, 0),
       seedsWithViolations: results.filter((r) => r.violations.length > 0).map((r) => r.seed),
       violations,
+      jobs,
+      wallSeconds,
     };
     process.stdout.write(`${JSON.stringify(output)}\n`);
   } else if (results.length > 1) {
     const failing = results.filter((r) => r.violations.length > 0);
+    const tasks = results.reduce((sum, r) => sum + r.tasks, 0);
+    const simulated = results.reduce((sum, r) => sum + r.simulatedSeconds, 0);
     process.stdout.write(
-      `${results.length} runs, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}\n`,
+      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
     );
   }
   return violations.length > 0 ? 1 : 0;
 }
 
-function describe(result: {
-  seed: number;
-  tasks: number;
-  simulatedSeconds: number;
-  violations: Violation[];
-  calls: { ok: number; lost: number; throttled: number };
-  crashes: number;
-}): string {
-  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.crashes} crashes: ${result.violations.length} violations`;
+interface SeedResult {
+  readonly seed: number;
+  readonly tasks: number;
+  readonly simulatedSeconds: number;
+  readonly violations: Violation[];
+  readonly stats: ReturnType<typeof checkHistory>['stats'];
+  readonly calls: History['calls'];
+  readonly schedulerInvocations: number;
+  readonly crashes: number;
+  /** SHA-256 of what DynamoDB applied and SQS delivered: equal digests, equal histories. */
+  readonly historyDigest: string;
+}
+
+async function runSeed(seed: number, options: Omit<ChaosOptions, 'seed'>): Promise<SeedResult> {
+  const history = await runChaos({ ...options, seed });
+  const { violations, stats } = checkHistory(history);
+  return {
+    seed,
+    tasks: stats.accepted,
+    simulatedSeconds: Math.round((history.endMs - history.startMs) / 1000),
+    violations,
+    stats,
+    calls: history.calls,
+    schedulerInvocations: history.schedulerInvocations,
+    crashes: history.deaths.length,
+    historyDigest: historyDigest(history),
+  };
+}
+
+/**
+ * Seeds handed out one at a time to `jobs` child processes (this same command with `--serve`),
+ * so a slow seed does not hold up a fixed share. Each child runs its seeds one after another,
+ * each under its own virtual clock, exactly as a single process would.
+ */
+async function runInWorkers(
+  seeds: readonly number[],
+  jobs: number,
+  argv: readonly string[],
+  onResult: (result: SeedResult) => void,
+): Promise<void> {
+  const queue = [...seeds];
+  const childArgs = ['chaos', ...withoutOptions(argv, ['--jobs', '--seed', '--seeds', '--json']), '--serve'];
+  const jobsDone = Array.from({ length: jobs }, async () => {
+    const child = fork(process.argv[1]!, childArgs, {
+      execArgv: process.execArgv,
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    });
+    try {
+      for (let seed = queue.shift(); seed !== undefined; seed = queue.shift()) {
+        const result = await new Promise<SeedResult>((resolve, reject) => {
+          const onExit = (code: number | null) =>
+            reject(new Error(`chaos worker exited (${code}) running seed ${seed}`));
+          child.once('exit', onExit);
+          child.once('message', (message) => {
+            child.off('exit', onExit);
+            resolve(message as SeedResult);
+          });
+          child.send({ seed });
+        });
+        onResult(result);
+      }
+    } finally {
+      child.disconnect();
+    }
+  });
+  await Promise.all(jobsDone);
+}
+
+/** The child side of --jobs: run each seed the parent sends and answer with its result. */
+function serveSeeds(options: Omit<ChaosOptions, 'seed'>): Promise<number> {
+  return new Promise((resolve) => {
+    let chain = Promise.resolve();
+    process.on('message', (message: { seed: number }) => {
+      chain = chain.then(async () => {
+        process.send?.(await runSeed(message.seed, options));
+      });
+    });
+    process.on('disconnect', () => resolve(0));
+  });
+}
+
+/** argv without the given options and their values (`--jobs 2` or `--jobs=2`). */
+function withoutOptions(argv: readonly string[], names: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const name = names.find((n) => arg === n || arg.startsWith(`${n}=`));
+    if (name === undefined) kept.push(arg);
+    else if (arg === name && name !== '--json' && !argv[i + 1]?.startsWith('--')) i++;
+  }
+  return kept;
+}
+
+function describe(result: SeedResult): string {
+  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.crashes} crashes, history ${result.historyDigest}: ${result.violations.length} violations`;
   const lines = result.violations.map(
     (v) =>
       `  ${v.invariant} ${v.taskId ?? ''} at ${v.atSeconds}s: ${v.detail}${v.trace ? `\n    ${v.trace.join('\n    ')}` : ''}`,

@@ -3,6 +3,7 @@
  * every receive), what the API told its callers, and what the workers' handlers did. The
  * checker reads only this.
  */
+import { createHash } from 'node:crypto';
 import type { Task, TenantSettings } from '../../runtime/core/task.ts';
 import type { ReceiveRecord } from '../aws/sqs.ts';
 
@@ -40,4 +41,16 @@ export interface History {
   messagesLeft?: Readonly<Record<string, number>>;
   schedulerInvocations: number;
   readonly calls: { ok: number; lost: number; throttled: number };
+}
+
+/**
+ * SHA-256 (first 16 hex digits) of what DynamoDB applied and SQS sent and delivered, with their
+ * simulated times: equal digests, equal histories (one seed must always give one).
+ */
+export function historyDigest(history: History): string {
+  const hash = createHash('sha256');
+  for (const write of history.writes) hash.update(JSON.stringify(write));
+  for (const receive of history.receives) hash.update(JSON.stringify(receive));
+  for (const send of history.sends) hash.update(JSON.stringify(send));
+  return hash.digest('hex').slice(0, 16);
 }
