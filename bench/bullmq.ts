@@ -13,7 +13,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { Socket } from 'node:net';
 import { type Job, Queue, QueueEvents, Worker } from 'bullmq';
-import { freePort } from '../test/helpers/ports.ts';
+import { freePort } from '../local/free-port.ts';
 import {
   type BenchOptions,
   benchConfig,

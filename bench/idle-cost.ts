@@ -9,9 +9,9 @@
  */
 
 import { ACTIVE_SHARDS } from '../runtime/infra/resources.ts';
-import { synthesize } from '../test/stack/helpers.ts';
 import { fmt, isMain } from './lib.ts';
 import { LIST_PRICES } from './metering/call-counter.ts';
+import { synthesize } from './stack-synth.ts';
 
 /** us-east-1 list prices the idle stack pays beyond LIST_PRICES (CloudWatch, X-Ray, KMS). */
 export const IDLE_PRICES = {

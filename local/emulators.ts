@@ -9,7 +9,6 @@ import { type AddressInfo, type ListenOptions, Server } from 'node:net';
 import { join } from 'node:path';
 import {
   CreateTableCommand,
-  type CreateTableCommandInput,
   DescribeTableCommand,
   type DynamoDBClient,
   ResourceNotFoundException,
@@ -20,6 +19,7 @@ import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
 import { type AwsClients, createAwsClients, localEndpoints } from '../runtime/adapters/aws-clients.ts';
 import { QUEUES, type QueueDefinition, TABLES, type TableDefinition } from '../runtime/infra/resources.ts';
+import { createTableInput } from '../runtime/infra/table-input.ts';
 import { type IndexRepairResult, markDynaliteStoreClean, prepareDynaliteStore } from './index-repair.ts';
 
 export interface Emulators {
@@ -130,36 +130,6 @@ function urlHost(host: string): string {
 }
 
 /** The CreateTable input for a table definition (also what the CDK construct mirrors). */
-export function createTableInput(table: TableDefinition, tableName: string): CreateTableCommandInput {
-  const keyAttributes = new Set<string>([table.partitionKey, ...(table.sortKey ? [table.sortKey] : [])]);
-  for (const index of table.indexes) {
-    keyAttributes.add(index.partitionKey);
-    if (index.sortKey) keyAttributes.add(index.sortKey);
-  }
-  const keySchema = (partitionKey: string, sortKey?: string) => [
-    { AttributeName: partitionKey, KeyType: 'HASH' as const },
-    ...(sortKey ? [{ AttributeName: sortKey, KeyType: 'RANGE' as const }] : []),
-  ];
-  return {
-    TableName: tableName,
-    BillingMode: 'PAY_PER_REQUEST',
-    AttributeDefinitions: [...keyAttributes].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
-    KeySchema: keySchema(table.partitionKey, table.sortKey),
-    ...(table.indexes.length > 0
-      ? {
-          GlobalSecondaryIndexes: table.indexes.map((index) => ({
-            IndexName: index.indexName,
-            KeySchema: keySchema(index.partitionKey, index.sortKey),
-            Projection:
-              index.nonKeyAttributes.length > 0
-                ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...index.nonKeyAttributes] }
-                : { ProjectionType: 'KEYS_ONLY' as const },
-          })),
-        }
-      : {}),
-  };
-}
-
 async function ensureTable(client: DynamoDBClient, table: TableDefinition, tableName: string): Promise<string> {
   try {
     await client.send(new DescribeTableCommand({ TableName: tableName }));

@@ -6,7 +6,7 @@
  *   const { taskId } = await client.submit({ tenantId: 'acme', type: 'demo.sleep', payload: { ms: 100 } });
  *   const done = await client.waitFor(taskId);
  */
-import { TERMINAL_STATES } from '../../runtime/core/task.ts';
+import { TERMINAL_STATES } from '../../runtime/api/contract.ts';
 import {
   apiErrorFor,
   SchedulerApiError,

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/ports.ts';
+import { freePort } from '../../local/free-port.ts';
 
 interface ApiTask {
   taskId: string;

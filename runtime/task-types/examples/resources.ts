@@ -10,8 +10,8 @@ import {
   ResourceNotFoundException,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, HeadBucketCommand, type S3Client } from '@aws-sdk/client-s3';
-import { createTableInput } from '../../../local/emulators.ts';
 import { EXAMPLE_BUCKET, EXAMPLE_TABLES } from '../../infra/example-resources.ts';
+import { createTableInput } from '../../infra/table-input.ts';
 import type { ExampleResourceNames } from './stores.ts';
 
 export type { ExampleResourceNames };

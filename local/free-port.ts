@@ -1,4 +1,4 @@
-/** Child processes (the local runtime, redis-server) need a port chosen before they start. */
+/** A port chosen before a child process starts (the local runtime in tests, redis-server in the bench). */
 import { createServer } from 'node:net';
 
 /** A TCP port free on 127.0.0.1 right now (another process could still take it first). */
