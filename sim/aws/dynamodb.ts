@@ -13,7 +13,9 @@
  * TTL deletion is not modelled (runs are far shorter than the 30-day retention).
  */
 import { createRequire } from 'node:module';
-import type { TableDefinition } from '../../runtime/infra/resources.ts';
+import type { IndexDefinition, TableDefinition } from '../../runtime/infra/resources.ts';
+import { MinHeap } from './heap.ts';
+import { type Cursor, SortedList } from './sorted-list.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -80,7 +82,43 @@ interface Table {
   readonly name: string;
   readonly definition: TableDefinition;
   readonly items: Map<string, Version[]>;
+  /** Each global secondary index as it stands (writes reach it through `indexing`). */
+  readonly indexes: Map<string, IndexState>;
+  /** Writes not yet applied to the indexes, by when they reach them (then write order). */
+  readonly indexing: MinHeap<PendingIndexWrite>;
 }
+
+/** One index entry: the item projected as the index projects it, and where it sorts. */
+interface IndexEntry {
+  readonly sort: AttributeValue | undefined;
+  /** The item's table key (JSON), the last tie-break of the order. */
+  readonly tableKey: string;
+  readonly projected: AttributeMap;
+}
+
+interface IndexState {
+  readonly definition: IndexDefinition;
+  readonly projected: readonly string[];
+  /** Entries by partition (the partition key value as JSON), in index order. */
+  readonly partitions: Map<string, SortedList<IndexEntry>>;
+  /** Each item's current entry and its partition, by table key. */
+  readonly entryOf: Map<string, { partition: string; entry: IndexEntry }>;
+}
+
+interface PendingIndexWrite {
+  readonly atMs: number;
+  readonly seq: number;
+  readonly key: string;
+  readonly item: AttributeMap | undefined;
+}
+
+const byIndexTime = (a: PendingIndexWrite, b: PendingIndexWrite) =>
+  a.atMs < b.atMs || (a.atMs === b.atMs && a.seq < b.seq);
+const compareEntries = (a: IndexEntry, b: IndexEntry) =>
+  compareValues(a.sort, b.sort) || (a.tableKey < b.tableKey ? -1 : a.tableKey > b.tableKey ? 1 : 0);
+
+/** Parsed expressions by request text: the same condition is parsed once, not per call. */
+const PARSE_CACHE_LIMIT = 20_000;
 
 /** Versions kept per item beyond the newest: enough for any lag the behaviour allows. */
 const HISTORY_MS = 600_000;
@@ -92,9 +130,24 @@ export class InMemoryDynamoDb {
   readonly writes: { tableName: string; atMs: number; item: AttributeMap | undefined }[] = [];
   /** Record applied writes in `writes` (the chaos driver turns it on for the tasks table). */
   recordTables = new Set<string>();
+  #writeSeq = 0;
+  readonly #parsed = new Map<string, Record<string, unknown>>();
 
   constructor(tables: readonly { name: string; definition: TableDefinition }[], behaviour: DynamoDbBehaviour) {
-    for (const { name, definition } of tables) this.#tables.set(name, { name, definition, items: new Map() });
+    for (const { name, definition } of tables) {
+      const indexes = new Map<string, IndexState>();
+      for (const index of definition.indexes) {
+        const projected = [
+          definition.partitionKey,
+          ...(definition.sortKey ? [definition.sortKey] : []),
+          index.partitionKey,
+          ...(index.sortKey ? [index.sortKey] : []),
+          ...index.nonKeyAttributes,
+        ];
+        indexes.set(index.indexName, { definition: index, projected, partitions: new Map(), entryOf: new Map() });
+      }
+      this.#tables.set(name, { name, definition, items: new Map(), indexes, indexing: new MinHeap(byIndexTime) });
+    }
     this.#behaviour = behaviour;
   }
 
@@ -143,10 +196,27 @@ export class InMemoryDynamoDb {
   }
 
   #parse(input: Record<string, unknown>): Record<string, unknown> {
-    const data = { ...input };
-    const problem = validations.validateExpressions(data);
-    if (problem) throw new DynamoDbError('ValidationException', problem);
-    return data;
+    // The parse depends only on the expressions, names and values (not the item), and its
+    // result is only read: requests with the same text share one parse.
+    const cacheKey = JSON.stringify([
+      input.ConditionExpression,
+      input.KeyConditionExpression,
+      input.FilterExpression,
+      input.ProjectionExpression,
+      input.UpdateExpression,
+      input.ExpressionAttributeNames,
+      input.ExpressionAttributeValues,
+    ]);
+    let parsed = this.#parsed.get(cacheKey);
+    if (!parsed) {
+      parsed = { ...input };
+      const problem = validations.validateExpressions(parsed);
+      if (problem) throw new DynamoDbError('ValidationException', problem);
+      if (this.#parsed.size >= PARSE_CACHE_LIMIT) this.#parsed.clear();
+      this.#parsed.set(cacheKey, parsed);
+    }
+    const { _condition, _keyCondition, _filter, _projection, _updates } = parsed;
+    return { ...input, _condition, _keyCondition, _filter, _projection, _updates };
   }
 
   #latest(table: Table, key: string): AttributeMap | undefined {
@@ -176,6 +246,12 @@ export class InMemoryDynamoDb {
     // Forget versions no read can see any more (older than the history and superseded).
     while (versions.length > 2 && versions[1]!.indexedAtMs < nowMs - HISTORY_MS) versions.shift();
     table.items.set(key, versions);
+    if (table.indexes.size > 0) {
+      const pending: PendingIndexWrite = { atMs: indexedAtMs, seq: this.#writeSeq++, key, item };
+      // Nothing ahead of it and due now: straight in (the common case without index lag).
+      if (table.indexing.size === 0 && indexedAtMs <= nowMs) this.#index(table, pending);
+      else table.indexing.push(pending);
+    }
     if (this.recordTables.has(table.name)) this.writes.push({ tableName: table.name, atMs: nowMs, item });
   }
 
@@ -275,8 +351,9 @@ export class InMemoryDynamoDb {
       throw new DynamoDbError('ValidationException', 'Consistent reads are not supported on global secondary indexes');
     }
     if (!data._keyCondition) throw new DynamoDbError('ValidationException', 'KeyConditionExpression is required');
-    const keys = index ?? table.definition;
-    const entries = index ? this.#indexEntries(table, index) : this.#tableEntries(table, data.ConsistentRead === true);
+    if (index) return this.#queryIndex(table, this.#indexState(table, index.indexName), data);
+    const keys = table.definition;
+    const entries = this.#tableEntries(table, data.ConsistentRead === true);
     const matching = entries.filter((entry) => dynaliteDb.matchesExprFilter(entry, expressionOf(data._keyCondition)));
     return this.#page(table, keys, matching, data);
   }
@@ -297,32 +374,120 @@ export class InMemoryDynamoDb {
     return entries;
   }
 
-  /** Each item's newest version that has reached the index, projected as the index projects. */
-  #indexEntries(table: Table, index: TableDefinition['indexes'][number]): AttributeMap[] {
+  #indexState(table: Table, indexName: string): IndexState {
     const nowMs = this.#behaviour.now();
-    const projected = [
-      table.definition.partitionKey,
-      ...(table.definition.sortKey ? [table.definition.sortKey] : []),
-      index.partitionKey,
-      ...(index.sortKey ? [index.sortKey] : []),
-      ...index.nonKeyAttributes,
-    ];
-    const entries: AttributeMap[] = [];
-    for (const versions of table.items.values()) {
-      let item: AttributeMap | undefined;
-      for (let i = versions.length - 1; i >= 0; i--) {
-        if (versions[i]!.indexedAtMs <= nowMs) {
-          item = versions[i]!.item;
-          break;
-        }
-      }
-      // Sparse: only items carrying the index's key attributes are in it.
-      if (!item?.[index.partitionKey] || (index.sortKey && !item[index.sortKey])) continue;
-      const entry: AttributeMap = {};
-      for (const name of projected) if (item[name] !== undefined) entry[name] = item[name];
-      entries.push(entry);
+    // Apply every write that has reached the indexes by now, in the order it reaches them.
+    for (let next = table.indexing.peek(); next && next.atMs <= nowMs; next = table.indexing.peek()) {
+      table.indexing.pop();
+      this.#index(table, next);
     }
-    return entries;
+    return table.indexes.get(indexName)!;
+  }
+
+  /** One item's write reaches every index of its table: its entry moves, appears or goes. */
+  #index(table: Table, write: PendingIndexWrite): void {
+    for (const index of table.indexes.values()) {
+      const { definition } = index;
+      const old = index.entryOf.get(write.key);
+      if (old) {
+        const partition = index.partitions.get(old.partition)!;
+        partition.delete(old.entry);
+        if (partition.size === 0) index.partitions.delete(old.partition);
+        index.entryOf.delete(write.key);
+      }
+      const item = write.item;
+      // Sparse: only items carrying the index's key attributes are in it.
+      if (!item?.[definition.partitionKey] || (definition.sortKey && !item[definition.sortKey])) continue;
+      const projected: AttributeMap = {};
+      for (const name of index.projected) if (item[name] !== undefined) projected[name] = item[name];
+      const entry: IndexEntry = {
+        sort: definition.sortKey ? item[definition.sortKey] : undefined,
+        tableKey: write.key,
+        projected,
+      };
+      const partitionKey = JSON.stringify(item[definition.partitionKey]);
+      let partition = index.partitions.get(partitionKey);
+      if (!partition) {
+        partition = new SortedList(compareEntries);
+        index.partitions.set(partitionKey, partition);
+      }
+      partition.insert(entry);
+      index.entryOf.set(write.key, { partition: partitionKey, entry });
+    }
+  }
+
+  /**
+   * A Query of an index: the key condition's partition, the range its sort-key condition allows
+   * (found by binary search), resumed after ExclusiveStartKey; then Limit, the 1 MB page and the
+   * filter, as #page does for a sorted list of every match.
+   */
+  #queryIndex(table: Table, index: IndexState, data: Record<string, unknown>): Record<string, unknown> {
+    const { definition } = index;
+    const keyCondition = expressionOf(data._keyCondition);
+    const conditions: Expression[] = [];
+    const flatten = (condition: Expression) => {
+      if (condition?.type === 'and') for (const part of condition.args) flatten(part);
+      else conditions.push(condition);
+    };
+    flatten(keyCondition);
+    const onAttribute = (condition: Expression, name: string) =>
+      Array.isArray(condition?.args?.[0]) && condition.args[0].length === 1 && condition.args[0][0] === name;
+    const partitionCondition = conditions.find(
+      (condition: Expression) => condition?.type === '=' && onAttribute(condition, definition.partitionKey),
+    );
+    if (!partitionCondition) {
+      throw new DynamoDbError('ValidationException', 'Query condition missed key schema element');
+    }
+    const sortCondition = definition.sortKey
+      ? conditions.find(
+          (condition: Expression) => condition !== partitionCondition && onAttribute(condition, definition.sortKey!),
+        )
+      : undefined;
+    const partition = index.partitions.get(JSON.stringify(partitionCondition.args[1]));
+    const forward = data.ScanIndexForward !== false;
+    const empty: Record<string, unknown> = { Count: 0, ScannedCount: 0 };
+    if (data.Select !== 'COUNT') empty.Items = [];
+    if (!partition) return empty;
+
+    // Where each entry lies against the sort-key condition: below it, in it, or above it.
+    const { below, above } = sortRange(sortCondition);
+    const first = partition.firstWhere((entry) => !below(entry.sort));
+    const pastLast = partition.firstWhere((entry) => above(entry.sort));
+    let cursor = forward ? first : partition.step(pastLast, false);
+    const inRange = (at: Cursor) => SortedList.order(at, first) >= 0 && SortedList.order(at, pastLast) < 0;
+    const start = data.ExclusiveStartKey as AttributeMap | undefined;
+    if (start) {
+      const startEntry: IndexEntry = {
+        sort: definition.sortKey ? start[definition.sortKey] : undefined,
+        tableKey: this.#keyOf(table, start),
+        projected: start,
+      };
+      const after = partition.firstWhere((entry) => compareEntries(entry, startEntry) > 0);
+      const resume = forward
+        ? after
+        : partition.step(
+            partition.firstWhere((entry) => compareEntries(entry, startEntry) >= 0),
+            false,
+          );
+      if (forward ? SortedList.order(resume, cursor) > 0 : SortedList.order(resume, cursor) < 0) cursor = resume;
+    }
+    const limit = typeof data.Limit === 'number' ? data.Limit : Number.POSITIVE_INFINITY;
+    const evaluated: AttributeMap[] = [];
+    let bytes = 0;
+    let last: AttributeMap | undefined;
+    let more = false;
+    for (; inRange(cursor); cursor = partition.step(cursor, forward)) {
+      const entry = partition.at(cursor)!;
+      if (!dynaliteDb.matchesExprFilter(entry.projected, keyCondition)) continue;
+      if (evaluated.length >= limit || bytes >= MAX_PAGE_BYTES) {
+        more = true;
+        break;
+      }
+      evaluated.push(entry.projected);
+      bytes += dynaliteDb.itemSize(entry.projected);
+      last = entry.projected;
+    }
+    return this.#pageResult(table, definition, evaluated, more, last, data);
   }
 
   /** Sort, resume after ExclusiveStartKey, apply Limit and the 1 MB page, then the filter. */
@@ -357,6 +522,17 @@ export class InMemoryDynamoDb {
       last = entry;
     }
     const more = from + evaluated.length < entries.length;
+    return this.#pageResult(table, keys, evaluated, more, last, data);
+  }
+
+  #pageResult(
+    table: Table,
+    keys: { partitionKey: string; sortKey?: string },
+    evaluated: AttributeMap[],
+    more: boolean,
+    last: AttributeMap | undefined,
+    data: Record<string, unknown>,
+  ): Record<string, unknown> {
     const items = data._filter
       ? evaluated.filter((entry) => dynaliteDb.matchesExprFilter(entry, expressionOf(data._filter)))
       : evaluated;
@@ -375,11 +551,73 @@ export class InMemoryDynamoDb {
 /** dynalite's parse result holds the expression tree under `expression`. */
 const expressionOf = (parsed: unknown): Expression => (parsed as { expression: Expression }).expression;
 
+/**
+ * The entries below and above a key condition's sort-key part (each false, then true, along the
+ * index order... for `below`, true then false): =, <, <=, >, >=, BETWEEN and begins_with.
+ */
+function sortRange(condition: Expression | undefined): {
+  below: (value: AttributeValue | undefined) => boolean;
+  above: (value: AttributeValue | undefined) => boolean;
+} {
+  const never = () => false;
+  if (!condition) return { below: never, above: never };
+  const [, bound, upper] = condition.args as [unknown, AttributeValue, AttributeValue | undefined];
+  const cmp = (value: AttributeValue | undefined, to: AttributeValue) => compareValues(value, to);
+  switch (condition.type) {
+    case '=':
+      return { below: (v) => cmp(v, bound) < 0, above: (v) => cmp(v, bound) > 0 };
+    case '<':
+      return { below: never, above: (v) => cmp(v, bound) >= 0 };
+    case '<=':
+      return { below: never, above: (v) => cmp(v, bound) > 0 };
+    case '>':
+      return { below: (v) => cmp(v, bound) <= 0, above: never };
+    case '>=':
+      return { below: (v) => cmp(v, bound) < 0, above: never };
+    case 'between':
+      return { below: (v) => cmp(v, bound) < 0, above: (v) => cmp(v, upper!) > 0 };
+    case 'function':
+      if (condition.name === 'begins_with') {
+        const prefix = bound;
+        const starts = (v: AttributeValue | undefined) =>
+          v !== undefined && 'S' in v && 'S' in prefix && String(v.S).startsWith(String(prefix.S));
+        return { below: (v) => cmp(v, prefix) < 0, above: (v) => cmp(v, prefix) > 0 && !starts(v) };
+      }
+      break;
+  }
+  // Anything else: no narrowing; the key condition is still checked on every entry.
+  return { below: never, above: never };
+}
+
 /** DynamoDB's order of scalar key values: numbers numerically, strings and binaries by bytes. */
 function compareValues(a: AttributeValue | undefined, b: AttributeValue | undefined): number {
   if (a === undefined || b === undefined) return a === b ? 0 : a === undefined ? -1 : 1;
   if ('N' in a && 'N' in b) return Number(a.N) - Number(b.N);
+  if ('S' in a && 'S' in b) {
+    const fast = compareStrings(String(a.S), String(b.S));
+    if (fast !== undefined) return fast;
+  }
   const left = Buffer.from(String(a.S ?? a.B ?? ''), 'S' in a ? 'utf8' : 'base64');
   const right = Buffer.from(String(b.S ?? b.B ?? ''), 'S' in b ? 'utf8' : 'base64');
   return Buffer.compare(left, right);
+}
+
+/**
+ * Two strings in UTF-8 byte order without encoding them, when their first difference is between
+ * two code units outside the surrogate range (there code unit order is code point order, which
+ * is UTF-8 byte order); undefined otherwise (the caller compares the bytes).
+ */
+function compareStrings(a: string, b: string): number | undefined {
+  if (a === b) return 0;
+  const length = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  if (i === length) {
+    // A lone surrogate at the end of the shorter one encodes as U+FFFD: compare the bytes.
+    return i > 0 && a.charCodeAt(i - 1) >= 0xd800 && a.charCodeAt(i - 1) <= 0xdfff ? undefined : a.length - b.length;
+  }
+  const x = a.charCodeAt(i);
+  const y = b.charCodeAt(i);
+  const surrogate = (c: number) => c >= 0xd800 && c <= 0xdfff;
+  return surrogate(x) || surrogate(y) ? undefined : x - y;
 }
