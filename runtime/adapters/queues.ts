@@ -78,11 +78,20 @@ export function toMessageBody(value: unknown): string {
 
 const utf8Bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
 
-/** A waiting task announced to the scheduler on its tier queue. */
+/**
+ * A waiting task announced to the scheduler on its tier queue. It names the tenant-tier to read
+ * and carries the task's ref (what the policy engine needs), so a new task enters its tenant's
+ * window before the index shows it. Messages sent before the ref was added carry only the first three.
+ */
 export interface TierMessage {
   readonly taskId: string;
   readonly tenantId: string;
   readonly priority: PriorityTier;
+  readonly runtime?: Task['runtime'];
+  readonly resources?: Task['resources'];
+  readonly agingFrom?: string;
+  readonly runAt?: string;
+  readonly fence?: number;
 }
 
 /** A dispatched attempt handed to a worker pool. `fence` identifies the attempt. */
@@ -149,7 +158,16 @@ export class QueueClient {
     const byTier = new Map<PriorityTier, SendMessageBatchRequestEntry[]>();
     for (const task of tasks) {
       const delay = Math.ceil((Date.parse(task.runAt) - now.getTime()) / 1000);
-      const body: TierMessage = { taskId: task.taskId, tenantId: task.tenantId, priority: task.priority };
+      const body: TierMessage = {
+        taskId: task.taskId,
+        tenantId: task.tenantId,
+        priority: task.priority,
+        runtime: task.runtime,
+        resources: task.resources,
+        agingFrom: task.agingFrom,
+        runAt: task.runAt,
+        fence: task.fence,
+      };
       const entries = byTier.get(task.priority) ?? [];
       entries.push({
         Id: String(entries.length),

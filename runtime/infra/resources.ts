@@ -110,17 +110,19 @@ const DAY = 86_400;
 export const TIER_RETENTION_SECONDS = 7 * DAY;
 
 /**
- * One standard queue per tier. Messages carry `MessageGroupId = tenantId` (SQS fair queues)
- * so one tenant's burst does not hold back the others' deliveries. The scheduler holds
- * received messages as candidates and extends their visibility while it holds them.
+ * One standard queue per tier. Messages are announcements: the scheduler registers the
+ * tenant-tier and deletes them within the tick (docs/intake.md), and reads the queued work
+ * itself from `byTenantQueue`. They carry `MessageGroupId = tenantId` (SQS fair queues) so one
+ * tenant's burst does not hold back the others' announcements.
  */
 export const tierQueue = (tier: PriorityTier): QueueDefinition => ({
   id: `tier-${tier}`,
   visibilityTimeoutSeconds: 120,
   retentionSeconds: TIER_RETENTION_SECONDS,
-  // Generous: attempts are counted in DynamoDB, and a scheduler crash while holding a
-  // candidate must not push a task into the dead-letter queue. Reconciliation covers the rest.
-  deadLetter: { id: `tier-${tier}-dlq`, maxReceiveCount: 50, retentionSeconds: 14 * DAY },
+  // An announcement is received once in normal operation, +1 per scheduler crash between its
+  // receive and its delete; 5 leaves room for two crashes and a duplicate. What does reach the
+  // tier DLQ is drained back by the redrive consumer and alarmed (docs/intake.md, step 2).
+  deadLetter: { id: `tier-${tier}-dlq`, maxReceiveCount: 5, retentionSeconds: 14 * DAY },
 });
 
 /**

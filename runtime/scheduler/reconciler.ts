@@ -10,7 +10,7 @@
  */
 import type { ControlStore, SweepMarks } from '../adapters/control-store.ts';
 import type { QueueClient } from '../adapters/queues.ts';
-import type { TaskStore } from '../adapters/task-store.ts';
+import type { ActiveTaskRef, TaskStore } from '../adapters/task-store.ts';
 import { backoffMs } from '../core/backoff.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
@@ -33,6 +33,17 @@ export interface ReconcilerDeps {
   /** A QUEUED task due this long ago with no message is announced again. */
   readonly orphanAfterMs?: number;
 }
+
+/** What the intake will take care of (runtime/scheduler/intake.ts). */
+export interface IntakeView {
+  /** The intake holds this task (in a window, or being dispatched). */
+  holds(ref: { taskId: string; tenantId: string; priority: PriorityTier }): boolean;
+  /** The intake reads this task's tenant-tier from the index (it is registered): no message needed. */
+  reads(ref: { tenantId: string; priority: PriorityTier }): boolean;
+}
+
+/** An intake that holds and reads nothing: every QUEUED task needs its message (tools, tests). */
+export const NO_INTAKE: IntakeView = { holds: () => false, reads: () => false };
 
 export interface ReconcileResult {
   /** Active tasks the scheduler may stop counting: a consistent read shows their attempt over. */
@@ -76,7 +87,7 @@ export class Reconciler {
   }
 
   async maybeRun(
-    held: ReadonlySet<string>,
+    intake: IntakeView,
     active: ReadonlyMap<string, { fence: number; sinceMs: number }>,
   ): Promise<ReconcileResult> {
     const nowMs = this.#deps.now().getTime();
@@ -84,24 +95,24 @@ export class Reconciler {
       return { released: [], adopted: [], expired: 0, reannounced: 0 };
     }
     this.#lastRunMs = nowMs;
-    return this.run(held, active);
+    return this.run(intake, active);
   }
 
   async run(
-    held: ReadonlySet<string>,
+    intake: IntakeView,
     active: ReadonlyMap<string, { fence: number; sinceMs: number }>,
   ): Promise<ReconcileResult> {
     const { store } = this.#deps;
     const now = this.#deps.now();
     const nowMs = now.getTime();
     const released: string[] = [];
-    const stillActive = new Set<string>();
+    const stillActive = new Map<string, ActiveTaskRef>();
     const requeued: Task[] = [];
     let expired = 0;
 
     for (const state of ['DISPATCHED', 'RUNNING'] as const) {
       for await (const ref of store.listActive(state)) {
-        stillActive.add(ref.taskId);
+        stillActive.set(ref.taskId, ref);
         if (!ref.leaseExpiresAt || Date.parse(ref.leaseExpiresAt) > nowMs) continue;
         try {
           const task = await store.transition(ref.taskId, (current) =>
@@ -127,7 +138,9 @@ export class Reconciler {
     const missing = [...active].filter(
       ([taskId, { sinceMs }]) => !stillActive.has(taskId) && nowMs - sinceMs > INDEX_LAG_GRACE_MS,
     );
-    const unknown = [...stillActive].filter((taskId) => !active.has(taskId) && !held.has(taskId));
+    const unknown = [...stillActive.values()]
+      .filter((ref) => !active.has(ref.taskId) && !intake.holds(ref))
+      .map((ref) => ref.taskId);
     const adopted: Task[] = [];
     if (missing.length > 0 || unknown.length > 0) {
       const items = await store.getMany([...missing.map(([taskId]) => taskId), ...unknown]);
@@ -146,28 +159,28 @@ export class Reconciler {
     let orphans = new Set<string>();
     if (nowMs - this.#lastOrphanSweepMs >= 30_000) {
       this.#lastOrphanSweepMs = nowMs;
-      orphans = await this.#announceOrphans(held, now);
+      orphans = await this.#announceOrphans(intake, now);
       reannounced += orphans.size;
     }
     // Tasks the orphan sweep just announced are skipped like held ones.
-    reannounced += await this.#announceStale(new Set([...held, ...orphans]), now, marks);
+    reannounced += await this.#announceStale(intake, orphans, now, marks);
     return { released, adopted, expired, reannounced };
   }
 
   /**
-   * A QUEUED task needs a tier message. When a tier queue holds no visible or delayed message,
-   * every QUEUED task of that tier that is due and not held by the scheduler has lost its
-   * message: announce it again. (A task parked for a few seconds may get a second message;
-   * duplicates are dropped on receipt.) Checking the queue first keeps the sweep cheap: it only
-   * reads the index when a tier has drained.
+   * A QUEUED task needs a tier message unless its tenant-tier is registered (the intake reads
+   * it from the index). When a tier queue holds no visible or delayed message, every QUEUED task
+   * of that tier that is due, not held and of an unregistered tenant-tier has lost its message
+   * (a crash between the write and the send at submit): announce it again; duplicates are
+   * harmless. Checking the queue first skips the index read while announcements wait.
    */
-  async #announceOrphans(held: ReadonlySet<string>, now: Date): Promise<Set<string>> {
+  async #announceOrphans(intake: IntakeView, now: Date): Promise<Set<string>> {
     const drained = await this.#drainedTiers();
     if (drained.size === 0) return new Set();
     const dueBefore = new Date(now.getTime() - (this.#deps.orphanAfterMs ?? 60_000));
     const orphans: string[] = [];
     for await (const ref of this.#deps.store.listActive('QUEUED', dueBefore)) {
-      if (drained.has(ref.priority) && !held.has(ref.taskId)) orphans.push(ref.taskId);
+      if (drained.has(ref.priority) && !intake.reads(ref) && !intake.holds(ref)) orphans.push(ref.taskId);
     }
     if (orphans.length === 0) return new Set();
     const tasks = await this.#deps.store.getMany(orphans);
@@ -218,7 +231,12 @@ export class Reconciler {
    * again. A lost message is replaced within about 20 minutes; one that still exists gains an
    * hourly duplicate, dropped on receipt.
    */
-  async #announceStale(held: ReadonlySet<string>, now: Date, marks: SweepMarks): Promise<number> {
+  async #announceStale(
+    intake: IntakeView,
+    justAnnounced: ReadonlySet<string>,
+    now: Date,
+    marks: SweepMarks,
+  ): Promise<number> {
     const nowMs = now.getTime();
     const from = Math.max(marks.staleSweptToMs ?? 0, nowMs - STALE_REPEAT_MS);
     const window = nowMs - from;
@@ -227,7 +245,8 @@ export class Reconciler {
     for await (const ref of this.#deps.store.listActive('QUEUED', new Date(nowMs - STALE_AFTER_MS))) {
       const sinceStale = nowMs - STALE_AFTER_MS - Date.parse(ref.dueAt);
       // Its latest scheduled instant, nowMs - (sinceStale mod repeat), fell in (from, now].
-      if (!held.has(ref.taskId) && sinceStale % STALE_REPEAT_MS < window) stale.push(ref.taskId);
+      if (intake.reads(ref) || intake.holds(ref) || justAnnounced.has(ref.taskId)) continue;
+      if (sinceStale % STALE_REPEAT_MS < window) stale.push(ref.taskId);
     }
     let queued: Task[] = [];
     if (stale.length > 0) {

@@ -52,8 +52,9 @@ export async function redriveTierDeadLetter(
 }
 
 /**
- * A tier message names a task, tenant and tier and carries no fence; a worker message always
- * carries the fence of its attempt. Both kinds of dead letter reach the same consumers.
+ * A tier message names a task, tenant and tier (and, since issue 11, the QUEUED item's fence);
+ * a worker message always carries the task type of its attempt. Both kinds of dead letter reach
+ * the same consumers.
  */
 export function isTierMessage(body: unknown): body is TierMessage {
   return (
@@ -61,6 +62,6 @@ export function isTierMessage(body: unknown): body is TierMessage {
     body !== null &&
     typeof (body as TierMessage).taskId === 'string' &&
     typeof (body as TierMessage).priority === 'string' &&
-    !('fence' in body)
+    !('type' in body)
   );
 }

@@ -12,7 +12,7 @@ import { parseConfig } from '../../runtime/core/config.ts';
 import { dispatch } from '../../runtime/core/lifecycle.ts';
 import type { Task } from '../../runtime/core/task.ts';
 import { TASKS_TABLE, tierQueue, workerQueue } from '../../runtime/infra/resources.ts';
-import { Reconciler } from '../../runtime/scheduler/reconciler.ts';
+import { NO_INTAKE, Reconciler } from '../../runtime/scheduler/reconciler.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { runAttempt } from '../../runtime/worker/run-attempt.ts';
 import { attributeString, installLostResponses, loseFirstPut } from '../../sim/faults/lost-response.ts';
@@ -117,7 +117,7 @@ describe('a write applied whose response was lost is recognised as our own (issu
     clock.advance(10_000); // the dispatch lease (5 s) ran out: no worker started it
     const reconcilerServices = lossy(inState('QUEUED', task.taskId));
     const reconciler = new Reconciler({ ...reconcilerServices, now: clock.now });
-    const result = await reconciler.run(new Set(), new Map());
+    const result = await reconciler.run(NO_INTAKE, new Map());
     expect(reconcilerServices.lost()).toBe(1);
     expect(result.expired).toBeGreaterThanOrEqual(1);
     expect((await services.store.get(task.taskId))!.state).toBe('QUEUED');

@@ -4,7 +4,7 @@ import { type ActiveTaskRef, TaskStore } from '../../runtime/adapters/task-store
 import { createTask, dispatch, start, succeed } from '../../runtime/core/lifecycle.ts';
 import type { TaskState } from '../../runtime/core/task.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
-import { Reconciler } from '../../runtime/scheduler/reconciler.ts';
+import { NO_INTAKE, Reconciler } from '../../runtime/scheduler/reconciler.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
@@ -43,13 +43,13 @@ describe('Class: Reconciler (against the emulators)', () => {
 
     // Act: a week before it is due, not yet (only the orphaned near task, which is due);
     // two minutes before, once, and not again on the next pass.
-    await reconcilerAt(new Date(submitted.getTime() + 13 * DAY)).run(new Set(), new Map());
+    await reconcilerAt(new Date(submitted.getTime() + 13 * DAY)).run(NO_INTAKE, new Map());
     const early = await announced();
     const dueSoon = reconcilerAt(new Date(Date.parse(task.runAt) - 120_000));
-    const first = await dueSoon.run(new Set(), new Map());
+    const first = await dueSoon.run(NO_INTAKE, new Map());
     // Announced ahead of time: SQS holds it back (DelaySeconds) until the task is due.
     const delayed = await services.queues.attributes('tier-normal', ['ApproximateNumberOfMessagesDelayed']);
-    const second = await dueSoon.run(new Set(), new Map());
+    const second = await dueSoon.run(NO_INTAKE, new Map());
 
     // Assess
     expect(early).toEqual(['near']);
@@ -65,7 +65,7 @@ describe('Class: Reconciler (against the emulators)', () => {
     const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
     await services.store.apply(start(dispatched, dispatched.fence, new Date(), 60));
 
-    const result = await reconcilerAt(new Date(Date.now() + 61_000)).run(new Set(), new Map());
+    const result = await reconcilerAt(new Date(Date.now() + 61_000)).run(NO_INTAKE, new Map());
 
     const recovered = await services.store.get(task.taskId);
     expect(result.expired).toBe(1);
@@ -82,7 +82,7 @@ describe('Class: Reconciler (against the emulators)', () => {
   it('announces a QUEUED task that never got its message once the tier has drained', async () => {
     const orphan = createTask('orphan', spec(), new Date());
     await services.store.create(orphan);
-    const result = await reconcilerAt(new Date(Date.now() + 120_000)).run(new Set(), new Map());
+    const result = await reconcilerAt(new Date(Date.now() + 120_000)).run(NO_INTAKE, new Map());
     expect(result.reannounced).toBe(1);
     expect(await announced()).toEqual(['orphan']);
   });
@@ -97,8 +97,8 @@ describe('Class: Reconciler (against the emulators)', () => {
     const reconciler = reconcilerAt(new Date());
 
     // Act
-    const first = await reconciler.run(new Set(), new Map());
-    const again = await reconciler.run(new Set(), new Map());
+    const first = await reconciler.run(NO_INTAKE, new Map());
+    const again = await reconciler.run(NO_INTAKE, new Map());
 
     // Assess
     expect(first.reannounced).toBe(1);
@@ -117,7 +117,7 @@ describe('Class: Reconciler (against the emulators)', () => {
     // Act: a new reconciler at each of these minutes, each running once.
     let reannounced = 0;
     for (const minute of [0, 1, 2, 3, 4, 5, 30, 59, 61, 62, 63, 70]) {
-      const result = await reconcilerAt(new Date(Date.now() + minute * 60_000)).run(new Set(), new Map());
+      const result = await reconcilerAt(new Date(Date.now() + minute * 60_000)).run(NO_INTAKE, new Map());
       reannounced += result.reannounced;
     }
 
@@ -127,7 +127,7 @@ describe('Class: Reconciler (against the emulators)', () => {
 
   it('frees capacity the scheduler still counts for a task that is no longer active', async () => {
     const result = await reconcilerAt(new Date()).run(
-      new Set(),
+      NO_INTAKE,
       new Map([
         ['finished-long-ago', { fence: 1, sinceMs: Date.now() - 60_000 }],
         ['dispatched-just-now', { fence: 1, sinceMs: Date.now() }],
@@ -162,22 +162,22 @@ describe('Class: Reconciler (against the emulators)', () => {
       });
       const counted = new Map([[task.taskId, { fence: dispatched.fence, sinceMs: Date.now() - 60_000 }]]);
 
-      const lagged = await reconciler.run(new Set(), counted);
+      const lagged = await reconciler.run(NO_INTAKE, counted);
       expect(lagged.released).toEqual([]);
 
       const started = await services.store.transition(task.taskId, (t) => start(t, dispatched.fence, new Date(), 60));
-      const running = await reconciler.run(new Set(), counted);
+      const running = await reconciler.run(NO_INTAKE, counted);
       expect(running.released).toEqual([]);
 
       await services.store.apply(succeed(started, started.fence, new Date(), {}));
-      const ended = await reconciler.run(new Set(), counted);
+      const ended = await reconciler.run(NO_INTAKE, counted);
       expect(ended.released).toEqual([task.taskId]);
     });
 
     it('counts an active task the scheduler does not know of once the index shows it', async () => {
       const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
       const dispatched = await services.store.transition(task.taskId, (t) => dispatch(t, new Date(), 120));
-      const result = await reconcilerAt(new Date()).run(new Set(), new Map());
+      const result = await reconcilerAt(new Date()).run(NO_INTAKE, new Map());
       expect(result.adopted).toEqual([expect.objectContaining({ taskId: task.taskId, fence: dispatched.fence })]);
     });
   });

@@ -109,6 +109,12 @@ export class IntakeWindows {
     return count;
   }
 
+  /** Whether the task is in its tenant-tier's window or being dispatched. */
+  holds(taskId: string, tenantId: string, tier: PriorityTier): boolean {
+    const state = this.#states.get(keyOf(tenantId, tier));
+    return state !== undefined && this.#held(state, taskId);
+  }
+
   isRegistered(tenantId: string, tier: PriorityTier): boolean {
     return this.#states.get(keyOf(tenantId, tier))?.registration === 'registered';
   }

@@ -1,0 +1,318 @@
+/**
+ * The intake: how queued work reaches the policy engine (docs/intake.md §4(a)). Per active
+ * tenant-tier a window of its oldest due work, read from the `byTenantQueue` index and refilled
+ * by query as it drains; tier messages are announcements, consumed (registered, then deleted)
+ * within the tick, never held or parked. The durable registry of active tenant-tiers in the
+ * control table lets a restarted scheduler find every tenant-tier's work with one query each.
+ *
+ *   tier queues ─▶ announcements ─▶ register tenant-tier (first time) ─▶ delete ─▶ ref into window
+ *   windows below half ─▶ Query byTenantQueue ─▶ refs into windows ─▶ engine
+ *   emptied tenant-tier ─▶ probe the index G after its last announcement ─▶ deregister
+ *
+ * The index lags without bound and is never trusted for state: the dispatcher re-reads every
+ * picked task consistently, and the conditional write is the final guard. The bookkeeping is the
+ * pure `IntakeWindows` (runtime/core/intake); this module does its I/O.
+ */
+import type { ControlStore } from '../adapters/control-store.ts';
+import type { QueueClient, ReceivedMessage, TierMessage } from '../adapters/queues.ts';
+import type { QueuedTaskRef, TaskStore } from '../adapters/task-store.ts';
+import type { SchedulerConfig } from '../core/config.ts';
+import { IntakeWindows, type QueuedRef, type TenantTier } from '../core/intake/index.ts';
+import type { TaskLogger } from '../core/logger.ts';
+import type { SchedulingPolicy } from '../core/policy/index.ts';
+import { PRIORITY_TIERS, type PriorityTier, type Task } from '../core/task.ts';
+import { tierQueue } from '../infra/resources.ts';
+
+/**
+ * Visibility of a received announcement: consumed within the tick, so this only matters when a
+ * scheduler crashes between receive and delete (the message comes back after it).
+ */
+const ANNOUNCEMENT_VISIBILITY_SECONDS = 30;
+/** How long the index is assumed to lag the table before an absence is believed (G). */
+export const INDEX_LAG_MS = 15_000;
+/** Index reads issued per tick at most (a restart reads every registered tenant-tier once). */
+const QUERIES_PER_TICK = 32;
+
+export interface IntakeDeps {
+  readonly store: TaskStore;
+  readonly control: ControlStore;
+  readonly queues: QueueClient;
+  readonly config: SchedulerConfig;
+  readonly policy: SchedulingPolicy;
+  readonly now: () => Date;
+  readonly logger?: TaskLogger;
+  /**
+   * A ref came in for a task this scheduler counts as active: its attempt is over when the
+   * QUEUED item's fence is not older than the attempt's. Returns false when the ref is stale.
+   */
+  readonly queuedAgain: (ref: QueuedRef) => boolean;
+}
+
+export class Intake {
+  readonly windows: IntakeWindows;
+  readonly #deps: IntakeDeps;
+  /** Tier receives in flight (at most one per tier) and what they returned, not yet consumed. */
+  readonly #receiving = new Map<PriorityTier, Promise<number>>();
+  readonly #arrived: { queueId: string; message: ReceivedMessage<TierMessage> }[] = [];
+  #receiveError: unknown;
+  #seq = 0;
+
+  constructor(deps: IntakeDeps) {
+    this.#deps = deps;
+    const { config, policy } = deps;
+    this.windows = new IntakeWindows({
+      // Twice the quota keeps a busy tenant's pipeline full; the head alone keeps it correct.
+      windowSize: (tenantId) => Math.min(200, Math.max(10, 2 * policy.tenantSettings(tenantId).maxConcurrency)),
+      bufferSize: config.scheduler.bufferSize,
+      indexLagMs: INDEX_LAG_MS,
+    });
+  }
+
+  /** Refs held in windows or being dispatched. */
+  get heldCount(): number {
+    return this.windows.heldCount;
+  }
+
+  /** Whether some tenant-tier still needs an index read (its window drained, a probe pending). */
+  get pending(): boolean {
+    const nowMs = this.#deps.now().getTime();
+    return this.windows.refillsDue(nowMs, 1).length > 0 || this.windows.probesDue(nowMs, 1).length > 0;
+  }
+
+  /** After taking the lease: every registered tenant-tier is read from the index (bounded per tick). */
+  async restore(): Promise<void> {
+    const registrations = await this.#deps.control.listIntake();
+    this.windows.restore(registrations, this.#deps.now().getTime());
+  }
+
+  /**
+   * Receive from every tier queue (one batch each) and consume the announcements. A long poll of
+   * an empty tier does not hold up the tick: the tick goes on as soon as any tier returns
+   * messages, and the other polls keep running (no new receive is issued on a tier while one is
+   * in flight; what they return is consumed by a later tick). Aborting them instead could strand
+   * a message SQS already handed to the aborted request, hidden for its visibility.
+   */
+  async receive(waitSeconds: number): Promise<number> {
+    this.#throwReceiveError();
+    const started: Promise<number>[] = [];
+    for (const tier of PRIORITY_TIERS) {
+      if (this.#receiving.has(tier)) continue;
+      const queueId = tierQueue(tier).id;
+      const receive = this.#deps.queues
+        .receive<TierMessage>(queueId, { max: 10, waitSeconds, visibilitySeconds: ANNOUNCEMENT_VISIBILITY_SECONDS })
+        .then(
+          (messages) => {
+            for (const message of messages) this.#arrived.push({ queueId, message });
+            return messages.length;
+          },
+          (error: unknown) => {
+            this.#receiveError = error;
+            return 0;
+          },
+        )
+        .finally(() => this.#receiving.delete(tier));
+      this.#receiving.set(tier, receive);
+      started.push(receive);
+    }
+    // Idle: wait for the first tier with messages (or every poll ending). Busy: only this tick's
+    // non-waiting receives; polls still running from an idle tick deliver later.
+    const waitOn = waitSeconds > 0 ? [...this.#receiving.values()] : started;
+    if (this.#arrived.length === 0 && waitOn.length > 0) await firstNonEmpty(waitOn);
+    if (this.#arrived.length === 0) this.#throwReceiveError();
+    const received = this.#arrived.splice(0);
+    if (received.length > 0) await this.#consume(received);
+    return received.length;
+  }
+
+  /**
+   * Register the announced tenant-tiers not yet registered, then delete the messages: a message
+   * is deleted only once its tenant-tier is in the registry, so a crash in between leaves the
+   * message (received again), never a QUEUED task nobody will read.
+   */
+  async #consume(received: readonly { queueId: string; message: ReceivedMessage<TierMessage> }[]): Promise<void> {
+    const { control, queues } = this.#deps;
+    const now = this.#deps.now();
+    const nowMs = now.getTime();
+    const toRegister = new Map<string, TenantTier>();
+    const consumable: { queueId: string; message: ReceivedMessage<TierMessage> }[] = [];
+    for (const entry of received) {
+      const body = entry.message.body;
+      if (!isAnnouncement(body)) continue; // Not ours: left to the queue's redrive policy.
+      consumable.push(entry);
+      const tenantTier = { tenantId: body.tenantId, tier: body.priority };
+      const ref = refOfMessage(body);
+      const decision = this.windows.announced({ ...tenantTier, ...(ref ? { ref } : {}) }, nowMs);
+      if (decision.register) toRegister.set(`${body.priority}#${body.tenantId}`, tenantTier);
+      if (decision.admitted) this.#admit(decision.admitted);
+    }
+    await Promise.all(
+      [...toRegister.values()].map(async ({ tenantId, tier }) => {
+        try {
+          const { token } = await control.registerIntake(tenantId, tier, now);
+          this.windows.registration(tenantId, tier, token);
+        } catch (error) {
+          this.windows.registration(tenantId, tier, undefined);
+          this.#deps.logger?.warn('could not register a tenant-tier; its announcements come back', {
+            tenantId,
+            tier,
+            error: String(error),
+          });
+        }
+      }),
+    );
+    const deletable = consumable.filter(({ message }) =>
+      this.windows.isRegistered(message.body.tenantId, message.body.priority),
+    );
+    const byQueue = Map.groupBy(deletable, ({ queueId }) => queueId);
+    await Promise.all(
+      [...byQueue].map(([queueId, entries]) =>
+        queues.delete(
+          queueId,
+          entries.map(({ message }) => message.receiptHandle),
+        ),
+      ),
+    );
+  }
+
+  /**
+   * Refill drained windows from the index, and probe emptied tenant-tiers, deregistering the
+   * done ones only while `mayDeregister` (the lease holder, away from its lease's end: a
+   * successor must not lose a registration it restored to a predecessor's late write).
+   */
+  async refill(mayDeregister: boolean): Promise<number> {
+    const { store, control } = this.#deps;
+    const nowMs = this.#deps.now().getTime();
+    const refills = this.windows.refillsDue(nowMs, QUERIES_PER_TICK);
+    const probes = mayDeregister ? this.windows.probesDue(nowMs, Math.max(0, QUERIES_PER_TICK - refills.length)) : [];
+    let admitted = 0;
+    await Promise.all([
+      ...refills.map(async ({ tenantId, tier, limit }) => {
+        this.windows.querying(tenantId, tier, nowMs);
+        try {
+          const page = await store.listDue(tenantId, tier, nowMs, limit);
+          const refs = this.windows.listed(
+            { tenantId, tier },
+            { refs: page.refs.map(toRef), hasMore: page.hasMore },
+            nowMs,
+          );
+          for (const ref of refs) this.#admit(ref);
+          admitted += refs.length;
+        } catch (error) {
+          this.windows.queryFailed(tenantId, tier);
+          this.#deps.logger?.warn('index read failed', { tenantId, tier, error: String(error) });
+        }
+      }),
+      ...probes.map(async ({ tenantId, tier }) => {
+        this.windows.querying(tenantId, tier, nowMs);
+        let token: string | undefined;
+        try {
+          const first = await store.firstQueued(tenantId, tier);
+          token = this.windows.probed({ tenantId, tier }, first ? toRef(first) : undefined, nowMs);
+        } catch (error) {
+          this.windows.queryFailed(tenantId, tier);
+          this.#deps.logger?.warn('index probe failed', { tenantId, tier, error: String(error) });
+          return;
+        }
+        if (token === undefined) return;
+        let deleted = false;
+        try {
+          deleted = await control.deregisterIntake({ tenantId, tier, token });
+        } finally {
+          this.windows.deregistered(tenantId, tier, deleted, this.#deps.now().getTime());
+        }
+      }),
+    ]);
+    return admitted;
+  }
+
+  /** Into the engine. A ref for a task counted as active is taken only if that attempt is over. */
+  #admit(ref: QueuedRef): void {
+    if (!this.#deps.queuedAgain(ref)) {
+      this.windows.dropped(ref.taskId, ref.tenantId, ref.priority);
+      return;
+    }
+    this.#deps.policy.add({
+      taskId: ref.taskId,
+      tenantId: ref.tenantId,
+      priority: ref.priority,
+      runtime: ref.runtime,
+      resources: ref.resources,
+      agingFromMs: ref.agingFromMs,
+      runAtMs: ref.runAtMs,
+      seq: this.#seq++,
+    });
+  }
+
+  /** A picked task is waiting again (as the consistent read or the refused write showed it). */
+  returned(ref: QueuedRef): void {
+    this.windows.returned(ref);
+    this.#admit(ref);
+  }
+
+  /** Let go of what was received and not consumed yet (clean stop): another scheduler takes it. */
+  async stop(): Promise<void> {
+    await Promise.allSettled([...this.#receiving.values()]);
+    const byQueue = Map.groupBy(this.#arrived.splice(0), ({ queueId }) => queueId);
+    await Promise.all(
+      [...byQueue].map(([queueId, entries]) =>
+        this.#deps.queues.changeVisibility(
+          queueId,
+          entries.map(({ message }) => message.receiptHandle),
+          0,
+        ),
+      ),
+    );
+  }
+
+  #throwReceiveError(): void {
+    if (this.#receiveError === undefined) return;
+    const error = this.#receiveError;
+    this.#receiveError = undefined;
+    throw error;
+  }
+}
+
+/** The engine's view of a task, from the index or from the item. */
+export function toRef(source: QueuedTaskRef | Task): QueuedRef {
+  return {
+    taskId: source.taskId,
+    tenantId: source.tenantId,
+    priority: source.priority,
+    runtime: source.runtime,
+    resources: source.resources,
+    agingFromMs: Date.parse(source.agingFrom),
+    runAtMs: Date.parse(source.runAt),
+    fence: source.fence,
+  };
+}
+
+function refOfMessage(body: TierMessage): QueuedRef | undefined {
+  const { runtime, resources, agingFrom, runAt, fence } = body;
+  if (runtime === undefined || resources === undefined || agingFrom === undefined || runAt === undefined) return;
+  if (typeof fence !== 'number') return;
+  return toRef({ ...body, runtime, resources, agingFrom, runAt, fence });
+}
+
+function isAnnouncement(body: unknown): body is TierMessage {
+  const candidate = body as Partial<TierMessage> | null;
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    typeof candidate.taskId === 'string' &&
+    typeof candidate.tenantId === 'string' &&
+    PRIORITY_TIERS.includes(candidate.priority as PriorityTier)
+  );
+}
+
+/** Resolves when one of the receives returned messages, or when all of them have ended. */
+function firstNonEmpty(receives: readonly Promise<number>[]): Promise<void> {
+  return new Promise((resolve) => {
+    let left = receives.length;
+    for (const receive of receives) {
+      receive.then((count) => {
+        left--;
+        if (count > 0 || left === 0) resolve();
+      });
+    }
+  });
+}

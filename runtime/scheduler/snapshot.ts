@@ -1,0 +1,81 @@
+/**
+ * The scheduler's published view: what the API uses to explain waits and the dashboard to draw
+ * tiers, pools and tenants. Built from the policy engine and the intake's windows; bounded so
+ * the item stays far below DynamoDB's 400 KB.
+ */
+
+import type { SchedulerConfig } from '../core/config.ts';
+import type { IntakeWindows } from '../core/intake/index.ts';
+import type { SchedulingPolicy } from '../core/policy/index.ts';
+import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
+import { PRIORITY_TIERS, type PriorityTier } from '../core/task.ts';
+
+/** Tenants listed at most: the busiest. */
+const SNAPSHOT_TENANTS = 500;
+
+export interface SnapshotSources {
+  readonly policy: SchedulingPolicy;
+  readonly windows: IntakeWindows;
+  readonly pools: SchedulerConfig['pools'];
+  /** Dispatches in the last minute. */
+  readonly dispatchesLastMinute: number;
+}
+
+/**
+ * `tiers[tier].waiting` counts the refs the intake holds (its windows, not every queued task);
+ * `oldestWaitSeconds` is the age of the oldest of them by `agingFrom` — every tenant-tier's
+ * oldest due task is in its window, so this is the tier's oldest waiting task (a retry beyond its
+ * window aside). It feeds the `OldestWaitingSeconds` metric.
+ */
+export function buildSnapshot(sources: SnapshotSources, nowMs: number): SchedulerSnapshot {
+  const { policy: engine, windows, pools } = sources;
+  const policy = engine.snapshot(nowMs);
+  const tiers = Object.fromEntries(
+    PRIORITY_TIERS.map((tier) => [tier, { waiting: 0, oldestWaitSeconds: 0 }]),
+  ) as Record<PriorityTier, { waiting: number; oldestWaitSeconds: number }>;
+  for (const ref of windows.refs()) tiers[ref.priority].waiting++;
+  for (const [tier, agingFromMs] of windows.oldestAgingFromMs()) {
+    tiers[tier].oldestWaitSeconds = Math.max(0, (nowMs - agingFromMs) / 1000);
+  }
+  const lambda = policy.pools.find((p) => p.runtime === 'lambda');
+  const fargate = policy.pools.find((p) => p.runtime === 'fargate');
+  const busiest = [...policy.tenants]
+    .sort((a, b) => b.active + b.queued - (a.active + a.queued))
+    .slice(0, SNAPSHOT_TENANTS);
+  // fromEntries defines own keys, so a tenant named `__proto__` is a key, not the prototype.
+  const tenants: Record<string, SchedulerSnapshot['tenants'][string]> = Object.fromEntries(
+    busiest.map((tenant) => [
+      tenant.tenantId,
+      {
+        running: tenant.active,
+        queued: tenant.queued,
+        weight: tenant.weight,
+        maxConcurrency: tenant.maxConcurrency,
+        dominantShare: round3(tenant.weightedDominantShare * tenant.weight),
+        entitlement: round3(tenant.entitlement),
+      },
+    ]),
+  );
+  return {
+    at: new Date(nowMs).toISOString(),
+    policy: policy.policy,
+    pools: {
+      lambda: { used: lambda?.used.slots ?? 0, capacity: pools.lambda.concurrency },
+      fargate: {
+        vcpuUsed: fargate?.used.vcpu ?? 0,
+        vcpu: pools.fargate.vcpu,
+        memoryMiBUsed: fargate?.used.memoryMiB ?? 0,
+        memoryMiB: pools.fargate.memoryMiB,
+      },
+    },
+    tiers,
+    tenants,
+    dispatchRate: round3(sources.dispatchesLastMinute / 60),
+    queue: {
+      lambda: { leader: lambda?.leader ?? null, heldForTaskId: null },
+      fargate: { leader: fargate?.leader ?? null, heldForTaskId: fargate?.reservedForTaskId ?? null },
+    },
+  };
+}
+
+const round3 = (value: number) => Math.round(value * 1000) / 1000;
