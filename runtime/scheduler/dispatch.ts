@@ -69,7 +69,7 @@ export async function dispatchReady(deps: DispatchDeps, now: Date, lease: HeldLe
   const ready: { ref: QueuedRef; task: Task }[] = [];
   for (const ref of picked) {
     const task = current.get(ref.taskId);
-    if (!task || task.state !== 'QUEUED') {
+    if (task?.state !== 'QUEUED') {
       policy.release(ref.taskId);
       intake.windows.dropped(ref.taskId, ref.tenantId, ref.priority);
     } else if (task.fence !== ref.fence || Date.parse(task.runAt) > nowMs || task.priority !== ref.priority) {

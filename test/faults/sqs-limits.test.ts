@@ -7,7 +7,7 @@
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createAwsClients, localEndpoints } from '../../runtime/adapters/aws-clients.ts';
-import type { TierMessage, WorkerMessage } from '../../runtime/adapters/queues.ts';
+import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
 import { buildServices } from '../../runtime/app/wiring.ts';
 import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
 import { tierQueue, workerQueue } from '../../runtime/infra/resources.ts';
