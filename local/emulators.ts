@@ -20,6 +20,7 @@ import { startFauxqs } from 'fauxqs';
 import { type AwsClients, createAwsClients, localEndpoints } from '../runtime/adapters/aws-clients.ts';
 import { QUEUES, type QueueDefinition, TABLES, type TableDefinition } from '../runtime/infra/resources.ts';
 import { createTableInput } from '../runtime/infra/table-input.ts';
+import { closeDynaliteIterators } from './dynalite-iterators.ts';
 import { type IndexRepairResult, markDynaliteStoreClean, prepareDynaliteStore } from './index-repair.ts';
 
 export interface Emulators {
@@ -55,6 +56,8 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
 
   // createTableMs 0: tables are ACTIVE at once (dynalite simulates AWS's delay by default).
   const host = options.host ?? '127.0.0.1';
+  // Without it every Query and Scan leaks a LevelDB iterator (memory and disk grow per task).
+  closeDynaliteIterators();
   const dynamoServer = dynalite({ path: dynamoPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {
     dynamoServer.once('error', reject);
