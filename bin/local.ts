@@ -10,6 +10,7 @@ import { consoleLogger } from '../local/console-logger.ts';
 import { DataDirInUseError } from '../local/data-dir-lock.ts';
 import { configPathFrom, loadConfig } from '../local/load-config.ts';
 import { startLocalServer } from '../local/server.ts';
+import { LOCAL_RETENTION_SECONDS } from '../local/task-expiry.ts';
 import { ConfigError } from '../runtime/core/errors.ts';
 
 const USAGE = `Usage: npm start [-- --config PATH]
@@ -22,6 +23,9 @@ Environment:
   HOST              bind address of the HTTP API and the emulators (default 127.0.0.1)
   DATA_DIR          where state persists (default .data); a restart resumes every task
   SCHEDULER_CONFIG  configuration file (default config/default.json)
+  TASK_RETENTION_SECONDS
+                    how long finished tasks are kept before they expire (default 3600; on AWS
+                    DynamoDB's TTL expires them after 30 days)
 
 Ctrl-C stops after the running tasks finish; a second Ctrl-C stops at once (those tasks are
 recovered on the next start, as after a kill).`;
@@ -55,6 +59,12 @@ async function main(): Promise<void> {
     throw new StartError(`PORT must be an integer 0-65535, got "${process.env.PORT}".`);
   }
   const host = process.env.HOST || '127.0.0.1';
+  const retentionSeconds = Number(process.env.TASK_RETENTION_SECONDS ?? LOCAL_RETENTION_SECONDS);
+  if (!Number.isInteger(retentionSeconds) || retentionSeconds < 1) {
+    throw new StartError(
+      `TASK_RETENTION_SECONDS must be a whole number of seconds, 1 or more, got "${process.env.TASK_RETENTION_SECONDS}".`,
+    );
+  }
   const endpoint = Object.keys(process.env).find((name) => name.startsWith('AWS_ENDPOINT_URL'));
   if (endpoint) {
     // Documented for the CDK CLI, the seed script and `tasks redrive`, not for this command.
@@ -63,7 +73,7 @@ async function main(): Promise<void> {
   const dataDir = resolve(process.env.DATA_DIR || '.data');
   let server: Awaited<ReturnType<typeof startLocalServer>>;
   try {
-    server = await startLocalServer({ config, dataDir, port, host, logger });
+    server = await startLocalServer({ config, dataDir, port, host, logger, retentionSeconds });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') {

@@ -30,6 +30,8 @@ export interface LocalServerOptions {
   readonly registry?: TaskTypeRegistry;
   /** Serve the dashboard at GET / (and /index.html). Default true. */
   readonly dashboard?: boolean;
+  /** Finished tasks are deleted this long after they finish. Default 1 h (LOCAL_RETENTION_SECONDS). */
+  readonly retentionSeconds?: number;
 }
 
 export interface LocalServer {
@@ -50,6 +52,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     ...(options.summaryEverySeconds === undefined ? {} : { summaryEverySeconds: options.summaryEverySeconds }),
     ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     ...(options.registry ? { registry: options.registry } : {}),
+    ...(options.retentionSeconds === undefined ? {} : { retentionSeconds: options.retentionSeconds }),
     taskServices: async (clients) => {
       if (!withExamples) return { aws: clients };
       const resources = await ensureExampleResources(clients, 'examples');
