@@ -1,14 +1,15 @@
 /**
  * What the deployed stack costs a month with no tasks at all, from the synthesized template (the
  * default configuration) and the modelled calls of the scheduler's per-minute safety-net tick.
- * Idle, the scheduler is scaled to zero (runtime/scheduler/activation.ts): nothing polls SQS, the
- * Fargate service runs no task, and the tick reads the lease and the `byActive` index, finds
- * nothing due and exits.
+ * Idle, the scheduler is scaled to zero (runtime/scheduler/activation.ts): nothing polls SQS but
+ * the worker queue's event source mapping, the Fargate service runs no task, the tick reads the
+ * lease and the `byActive` index, finds nothing due and exits, and the dead-letter drain every few
+ * minutes finds its queues empty.
  *
  *   node bench/idle-cost.ts        (also printed by bench/aws-calls.ts)
  */
-
 import { ACTIVE_SHARDS } from '../runtime/infra/resources.ts';
+import { DRAINED_DEAD_LETTER_QUEUES } from '../runtime/worker/redrive.ts';
 import { fmt, isMain } from './lib.ts';
 import { LIST_PRICES } from './metering/call-counter.ts';
 import { synthesize } from './stack-synth.ts';
@@ -37,6 +38,12 @@ const LAMBDA_OVERHEAD_MS = 5;
  */
 const TICK_QUERIES = 3 * ACTIVE_SHARDS;
 const TICK_READ_UNITS = 1 + 0.5 * TICK_QUERIES;
+const TICK_MS = LAMBDA_OVERHEAD_MS + DYNAMODB_CALL_MS * (1 + TICK_QUERIES);
+/**
+ * One idle drain of the dead-letter queues (lambda/worker/redrive.ts): one empty 1 s long poll
+ * per queue, all at once, so about a second of duration and one SQS request per queue.
+ */
+const DRAIN_MS = LAMBDA_OVERHEAD_MS + 1000;
 /**
  * An SQS event source mapping long-polls its queue even when it is empty: about five pollers
  * with 20 s waits, ~650,000 receives a month (the figure docs/deploy.md has carried).
@@ -44,6 +51,8 @@ const TICK_READ_UNITS = 1 + 0.5 * TICK_QUERIES;
 const ESM_IDLE_RECEIVES_PER_MONTH = 650_000;
 /** Lambda's START/END/REPORT lines and the tick's one EMF metric line, in bytes. */
 const TICK_LOG_BYTES = 650;
+/** Lambda's START/END/REPORT lines of a drain that found nothing. */
+const DRAIN_LOG_BYTES = 400;
 
 export interface IdleCostLine {
   readonly item: string;
@@ -57,6 +66,46 @@ export interface IdleCost {
 
 type Resource = { Type: string; Properties?: Record<string, unknown> };
 
+/** A function a `rate(...)` schedule invokes, and how often a month. */
+interface Periodic {
+  readonly reason: string;
+  readonly invocations: number;
+  readonly memoryMiB: number;
+  readonly traced: boolean;
+}
+
+/** Invocations a month of a `rate(N minute[s]|hour[s])` expression (0 for cron and at). */
+function monthlyRuns(expression: unknown): number {
+  const match = /^rate\((\d+) (minute|minutes|hour|hours)\)$/.exec(String(expression));
+  if (!match) return 0;
+  const minutes = Number(match[1]) * (match[2]!.startsWith('hour') ? 60 : 1);
+  return MINUTES_PER_MONTH / minutes;
+}
+
+/** The periodic invocations of a template, by the `reason` their schedule passes (tick, drain). */
+function periodicOf(resources: Record<string, Resource>): Periodic[] {
+  return Object.values(resources).flatMap((schedule) => {
+    if (schedule.Type !== 'AWS::Scheduler::Schedule') return [];
+    const invocations = monthlyRuns(schedule.Properties?.ScheduleExpression);
+    if (invocations === 0) return [];
+    const target = schedule.Properties?.Target as { Arn?: unknown; Input?: string } | undefined;
+    const arn = JSON.stringify(target?.Arn);
+    const fn = Object.entries(resources).find(([id]) => arn.includes(`"${id}"`))?.[1];
+    let reason = 'unknown';
+    try {
+      reason = String((JSON.parse(target?.Input ?? '{}') as { reason?: unknown }).reason ?? 'unknown');
+    } catch {}
+    return [
+      {
+        reason,
+        invocations,
+        memoryMiB: Number(fn?.Properties?.MemorySize ?? 128),
+        traced: (fn?.Properties?.TracingConfig as { Mode?: string } | undefined)?.Mode === 'Active',
+      },
+    ];
+  });
+}
+
 /** The idle month of a synthesized template, item by item. */
 export function idleCostOf(template: { Resources: Record<string, Resource> }): IdleCost {
   const resources = Object.values(template.Resources);
@@ -65,26 +114,21 @@ export function idleCostOf(template: { Resources: Record<string, Resource> }): I
     const metrics = alarm.Properties?.Metrics as { MetricStat?: unknown }[] | undefined;
     return sum + (metrics ? metrics.filter((metric) => metric.MetricStat).length : 1);
   }, 0);
-  const ticks = ofType('AWS::Scheduler::Schedule').filter(
-    (schedule) => schedule.Properties?.ScheduleExpression === 'rate(1 minute)',
-  );
-  const tickedArns = new Set(
-    ticks.map((tick) => JSON.stringify((tick.Properties?.Target as { Arn?: unknown } | undefined)?.Arn)),
-  );
-  const tickedMemoryMiB = Object.entries(template.Resources)
-    .filter(([id]) => [...tickedArns].some((arn) => arn.includes(`"${id}"`)))
-    .map(([, fn]) => Number(fn.Properties?.MemorySize ?? 128));
-  const tracedTicks = Object.entries(template.Resources).filter(
-    ([id, fn]) =>
-      [...tickedArns].some((arn) => arn.includes(`"${id}"`)) &&
-      (fn.Properties?.TracingConfig as { Mode?: string } | undefined)?.Mode === 'Active',
-  ).length;
-  const invocations = ticks.length * MINUTES_PER_MONTH;
-  const tickMs = LAMBDA_OVERHEAD_MS + DYNAMODB_CALL_MS * (1 + TICK_QUERIES);
-  const gbSeconds = tickedMemoryMiB.reduce((sum, mib) => sum + (mib / 1024) * (tickMs / 1000) * MINUTES_PER_MONTH, 0);
+  const periodic = periodicOf(template.Resources);
+  const ticks = periodic.filter((run) => run.reason === 'tick');
+  const drains = periodic.filter((run) => run.reason === 'drain');
+  const unknown = periodic.filter((run) => run.reason !== 'tick' && run.reason !== 'drain');
+  if (unknown.length > 0)
+    throw new Error(`idle-cost: no model for periodic invocations of reason ${unknown[0]!.reason}`);
+  const sum = (runs: Periodic[], of: (run: Periodic) => number) => runs.reduce((total, run) => total + of(run), 0);
+  const tickRuns = sum(ticks, (run) => run.invocations);
+  const drainRuns = sum(drains, (run) => run.invocations);
+  const gbSeconds = (runs: Periodic[], ms: number) =>
+    sum(runs, (run) => (run.memoryMiB / 1024) * (ms / 1000) * run.invocations);
   const runningFargate = ofType('AWS::ECS::Service').filter(
     (service) => Number(service.Properties?.DesiredCount ?? 1) > 0,
   );
+  const memories = (runs: Periodic[]) => [...new Set(runs.map((run) => run.memoryMiB))].join(', ');
   const lines: IdleCostLine[] = [
     {
       item: `CloudWatch alarms (${alarmMetrics} alarm metrics)`,
@@ -103,29 +147,42 @@ export function idleCostOf(template: { Resources: Record<string, Resource> }): I
       usdPerMonth: ofType('AWS::EC2::NatGateway').length * IDLE_PRICES.natGatewayMonth,
     },
     {
-      item: `EventBridge Scheduler ticks (${invocations} a month)`,
-      usdPerMonth: (invocations / 1e6) * LIST_PRICES.eventBridgePerMillionEvents,
+      item: `EventBridge Scheduler runs (${tickRuns} ticks, ${drainRuns} dead-letter drains)`,
+      usdPerMonth: ((tickRuns + drainRuns) / 1e6) * LIST_PRICES.eventBridgePerMillionEvents,
     },
-    { item: 'Lambda requests (the ticks)', usdPerMonth: (invocations / 1e6) * LIST_PRICES.lambdaPerMillionRequests },
     {
-      item: `Lambda GB-s (ticks of ~${tickMs} ms at ${tickedMemoryMiB.join(', ')} MiB)`,
-      usdPerMonth: gbSeconds * LIST_PRICES.lambdaPerGbSecond,
+      item: 'Lambda requests (the ticks and drains)',
+      usdPerMonth: ((tickRuns + drainRuns) / 1e6) * LIST_PRICES.lambdaPerMillionRequests,
+    },
+    {
+      item: `Lambda GB-s (ticks of ~${TICK_MS} ms at ${memories(ticks)} MiB, drains of ~${DRAIN_MS} ms at ${memories(drains)} MiB)`,
+      usdPerMonth: (gbSeconds(ticks, TICK_MS) + gbSeconds(drains, DRAIN_MS)) * LIST_PRICES.lambdaPerGbSecond,
     },
     {
       item: `DynamoDB read units (${TICK_READ_UNITS} a tick: lease + ${TICK_QUERIES} empty index queries)`,
-      usdPerMonth: ((invocations * TICK_READ_UNITS) / 1e6) * LIST_PRICES.dynamoReadPerMillionUnits,
+      usdPerMonth: ((tickRuns * TICK_READ_UNITS) / 1e6) * LIST_PRICES.dynamoReadPerMillionUnits,
+    },
+    {
+      item: `SQS receives of the drains (${DRAINED_DEAD_LETTER_QUEUES.length} dead-letter queues a drain)`,
+      usdPerMonth: ((drainRuns * DRAINED_DEAD_LETTER_QUEUES.length) / 1e6) * LIST_PRICES.sqsPerMillionRequests,
     },
     {
       item: 'Custom metrics (SchedulerLoopCompleted from every tick)',
       usdPerMonth: ticks.length * IDLE_PRICES.customMetricMonth,
     },
     {
-      item: 'CloudWatch Logs ingested (the ticks)',
-      usdPerMonth: ((invocations * TICK_LOG_BYTES) / 1e9) * IDLE_PRICES.logsIngestedPerGb,
+      item: 'CloudWatch Logs ingested (the ticks and drains)',
+      usdPerMonth: ((tickRuns * TICK_LOG_BYTES + drainRuns * DRAIN_LOG_BYTES) / 1e9) * IDLE_PRICES.logsIngestedPerGb,
     },
     {
-      item: 'X-Ray traces (active tracing samples every tick)',
-      usdPerMonth: ((tracedTicks * MINUTES_PER_MONTH) / 1e6) * IDLE_PRICES.xrayTracesPerMillion,
+      item: 'X-Ray traces (active tracing samples every tick and drain)',
+      usdPerMonth:
+        (sum(
+          periodic.filter((run) => run.traced),
+          (run) => run.invocations,
+        ) /
+          1e6) *
+        IDLE_PRICES.xrayTracesPerMillion,
     },
     {
       item: `SQS receives of idle Lambda event source mappings (${ofType('AWS::Lambda::EventSourceMapping').length})`,
@@ -148,7 +205,7 @@ export function defaultStackIdleCost(): IdleCost {
 }
 
 export function printIdleCost(cost: IdleCost): void {
-  console.log('\nIdle month of the default stack (template + modelled per-minute tick; no tasks):');
+  console.log('\nIdle month of the default stack (template + modelled tick and dead-letter drain; no tasks):');
   for (const line of cost.lines) console.log(`  ${line.item.padEnd(72)}$${fmt(line.usdPerMonth, 3).padStart(7)}`);
   console.log(`idle cost per month: $${fmt(cost.usdPerMonth, 2)}`);
 }

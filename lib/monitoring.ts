@@ -20,8 +20,13 @@ export interface MonitoringProps {
   readonly dashboardName?: string;
   readonly tierQueues: readonly DefinedQueue[];
   readonly workerQueues: readonly DefinedQueue[];
-  /** Every dead-letter queue to alarm on, by id. */
-  readonly deadLetterQueues: readonly { readonly id: string; readonly queue: sqs.IQueue }[];
+  /**
+   * Every dead-letter queue, by id. Those the redrive drain empties (`drained`) are alarmed
+   * through the drain (DeadLettered, its errors and its runs); the others by their depth.
+   */
+  readonly deadLetterQueues: readonly { readonly id: string; readonly queue: sqs.IQueue; readonly drained?: boolean }[];
+  /** The scheduled dead-letter drain (lib/redrive.ts) and how often it runs. */
+  readonly redrive: { readonly function: lambda.IFunction; readonly every: Duration };
   readonly schedulerFunction: lambda.IFunction;
   readonly workerFunction: lambda.IFunction;
   readonly apiFunction: lambda.IFunction;
@@ -75,8 +80,10 @@ export class Monitoring extends Construct {
       }
     }
 
+    // Standard alarms cost $0.10 a month per metric they evaluate (a metric-math alarm pays for
+    // each metric in its expression): each alarm below watches something no other one does.
     const alarms: cloudwatch.Alarm[] = [];
-    for (const { id: queueId, queue } of props.deadLetterQueues) {
+    for (const { id: queueId, queue } of props.deadLetterQueues.filter((dlq) => !dlq.drained)) {
       alarms.push(
         queue
           .metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' })
@@ -89,17 +96,43 @@ export class Monitoring extends Construct {
           }),
       );
     }
-    // The redrive function drains the worker and tier dead-letter queues within seconds, so their
-    // visible depth seldom shows a dead letter; it counts each one as it arrives (DeadLettered).
+    // The redrive drain empties the worker and tier dead-letter queues every few minutes and
+    // counts each dead letter it receives (DeadLettered; again on every drain while one cannot be
+    // handled). Two more alarms make sure the drain itself runs and succeeds, so the queues need
+    // no depth alarm each.
     alarms.push(
       this.metric(METRIC.deadLettered).createAlarm(this, 'DeadLettersArriving', {
         alarmDescription:
-          'Messages reached a worker or tier dead-letter queue (the redrive function drained them back)',
+          'Messages reached a worker or tier dead-letter queue (the redrive drain hands them back to the scheduler)',
         threshold: 0,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: 1,
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       }),
+    );
+    const drainWindow = Duration.minutes(Math.max(5, 3 * props.redrive.every.toMinutes()));
+    alarms.push(
+      props.redrive.function
+        .metricErrors({ period: drainWindow, statistic: 'Sum' })
+        .createAlarm(this, 'DeadLetterDrainErrors', {
+          alarmDescription: 'The dead-letter drain (redrive function) failed: dead letters may be piling up',
+          threshold: 0,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+    );
+    alarms.push(
+      props.redrive.function
+        .metricInvocations({ period: drainWindow, statistic: 'Sum' })
+        .createAlarm(this, 'DeadLetterDrainSilence', {
+          alarmDescription: `The dead-letter drain (redrive function) has not run for ${drainWindow.toHumanString()}: its schedule is not invoking it`,
+          threshold: 1,
+          comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          // Silence is the failure: a missing data point counts against the drain.
+          treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+        }),
     );
     for (const tier of props.tierQueues) {
       const tierName = tier.definition.id.replace(/^tier-/, '') as PriorityTier;
@@ -114,18 +147,12 @@ export class Monitoring extends Construct {
         }),
       );
     }
-    const schedulerErrors = new cloudwatch.MathExpression({
-      expression: 'FILL(caught, 0) + FILL(crashed, 0)',
-      usingMetrics: {
-        caught: this.metric(METRIC.schedulerErrors),
-        crashed: props.schedulerFunction.metricErrors({ period: Duration.minutes(1), statistic: 'Sum' }),
-      },
-      label: 'Scheduler errors',
-      period: Duration.minutes(1),
-    });
+    // Lambda's own Errors: a failed invocation is one whether the handler threw (it also counts
+    // SchedulerErrors then, which would only duplicate this) or crashed or timed out.
+    const schedulerErrors = props.schedulerFunction.metricErrors({ period: Duration.minutes(1), statistic: 'Sum' });
     alarms.push(
       schedulerErrors.createAlarm(this, 'SchedulerErrors', {
-        alarmDescription: 'The scheduler reported or crashed with errors in 3 of the last 5 minutes',
+        alarmDescription: 'Scheduler invocations failed (threw, crashed or timed out) in 3 of the last 5 minutes',
         threshold: 0,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: 5,

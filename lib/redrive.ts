@@ -1,9 +1,11 @@
 import { Duration } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import { Construct } from 'constructs';
+import { DRAIN_VISIBILITY_SECONDS } from '../runtime/worker/redrive.ts';
 import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
-import { DEAD_LETTER_VISIBILITY_SECONDS, type DefinedQueue } from './task-queues.ts';
+import { schedulerInvokeRole } from './scheduler-invoke-role.ts';
+import type { DefinedQueue } from './task-queues.ts';
 
 export interface RedriveProps {
   readonly runtime: RuntimeSettings;
@@ -14,30 +16,43 @@ export interface RedriveProps {
   readonly tierQueues: readonly DefinedQueue[];
   /** A task failed here frees its capacity through a completion. */
   readonly completionsQueue: DefinedQueue;
-  /** @default Duration.seconds(5) (dead-letter visibility is 30 s, and 6 × 5 s = 30 s) */
+  /** How often the dead-letter queues are drained, 1 to 60 minutes. @default Duration.minutes(5) */
+  readonly drainEvery?: Duration;
+  /** @default Duration.seconds(60) */
   readonly timeout?: Duration;
 }
 
 /**
- * The redrive function on the worker and tier dead-letter queues: each worker dead letter becomes
- * a retry (back to QUEUED with backoff) or FAILED when no attempts remain (attempts are counted in
- * DynamoDB, so a delivery that died before running does not use one up); each tier dead letter is
- * announced again while its task is QUEUED, so no waiting task is left to the stale sweep.
+ * The redrive function, run on a schedule: it drains the worker and tier dead-letter queues
+ * (lambda/worker/redrive.ts `drainDeadLetters`). Each worker dead letter becomes a retry (back to
+ * QUEUED with backoff) or FAILED when no attempts remain (attempts are counted in DynamoDB, so a
+ * delivery that died before running does not use one up); each tier dead letter is announced
+ * again while its task is QUEUED, so no waiting task is left to the stale sweep.
+ *
+ * A schedule, not SQS event source mappings: a mapping long-polls its queue all the time, about
+ * $0.26 a month per queue with nothing in it, and dead letters are rare. A drain every 5 minutes
+ * costs about $0.03 a month idle; a dead letter waits up to that long (its task is stuck no
+ * longer than that beyond the lease the reconciler already watches).
  */
 export class Redrive extends Construct {
   public readonly handler: RuntimeFunction;
-  public readonly eventSources: readonly SqsEventSource[];
+  public readonly schedule: scheduler.CfnSchedule;
+  public readonly drainEvery: Duration;
 
   constructor(scope: Construct, id: string, props: RedriveProps) {
     super(scope, id);
-    const timeout = props.timeout ?? Duration.seconds(5);
-    const timeoutSeconds = timeout.toSeconds();
-    if (DEAD_LETTER_VISIBILITY_SECONDS < 6 * timeoutSeconds) {
+    const timeout = props.timeout ?? Duration.seconds(60);
+    if (timeout.toSeconds() >= DRAIN_VISIBILITY_SECONDS) {
       throw new Error(
-        `Redrive: dead-letter visibility timeout (${DEAD_LETTER_VISIBILITY_SECONDS} s) must be at least 6 × the function timeout (6 × ${timeoutSeconds} s = ${6 * timeoutSeconds} s)`,
+        `Redrive: the timeout (${timeout.toSeconds()} s) must be shorter than a drained dead letter's visibility (${DRAIN_VISIBILITY_SECONDS} s)`,
       );
     }
-    const sources = [...props.workerQueues, ...props.tierQueues].map((source) => {
+    this.drainEvery = props.drainEvery ?? Duration.minutes(5);
+    const minutes = this.drainEvery.toMinutes({ integral: false });
+    if (!Number.isInteger(minutes) || minutes < 1 || minutes > 60) {
+      throw new Error(`Redrive: drainEvery must be a whole number of minutes from 1 to 60, got ${minutes}`);
+    }
+    const deadLetterQueues = [...props.workerQueues, ...props.tierQueues].map((source) => {
       if (!source.deadLetterQueue) {
         throw new Error(`Redrive: queue ${source.definition.id} has no dead-letter queue`);
       }
@@ -46,24 +61,31 @@ export class Redrive extends Construct {
 
     this.handler = new RuntimeFunction(this, 'Handler', {
       ...handlerProps(props.runtime, 'redrive'),
-      description: 'Task scheduler redrive of worker and tier dead letters',
+      description: 'Task scheduler redrive: drains the worker and tier dead-letter queues on a schedule',
       memorySize: 256,
       timeout,
     });
     const fn = this.handler.function;
     props.tasksTable.grantReadWriteData(fn);
+    for (const queue of deadLetterQueues) queue.grantConsumeMessages(fn);
     for (const tier of props.tierQueues) tier.queue.grantSendMessages(fn);
     props.completionsQueue.queue.grantSendMessages(fn);
+    // A drain that fails is replaced by the next one; the alarms watch the function's errors
+    // and invocations (lib/monitoring.ts).
+    fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(60) });
 
-    this.eventSources = sources.map((queue) => {
-      const source = new SqsEventSource(queue, {
-        batchSize: 10,
-        reportBatchItemFailures: true,
-        // Dead letters are rare; two at a time keeps a burst from hammering the task table.
-        maxConcurrency: 2,
-      });
-      fn.addEventSource(source);
-      return source;
+    this.schedule = new scheduler.CfnSchedule(this, 'Drain', {
+      description: 'Drains the task scheduler dead-letter queues back into the scheduler',
+      scheduleExpression: minutes === 1 ? 'rate(1 minute)' : `rate(${minutes} minutes)`,
+      flexibleTimeWindow: { mode: 'OFF' },
+      state: 'ENABLED',
+      target: {
+        arn: fn.functionArn,
+        roleArn: schedulerInvokeRole(this, 'DrainRole', fn).roleArn,
+        input: JSON.stringify({ reason: 'drain' }),
+        // A missed drain is replaced by the next one.
+        retryPolicy: { maximumRetryAttempts: 0, maximumEventAgeInSeconds: 60 },
+      },
     });
   }
 }

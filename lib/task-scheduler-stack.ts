@@ -155,9 +155,10 @@ export class TaskSchedulerStack extends Stack {
       tierQueues: tiers,
       workerQueues: workers,
       deadLetterQueues: [
-        ...this.queues.deadLetterQueues(),
+        ...this.queues.deadLetterQueues().map((dlq) => ({ ...dlq, drained: true })),
         ...(this.schedules ? [{ id: 'schedules-dlq', queue: this.schedules.deadLetterQueue }] : []),
       ],
+      redrive: { function: this.redrive.handler.function, every: this.redrive.drainEvery },
       schedulerFunction: this.scheduler.handler.function,
       workerFunction: this.lambdaWorkers.handler.function,
       apiFunction: this.api.handler.function,

@@ -1,28 +1,33 @@
 /**
- * Redrive handler on the dead-letter queues. A dead-lettered worker message becomes a retry (back
- * to QUEUED with backoff, announced on its tier queue) or a final FAILED with the last error,
+ * Redrive handler: a scheduled drain of the worker and tier dead-letter queues (EventBridge
+ * Scheduler invokes it every few minutes; no event source mapping long-polls the empty queues,
+ * which cost about $0.26 a month each). A dead-lettered worker message becomes a retry (back to
+ * QUEUED with backoff, announced on its tier queue) or a final FAILED with the last error,
  * decided by the core (`deadLetter`) from the attempts counted in DynamoDB. A dead-lettered tier
  * message is announced again if its task is still QUEUED, and dropped otherwise.
  */
-import type { SQSRecord } from 'aws-lambda';
-import type { WorkerMessage } from '../adapters/queues.ts';
+import type { Context } from 'aws-lambda';
 import { servicesFromEnvironment } from '../app/wiring.ts';
 import { METRIC } from '../infra/telemetry.ts';
-import { isTierMessage, redriveDeadLetter, redriveTierDeadLetter } from '../worker/redrive.ts';
-import { logger, metrics, sqsBatchHandler } from './observability.ts';
+import { type DrainReport, drainDeadLetters } from '../worker/redrive.ts';
+import { logger, metrics, taskLogger } from './observability.ts';
 
-async function recordHandler(record: SQSRecord): Promise<void> {
-  const services = servicesFromEnvironment();
-  const body: unknown = JSON.parse(record.body);
-  // Counted on arrival, before handling, so the alarm on it fires even when handling keeps failing.
-  metrics.addMetric(METRIC.deadLettered, 'Count', 1);
-  if (isTierMessage(body)) {
-    const outcome = await redriveTierDeadLetter(services, body);
-    logger.warn(`tier dead letter ${outcome}`, { taskId: body.taskId, priority: body.priority });
-    return;
+/** Stop receiving this long before the timeout, so every received dead letter is handled. */
+const STOP_BEFORE_TIMEOUT_MS = 15_000;
+
+export async function handler(_event: unknown, context: Context): Promise<DrainReport> {
+  logger.addContext(context);
+  try {
+    const report = await drainDeadLetters(servicesFromEnvironment(), {
+      outOfTime: () => context.getRemainingTimeInMillis() < STOP_BEFORE_TIMEOUT_MS,
+      // Counted on arrival, before handling, so the alarm on it fires even when handling keeps
+      // failing (a dead letter left in its queue is counted again by every drain).
+      onReceived: (_queueId, count) => metrics.addMetric(METRIC.deadLettered, 'Count', count),
+      logger: taskLogger,
+    });
+    if (report.received > 0) logger.warn('dead letters drained', { ...report });
+    return report;
+  } finally {
+    metrics.publishStoredMetrics();
   }
-  const task = await redriveDeadLetter(services, body as WorkerMessage);
-  if (task) logger.info(`dead letter settled: task ${task.state}`, { taskId: task.taskId, attempts: task.attempts });
 }
-
-export const handler = sqsBatchHandler(recordHandler);

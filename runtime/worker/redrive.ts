@@ -1,6 +1,6 @@
 /**
- * Dead letters, handled alike by the redrive Lambda, the local runtime and (worker messages) the
- * operator's `redrive` command. A worker message is settled: if its attempt is still current it
+ * Dead letters, handled alike by the redrive Lambda (a scheduled drain), the local runtime and
+ * (worker messages) the operator's `redrive` command. A worker message is settled: if its attempt is still current it
  * becomes a retry or a final FAILED; a stale one changes nothing. A tier message is drained back
  * to its tier while its task is QUEUED.
  */
@@ -9,7 +9,9 @@ import type { TaskStore } from '../adapters/task-store.ts';
 import { backoffMs } from '../core/backoff.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { deadLetter } from '../core/lifecycle.ts';
+import type { TaskLogger } from '../core/logger.ts';
 import type { Task } from '../core/task.ts';
+import { TIER_QUEUES, WORKER_QUEUES } from '../infra/resources.ts';
 
 export async function redriveDeadLetter(
   deps: { store: TaskStore; queues: QueueClient; config: SchedulerConfig; now?: () => Date },
@@ -65,3 +67,85 @@ export function isTierMessage(body: unknown): body is TierMessage {
     !('type' in body)
   );
 }
+
+/** What became of one dead letter of either kind. */
+export type DeadLetterOutcome = 'retried' | 'failed' | 'cancelled' | 'stale' | TierRedriveOutcome;
+
+type RedriveDeps = { store: TaskStore; queues: QueueClient; config: SchedulerConfig; now?: () => Date };
+
+/** Decide and act on one dead letter, worker or tier; the caller deletes it afterwards. */
+export async function handleDeadLetter(deps: RedriveDeps, body: unknown): Promise<DeadLetterOutcome> {
+  if (isTierMessage(body)) return redriveTierDeadLetter(deps, body);
+  const task = await redriveDeadLetter(deps, body as WorkerMessage);
+  if (!task) return 'stale';
+  return task.state === 'QUEUED' ? 'retried' : task.state === 'FAILED' ? 'failed' : 'cancelled';
+}
+
+/** The dead-letter queues the drain empties: every worker and tier queue's. */
+export const DRAINED_DEAD_LETTER_QUEUES: readonly string[] = [...WORKER_QUEUES, ...TIER_QUEUES].map(
+  (queue) => queue.deadLetter!.id,
+);
+
+export interface DrainOptions {
+  readonly queueIds?: readonly string[];
+  /** Asked before each receive: stop receiving (a Lambda near its timeout). */
+  readonly outOfTime?: () => boolean;
+  /** Told how many dead letters a receive returned (the DeadLettered metric). */
+  readonly onReceived?: (queueId: string, count: number) => void;
+  readonly logger?: TaskLogger;
+}
+
+export interface DrainReport {
+  /** Dead letters received, handled or not. */
+  readonly received: number;
+  readonly outcomes: Partial<Record<DeadLetterOutcome, number>>;
+  /** Dead letters whose handling failed: left in their queue for the next drain. */
+  readonly errors: number;
+}
+
+/**
+ * Empty the dead-letter queues once: what the scheduled redrive Lambda runs every few minutes
+ * (no event source mapping polls them while idle). Each queue is read until a receive comes back
+ * empty; a dead letter is deleted only once handled, and one whose handling fails stays hidden
+ * for the rest of the run (its receive's visibility) and is tried again by the next drain. Long
+ * polls of 1 s: a short poll samples only some SQS servers and can answer empty while messages wait.
+ */
+export async function drainDeadLetters(deps: RedriveDeps, options: DrainOptions = {}): Promise<DrainReport> {
+  const outcomes: Partial<Record<DeadLetterOutcome, number>> = {};
+  let received = 0;
+  let errors = 0;
+  const drainQueue = async (queueId: string) => {
+    while (!options.outOfTime?.()) {
+      const messages = await deps.queues.receive<unknown>(queueId, {
+        waitSeconds: 1,
+        visibilitySeconds: DRAIN_VISIBILITY_SECONDS,
+      });
+      if (messages.length === 0) return;
+      received += messages.length;
+      options.onReceived?.(queueId, messages.length);
+      const handled: string[] = [];
+      for (const message of messages) {
+        try {
+          const outcome = await handleDeadLetter(deps, message.body);
+          outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+          handled.push(message.receiptHandle);
+        } catch (error) {
+          errors++;
+          options.logger?.warn('dead letter not handled; left for the next drain', {
+            queueId,
+            messageId: message.messageId,
+            error: String(error),
+          });
+        }
+      }
+      const refused = await deps.queues.delete(queueId, handled);
+      // Handled but not deleted: it comes back and is handled again, which is idempotent.
+      if (refused.length > 0) options.logger?.warn('dead letter delete refused', { queueId, failures: refused });
+    }
+  };
+  await Promise.all((options.queueIds ?? DRAINED_DEAD_LETTER_QUEUES).map(drainQueue));
+  return { received, outcomes, errors };
+}
+
+/** How long a drained dead letter stays hidden: longer than a drain runs (the Lambda's timeout). */
+export const DRAIN_VISIBILITY_SECONDS = 120;

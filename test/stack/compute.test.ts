@@ -6,6 +6,7 @@ import { EXAMPLE_RESOURCES_ENV } from '../../runtime/infra/example-resources.ts'
 import { ENV, QUEUES } from '../../runtime/infra/resources.ts';
 import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE } from '../../runtime/infra/telemetry.ts';
 import { defaultRegistry } from '../../runtime/task-types/index.ts';
+import { DRAIN_VISIBILITY_SECONDS, DRAINED_DEAD_LETTER_QUEUES } from '../../runtime/worker/redrive.ts';
 import { defaultConfigInput, logicalId, type Synthesized, synthesize } from './helpers.ts';
 
 let synth: Synthesized;
@@ -191,10 +192,7 @@ describe('Construct: LambdaWorkers', () => {
   it('keeps the queue visibility at least six times the function timeout', () => {
     const { template, stack } = synth;
     const resources = template.toJSON().Resources;
-    const pairs = [
-      [stack.lambdaWorkers.handler.function, stack.queues.get('worker-lambda').queue],
-      ...stack.queues.workers.map((worker) => [stack.redrive.handler.function, worker.deadLetterQueue!] as const),
-    ] as const;
+    const pairs = [[stack.lambdaWorkers.handler.function, stack.queues.get('worker-lambda').queue]] as const;
     for (const [fn, queue] of pairs) {
       const timeout = resources[logicalId(stack, fn)].Properties.Timeout as number;
       const visibility = resources[logicalId(stack, queue)].Properties.VisibilityTimeout as number;
@@ -234,14 +232,20 @@ describe('Example task types', () => {
 });
 
 describe('Construct: Redrive', () => {
-  it('drains each worker and tier dead-letter queue with partial batch responses', () => {
+  it('drains the worker and tier dead-letter queues on a schedule, with no event source mapping polling them', () => {
     const { template, stack } = synth;
-    for (const worker of [...stack.queues.workers, ...stack.queues.tiers]) {
-      template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
-        FunctionName: { Ref: logicalId(stack, stack.redrive.handler.function) },
-        EventSourceArn: { 'Fn::GetAtt': [logicalId(stack, worker.deadLetterQueue!), 'Arn'] },
-        FunctionResponseTypes: ['ReportBatchItemFailures'],
-      });
-    }
+    const redrive = logicalId(stack, stack.redrive.handler.function);
+    const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping'));
+    expect(mappings.filter((mapping) => JSON.stringify(mapping.Properties.FunctionName).includes(redrive))).toEqual([]);
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(5 minutes)',
+      Target: Match.objectLike({ Arn: { 'Fn::GetAtt': [redrive, 'Arn'] } }),
+    });
+    // Each drained message stays hidden longer than a drain can run, so none is handled twice at once.
+    const timeout = template.toJSON().Resources[redrive].Properties.Timeout as number;
+    expect(timeout).toBeLessThan(DRAIN_VISIBILITY_SECONDS);
+    expect(DRAINED_DEAD_LETTER_QUEUES).toEqual(
+      [...stack.queues.workers, ...stack.queues.tiers].map((queue) => queue.definition.deadLetter!.id),
+    );
   });
 });

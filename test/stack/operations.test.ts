@@ -58,8 +58,8 @@ describe('Construct: NightlySchedules', () => {
     // Act
     const { template } = synthesize({ config: { ...input, schedules: [...(input.schedules ?? []), schedule] } });
 
-    // Assess
-    template.resourceCountIs('AWS::Scheduler::Schedule', 3);
+    // Assess: the two configured, the scheduler's tick and the dead-letter drain.
+    template.resourceCountIs('AWS::Scheduler::Schedule', 4);
     template.hasResourceProperties('AWS::Scheduler::Schedule', {
       ScheduleExpression: 'cron(30 6 ? * MON *)',
       ScheduleExpressionTimezone: 'Europe/Paris',
@@ -70,8 +70,8 @@ describe('Construct: NightlySchedules', () => {
   it('creates no schedule machinery when the configuration has no schedules', () => {
     const { template, stack } = synthesize({ config: { ...defaultConfigInput(), schedules: [] } });
     expect(stack.schedules).toBeUndefined();
-    // Only the scheduler's one-minute tick remains.
-    template.resourceCountIs('AWS::Scheduler::Schedule', 1);
+    // Only the scheduler's one-minute tick and the dead-letter drain remain.
+    template.resourceCountIs('AWS::Scheduler::Schedule', 2);
   });
 });
 
@@ -173,18 +173,43 @@ describe('Construct: FargateWorkers', () => {
 });
 
 describe('Construct: Monitoring', () => {
-  it('alarms on every dead-letter queue, the oldest message per tier, scheduler errors and silence', () => {
+  it('alarms on dead letters, the drain, the oldest message per tier, scheduler errors and silence', () => {
     const { template, stack } = synth;
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm')).map(
       (alarm) => alarm.Properties as Record<string, unknown>,
     );
+    // Depth alarms only where no drain counts dead letters: the schedules' dead-letter queue.
     const deadLetterAlarms = alarms.filter((alarm) => alarm.MetricName === 'ApproximateNumberOfMessagesVisible');
-    // Worker and tier dead-letter queues, plus the schedules' one.
-    expect(deadLetterAlarms).toHaveLength(stack.queues.deadLetterQueues().length + 1);
-    for (const alarm of deadLetterAlarms) {
-      expect(alarm.Threshold).toBe(0);
-      expect(alarm.ComparisonOperator).toBe('GreaterThanThreshold');
-    }
+    expect(deadLetterAlarms).toEqual([
+      expect.objectContaining({
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+        Dimensions: [
+          {
+            Name: 'QueueName',
+            Value: { 'Fn::GetAtt': [logicalId(stack, stack.schedules!.deadLetterQueue), 'QueueName'] },
+          },
+        ],
+      }),
+    ]);
+    // The drain of the worker and tier dead-letter queues: it must succeed, and it must run.
+    const redrive = logicalId(stack, stack.redrive.handler.function);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: redrive } }],
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Invocations',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: redrive } }],
+      ComparisonOperator: 'LessThanThreshold',
+      Threshold: 1,
+      Period: 900,
+      TreatMissingData: 'breaching',
+    });
     // Oldest waiting per tier: the older of the scheduler's own age (held tasks, which SQS's
     // metric cannot see once received 3+ times) and the queue's oldest message.
     const ageAlarms = alarms.filter((alarm) =>
@@ -221,7 +246,7 @@ describe('Construct: Monitoring', () => {
       DatapointsToAlarm: 3,
     });
 
-    // The redrive function drains dead letters within seconds: their arrival is alarmed too.
+    // The drain counts each dead letter it receives: their arrival is alarmed.
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: METRICS_NAMESPACE,
       MetricName: METRIC.deadLettered,
@@ -239,13 +264,12 @@ describe('Construct: Monitoring', () => {
       EvaluationPeriods: 5,
       TreatMissingData: 'breaching',
     });
+    // Lambda's own Errors count every failed scheduler invocation, thrown, crashed or timed out.
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      AlarmDescription: Match.stringLikeRegexp('scheduler reported or crashed'),
-      Metrics: Match.arrayWith([
-        Match.objectLike({
-          MetricStat: Match.objectLike({ Metric: Match.objectLike({ MetricName: METRIC.schedulerErrors }) }),
-        }),
-      ]),
+      AlarmDescription: Match.stringLikeRegexp('Scheduler invocations failed'),
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(stack, stack.scheduler.handler.function) } }],
     });
   });
 

@@ -107,20 +107,20 @@ describe('Construct props are validated up front, with exact messages', () => {
     );
   });
 
-  it('Redrive: dead-letter visibility at least 6 × timeout', () => {
+  it('Redrive: a drain ends before its dead letters reappear, and runs every 1 to 60 whole minutes', () => {
     const { stack, tables, queues, runtime } = parts();
-    expect(
-      () =>
-        new Redrive(stack, 'A', {
-          runtime,
-          tasksTable: tables.tasks,
-          workerQueues: queues.workers,
-          tierQueues: queues.tiers,
-          completionsQueue: queues.completions,
-          timeout: Duration.seconds(10),
-        }),
-    ).toThrow(
-      'Redrive: dead-letter visibility timeout (30 s) must be at least 6 × the function timeout (6 × 10 s = 60 s)',
+    const base = {
+      runtime,
+      tasksTable: tables.tasks,
+      workerQueues: queues.workers,
+      tierQueues: queues.tiers,
+      completionsQueue: queues.completions,
+    };
+    expect(() => new Redrive(stack, 'A', { ...base, timeout: Duration.seconds(120) })).toThrow(
+      "Redrive: the timeout (120 s) must be shorter than a drained dead letter's visibility (120 s)",
+    );
+    expect(() => new Redrive(stack, 'B', { ...base, drainEvery: Duration.seconds(90) })).toThrow(
+      'Redrive: drainEvery must be a whole number of minutes from 1 to 60, got 1.5',
     );
   });
 
@@ -203,6 +203,7 @@ describe('Construct props are validated up front, with exact messages', () => {
           tierQueues: queues.tiers,
           workerQueues: queues.workers,
           deadLetterQueues: [],
+          redrive: { function: fn, every: Duration.minutes(5) },
           schedulerFunction: fn,
           workerFunction: fn,
           apiFunction: fn,
