@@ -88,6 +88,8 @@ export const DRAINED_DEAD_LETTER_QUEUES: readonly string[] = [...WORKER_QUEUES, 
 
 export interface DrainOptions {
   readonly queueIds?: readonly string[];
+  /** How long a received dead letter stays hidden (default DRAIN_VISIBILITY_SECONDS). */
+  readonly visibilitySeconds?: number;
   /** Asked before each receive: stop receiving (a Lambda near its timeout). */
   readonly outOfTime?: () => boolean;
   /** Told how many dead letters a receive returned (the DeadLettered metric). */
@@ -105,9 +107,9 @@ export interface DrainReport {
 
 /**
  * Empty the dead-letter queues once: what the scheduled redrive Lambda runs every few minutes
- * (no event source mapping polls them while idle). Each queue is read until a receive comes back
- * empty; a dead letter is deleted only once handled, and one whose handling fails stays hidden
- * for the rest of the run (its receive's visibility) and is tried again by the next drain. Long
+ * (no event source mapping polls them while idle). Each queue is read until a receive brings
+ * nothing new; a dead letter is deleted only once handled, and one whose handling fails is left
+ * (hidden by its receive's visibility, and not handled twice in one run) for the next drain. Long
  * polls of 1 s: a short poll samples only some SQS servers and can answer empty while messages wait.
  */
 export async function drainDeadLetters(deps: RedriveDeps, options: DrainOptions = {}): Promise<DrainReport> {
@@ -115,12 +117,17 @@ export async function drainDeadLetters(deps: RedriveDeps, options: DrainOptions 
   let received = 0;
   let errors = 0;
   const drainQueue = async (queueId: string) => {
+    // A dead letter left unhandled must not loop within one run should it reappear (short visibility).
+    const seen = new Set<string>();
     while (!options.outOfTime?.()) {
-      const messages = await deps.queues.receive<unknown>(queueId, {
-        waitSeconds: 1,
-        visibilitySeconds: DRAIN_VISIBILITY_SECONDS,
-      });
+      const messages = (
+        await deps.queues.receive<unknown>(queueId, {
+          waitSeconds: 1,
+          visibilitySeconds: options.visibilitySeconds ?? DRAIN_VISIBILITY_SECONDS,
+        })
+      ).filter((message) => !seen.has(message.messageId));
       if (messages.length === 0) return;
+      for (const message of messages) seen.add(message.messageId);
       received += messages.length;
       options.onReceived?.(queueId, messages.length);
       const handled: string[] = [];

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
 import { dispatch } from '../../runtime/core/lifecycle.ts';
+import { DRAINED_DEAD_LETTER_QUEUES, drainDeadLetters } from '../../runtime/worker/redrive.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;
@@ -42,4 +43,86 @@ describe('Function: startDeadLetterConsumer', () => {
     expect(logs).toContain('dead letter settled: task FAILED');
     expect(await services.queues.receive('worker-lambda-dlq', { waitSeconds: 0 })).toEqual([]);
   });
+});
+
+describe('Function: drainDeadLetters (the scheduled redrive Lambda)', () => {
+  // Its own queues: the consumer above, once stopped, can leave long polls open on the emulator
+  // that would still take messages sent here.
+  let drain: TestServices;
+  beforeAll(async () => {
+    drain = await startTestServices();
+  });
+  afterAll(async () => {
+    await drain.stop();
+  });
+
+  it('settles worker dead letters and announces tier ones again, emptying every dead-letter queue', async () => {
+    // Prepare: a dispatched attempt dead-lettered from its worker queue, and a QUEUED task whose
+    // tier message was dead-lettered.
+    const { task: worker } = await drain.tasks.submit({ tenantId: 'drain', type: 'demo.echo', maxAttempts: 1 });
+    const dispatched = await drain.store.apply(dispatch(worker, new Date(), 60));
+    const { task: waiting } = await drain.tasks.submit({ tenantId: 'drain', type: 'demo.echo', priority: 'low' });
+    await takeAll('tier-low'); // the submit's own announcement: only the redrive's counts below
+    await drain.queues.sendBatch('worker-lambda-dlq', [
+      {
+        Id: '0',
+        MessageBody: JSON.stringify({ taskId: worker.taskId, fence: dispatched.fence, tenantId: 'drain', type: 'x' }),
+      },
+    ]);
+    await drain.queues.sendBatch('tier-low-dlq', [
+      { Id: '0', MessageBody: JSON.stringify({ taskId: waiting.taskId, tenantId: 'drain', priority: 'low' }) },
+    ]);
+    const received: string[] = [];
+
+    // Act
+    const report = await drainDeadLetters(drain, {
+      onReceived: (queueId, count) => received.push(`${queueId}:${count}`),
+    });
+
+    // Assess: the attempt's only try is used up (FAILED); the waiting task is announced again.
+    expect(report).toEqual({ received: 2, outcomes: { failed: 1, announced: 1 }, errors: 0 });
+    expect(received.sort()).toEqual(['tier-low-dlq:1', 'worker-lambda-dlq:1']);
+    expect(await drain.store.get(worker.taskId)).toMatchObject({ state: 'FAILED', error: { name: 'DeadLettered' } });
+    expect(await takeAll('tier-low')).toEqual([waiting.taskId]);
+    for (const queueId of DRAINED_DEAD_LETTER_QUEUES) {
+      expect(await drain.queues.receive(queueId, { waitSeconds: 0 }), queueId).toEqual([]);
+    }
+  });
+
+  it('leaves a dead letter whose handling failed in its queue, and the next drain handles it', async () => {
+    // Prepare: a dead letter, and a store that cannot be read during the first drain.
+    const { task } = await drain.tasks.submit({ tenantId: 'drain-fail', type: 'demo.echo' });
+    await drain.queues.sendBatch('worker-fargate-dlq', [
+      { Id: '0', MessageBody: JSON.stringify({ taskId: task.taskId, fence: 7, tenantId: 'drain-fail', type: 'x' }) },
+    ]);
+    const unreachable = Object.create(drain.store, {
+      get: { value: () => Promise.reject(new Error('DynamoDB unreachable')) },
+    }) as typeof drain.store;
+    const warnings: string[] = [];
+    const options = { queueIds: ['worker-fargate-dlq'], visibilitySeconds: 1 };
+
+    // Act: one drain that fails, one after the dead letter's visibility lapsed.
+    const failed = await drainDeadLetters(
+      { ...drain, store: unreachable },
+      { ...options, logger: { info() {}, warn: (message) => warnings.push(message), error() {} } },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const next = await drainDeadLetters(drain, options);
+
+    // Assess: not deleted the first time; the second drain finds it stale (fence 7 never ran) and drops it.
+    expect(failed).toEqual({ received: 1, outcomes: {}, errors: 1 });
+    expect(warnings).toEqual(['dead letter not handled; left for the next drain']);
+    expect(next).toEqual({ received: 1, outcomes: { stale: 1 }, errors: 0 });
+    expect(await drain.queues.receive('worker-fargate-dlq', { waitSeconds: 0 })).toEqual([]);
+  });
+
+  /** Receive and delete what a queue holds now; the task ids. */
+  async function takeAll(queueId: string): Promise<string[]> {
+    const messages = await drain.queues.receive<{ taskId: string }>(queueId, { waitSeconds: 0 });
+    await drain.queues.delete(
+      queueId,
+      messages.map((message) => message.receiptHandle),
+    );
+    return messages.map((message) => message.body.taskId);
+  }
 });

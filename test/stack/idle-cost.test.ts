@@ -25,6 +25,11 @@ describe('Idle cost model', () => {
     for (const cost of [without, withDashboard]) {
       expect(line(cost, 'NAT gateways')).toBe(0);
       expect(line(cost, 'Fargate services running')).toBe(0);
+      // Only the worker queue is long-polled while idle; the dead-letter queues are drained on a schedule.
+      expect(cost.lines.map((l) => l.item)).toContain('SQS receives of idle Lambda event source mappings (1)');
+      expect(cost.lines.map((l) => l.item)).toContain(
+        'EventBridge Scheduler runs (43200 ticks, 8640 dead-letter drains)',
+      );
     }
-  });
+  }, 180_000); // two whole-stack synths
 });
