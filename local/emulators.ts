@@ -52,7 +52,9 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
   if (dynamoPath) mkdirSync(dynamoPath, { recursive: true });
   if (sqsPath) mkdirSync(sqsPath, { recursive: true });
   // dynalite's writes are not crash-atomic: after a kill, rebuild its indexes from the items.
-  const indexRepair = dynamoPath ? await prepareDynaliteStore(dynamoPath) : undefined;
+  // Also adds indexes defined since the store was written (dynalite cannot add one to a table).
+  const expectedTables = TABLES.map((table) => createTableInput(table, `${prefix}-${table.id}`));
+  const indexRepair = dynamoPath ? await prepareDynaliteStore(dynamoPath, expectedTables) : undefined;
 
   // createTableMs 0: tables are ACTIVE at once (dynalite simulates AWS's delay by default).
   const host = options.host ?? '127.0.0.1';

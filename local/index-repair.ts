@@ -58,16 +58,69 @@ export interface IndexRepairResult {
   readonly entriesFixed: number;
 }
 
+/** A table as the code now defines it: what a store written by an older version may lack. */
+export interface ExpectedTable {
+  readonly TableName?: string | undefined;
+  readonly AttributeDefinitions?: readonly { AttributeName?: string | undefined; AttributeType?: string | undefined }[];
+  readonly GlobalSecondaryIndexes?: readonly { IndexName?: string | undefined }[];
+}
+
 /**
- * Call before dynalite opens `path`. Rebuilds the indexes unless the last run shut down
- * cleanly, then clears the marker so that a crash from now on is detected next time.
+ * Call before dynalite opens `path`. Adds global secondary indexes the code defines and the
+ * stored tables lack (a store written before an index was added: dynalite cannot create an
+ * index on an existing table), then rebuilds the indexes unless the last run shut down cleanly
+ * and nothing was added, and clears the marker so that a crash from now on is detected next time.
  */
-export async function prepareDynaliteStore(path: string): Promise<IndexRepairResult | undefined> {
+export async function prepareDynaliteStore(
+  path: string,
+  expected: readonly ExpectedTable[] = [],
+): Promise<IndexRepairResult | undefined> {
   const cleanlyStopped = existsSync(marker(path));
   const empty = !existsSync(path) || readdirSync(path).filter((name) => name !== CLEAN_MARKER).length === 0;
-  const result = cleanlyStopped || empty ? undefined : await rebuildIndexes(path);
+  const added = empty ? 0 : await addMissingIndexes(path, expected);
+  const result = (cleanlyStopped && added === 0) || empty ? undefined : await rebuildIndexes(path);
   rmSync(marker(path), { force: true });
   return result;
+}
+
+/** Writes missing GSIs (and their key attributes) into the stored table descriptions. */
+async function addMissingIndexes(path: string, expected: readonly ExpectedTable[]): Promise<number> {
+  if (expected.length === 0) return 0;
+  const db = new Level<string, unknown>(path, { valueEncoding: 'json' });
+  await db.open();
+  try {
+    let added = 0;
+    for (const want of expected) {
+      const key = `${TABLE_PREFIX}${want.TableName}`;
+      const stored = (await db.get(key)) as (StoredTable & Record<string, unknown>) | undefined;
+      if (!stored) continue;
+      const indexes = [...((stored.GlobalSecondaryIndexes ?? []) as { IndexName?: string }[])];
+      const missing = (want.GlobalSecondaryIndexes ?? []).filter(
+        (index) => !indexes.some((have) => have.IndexName === index.IndexName),
+      );
+      if (missing.length === 0) continue;
+      const arn = typeof stored.TableArn === 'string' ? stored.TableArn : `table/${stored.TableName}`;
+      for (const index of missing) {
+        indexes.push({
+          ...index,
+          IndexArn: `${arn}/index/${index.IndexName}`,
+          IndexSizeBytes: 0,
+          ItemCount: 0,
+          IndexStatus: 'ACTIVE',
+          ProvisionedThroughput: { ReadCapacityUnits: 0, WriteCapacityUnits: 0, NumberOfDecreasesToday: 0 },
+        } as { IndexName?: string });
+      }
+      const attributes = [...((stored.AttributeDefinitions ?? []) as { AttributeName?: string }[])];
+      for (const attribute of want.AttributeDefinitions ?? []) {
+        if (!attributes.some((have) => have.AttributeName === attribute.AttributeName)) attributes.push(attribute);
+      }
+      await db.put(key, { ...stored, GlobalSecondaryIndexes: indexes, AttributeDefinitions: attributes });
+      added += missing.length;
+    }
+    return added;
+  } finally {
+    await db.close();
+  }
 }
 
 /** Call after dynalite has closed `path`: the indexes are consistent, the next start may trust them. */

@@ -153,4 +153,33 @@ describe('Function: prepareDynaliteStore (via startEmulators)', () => {
       await again.stop();
     }
   });
+
+  it('adds an index the code defines to a store written before it existed, built from the items', async () => {
+    // Prepare: a store with a QUEUED task, then made to look as an older version wrote it
+    // (no byTenantQueue in the table's description, no entries of it).
+    const dataDir = mkdtempSync(join(tmpdir(), 'index-add-'));
+    dirs.push(dataDir);
+    const first = await startTestServices({ dataDir });
+    const { task } = await first.tasks.submit({ tenantId: 'old-store', type: 'demo.echo', payload: {} });
+    await first.stop();
+    const db = new Level<string, unknown>(join(dataDir, 'dynamodb'), { valueEncoding: 'json' });
+    await db.open();
+    const table = (await db.get('table~scheduler-tasks')) as { GlobalSecondaryIndexes: { IndexName: string }[] };
+    table.GlobalSecondaryIndexes = table.GlobalSecondaryIndexes.filter((i) => i.IndexName !== 'byTenantQueue');
+    await db.put('table~scheduler-tasks', table);
+    const prefix = 'index-global~scheduler-tasks~byTenantQueue~';
+    for await (const key of db.keys({ gte: prefix, lt: `${prefix}\uffff` })) await db.del(key);
+    await db.close();
+
+    // Act
+    const services = await startTestServices({ dataDir });
+    try {
+      // Assess: the index exists again, with the queued task in it.
+      const due = await services.store.listDue('old-store', task.priority, Date.now(), 10);
+      expect(due.refs.map((ref) => ref.taskId)).toEqual([task.taskId]);
+      expect(services.emulators.indexRepair?.entriesFixed).toBeGreaterThanOrEqual(1);
+    } finally {
+      await services.stop();
+    }
+  });
 });
