@@ -313,10 +313,11 @@ export class Monitoring extends Construct {
   }
 
   /**
-   * A tier's oldest waiting task, whichever is older: one the scheduler holds (its own
-   * OldestWaitingSeconds, from agingFrom) or one still in the queue. SQS's
-   * ApproximateAgeOfOldestMessage alone cannot see messages received 3+ times, which held
-   * candidates are once the scheduler has renewed or restarted.
+   * A tier's oldest waiting task, whichever is older: the scheduler's own OldestWaitingSeconds
+   * (from `agingFrom`, over the intake's windows, which hold every active tenant-tier's oldest
+   * due task: docs/intake.md) or the oldest announcement not yet consumed. Since the intake
+   * deletes announcements within the tick, SQS's ApproximateAgeOfOldestMessage only says
+   * whether the scheduler is consuming; waiting work is in the task table, not the queue.
    */
   public oldestWaiting(tier: DefinedQueue, tierName: PriorityTier, period: Duration): cloudwatch.MathExpression {
     return new cloudwatch.MathExpression({

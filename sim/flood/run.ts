@@ -160,7 +160,7 @@ async function simulateFlood(
   );
   for (const { tenantId, atMs } of quietSubmits) setTimeout(() => track(submit(tenantId)), atMs - START_MS);
 
-  // --- The scheduler Lambda: a new invocation every minute, handing back before its timeout --
+  // --- The scheduler Lambda: a new invocation every minute, handing over before its timeout --
   const stop = new AbortController();
   let invocations = 0;
   let invocation: Promise<void> | undefined;
@@ -179,8 +179,11 @@ async function simulateFlood(
       createScheduler: () =>
         new Scheduler({ store: services.store, control: services.control, queues: services.queues, config }),
     }).then(
-      () => {
+      (end) => {
         invocation = undefined;
+        // Out of time with work possibly left, the handler hands over to a fresh invocation at
+        // once (runtime/handlers/scheduler.ts) rather than leave it to the next minute's tick.
+        if (end === 'stopped') invoke();
       },
       () => {
         invocation = undefined;
