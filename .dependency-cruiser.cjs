@@ -6,8 +6,8 @@
  * wrong-way dependency, even when it is erased from the JavaScript.
  */
 
-/** Everything that is not deployed: laptop runtime, client side, tools and tests. */
-const NOT_DEPLOYED = '^(local|client|sim|bench|test)/';
+/** Everything that is not deployed: laptop runtime, client side, tools, their reports and tests. */
+const NOT_DEPLOYED = '^(local|client|sim|bench|report|test)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -55,6 +55,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^client/dashboard/' },
       to: { path: '^local/' },
+    },
+    {
+      name: 'report-is-a-leaf',
+      comment:
+        'report/ (the table formatter and the SVG charts) is shared by the CLI, sim and bench: it imports none of them.',
+      severity: 'error',
+      from: { path: '^report/' },
+      to: { path: '^(runtime|local|client|sim|bench|lib|bin|test)/' },
     },
     {
       name: 'no-cycles-in-runtime',

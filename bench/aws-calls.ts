@@ -11,6 +11,7 @@
  * cost is for the Lambda pool; the same tasks on the Fargate pool are counted after it.
  */
 
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LAMBDA_WORKER } from '../runtime/infra/resources.ts';
 import { defaultStackIdleCost, printIdleCost } from './idle-cost.ts';
 import {
@@ -20,7 +21,6 @@ import {
   isMain,
   machineLoad,
   type SubmitSpec,
-  sleep,
   startCountedServer,
   submitAll,
   writeBarChart,

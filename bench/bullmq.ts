@@ -10,8 +10,10 @@
  * Pro feature), so its noisy-neighbour run is one shared queue. Our runtime uses fair-share with
  * agingSeconds 2 in the contention runs, so aging shows within a short run.
  */
+
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Job, Queue, QueueEvents, Worker } from 'bullmq';
 import { freePort } from '../local/free-port.ts';
 import {
@@ -24,13 +26,12 @@ import {
   percentile,
   ratio,
   type SubmitSpec,
-  sleep,
   startCountedServer,
   submit,
   submitAll,
+  textTable,
   writeBarChart,
 } from './lib.ts';
-import { table } from './local-e2e.ts';
 
 const TIER_PRIORITY = { critical: 1, high: 2, normal: 3, low: 4 } as const;
 
@@ -378,7 +379,7 @@ export async function runBullmqComparison(options: BenchOptions): Promise<Bullmq
       `Flood: ${flood.jobs.length - 10} high + 10 low jobs of 200 ms, 10 slots, high arriving at 1.5× capacity. Noisy: ${noisy.jobs.filter((j) => j.spec.tenantId === 'noisy').length} noisy + ${noisy.jobs.filter((j) => j.spec.tenantId !== 'noisy').length} quiet jobs of 200 ms, 10 slots (quiet demand ${fmt(100 * quietDemandShare, 1)} % of jobs).`,
     );
     console.log('BullMQ: priorities 1..4 for critical..low; no tenant fairness (groups are BullMQ Pro only).');
-    console.log(table(rows));
+    console.log(textTable(rows));
 
     writeBarChart('bullmq-contention.svg', 'Waits under contention, ms, one run (lower is better)', 'ms', [
       { label: 'flood low p99: ours', value: percentile(waits(oursFlood, isLow), 99) },

@@ -6,6 +6,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LocalServer, startLocalServer } from '../local/server.ts';
+import { type Bar, horizontalBarChart } from '../report/chart.ts';
+import { formatTable } from '../report/table.ts';
 import { type ConfigInput, parseConfig, type SchedulerConfig } from '../runtime/core/config.ts';
 import type { TaskLogger } from '../runtime/core/logger.ts';
 import { TASKS_TABLE } from '../runtime/infra/resources.ts';
@@ -170,8 +172,6 @@ export function ratio(ours: number, theirs: number): string {
   return `${(ours / theirs).toFixed(2)}×`;
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Load average and CPU count, printed with each run (the machine is shared). */
 export async function machineLoad(): Promise<string> {
   const os = await import('node:os');
@@ -179,43 +179,19 @@ export async function machineLoad(): Promise<string> {
   return `load avg ${fmt(one ?? 0, 2)} / ${fmt(five ?? 0, 2)} on ${os.availableParallelism()} cores`;
 }
 
-export interface Bar {
-  readonly label: string;
-  readonly value: number;
-  readonly color?: string;
-}
+export type { Bar };
 
-/** A horizontal bar chart as a standalone SVG under docs/bench/. */
-export function writeBarChart(file: string, title: string, unit: string, all: readonly Bar[]): string {
-  // A side that was not measured (NaN) is left out rather than drawn as an empty bar.
-  const bars = all.filter((bar) => Number.isFinite(bar.value));
-  const width = 640;
-  const rowHeight = 26;
-  const left = 230;
-  const top = 36;
-  const height = top + bars.length * rowHeight + 16;
-  const max = Math.max(...bars.map((b) => b.value), 1e-9);
-  const xml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-  const rows = bars.map((bar, i) => {
-    const y = top + i * rowHeight;
-    const w = Math.max(1, ((width - left - 90) * bar.value) / max);
-    return [
-      `<text x="${left - 8}" y="${y + 16}" text-anchor="end">${xml(bar.label)}</text>`,
-      `<rect x="${left}" y="${y + 3}" width="${w.toFixed(1)}" height="${rowHeight - 8}" fill="${bar.color ?? '#4c78a8'}"/>`,
-      `<text x="${(left + w + 6).toFixed(1)}" y="${y + 16}">${xml(`${fmt(bar.value, bar.value < 10 ? 2 : 0)} ${unit}`)}</text>`,
-    ].join('');
-  });
-  const svg = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
-    `<rect width="100%" height="100%" fill="white"/>`,
-    `<text x="10" y="20" font-size="14" font-weight="bold">${xml(title)}</text>`,
-    ...rows,
-    '</svg>',
-  ].join('\n');
+/** A horizontal bar chart (report/chart.ts) as a standalone SVG under docs/bench/. */
+export function writeBarChart(file: string, title: string, unit: string, bars: readonly Bar[]): string {
   mkdirSync(CHART_DIR, { recursive: true });
   const path = join(CHART_DIR, file);
-  writeFileSync(path, `${svg}\n`);
+  writeFileSync(path, `${horizontalBarChart(title, unit, bars)}\n`);
   return path;
+}
+
+/** Plain text columns, the first left-aligned and the figures right-aligned; the first row heads them. */
+export function textTable([headers = [], ...rows]: readonly (readonly string[])[]): string {
+  return formatTable(headers, rows, { align: (column) => (column === 0 ? 'left' : 'right') });
 }
 
 /** True when this module is the script node was started with. */

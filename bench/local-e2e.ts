@@ -10,7 +10,9 @@
  * PutItem (start) → PutItem (succeed) each → DeleteMessageBatch (worker). Three conditional
  * writes per task and no reads: the floor keeps every task in memory.
  */
+
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startEmulators } from '../local/emulators.ts';
 import type { ReceivedMessage, TierMessage, WorkerMessage } from '../runtime/adapters/queues.ts';
 import { buildServices } from '../runtime/app/wiring.ts';
@@ -27,10 +29,10 @@ import {
   percentile,
   ratio,
   type SubmitSpec,
-  sleep,
   startCountedServer,
   submit,
   submitAll,
+  textTable,
   writeBarChart,
 } from './lib.ts';
 import { CallCounter, type CallStat, formatCallTable } from './metering/call-counter.ts';
@@ -327,7 +329,7 @@ export async function runLocalE2E(options: BenchOptions): Promise<LocalE2EResult
     ['process CPU ms per task', fmt(o.cpuMsPerTask, 2), fmt(f.cpuMsPerTask, 2), ratio(o.cpuMsPerTask, f.cpuMsPerTask)],
     ['AWS calls per task', fmt(callsPerTask(o), 2), fmt(callsPerTask(f), 2), ratio(callsPerTask(o), callsPerTask(f))],
   ];
-  console.log(table(rows));
+  console.log(textTable(rows));
   console.log(
     '\nWhere the time goes, ours (per SDK operation: calls per task, mean latency, share of summed call time):',
   );
@@ -357,12 +359,5 @@ export async function runLocalE2E(options: BenchOptions): Promise<LocalE2EResult
 
 const callsPerTask = (phase: PhaseResult) =>
   [...phase.stats.values()].reduce((sum, s) => sum + s.count, 0) / phase.tasks;
-
-export function table(rows: readonly (readonly string[])[]): string {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows
-    .map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '))
-    .join('\n');
-}
 
 if (isMain(import.meta.url)) await runLocalE2E({ quick: process.argv.includes('--quick') });

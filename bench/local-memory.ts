@@ -21,16 +21,18 @@
  *   npm run bench -- local-memory [--quick] [--tasks N] [--step N] [--retention SECONDS] [--no-expiry] [--store-only]
  *   node --experimental-strip-types bench/local-memory.ts [same flags]
  */
+
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { startEmulators } from '../local/emulators.ts';
 import { startLocalRuntime } from '../local/runtime.ts';
 import { startTaskExpiry } from '../local/task-expiry.ts';
 import { buildServices, type Services } from '../runtime/app/wiring.ts';
 import { dispatch, start, succeed } from '../runtime/core/lifecycle.ts';
-import { type BenchOptions, benchConfig, fmt, isMain, machineLoad, silentLogger, sleep } from './lib.ts';
+import { type BenchOptions, benchConfig, fmt, isMain, machineLoad, silentLogger } from './lib.ts';
 
 const SUBMIT_CONCURRENCY = 16;
 /** Submitted but unfinished tasks at most: the bench measures retention, not a backlog. */

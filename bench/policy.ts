@@ -6,11 +6,12 @@
  *
  *   node bench/policy.ts [--quick]
  */
+
+import { formatTable } from '../report/table.ts';
 import { SchedulingPolicy } from '../runtime/core/policy/policy.ts';
 import type { Candidate } from '../runtime/core/policy/types.ts';
 import { PRIORITY_TIERS } from '../runtime/core/task.ts';
 import { Prng } from '../sim/prng.ts';
-import { table } from '../sim/report.ts';
 
 export interface PolicyBenchCase {
   readonly queued: number;
@@ -86,7 +87,7 @@ export function runPolicyBench(options: { quick: boolean }): PolicyBenchCase[] {
     c.ratio.toFixed(2),
   ]);
   process.stdout.write(
-    `### policy: fair-share decisions per second (release + add + next)\n\n${table(['queued', 'tenants', 'decisions/s', 'ratio vs smallest'], rows)}\n\n`,
+    `### policy: fair-share decisions per second (release + add + next)\n\n${formatTable(['queued', 'tenants', 'decisions/s', 'ratio vs smallest'], rows, { markdown: true })}\n\n`,
   );
   return cases;
 }

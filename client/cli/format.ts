@@ -2,6 +2,8 @@
  * Human-readable output of the command line: tasks, tenants, tables and bars. Pure functions
  * of the API's data; `--json` bypasses all of this.
  */
+
+import { formatTable } from '../../report/table.ts';
 import type { StoredTenantSettings, Task, TaskDetail, Tenant } from '../sdk/types.ts';
 
 export interface Style {
@@ -69,15 +71,8 @@ export function duration(seconds: number): string {
 }
 
 export function table(headers: readonly string[], rows: readonly (readonly string[])[], style: Style): string {
-  const widths = headers.map((header, i) =>
-    Math.max(visibleLength(header), ...rows.map((r) => visibleLength(r[i] ?? ''))),
-  );
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : pad(cell, widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [style.bold(line(headers)), ...rows.map(line)].join('\n');
+  const [head = '', ...body] = formatTable(headers, rows, { width: visibleLength }).split('\n');
+  return [style.bold(head), ...body].join('\n');
 }
 
 const json = (value: unknown) => JSON.stringify(value);

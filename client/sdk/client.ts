@@ -6,6 +6,7 @@
  *   const { taskId } = await client.submit({ tenantId: 'acme', type: 'demo.sleep', payload: { ms: 100 } });
  *   const done = await client.waitFor(taskId);
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { TERMINAL_STATES } from '../../runtime/api/contract.ts';
 import {
   apiErrorFor,
@@ -219,7 +220,7 @@ export class SchedulerClient {
       if (TERMINAL_STATES.includes(last.state)) return last;
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new WaitTimeoutError(taskId, timeoutMs, last);
-      await sleep(Math.min(pollMs, remaining), options.signal);
+      await pause(Math.min(pollMs, remaining), options.signal);
     }
   }
 
@@ -276,14 +277,14 @@ export class SchedulerClient {
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         if (canRetry) {
-          await sleep(backoff(attempt), options.signal);
+          await pause(backoff(attempt), options.signal);
           continue;
         }
         throw new SchedulerConnectionError(this.endpoint, error);
       }
       if (canRetry && RETRYABLE_STATUSES.has(response.status)) {
         await response.body?.cancel();
-        await sleep(backoff(attempt), options.signal);
+        await pause(backoff(attempt), options.signal);
         continue;
       }
       const raw = await response.text();
@@ -333,20 +334,12 @@ function backoff(attempt: number): number {
   return 200 * 2 ** attempt * (0.5 + Math.random() / 2);
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+/** Waits `ms`; an abort rejects with the signal's reason, as fetch does (not Node's AbortError). */
+async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await sleep(ms, undefined, { signal });
+  } catch (error) {
+    signal?.throwIfAborted();
+    throw error;
+  }
 }

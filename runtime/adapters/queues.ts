@@ -12,6 +12,7 @@
  *   otherwise reported: a send throws `QueueBatchError`; a delete or visibility change returns
  *   them (the message only comes back, which every consumer tolerates).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type BatchResultErrorEntry,
   ChangeMessageVisibilityBatchCommand,
@@ -414,5 +415,3 @@ function parseMessage<T>(message: Message, receivedAtMs: number): ReceivedMessag
     return [];
   }
 }
-
-const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));

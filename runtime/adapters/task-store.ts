@@ -7,7 +7,9 @@
  * apply a write and lose its response; the SDK then retries it and the condition fails against
  * our own write. A refused or unanswered write whose token is in the stored item was ours.
  */
+
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
@@ -594,5 +596,3 @@ function decodeCursor(cursor: string, tenantId: string, state: TaskState | undef
   if (state ? record.tenantState !== `${tenantId}#${state}` : record.tenantId !== tenantId) throw invalid();
   return record;
 }
-
-const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));

@@ -1,10 +1,22 @@
 /**
- * Refusals that only the HTTP layer can make (routing, media type, size, authorization). They
- * extend SchedulerError so one mapping turns every refusal into `{ error: { code, message, details } }`.
+ * The HTTP edge of the typed errors: the status each core error answers with (the core knows
+ * codes, not HTTP), and the refusals only the HTTP layer can make (routing, media type, size,
+ * authorization). ApiError extends SchedulerError so one mapping turns every refusal into
+ * `{ error: { code, message, details } }`.
  */
-import { SchedulerError, ValidationError } from '../core/errors.ts';
+import {
+  ConcurrentUpdateError,
+  IdempotencyConflictError,
+  InvalidTransitionError,
+  SchedulerError,
+  SchedulerFencedError,
+  StaleAttemptError,
+  TaskNotFoundError,
+  ValidationError,
+} from '../core/errors.ts';
 
 export class ApiError extends SchedulerError {
+  readonly status: number;
   /** Extra response headers (e.g. `allow` on a 405). */
   readonly headers: Readonly<Record<string, string>>;
 
@@ -14,10 +26,32 @@ export class ApiError extends SchedulerError {
     message: string,
     options: { details?: unknown; headers?: Record<string, string> } = {},
   ) {
-    super(code, status, message, options.details === undefined ? undefined : { details: options.details });
+    super(code, message, options.details === undefined ? undefined : { details: options.details });
     this.name = 'ApiError';
+    this.status = status;
     this.headers = options.headers ?? {};
   }
+}
+
+/**
+ * The HTTP status a typed error answers with: 4xx for a refusal that changed nothing (bad input,
+ * unknown task, a state or write conflict), 500 for anything else (a configuration error
+ * included: the caller did nothing wrong).
+ */
+export function httpStatusOf(error: SchedulerError): number {
+  if (error instanceof ApiError) return error.status;
+  if (error instanceof ValidationError) return 400;
+  if (error instanceof TaskNotFoundError) return 404;
+  if (
+    error instanceof IdempotencyConflictError ||
+    error instanceof InvalidTransitionError ||
+    error instanceof StaleAttemptError ||
+    error instanceof ConcurrentUpdateError ||
+    error instanceof SchedulerFencedError
+  ) {
+    return 409;
+  }
+  return 500;
 }
 
 export const routeNotFound = (method: string, path: string): ApiError =>

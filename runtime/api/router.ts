@@ -13,7 +13,15 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { Services } from '../app/wiring.ts';
 import { SchedulerError } from '../core/errors.ts';
-import { ApiError, forbidden, invalidJson, invalidRequest, methodNotAllowed, routeNotFound } from './errors.ts';
+import {
+  ApiError,
+  forbidden,
+  httpStatusOf,
+  invalidJson,
+  invalidRequest,
+  methodNotAllowed,
+  routeNotFound,
+} from './errors.ts';
 import { jsonBody, parseWith, queryObject, requestMethod, requestPath } from './request.ts';
 import type { AnyRoute, ApiResponse } from './route.ts';
 import { API_ROUTES } from './routes.ts';
@@ -157,7 +165,8 @@ export function errorResult(
   event: APIGatewayProxyEventV2,
   logger: ApiLogger,
 ): APIGatewayProxyStructuredResultV2 {
-  if (error instanceof SchedulerError && error.status >= 400 && error.status < 500) {
+  const status = error instanceof SchedulerError ? httpStatusOf(error) : 500;
+  if (error instanceof SchedulerError && status < 500) {
     const body: ErrorResponse = {
       error: {
         code: error.code,
@@ -165,7 +174,7 @@ export function errorResult(
         ...(error.details === undefined ? {} : { details: error.details }),
       },
     };
-    return toResult({ status: error.status, body, ...(error instanceof ApiError ? { headers: error.headers } : {}) });
+    return toResult({ status, body, ...(error instanceof ApiError ? { headers: error.headers } : {}) });
   }
   const requestId = event.requestContext?.requestId;
   logger.error('Unhandled error in API request', {

@@ -1,6 +1,7 @@
 /**
  * Typed errors. Each carries the context a caller needs to act (the current item on a refused
- * write, the offending field on bad input). The API maps `code` + `status` straight to its
+ * write, the offending field on bad input). The domain knows codes, not HTTP: the API edge
+ * (runtime/api/errors.ts, httpStatusOf) turns each error class into a status and its
  * `{ error: { code, message, details } }` body.
  */
 import type { Task, TaskState } from './task.ts';
@@ -17,30 +18,27 @@ export interface TransitionPrecondition {
 export class SchedulerError extends Error {
   /** Stable machine-readable code, e.g. "task_not_found". */
   readonly code: string;
-  /** HTTP status the API answers with when this reaches a handler. */
-  readonly status: number;
   readonly details?: unknown;
 
-  constructor(code: string, status: number, message: string, options?: { details?: unknown; cause?: unknown }) {
+  constructor(code: string, message: string, options?: { details?: unknown; cause?: unknown }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SchedulerError';
     this.code = code;
-    this.status = status;
     this.details = options?.details;
   }
 }
 
 export class ConfigError extends SchedulerError {
   constructor(message: string, details: { problems: string[] }) {
-    super('invalid_config', 500, message, { details });
+    super('invalid_config', message, { details });
     this.name = 'ConfigError';
   }
 }
 
 /** The caller sent something we refuse. Nothing was written. */
 export class ValidationError extends SchedulerError {
-  constructor(code: string, message: string, details?: unknown, status = 400) {
-    super(code, status, message, { details });
+  constructor(code: string, message: string, details?: unknown) {
+    super(code, message, { details });
     this.name = 'ValidationError';
   }
 }
@@ -48,7 +46,7 @@ export class ValidationError extends SchedulerError {
 export class TaskNotFoundError extends SchedulerError {
   readonly taskId: string;
   constructor(taskId: string) {
-    super('task_not_found', 404, `No task with id ${taskId}`, { details: { taskId } });
+    super('task_not_found', `No task with id ${taskId}`, { details: { taskId } });
     this.name = 'TaskNotFoundError';
     this.taskId = taskId;
   }
@@ -67,7 +65,6 @@ export class IdempotencyConflictError extends SchedulerError {
   constructor(existing: Task) {
     super(
       'idempotency_key_reused',
-      409,
       `Idempotency key "${existing.idempotencyKey}" was already used for a different request (task ${existing.taskId})`,
       { details: { taskId: existing.taskId } },
     );
@@ -85,7 +82,7 @@ export class InvalidTransitionError extends SchedulerError {
   readonly transition: string;
   readonly current: Task;
   constructor(transition: string, current: Task, reason: string) {
-    super('invalid_state', 409, `Cannot ${transition} task ${current.taskId} in state ${current.state}: ${reason}`, {
+    super('invalid_state', `Cannot ${transition} task ${current.taskId} in state ${current.state}: ${reason}`, {
       details: { taskId: current.taskId, state: current.state, transition },
     });
     this.name = 'InvalidTransitionError';
@@ -105,7 +102,6 @@ export class StaleAttemptError extends SchedulerError {
   constructor(taskId: string, fence: number, current: Task | undefined) {
     super(
       'stale_attempt',
-      409,
       `Attempt with fence ${fence} of task ${taskId} is no longer current` +
         (current ? ` (now ${current.state}, fence ${current.fence})` : ' (task gone)'),
       { details: { taskId, fence, currentFence: current?.fence, currentState: current?.state } },
@@ -126,7 +122,7 @@ export class ConcurrentUpdateError extends SchedulerError {
   readonly expected: TransitionPrecondition;
   readonly current: Task | undefined;
   constructor(taskId: string, expected: TransitionPrecondition, current: Task | undefined) {
-    super('concurrent_update', 409, `Task ${taskId} changed concurrently; expected ${JSON.stringify(expected)}`, {
+    super('concurrent_update', `Task ${taskId} changed concurrently; expected ${JSON.stringify(expected)}`, {
       details: { taskId, currentState: current?.state, currentVersion: current?.version },
     });
     this.name = 'ConcurrentUpdateError';
@@ -147,7 +143,6 @@ export class SchedulerFencedError extends SchedulerError {
   constructor(taskId: string, epoch: number, currentEpoch: number) {
     super(
       'scheduler_fenced',
-      409,
       `Scheduler epoch ${epoch} is deposed: task ${taskId} was written by epoch ${currentEpoch}`,
       { details: { taskId, epoch, currentEpoch } },
     );

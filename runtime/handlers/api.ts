@@ -1,17 +1,16 @@
 /**
- * The API Lambda behind API Gateway (HTTP API, payload 2.0). Thin: module-scope services and
- * logger, the shared router, one structured log line per request.
+ * The API Lambda behind API Gateway (HTTP API, payload 2.0). Thin: module-scope services, the
+ * execution environment's one logger (observability.ts), the shared router, one structured log
+ * line per request.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { callerIdentity, createCallerAuthorizer } from '../api/authorization.ts';
 import { requestMethod, requestPath } from '../api/request.ts';
 import { createApiRouter } from '../api/router.ts';
 import { servicesFromEnvironment } from '../app/wiring.ts';
-import { DEFAULT_SERVICE_NAME, METRIC } from '../infra/telemetry.ts';
-import { metrics } from './observability.ts';
+import { METRIC } from '../infra/telemetry.ts';
+import { logger, metrics } from './observability.ts';
 
-const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME ?? DEFAULT_SERVICE_NAME });
 const services = servicesFromEnvironment();
 const { callers, allowAnyCaller } = services.config.deploy;
 const authorize = createCallerAuthorizer(callers, { allowAnyCaller });

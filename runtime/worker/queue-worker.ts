@@ -10,6 +10,7 @@
  * back a message whose task is already settled (dropped on receipt); a lost report only delays
  * the scheduler's freeing of the slot until it reconciles.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CompletionMessage, QueueClient, ReceivedMessage, WorkerMessage } from '../adapters/queues.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { MicroBatcher } from './micro-batcher.ts';
@@ -160,5 +161,3 @@ export class QueueWorker {
     }
   }
 }
-
-const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis));

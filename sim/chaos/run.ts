@@ -13,6 +13,7 @@
  * - Dead letters: the dead-letter consumer settling worker dead letters (redriveDeadLetter).
  * Every component has its own SDK clients whose transport loses responses and throttles.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -462,8 +463,6 @@ async function submitWithRetries(
   }
   return undefined;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function unmarshallTask(item: Record<string, Record<string, unknown>>): unknown {
   // biome-ignore lint/suspicious/noExplicitAny: wire-format attribute values.
