@@ -91,6 +91,8 @@ interface Table {
 /** One index entry: the item projected as the index projects it, and where it sorts. */
 interface IndexEntry {
   readonly sort: AttributeValue | undefined;
+  /** The sort key's string when code unit order is its byte order (no surrogates). */
+  readonly sortText: string | undefined;
   /** The item's table key (JSON), the last tie-break of the order. */
   readonly tableKey: string;
   readonly projected: AttributeMap;
@@ -114,8 +116,23 @@ interface PendingIndexWrite {
 
 const byIndexTime = (a: PendingIndexWrite, b: PendingIndexWrite) =>
   a.atMs < b.atMs || (a.atMs === b.atMs && a.seq < b.seq);
-const compareEntries = (a: IndexEntry, b: IndexEntry) =>
-  compareValues(a.sort, b.sort) || (a.tableKey < b.tableKey ? -1 : a.tableKey > b.tableKey ? 1 : 0);
+const compareEntries = (a: IndexEntry, b: IndexEntry) => {
+  if (a.sortText !== undefined && b.sortText !== undefined) {
+    if (a.sortText !== b.sortText) return a.sortText < b.sortText ? -1 : 1;
+  } else {
+    const bySort = compareValues(a.sort, b.sort);
+    if (bySort !== 0) return bySort;
+  }
+  return a.tableKey < b.tableKey ? -1 : a.tableKey > b.tableKey ? 1 : 0;
+};
+/** A string sort value that sorts by code units exactly as DynamoDB sorts its bytes. */
+const SURROGATE = /[\uD800-\uDFFF]/;
+const sortTextOf = (value: AttributeValue | undefined): string | undefined =>
+  value && typeof value.S === 'string' && !SURROGATE.test(value.S) ? value.S : undefined;
+
+/** Interning of stored values: strings and numbers up to this long, this many distinct ones. */
+const INTERN_MAX_CHARS = 40;
+const INTERN_LIMIT = 100_000;
 
 /** Parsed expressions by request text: the same condition is parsed once, not per call. */
 const PARSE_CACHE_LIMIT = 20_000;
@@ -131,6 +148,7 @@ export class InMemoryDynamoDb {
   /** Record applied writes in `writes` (the chaos driver turns it on for the tasks table). */
   recordTables = new Set<string>();
   #writeSeq = 0;
+  readonly #internedValues = new Map<string, AttributeValue>();
   readonly #parsed = new Map<string, Record<string, unknown>>();
 
   constructor(tables: readonly { name: string; definition: TableDefinition }[], behaviour: DynamoDbBehaviour) {
@@ -182,6 +200,12 @@ export class InMemoryDynamoDb {
     return items;
   }
 
+  /** The newest version of one item (what a consistent read sees), by its key attributes. */
+  item(tableName: string, key: AttributeMap): AttributeMap | undefined {
+    const table = this.#table(tableName);
+    return this.#latest(table, this.#keyOf(table, key));
+  }
+
   #table(name: unknown): Table {
     const table = this.#tables.get(String(name));
     if (!table) throw new DynamoDbError('ResourceNotFoundException', `Requested resource not found: Table: ${name}`);
@@ -209,14 +233,15 @@ export class InMemoryDynamoDb {
     ]);
     let parsed = this.#parsed.get(cacheKey);
     if (!parsed) {
-      parsed = { ...input };
-      const problem = validations.validateExpressions(parsed);
+      const data = { ...input };
+      const problem = validations.validateExpressions(data);
       if (problem) throw new DynamoDbError('ValidationException', problem);
+      const { _condition, _keyCondition, _filter, _projection, _updates } = data;
+      parsed = { _condition, _keyCondition, _filter, _projection, _updates };
       if (this.#parsed.size >= PARSE_CACHE_LIMIT) this.#parsed.clear();
       this.#parsed.set(cacheKey, parsed);
     }
-    const { _condition, _keyCondition, _filter, _projection, _updates } = parsed;
-    return { ...input, _condition, _keyCondition, _filter, _projection, _updates };
+    return { ...input, ...parsed };
   }
 
   #latest(table: Table, key: string): AttributeMap | undefined {
@@ -255,6 +280,31 @@ export class InMemoryDynamoDb {
     if (this.recordTables.has(table.name)) this.writes.push({ tableName: table.name, atMs: nowMs, item });
   }
 
+  /**
+   * The item to store: a new top-level map whose short scalar values are shared with earlier
+   * items that hold the same (state, tenant, timestamps…), so a million stored tasks fit in
+   * memory. Stored values are never modified (writes replace whole items; answers are
+   * serialised or unmarshalled, never handed out to be changed).
+   */
+  #interned(item: AttributeMap): AttributeMap {
+    const stored: AttributeMap = {};
+    for (const [name, value] of Object.entries(item)) {
+      const scalar = value.S ?? value.N;
+      if (typeof scalar !== 'string' || scalar.length > INTERN_MAX_CHARS) {
+        stored[name] = value;
+        continue;
+      }
+      const internKey = `${value.S === undefined ? 'N' : 'S'}${scalar}`;
+      let shared = this.#internedValues.get(internKey);
+      if (!shared) {
+        shared = value;
+        if (this.#internedValues.size < INTERN_LIMIT) this.#internedValues.set(internKey, value);
+      }
+      stored[name] = shared;
+    }
+    return stored;
+  }
+
   #conditionFails(data: Record<string, unknown>, existing: AttributeMap | undefined): boolean {
     return (
       data._condition !== undefined && !dynaliteDb.matchesExprFilter(existing ?? {}, expressionOf(data._condition))
@@ -278,7 +328,7 @@ export class InMemoryDynamoDb {
         returnOld ? { Item: existing } : {},
       );
     }
-    this.#write(table, key, structuredClone(item));
+    this.#write(table, key, this.#interned(item));
     return data.ReturnValues === 'ALL_OLD' && existing ? { Attributes: existing } : {};
   }
 
@@ -400,8 +450,10 @@ export class InMemoryDynamoDb {
       if (!item?.[definition.partitionKey] || (definition.sortKey && !item[definition.sortKey])) continue;
       const projected: AttributeMap = {};
       for (const name of index.projected) if (item[name] !== undefined) projected[name] = item[name];
+      const sort = definition.sortKey ? item[definition.sortKey] : undefined;
       const entry: IndexEntry = {
-        sort: definition.sortKey ? item[definition.sortKey] : undefined,
+        sort,
+        sortText: sortTextOf(sort),
         tableKey: write.key,
         projected,
       };
@@ -457,8 +509,10 @@ export class InMemoryDynamoDb {
     const inRange = (at: Cursor) => SortedList.order(at, first) >= 0 && SortedList.order(at, pastLast) < 0;
     const start = data.ExclusiveStartKey as AttributeMap | undefined;
     if (start) {
+      const startSort = definition.sortKey ? start[definition.sortKey] : undefined;
       const startEntry: IndexEntry = {
-        sort: definition.sortKey ? start[definition.sortKey] : undefined,
+        sort: startSort,
+        sortText: sortTextOf(startSort),
         tableKey: this.#keyOf(table, start),
         projected: start,
       };

@@ -62,7 +62,11 @@ export function installVirtualClock(options: { startMs: number; seed: number }):
   // of `import { randomBytes } from 'node:crypto'` too).
   const random = seededRandom(options.seed ^ 0x5eed);
   Math.random = random;
-  const seededBytes = (size: number) => Buffer.from(Array.from({ length: size }, () => Math.floor(random() * 256)));
+  const seededBytes = (size: number) => {
+    const bytes = Buffer.allocUnsafe(size);
+    for (let i = 0; i < size; i++) bytes[i] = Math.floor(random() * 256);
+    return bytes;
+  };
   Object.assign(crypto, {
     randomBytes: (size: number, callback?: (error: Error | null, bytes: Buffer) => void) => {
       const bytes = seededBytes(size);

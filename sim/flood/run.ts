@@ -22,6 +22,7 @@ import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { lambdaInvocationTiming, runSchedulerLoop } from '../../runtime/scheduler/scheduler-loop.ts';
 import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 import { QueueWorker } from '../../runtime/worker/queue-worker.ts';
+import { directClients } from '../aws/direct.ts';
 import { NO_TRANSPORT_FAULTS } from '../aws/faults.ts';
 import { installVirtualClock } from '../aws/virtual-clock.ts';
 import { SimulatedAws } from '../aws/world.ts';
@@ -75,8 +76,8 @@ const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
 const FLOOD = 'flood';
 const INVOCATION_EVERY_MS = 60_000;
 const LAMBDA_TIMEOUT_MS = 75_000;
-/** Flood submits in flight at once (the API's concurrency). */
-const SUBMIT_CONCURRENCY = 64;
+/** Backlog submits in flight at once while it is loaded. */
+const SEED_CONCURRENCY = 64;
 const silent: TaskLogger = { info() {}, warn() {}, error() {} };
 /** Wall time, taken before the virtual clock replaces `performance`. */
 const wallNow = performance.now.bind(performance);
@@ -138,27 +139,42 @@ async function simulateFlood(
     )
     .sort((a, b) => a.atMs - b.atMs);
 
-  // --- API: the flood first (as fast as the API takes it), then the quiet tenants ------------
+  // --- The backlog, already queued when the run starts: the production submit path -----------
+  // (TaskService.submit: the task item, its index entries, its tier message, whatever else
+  // submit writes), at the start instant, through clients that hand each command straight to
+  // the simulated account (sim/aws/direct.ts: no SDK middleware, no faults, none injected here
+  // anyway). The clock does not move while it loads.
+  const request = (tenantId: string) =>
+    ({ tenantId, type: 'sim.hold', payload: {}, priority: 'normal', runtime: 'lambda' }) as const;
+  const loader = buildServices({
+    config,
+    clients: directClients(world.dynamodb, world.sqs),
+    resources: world.resources,
+    registry,
+  });
+  let floodSubmitted = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(SEED_CONCURRENCY, options.tasks) }, async () => {
+      while (floodSubmitted < options.tasks) {
+        floodSubmitted++;
+        await loader.tasks.submit(request(FLOOD));
+      }
+    }),
+  );
+
+  // --- API: the quiet tenants keep submitting, through the SDK ---------------------------------
   const api = servicesFor('api');
   const pending = new Set<Promise<unknown>>();
   const track = (work: Promise<unknown>) => {
     pending.add(work);
     work.finally(() => pending.delete(work));
   };
-  const submit = (tenantId: string) =>
-    api.tasks.submit({ tenantId, type: 'sim.hold', payload: {}, priority: 'normal', runtime: 'lambda' });
-  let floodSubmitted = 0;
-  track(
-    Promise.all(
-      Array.from({ length: Math.min(SUBMIT_CONCURRENCY, options.tasks) }, async () => {
-        while (floodSubmitted < options.tasks) {
-          floodSubmitted++;
-          await submit(FLOOD);
-        }
-      }),
-    ),
-  );
-  for (const { tenantId, atMs } of quietSubmits) setTimeout(() => track(submit(tenantId)), atMs - START_MS);
+  const quietTaskIds: string[] = [];
+  const submitQuiet = async (tenantId: string) => {
+    const { task } = await api.tasks.submit(request(tenantId));
+    quietTaskIds.push(task.taskId);
+  };
+  for (const { tenantId, atMs } of quietSubmits) setTimeout(() => track(submitQuiet(tenantId)), atMs - START_MS);
 
   // --- The scheduler Lambda: a new invocation every minute, handing over before its timeout --
   const stop = new AbortController();
@@ -216,9 +232,7 @@ async function simulateFlood(
   const endMs = lastQuietMs + options.drainSeconds * 1000;
   const quietDispatched = () => {
     if (pending.size > 0 || Date.now() <= lastQuietMs) return false;
-    return world.dynamodb
-      .items(tasksTable)
-      .every((item) => item.tenantId?.S === FLOOD || item.dispatchedAt?.S !== undefined);
+    return quietTaskIds.every((taskId) => world.dynamodb.item(tasksTable, { taskId: { S: taskId } })?.dispatchedAt);
   };
   let done = false;
   const checker = setInterval(() => {
@@ -236,12 +250,12 @@ async function simulateFlood(
   let quietUndispatched = 0;
   let floodDispatched = 0;
   for (const raw of world.dynamodb.items(tasksTable)) {
-    // biome-ignore lint/suspicious/noExplicitAny: wire-format attribute values.
-    const item = unmarshall(raw as any) as { tenantId: string; submittedAt: string; dispatchedAt?: string };
-    if (item.tenantId === FLOOD) {
-      if (item.dispatchedAt) floodDispatched++;
+    if (raw.tenantId?.S === FLOOD) {
+      if (raw.dispatchedAt) floodDispatched++;
       continue;
     }
+    // biome-ignore lint/suspicious/noExplicitAny: wire-format attribute values.
+    const item = unmarshall(raw as any) as { tenantId: string; submittedAt: string; dispatchedAt?: string };
     if (!item.dispatchedAt) quietUndispatched++;
     const until = item.dispatchedAt ? Date.parse(item.dispatchedAt) : stoppedAtMs;
     quietWaitMs.push(until - Date.parse(item.submittedAt));
@@ -256,8 +270,9 @@ async function simulateFlood(
   const trace = new TraceBuilder(options.tasks + quietSubmits.length);
   const lambdaTask = { tier: 2, fargate: false, vcpu: 0, memoryMiB: 0, holdMs: options.holdMs };
   for (let i = 0; i < options.tasks; i++) trace.push({ tenant: 0, arriveMs: 0, ...lambdaTask });
+  const quietIndex = new Map(quietIds.map((tenantId, i) => [tenantId, i]));
   quietSubmits.forEach(({ tenantId, atMs }) => {
-    trace.push({ tenant: 1 + quietIds.indexOf(tenantId), arriveMs: atMs - START_MS, ...lambdaTask });
+    trace.push({ tenant: 1 + quietIndex.get(tenantId)!, arriveMs: atMs - START_MS, ...lambdaTask });
   });
   const tenantIds = [FLOOD, ...quietIds];
   const engineTrace = trace.build({

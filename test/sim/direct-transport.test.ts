@@ -1,0 +1,117 @@
+/**
+ * The flood loads its backlog through the production submit path on clients that skip the
+ * SDK's middleware (sim/aws/direct.ts). What they leave in the simulated account must be exactly
+ * what the same submits through the SDK leave, and refusals must reach the adapters as the
+ * SDK's typed exceptions.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { AwsClients } from '../../runtime/adapters/aws-clients.ts';
+import { buildServices } from '../../runtime/app/wiring.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { QUEUES, TABLES } from '../../runtime/infra/resources.ts';
+import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
+import { directClients } from '../../sim/aws/direct.ts';
+import { NO_TRANSPORT_FAULTS } from '../../sim/aws/faults.ts';
+import { installVirtualClock, type VirtualClock } from '../../sim/aws/virtual-clock.ts';
+import { SimulatedAws } from '../../sim/aws/world.ts';
+
+const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
+const config = parseConfig({ pools: { lambda: { concurrency: 5 }, fargate: { vcpu: 2, memoryMiB: 4096 } } }, 'test');
+const registry = new TaskTypeRegistry([
+  defineTaskType({
+    type: 'sim.hold',
+    description: 'Does nothing.',
+    payload: z.strictObject({}),
+    handler: async () => ({}),
+  }),
+]);
+const newWorld = () =>
+  new SimulatedAws({
+    seed: 9,
+    now: () => Date.now(),
+    indexLagMs: 0,
+    eventualLagMs: 0,
+    unprocessedRate: 0,
+    sqs: { duplicateDeliveryRate: 0, earlyRedeliveryRate: 0, shortPollMissRate: 0, batchEntryFailureRate: 0 },
+  });
+
+/** Everything the account holds: every table's items and every queue's messages. */
+const stateOf = (world: SimulatedAws) => ({
+  tables: TABLES.map((table) => world.dynamodb.items(`sim-${table.id}`)),
+  queues: QUEUES.map((queue) => world.sqs.pending(queue.id)),
+  sends: world.sqs.sends,
+});
+
+let clock: VirtualClock | undefined;
+afterEach(() => {
+  clock?.uninstall();
+  clock = undefined;
+});
+
+/** Submit through the production TaskService on the given clients, with a fresh seeded clock. */
+async function submitAll(clientsFor: (world: SimulatedAws) => AwsClients, tenants: readonly string[]) {
+  clock = installVirtualClock({ startMs: START_MS, seed: 4 });
+  const world = newWorld();
+  const services = buildServices({ config, clients: clientsFor(world), resources: world.resources, registry });
+  let done = false;
+  const work = (async () => {
+    for (const [i, tenantId] of tenants.entries()) {
+      // Every fourth is a repeat of one of two idempotent requests (a refused write, then a read).
+      await services.tasks.submit(
+        i % 4 === 0
+          ? { tenantId: 'flood', type: 'sim.hold', payload: {}, idempotencyKey: `key-${i % 8}` }
+          : { tenantId, type: 'sim.hold', payload: {}, priority: i % 3 === 0 ? 'high' : 'normal' },
+      );
+    }
+  })().finally(() => {
+    done = true;
+  });
+  // The clock stands still (the backlog is queued at one instant); timers due now still fire.
+  while (!done) await clock.runUntil(START_MS, () => done);
+  await work;
+  const state = stateOf(world);
+  clock.uninstall();
+  clock = undefined;
+  return state;
+}
+
+describe('Direct clients (the flood backlog loader)', () => {
+  it('leave exactly the state the SDK path leaves for the same production submits', async () => {
+    // Prepare: repeats of idempotency keys take the refused-write path (a typed exception, a read).
+    const tenants = Array.from({ length: 40 }, (_, i) => (i % 5 === 0 ? `quiet-${i}` : 'flood'));
+
+    // Act
+    const viaSdk = await submitAll((world) => world.component('api', NO_TRANSPORT_FAULTS).clients, tenants);
+    const direct = await submitAll((world) => directClients(world.dynamodb, world.sqs), tenants);
+
+    // Assess
+    expect(viaSdk.tables[0]!.length).toBe(32);
+    expect(direct).toEqual(viaSdk);
+  });
+
+  it('raise the SDK typed exception for a refused condition, with the item when asked', async () => {
+    // Prepare
+    const world = newWorld();
+    const { documents } = directClients(world.dynamodb, world.sqs);
+    const put = () =>
+      documents.send(
+        new PutCommand({
+          TableName: 'sim-tasks',
+          Item: { taskId: 't-1', tenantId: 'a' },
+          ConditionExpression: 'attribute_not_exists(taskId)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+    await put();
+
+    // Act
+    const refused = await put().catch((error: unknown) => error);
+
+    // Assess
+    expect(refused).toBeInstanceOf(ConditionalCheckFailedException);
+    expect((refused as ConditionalCheckFailedException).Item).toEqual({ taskId: { S: 't-1' }, tenantId: { S: 'a' } });
+  });
+});
