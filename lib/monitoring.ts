@@ -98,7 +98,7 @@ export class Monitoring extends Construct {
     }
     // The redrive drain empties the worker and tier dead-letter queues every few minutes and
     // counts each dead letter it receives (DeadLettered; again on every drain while one cannot be
-    // handled). Two more alarms make sure the drain itself runs and succeeds, so the queues need
+    // handled, so the alarm fires again every drain). Two more alarms make sure the drain itself runs and succeeds, so the queues need
     // no depth alarm each.
     alarms.push(
       this.metric(METRIC.deadLettered).createAlarm(this, 'DeadLettersArriving', {
