@@ -1,5 +1,5 @@
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type CliIo, runCli } from '../../client/cli/run.ts';
 import { startEmulators } from '../../local/emulators.ts';
 import type { LocalServer } from '../../local/server.ts';
@@ -254,15 +254,15 @@ describe('Function: runCli', () => {
           }),
         );
 
+        // The AWS settings reach the SDK's default chain through the process environment, as a user's would.
+        vi.stubEnv('AWS_ENDPOINT_URL_SQS', emulators.sqsUrl);
+        vi.stubEnv('AWS_REGION', 'us-east-1');
+        vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
+        vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+
         // Act
         const run = await cli(['redrive', '--queues', 'tier-normal', '--json'], {
-          env: {
-            QUEUE_URLS: JSON.stringify(emulators.queueUrls),
-            AWS_ENDPOINT_URL_SQS: emulators.sqsUrl,
-            AWS_REGION: 'us-east-1',
-            AWS_ACCESS_KEY_ID: 'local',
-            AWS_SECRET_ACCESS_KEY: 'local',
-          },
+          env: { QUEUE_URLS: JSON.stringify(emulators.queueUrls) },
         });
 
         // Assess
@@ -271,6 +271,7 @@ describe('Function: runCli', () => {
         const report = JSON.parse(run.stdout) as { mode: string; queues: { sourceQueueId: string; errors: number }[] };
         expect(report).toMatchObject({ mode: 'move', queues: [{ sourceQueueId: 'tier-normal', errors: 0 }] });
       } finally {
+        vi.unstubAllEnvs();
         await emulators.stop();
       }
     });

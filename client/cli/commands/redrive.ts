@@ -1,0 +1,162 @@
+/**
+ * `tasks redrive`: the dead-letter queues, directly with AWS credentials (deployed) or on the
+ * emulators of a running `npm start` (local), through the same code as the redrive Lambda.
+ */
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { RUNTIME_FILE, type RuntimeDescription } from '../../../local/runtime-file.ts';
+import { createAwsClients, localEndpoints } from '../../../runtime/adapters/aws-clients.ts';
+import { buildServices, configFromEnvironment, resourcesFromEnvironment } from '../../../runtime/app/wiring.ts';
+import { ENV } from '../../../runtime/infra/resources.ts';
+import { type RedriveReport, redriveDeadLetters } from '../../../runtime/ops/redrive.ts';
+import {
+  type Command,
+  type CommandContext,
+  integer,
+  noPositionals,
+  oneOf,
+  optional,
+  str,
+  UsageError,
+} from '../command.ts';
+
+export const redriveCommand: Command = {
+  summary: 'Redrive the dead-letter queues (operators, with AWS credentials)',
+  usage: 'tasks redrive [--mode move|settle] [--queues ID,ID] [--limit N]',
+  help: `Works on the queues (and, to settle, the tables) directly with your AWS credentials, not
+through the HTTP API. It reads the resource names the stack sets on every function:
+  QUEUE_URLS          JSON object, queue id -> URL (required)
+  TASKS_TABLE, CONTROL_TABLE, SCHEDULER_CONFIG_JSON or SCHEDULER_CONFIG   (--mode settle)
+Copy them from any of the stack's functions (aws lambda get-function-configuration).
+AWS credentials, region and endpoints: the SDK's default chain, as for the aws CLI.
+Without QUEUE_URLS it works on the local runtime (npm start) running on DATA_DIR (default
+.data): it reads the emulators' addresses from DATA_DIR/runtime.json.
+
+Options:
+  --mode move     put dead letters back on their source queue (default); stale ones are
+                  skipped by their fence when received again
+  --mode settle   decide each worker dead letter now: a retry, or FAILED with the last error
+  --queues a,b    source queue ids (default: every queue with a dead-letter queue)
+  --limit N       stop after N messages per queue`,
+  options: {
+    mode: { type: 'string' },
+    queues: { type: 'string' },
+    limit: { type: 'string' },
+  },
+  async run(ctx) {
+    noPositionals(ctx);
+    const mode = (oneOf(ctx, 'mode', ['move', 'settle']) ?? 'move') as 'move' | 'settle';
+    const limit = integer(ctx, 'limit', 1);
+    const env = ctx.io.env ?? process.env;
+    if (!env[ENV.queueUrls]) {
+      const local = readLocalRuntime(env);
+      if (local) return redriveLocal(ctx, local, mode, limit);
+    }
+    const missing = [ENV.queueUrls, ...(mode === 'settle' ? [ENV.tasksTable, ENV.controlTable] : [])].filter(
+      (name) => !env[name],
+    );
+    if (missing.length > 0) {
+      throw new UsageError(
+        `Set ${missing.join(', ')} for a deployed stack (see "tasks redrive --help"), or run it beside npm start (no local runtime found at ${localRuntimeFile(env)})`,
+        ctx.name,
+      );
+    }
+    let queueUrls: Record<string, string>;
+    try {
+      queueUrls = JSON.parse(env[ENV.queueUrls]!) as Record<string, string>;
+    } catch {
+      throw new UsageError(`${ENV.queueUrls} must be a JSON object of queue id -> URL`, ctx.name);
+    }
+    // Credentials, region and endpoints come from the SDK's default chain (AWS_PROFILE, SSO,
+    // AWS_REGION, AWS_ENDPOINT_URL_SQS, …), as for the aws CLI; --region overrides the region.
+    const clients = createAwsClients(optional('region', str(ctx, 'region')));
+    const services =
+      mode === 'settle'
+        ? buildServices({ config: configFromEnvironment(env), clients, resources: resourcesFromEnvironment(env) })
+        : undefined;
+    return redriveAndReport(ctx, { sqs: clients.sqs, queueUrls, mode, limit, services });
+  },
+};
+
+function formatRedrive(report: RedriveReport): string {
+  if (report.queues.length === 0) return 'No dead-letter queues to redrive.';
+  return report.queues
+    .map((queue) => {
+      const what =
+        queue.method === 'message-move-task'
+          ? `SQS move task started (${queue.taskHandle ?? 'no handle'})`
+          : queue.method === 'settle'
+            ? `settled: ${queue.settled?.retried ?? 0} retried, ${queue.settled?.failed ?? 0} failed, ${queue.settled?.cancelled ?? 0} cancelled, ${queue.settled?.stale ?? 0} stale`
+            : `${queue.moved} moved back`;
+      return `${queue.deadLetterQueueId} -> ${queue.sourceQueueId}: ${what}${queue.errors > 0 ? `, ${queue.errors} left (errors)` : ''}`;
+    })
+    .join('\n');
+}
+
+/** What `npm start` wrote to DATA_DIR/runtime.json, when that process is still alive. */
+function readLocalRuntime(env: Readonly<Record<string, string | undefined>>): RuntimeDescription | undefined {
+  let description: RuntimeDescription;
+  try {
+    description = JSON.parse(readFileSync(localRuntimeFile(env), 'utf8')) as RuntimeDescription;
+  } catch {
+    return undefined;
+  }
+  try {
+    process.kill(description.pid, 0);
+  } catch {
+    return undefined; // left by a runtime that was killed
+  }
+  return description;
+}
+
+function localRuntimeFile(env: Readonly<Record<string, string | undefined>>): string {
+  return resolve(env.DATA_DIR || '.data', RUNTIME_FILE);
+}
+
+/** Redrive (deployed or local alike), print the report; exit code 1 when a queue had errors. */
+async function redriveAndReport(
+  ctx: CommandContext,
+  input: {
+    sqs: ReturnType<typeof createAwsClients>['sqs'];
+    queueUrls: Record<string, string>;
+    mode: 'move' | 'settle';
+    limit: number | undefined;
+    services: ReturnType<typeof buildServices> | undefined;
+  },
+): Promise<number> {
+  const { services } = input;
+  const report = await redriveDeadLetters({
+    sqs: input.sqs,
+    queueUrls: input.queueUrls,
+    mode: input.mode,
+    ...optional('queueIds', str(ctx, 'queues')?.split(',').filter(Boolean)),
+    ...optional('limit', input.limit),
+    ...(services ? { store: services.store, queues: services.queues, config: services.config } : {}),
+  });
+  ctx.print(report, () => formatRedrive(report));
+  return report.queues.some((queue) => queue.errors > 0) ? 1 : 0;
+}
+
+async function redriveLocal(
+  ctx: CommandContext,
+  local: RuntimeDescription,
+  mode: 'move' | 'settle',
+  limit: number | undefined,
+): Promise<number> {
+  const clients = createAwsClients(localEndpoints(local.endpoints.dynamodb, local.endpoints.sqs));
+  try {
+    const services =
+      mode === 'settle'
+        ? buildServices({
+            config: local.config,
+            clients,
+            resources: { tables: local.tables, queueUrls: local.queueUrls },
+          })
+        : undefined;
+    return await redriveAndReport(ctx, { sqs: clients.sqs, queueUrls: local.queueUrls, mode, limit, services });
+  } finally {
+    clients.dynamodb.destroy();
+    clients.sqs.destroy();
+    clients.s3.destroy();
+  }
+}
