@@ -14,6 +14,8 @@ beside the same trace through the engine alone.
   --tasks N      the flooding tenant's queued tasks (default ${DEFAULT_FLOOD.tasks})
   --tenants M    quiet tenants, ${DEFAULT_FLOOD.tasksPerQuietTenant} tasks each over ${DEFAULT_FLOOD.quietSeconds} s (default ${DEFAULT_FLOOD.quietTenants})
   --seed S       PRNG seed (default 1)
+  --transport T  direct (default): commands go straight to the simulated account; sdk: through
+                 the full AWS SDK stack (slower; the backlog is loaded directly either way)
   --json         print one JSON object
   -h, --help     this help
 `;
@@ -25,6 +27,7 @@ export async function runFloodCommand(argv: readonly string[]): Promise<number> 
       tasks: { type: 'string' },
       tenants: { type: 'string' },
       seed: { type: 'string' },
+      transport: { type: 'string', default: DEFAULT_FLOOD.transport },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -40,8 +43,10 @@ export async function runFloodCommand(argv: readonly string[]): Promise<number> 
       throw new Error(`--${name} must be an integer in 1..${max}`);
     return parsed;
   };
+  if (values.transport !== 'direct' && values.transport !== 'sdk') throw new Error('--transport must be direct or sdk');
   const result = await runFlood({
     ...DEFAULT_FLOOD,
+    transport: values.transport,
     tasks: int(values.tasks, 'tasks', DEFAULT_FLOOD.tasks, 1_000_000),
     quietTenants: int(values.tenants, 'tenants', DEFAULT_FLOOD.quietTenants, 10_000),
     seed: int(values.seed, 'seed', 1, 2 ** 31),

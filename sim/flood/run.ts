@@ -43,6 +43,13 @@ export interface FloodOptions {
   readonly lambdaConcurrency: number;
   /** The run stops this long after the last quiet submit, whatever is still waiting. */
   readonly drainSeconds: number;
+  /**
+   * How the API, scheduler and workers reach the simulated account during the run: `sdk`, the
+   * full AWS SDK stack over the in-memory transport (as the chaos runs), or `direct`, commands
+   * handed straight to the account (sim/aws/direct.ts; no faults are injected in this scenario,
+   * so the SDK's retries have nothing to do). The backlog is loaded directly either way.
+   */
+  readonly transport: 'sdk' | 'direct';
   /** Called with the simulated account once the run stops (tests check the figures against it). */
   readonly inspect?: (world: SimulatedAws) => void;
 }
@@ -55,6 +62,7 @@ export const DEFAULT_FLOOD: Omit<FloodOptions, 'seed'> = {
   holdMs: 1000,
   lambdaConcurrency: 50,
   drainSeconds: 3600,
+  transport: 'direct',
 };
 
 export interface FloodResult {
@@ -123,7 +131,10 @@ async function simulateFlood(
   const servicesFor = (name: string): Services =>
     buildServices({
       config,
-      clients: world.component(name, NO_TRANSPORT_FAULTS).clients,
+      clients:
+        options.transport === 'direct'
+          ? directClients(world.dynamodb, world.sqs)
+          : world.component(name, NO_TRANSPORT_FAULTS).clients,
       resources: world.resources,
       registry,
     });
