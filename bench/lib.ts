@@ -129,6 +129,8 @@ export interface TaskTimes {
   readonly waitMs: number;
   readonly startedAtMs: number;
   readonly submittedAtMs: number;
+  /** When the scheduler dispatched the attempt that started (NaN if the record has none). */
+  readonly dispatchedAtMs: number;
 }
 
 /** The API's view of each task (after the measured window, so these reads are not counted). */
@@ -151,6 +153,7 @@ export async function fetchTimes(url: string, taskIds: readonly string[], concur
           waitMs: startedAtMs - submittedAtMs,
           startedAtMs,
           submittedAtMs,
+          dispatchedAtMs: task.dispatchedAt ? Date.parse(task.dispatchedAt) : Number.NaN,
         });
       }
     }),

@@ -3,10 +3,11 @@
  * ratios measured within one run, never timed assertions in tests.
  *
  *   npm run bench [-- --quick]
- *   npm run bench -- <name> [--quick]   (one bench; `local-memory` runs only when named)
+ *   npm run bench -- <name> [--quick]   (one bench; `local-memory` and `intake-live` run only when named)
  */
 import { runAwsCalls } from './aws-calls.ts';
 import { runBullmqComparison } from './bullmq.ts';
+import { runIntakeLive } from './intake-live.ts';
 import { runLocalE2E } from './local-e2e.ts';
 import { runLocalMemory } from './local-memory.ts';
 import { runPolicyBench } from './policy.ts';
@@ -22,6 +23,7 @@ const BENCHES: {
   { name: 'aws-calls', run: runAwsCalls },
   { name: 'bullmq', run: runBullmqComparison },
   { name: 'local-memory', run: runLocalMemory, onlyWhenNamed: true },
+  { name: 'intake-live', run: runIntakeLive, onlyWhenNamed: true },
 ];
 
 const quick = process.argv.includes('--quick');
