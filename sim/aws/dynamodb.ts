@@ -96,6 +96,8 @@ interface IndexEntry {
   /** The item's table key (JSON), the last tie-break of the order. */
   readonly tableKey: string;
   readonly projected: AttributeMap;
+  /** Its size as a page counts it, once computed (entries never change). */
+  bytes?: number;
 }
 
 interface IndexState {
@@ -502,7 +504,7 @@ export class InMemoryDynamoDb {
     if (!partition) return empty;
 
     // Where each entry lies against the sort-key condition: below it, in it, or above it.
-    const { below, above } = sortRange(sortCondition);
+    const { below, above, exact } = sortRange(sortCondition);
     const first = partition.firstWhere((entry) => !below(entry.sort));
     const pastLast = partition.firstWhere((entry) => above(entry.sort));
     let cursor = forward ? first : partition.step(pastLast, false);
@@ -532,13 +534,15 @@ export class InMemoryDynamoDb {
     let more = false;
     for (; inRange(cursor); cursor = partition.step(cursor, forward)) {
       const entry = partition.at(cursor)!;
-      if (!dynaliteDb.matchesExprFilter(entry.projected, keyCondition)) continue;
+      // In range is a match when the range is exact; otherwise the condition decides.
+      if (!exact && !dynaliteDb.matchesExprFilter(entry.projected, keyCondition)) continue;
       if (evaluated.length >= limit || bytes >= MAX_PAGE_BYTES) {
         more = true;
         break;
       }
       evaluated.push(entry.projected);
-      bytes += dynaliteDb.itemSize(entry.projected);
+      entry.bytes ??= dynaliteDb.itemSize(entry.projected);
+      bytes += entry.bytes;
       last = entry.projected;
     }
     return this.#pageResult(table, definition, evaluated, more, last, data);
@@ -612,35 +616,41 @@ const expressionOf = (parsed: unknown): Expression => (parsed as { expression: E
 function sortRange(condition: Expression | undefined): {
   below: (value: AttributeValue | undefined) => boolean;
   above: (value: AttributeValue | undefined) => boolean;
+  /** Every entry between below and above matches (no need to evaluate the condition). */
+  exact: boolean;
 } {
   const never = () => false;
-  if (!condition) return { below: never, above: never };
+  if (!condition) return { below: never, above: never, exact: true };
   const [, bound, upper] = condition.args as [unknown, AttributeValue, AttributeValue | undefined];
   const cmp = (value: AttributeValue | undefined, to: AttributeValue) => compareValues(value, to);
   switch (condition.type) {
     case '=':
-      return { below: (v) => cmp(v, bound) < 0, above: (v) => cmp(v, bound) > 0 };
+      return { below: (v) => cmp(v, bound) < 0, above: (v) => cmp(v, bound) > 0, exact: true };
     case '<':
-      return { below: never, above: (v) => cmp(v, bound) >= 0 };
+      return { below: never, above: (v) => cmp(v, bound) >= 0, exact: true };
     case '<=':
-      return { below: never, above: (v) => cmp(v, bound) > 0 };
+      return { below: never, above: (v) => cmp(v, bound) > 0, exact: true };
     case '>':
-      return { below: (v) => cmp(v, bound) <= 0, above: never };
+      return { below: (v) => cmp(v, bound) <= 0, above: never, exact: true };
     case '>=':
-      return { below: (v) => cmp(v, bound) < 0, above: never };
+      return { below: (v) => cmp(v, bound) < 0, above: never, exact: true };
     case 'between':
-      return { below: (v) => cmp(v, bound) < 0, above: (v) => cmp(v, upper!) > 0 };
+      return { below: (v) => cmp(v, bound) < 0, above: (v) => cmp(v, upper!) > 0, exact: true };
     case 'function':
       if (condition.name === 'begins_with') {
         const prefix = bound;
         const starts = (v: AttributeValue | undefined) =>
           v !== undefined && 'S' in v && 'S' in prefix && String(v.S).startsWith(String(prefix.S));
-        return { below: (v) => cmp(v, prefix) < 0, above: (v) => cmp(v, prefix) > 0 && !starts(v) };
+        return {
+          below: (v) => cmp(v, prefix) < 0,
+          above: (v) => cmp(v, prefix) > 0 && !starts(v),
+          exact: 'S' in prefix,
+        };
       }
       break;
   }
   // Anything else: no narrowing; the key condition is still checked on every entry.
-  return { below: never, above: never };
+  return { below: never, above: never, exact: false };
 }
 
 /** DynamoDB's order of scalar key values: numbers numerically, strings and binaries by bytes. */
