@@ -2,7 +2,9 @@
  * npm run sim -- flood [--tasks N] [--tenants M] [--seed S] [--json]
  * The flood scenario on the production front end (sim/flood/run.ts).
  */
+import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
+import { getHeapStatistics } from 'node:v8';
 import { DEFAULT_FLOOD, runFlood } from './run.ts';
 
 const HELP = `Usage: npm run sim -- flood [options]
@@ -44,10 +46,22 @@ export async function runFloodCommand(argv: readonly string[]): Promise<number> 
     return parsed;
   };
   if (values.transport !== 'direct' && values.transport !== 'sdk') throw new Error('--transport must be direct or sdk');
+  const tasks = int(values.tasks, 'tasks', DEFAULT_FLOOD.tasks, 1_000_000);
+  // A million queued tasks need more heap than Node's default (~4.5 GB here): run again with
+  // room for about 8 KB a task (what the simulated account holds per queued task, with margin).
+  const neededMiB = Math.ceil(1024 + (tasks * 8) / 1024);
+  if (getHeapStatistics().heap_size_limit < neededMiB * 1024 * 1024 && !process.env.SIM_FLOOD_HEAP_RAISED) {
+    const child = spawnSync(
+      process.execPath,
+      [...process.execArgv, `--max-old-space-size=${neededMiB}`, process.argv[1]!, 'flood', ...argv],
+      { stdio: 'inherit', env: { ...process.env, SIM_FLOOD_HEAP_RAISED: '1' } },
+    );
+    return child.status ?? 1;
+  }
   const result = await runFlood({
     ...DEFAULT_FLOOD,
     transport: values.transport,
-    tasks: int(values.tasks, 'tasks', DEFAULT_FLOOD.tasks, 1_000_000),
+    tasks,
     quietTenants: int(values.tenants, 'tenants', DEFAULT_FLOOD.quietTenants, 10_000),
     seed: int(values.seed, 'seed', 1, 2 ** 31),
   });
