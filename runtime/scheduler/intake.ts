@@ -30,6 +30,8 @@ import { tierQueue } from '../infra/resources.ts';
 const ANNOUNCEMENT_VISIBILITY_SECONDS = 30;
 /** How long the index is assumed to lag the table before an absence is believed (G). */
 export const INDEX_LAG_MS = 15_000;
+/** Receive batches (10 messages each) per tier and tick at most, while the tier keeps returning full ones. */
+const RECEIVE_ROUNDS = 10;
 /** Index reads issued per tick at most (a restart reads every registered tenant-tier once). */
 const QUERIES_PER_TICK = 32;
 
@@ -120,6 +122,25 @@ export class Intake {
     if (this.#arrived.length === 0 && waitOn.length > 0) await firstNonEmpty(waitOn);
     if (this.#arrived.length === 0) this.#throwReceiveError();
     const received = this.#arrived.splice(0);
+    // A tier that returned a full batch may hold more: drain it further this tick, so a burst of
+    // announcements ahead of other tenants' is consumed at up to RECEIVE_ROUNDS batches a tick.
+    let full = fullQueues(received);
+    for (let round = 1; round < RECEIVE_ROUNDS && full.length > 0; round++) {
+      const batches = await Promise.all(
+        full.map(async (queueId) =>
+          (
+            await this.#deps.queues.receive<TierMessage>(queueId, {
+              max: 10,
+              waitSeconds: 0,
+              visibilitySeconds: ANNOUNCEMENT_VISIBILITY_SECONDS,
+            })
+          ).map((message) => ({ queueId, message })),
+        ),
+      );
+      const more = batches.flat();
+      received.push(...more);
+      full = fullQueues(more);
+    }
     if (received.length > 0) await this.#consume(received);
     return received.length;
   }
@@ -302,6 +323,12 @@ function isAnnouncement(body: unknown): body is TierMessage {
     typeof candidate.tenantId === 'string' &&
     PRIORITY_TIERS.includes(candidate.priority as PriorityTier)
   );
+}
+
+/** The queues that returned a full batch (10 messages) among `received`. */
+function fullQueues(received: readonly { queueId: string }[]): string[] {
+  const counts = Map.groupBy(received, ({ queueId }) => queueId);
+  return [...counts].filter(([, entries]) => entries.length >= 10).map(([queueId]) => queueId);
 }
 
 /** Resolves when one of the receives returned messages, or when all of them have ended. */
