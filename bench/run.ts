@@ -7,6 +7,7 @@
  */
 import { runAwsCalls } from './aws-calls.ts';
 import { runBullmqComparison } from './bullmq.ts';
+import { runFaultsLiveBench } from './faults-live.ts';
 import { runIntakeLive } from './intake-live.ts';
 import { runLocalE2E } from './local-e2e.ts';
 import { runLocalMemory } from './local-memory.ts';
@@ -24,6 +25,7 @@ const BENCHES: {
   { name: 'bullmq', run: runBullmqComparison },
   { name: 'local-memory', run: runLocalMemory, onlyWhenNamed: true },
   { name: 'intake-live', run: runIntakeLive, onlyWhenNamed: true },
+  { name: 'faults-live', run: runFaultsLiveBench, onlyWhenNamed: true },
 ];
 
 const quick = process.argv.includes('--quick');

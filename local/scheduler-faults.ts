@@ -60,12 +60,33 @@ export function schedulerFaultsFromEnvironment(env: NodeJS.ProcessEnv = process.
   return parsed.data;
 }
 
+/** What has been injected in this process so far (printed by the faults-live bench). */
+export interface InjectedFaults {
+  calls: number;
+  lostResponses: number;
+  throttled: number;
+  duplicateSends: number;
+  /** Index reads that left out a task written less than indexLagMs ago. */
+  laggedIndexReads: number;
+}
+
+const injected: InjectedFaults = { calls: 0, lostResponses: 0, throttled: 0, duplicateSends: 0, laggedIndexReads: 0 };
+
+export function injectedFaults(): Readonly<InjectedFaults> {
+  return { ...injected };
+}
+
 /** Clients to the emulators whose transport injects the faults. */
 export function faultyLocalClients(dynamodbUrl: string, sqsUrl: string, faults: SchedulerFaults): AwsClients {
   const random = seededRandom(faults.seed);
   const transport = new FaultyHandler(new EmulatorQuirks(new NodeHttpHandler(), faults, random), {
     random,
     faults: { lostResponseRate: faults.lostResponseRate, throttleRate: faults.throttleRate },
+    onCall: ({ outcome }) => {
+      injected.calls++;
+      if (outcome === 'lost') injected.lostResponses++;
+      if (outcome === 'throttled') injected.throttled++;
+    },
   });
   return createAwsClients({ ...localEndpoints(dynamodbUrl, sqsUrl), requestHandler: transport });
 }
@@ -102,6 +123,7 @@ class EmulatorQuirks implements RequestHandler {
     ) {
       const bytes = await drain(result.response);
       await this.#inner.handle(request.clone(), options).then(({ response }) => drain(response));
+      injected.duplicateSends++;
       return { response: { ...result.response, body: bytes } as HttpResponse };
     }
     if (lag > 0 && operation === 'Query' && result.response.statusCode === 200) {
@@ -119,8 +141,10 @@ class EmulatorQuirks implements RequestHandler {
     const nowMs = Date.now();
     for (const [taskId, atMs] of this.#writtenAt) if (nowMs - atMs > lagMs) this.#writtenAt.delete(taskId);
     if (body.Items) {
+      const before = body.Items.length;
       body.Items = body.Items.filter((item) => !this.#writtenAt.has(item[TASKS_TABLE.partitionKey]?.S ?? ''));
       body.Count = body.Items.length;
+      if (body.Count < before) injected.laggedIndexReads++;
     }
     const bytes = Buffer.from(JSON.stringify(body), 'utf8');
     const headers: Record<string, string> = { ...response.headers, 'content-length': String(bytes.length) };
