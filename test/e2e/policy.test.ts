@@ -16,18 +16,25 @@ interface Run {
   maxRunning: Map<string, number>;
 }
 let run: Run;
+/** Gated tasks running now, by tag: calling one ends that task (the test decides when). */
+const gates = new Map<string, () => void>();
 const work = defineTaskType({
   type: 'test.work',
-  description: 'Sleeps, recording its start and its tenant concurrency.',
-  payload: z.strictObject({ ms: z.number().int().min(0).max(5000), tag: z.string() }),
-  async handler({ ms, tag }, ctx) {
+  description: 'Sleeps (or, gated, runs until the test releases it), recording its start and its tenant concurrency.',
+  payload: z.strictObject({ ms: z.number().int().min(0).max(5000), tag: z.string(), gated: z.boolean().optional() }),
+  async handler({ ms, tag, gated }, ctx) {
     run.startedAt.set(tag, Date.now());
     const now = (run.running.get(ctx.tenantId) ?? 0) + 1;
     run.running.set(ctx.tenantId, now);
     run.maxRunning.set(ctx.tenantId, Math.max(now, run.maxRunning.get(ctx.tenantId) ?? 0));
     try {
-      await new Promise((resolve) => setTimeout(resolve, ms));
+      await new Promise<void>((resolve) => {
+        if (!gated) return void setTimeout(resolve, ms);
+        gates.set(tag, resolve);
+        ctx.signal.addEventListener('abort', () => resolve());
+      });
     } finally {
+      gates.delete(tag);
       run.running.set(ctx.tenantId, (run.running.get(ctx.tenantId) ?? 1) - 1);
     }
     return { tag };
@@ -36,6 +43,7 @@ const work = defineTaskType({
 
 let server: LocalServer | undefined;
 afterEach(async () => {
+  for (const release of gates.values()) release();
   await server?.stop();
   server = undefined;
 });
@@ -215,6 +223,68 @@ describe('Scheduling policy on the local runtime', () => {
     // pool drained for it instead of small work passing it for as long as it kept coming. (The
     // at-quota tenant's big task may go first once its Lambda task ends: it is older.)
     expect([...run.startedAt].some(([tag, at]) => tag.startsWith('s') && at > bigStarted)).toBe(true);
+  }, 120_000);
+
+  it("starts another tenant's whole-pool task while a tenant at quota holds a reserved one (issue 12 item 1)", async () => {
+    // Prepare: a Fargate pool of 4 vCPU kept full by gated 1-vCPU tasks that end only when the
+    // test releases them, so every step below happens in a known order. 'held' (quota 1) asks
+    // for the whole pool and is passed until the pool is reserved for it; then it fills its
+    // quota with a Lambda task that does not end. The engine before 34973db kept that
+    // reservation (suspended while 'held' is at quota), so small work backfilled every freed
+    // vCPU and 'big' never started; now a tenant at quota holds nothing and the pool drains
+    // for 'big'.
+    const s = await start({
+      policy: 'fair-share',
+      pools: { lambda: { concurrency: 4 }, fargate: { vcpu: 4, memoryMiB: 8192 } },
+      tenantDefaults: { weight: 1, maxConcurrency: 4 },
+      tenants: { held: { weight: 1, maxConcurrency: 1 } },
+      taskDefaults: { timeoutSeconds: 60, priority: 'normal', maxAttempts: 1, vcpu: 0.25, memoryMiB: 512 },
+    });
+    const fargate = (vcpu: number) => ({ runtime: 'fargate', resources: { vcpu, memoryMiB: 1024 } });
+    let smalls = 0;
+    const submitSmalls = async (n: number) => {
+      for (let i = 0; i < n; i++, smalls++) {
+        await submit(s, {
+          tenantId: smalls % 2 ? 'small-a' : 'small-b',
+          type: 'test.work',
+          payload: { ms: 0, tag: `s${smalls}`, gated: true },
+          ...fargate(1),
+        });
+      }
+    };
+    const smallsStarted = () => [...run.startedAt.keys()].filter((tag) => tag.startsWith('s')).length;
+    const runningSmalls = () => [...gates.keys()].filter((tag) => tag.startsWith('s'));
+    const reservedFor = () => s.runtime.scheduler()?.snapshot().queue?.fargate.heldForTaskId ?? null;
+    await submitSmalls(12);
+    await until(() => runningSmalls().length === 4, 30_000);
+    const heldBig = await submit(s, {
+      tenantId: 'held',
+      type: 'test.work',
+      payload: { ms: 0, tag: 'held-big' },
+      ...fargate(4),
+    });
+    // Free one vCPU at a time: each refill passes 'held-big', until the pool is reserved for it.
+    for (let i = 0; i < 20 && reservedFor() !== heldBig.taskId; i++) {
+      const startedBefore = smallsStarted();
+      gates.get(runningSmalls()[0]!)?.();
+      await until(() => smallsStarted() > startedBefore || reservedFor() === heldBig.taskId, 30_000);
+    }
+    expect(reservedFor()).toBe(heldBig.taskId);
+    await submit(s, { tenantId: 'held', type: 'test.work', payload: { ms: 0, tag: 'held-lambda', gated: true } });
+    await until(() => run.startedAt.has('held-lambda'), 30_000);
+
+    // Act: another tenant's whole-pool task; free the pool again and again while small work waits.
+    await submit(s, { tenantId: 'big', type: 'test.work', payload: { ms: 0, tag: 'big' }, ...fargate(4) });
+    await submitSmalls(40);
+    for (let round = 0; round < 12 && !run.startedAt.has('big'); round++) {
+      for (const tag of runningSmalls()) gates.get(tag)?.();
+      await until(() => run.startedAt.has('big') || runningSmalls().length > 0, 30_000);
+    }
+
+    // Assess: 'big' started while 'held' was still at quota and small work was still queued.
+    expect(run.startedAt.has('big')).toBe(true);
+    expect(run.startedAt.has('held-big')).toBe(false);
+    expect(smallsStarted()).toBeLessThan(smalls);
   }, 120_000);
 
   it('never runs more of a tenant at once than its quota, while others use the rest', async () => {
