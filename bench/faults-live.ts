@@ -24,7 +24,9 @@ import { type LocalServer, startLocalServer } from '../local/server.ts';
 import { parseConfig } from '../runtime/core/config.ts';
 import { seededRandom } from '../runtime/core/random.ts';
 import { defineTaskType, TaskTypeRegistry } from '../runtime/task-types/define.ts';
-import { type BenchOptions, isMain, sleep } from './lib.ts';
+import { type BenchOptions, isMain } from './lib.ts';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The value issue 10 and the README give. */
 export const DOCUMENTED_FAULTS =
