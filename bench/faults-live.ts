@@ -16,6 +16,7 @@
  * SCHEDULER_FAULTS from the environment is used when set, the issue's value otherwise. Prints
  * the figures; exits 1 (run directly) when a check fails.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ScanCommand, type ScanCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { consoleLogger } from '../local/console-logger.ts';
@@ -25,8 +26,6 @@ import { parseConfig } from '../runtime/core/config.ts';
 import { seededRandom } from '../runtime/core/random.ts';
 import { defineTaskType, TaskTypeRegistry } from '../runtime/task-types/define.ts';
 import { type BenchOptions, isMain } from './lib.ts';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The value issue 10 and the README give. */
 export const DOCUMENTED_FAULTS =
