@@ -13,8 +13,8 @@
  * of its starts beside the pool's pace, the most receives of any one tier-queue message (counted
  * by message id on the runtime's SQS client), and the wall time.
  *
- *   npm run bench -- intake-live [--quick]
- *   node --experimental-strip-types bench/intake-live.ts [--quick]
+ *   npm run bench -- intake-live [--quick] [--flood N] [--pool SLOTS] [--task-ms MS]
+ *   node --experimental-strip-types bench/intake-live.ts [same flags]
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -70,9 +70,13 @@ export interface IntakeLiveResult {
   /** The most ReceiveMessage deliveries of one tier-queue message. */
   readonly maxReceivesPerTierMessage: number;
   readonly tierMessagesReceived: number;
+  /** Tier receives that returned messages, their mean size, and announcements received per second over their span. */
+  readonly announcementReceives: { readonly calls: number; readonly meanMessages: number; readonly perSecond: number };
   /** Quiet submit (task record) → its announcement first received by the scheduler, ms. */
   readonly quietAnnouncementWaitMs: readonly number[];
   readonly wallSeconds: number;
+  /** CPU time of this process (runtime, emulators and the bench's own HTTP client), seconds. */
+  readonly cpuSeconds: number;
   /** Attempts that ended otherwise than SUCCEEDED (state and error), expected empty. */
   readonly notSucceeded: readonly string[];
 }
@@ -100,10 +104,14 @@ function tierReceiveCounter(tierQueueUrls: ReadonlySet<string>) {
   const receives = new Map<string, number>();
   /** When the task's announcement was first received (wall clock, ms), by taskId. */
   const firstReceivedMs = new Map<string, number>();
+  /** Tier receives that returned messages: wall clock (ms) and how many each returned. */
+  const nonEmptyReceives: { atMs: number; messages: number }[] = [];
   // biome-ignore lint/suspicious/noExplicitAny: the SDK's middleware generics differ per client.
   const middleware = (next: (args: any) => Promise<any>, context: any) => async (args: any) => {
     const result = await next(args);
     if (context.commandName === 'ReceiveMessageCommand' && tierQueueUrls.has(args.input?.QueueUrl)) {
+      const count = result.output?.Messages?.length ?? 0;
+      if (count > 0) nonEmptyReceives.push({ atMs: Date.now(), messages: count });
       for (const message of result.output?.Messages ?? []) {
         receives.set(message.MessageId, (receives.get(message.MessageId) ?? 0) + 1);
         const taskId = (JSON.parse(message.Body ?? '{}') as { taskId?: string }).taskId;
@@ -112,7 +120,7 @@ function tierReceiveCounter(tierQueueUrls: ReadonlySet<string>) {
     }
     return result;
   };
-  return { receives, firstReceivedMs, middleware };
+  return { receives, firstReceivedMs, nonEmptyReceives, middleware };
 }
 
 /** The run itself (also used, scaled down, by test/e2e/intake-live.test.ts). */
@@ -127,6 +135,7 @@ export async function runIntakeLiveOnce(options: IntakeLiveOptions): Promise<Int
   const notSucceeded: string[] = [];
   let onFinished: (() => void) | undefined;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const server = await startLocalServer({
     config: benchConfig({
       pools: { lambda: { concurrency: pool }, fargate: { vcpu: 16, memoryMiB: 32768 } },
@@ -189,6 +198,7 @@ export async function runIntakeLiveOnce(options: IntakeLiveOptions): Promise<Int
     );
     await allFinished;
     const wallSeconds = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
 
     const flood = await fetchTimes(url, floodIds);
     const quiet = await fetchTimes(url, quietIds);
@@ -199,6 +209,9 @@ export async function runIntakeLiveOnce(options: IntakeLiveOptions): Promise<Int
     const floodDrainPerSecond = ((to - from) * 1000) / (floodStarts[to]! - floodStarts[from]!);
     const lastFloodStart = floodStarts[floodStarts.length - 1]!;
     const receives = [...counter.receives.values()];
+    const calls = counter.nonEmptyReceives;
+    const announced = calls.reduce((sum, call) => sum + call.messages, 0);
+    const receiveSpanMs = calls.length > 1 ? calls[calls.length - 1]!.atMs - calls[0]!.atMs : Number.NaN;
     return {
       options,
       flood,
@@ -209,10 +222,16 @@ export async function runIntakeLiveOnce(options: IntakeLiveOptions): Promise<Int
       quietStartedAfterFlood: quiet.filter((t) => t.startedAtMs > lastFloodStart).length,
       maxReceivesPerTierMessage: receives.length === 0 ? 0 : Math.max(...receives),
       tierMessagesReceived: receives.length,
+      announcementReceives: {
+        calls: calls.length,
+        meanMessages: announced / calls.length,
+        perSecond: (announced * 1000) / receiveSpanMs,
+      },
       quietAnnouncementWaitMs: quiet.map(
         (t) => (counter.firstReceivedMs.get(t.taskId) ?? Number.NaN) - t.submittedAtMs,
       ),
       wallSeconds,
+      cpuSeconds: (cpu.user + cpu.system) / 1e6,
       notSucceeded,
     };
   } finally {
@@ -222,8 +241,19 @@ export async function runIntakeLiveOnce(options: IntakeLiveOptions): Promise<Int
   }
 }
 
+function argNumber(name: string): number | undefined {
+  const at = process.argv.indexOf(name);
+  return at === -1 ? undefined : Number(process.argv[at + 1]);
+}
+
 export async function runIntakeLive(options: BenchOptions): Promise<IntakeLiveResult> {
-  const shape = options.quick ? QUICK : FULL;
+  const base = options.quick ? QUICK : FULL;
+  const shape: IntakeLiveOptions = {
+    ...base,
+    floodTasks: argNumber('--flood') ?? base.floodTasks,
+    pool: argNumber('--pool') ?? base.pool,
+    taskMs: argNumber('--task-ms') ?? base.taskMs,
+  };
   const loadBefore = await machineLoad();
   console.log(
     `\n## Fair intake, live local stack: ${shape.floodTasks} tasks of tenant "${FLOOD_TENANT}" (maxConcurrency ${shape.pool * 5}) ahead of ${shape.quietTenants} quiet tenants × ${shape.quietTasksPerTenant} (maxConcurrency 10); demo.sleep ${shape.taskMs} ms on a Lambda pool of ${shape.pool} (${loadBefore})`,
@@ -260,8 +290,17 @@ export async function runIntakeLive(options: BenchOptions): Promise<IntakeLiveRe
     ['flood drain / pool pace', `${(result.floodDrainPerSecond / result.poolPacePerSecond).toFixed(2)}×`],
     ['flood first submit → last start, s', fmt(floodSpan, 1)],
     ['tier messages received', String(result.tierMessagesReceived)],
+    [
+      'tier receives returning messages: calls, mean messages',
+      `${result.announcementReceives.calls}, ${fmt(result.announcementReceives.meanMessages, 1)}`,
+    ],
+    ['announcements received per second (first to last)', fmt(result.announcementReceives.perSecond, 1)],
     ['max receives per tier message', String(result.maxReceivesPerTierMessage)],
     ['wall time, s', fmt(result.wallSeconds, 1)],
+    [
+      'process CPU, s (share of one core; ms per task)',
+      `${fmt(result.cpuSeconds, 1)} (${fmt(result.cpuSeconds / result.wallSeconds, 2)}; ${fmt((result.cpuSeconds * 1000) / (result.flood.length + result.quiet.length), 1)})`,
+    ],
   ];
   console.log(textTable(rows));
   if (result.notSucceeded.length > 0)
