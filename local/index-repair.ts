@@ -61,8 +61,10 @@ export interface IndexRepairResult {
 /** A table as the code now defines it: what a store written by an older version may lack. */
 export interface ExpectedTable {
   readonly TableName?: string | undefined;
-  readonly AttributeDefinitions?: readonly { AttributeName?: string | undefined; AttributeType?: string | undefined }[];
-  readonly GlobalSecondaryIndexes?: readonly { IndexName?: string | undefined }[];
+  readonly AttributeDefinitions?:
+    | readonly { AttributeName?: string | undefined; AttributeType?: string | undefined }[]
+    | undefined;
+  readonly GlobalSecondaryIndexes?: readonly { IndexName?: string | undefined }[] | undefined;
 }
 
 /**
@@ -110,7 +112,7 @@ async function addMissingIndexes(path: string, expected: readonly ExpectedTable[
           ProvisionedThroughput: { ReadCapacityUnits: 0, WriteCapacityUnits: 0, NumberOfDecreasesToday: 0 },
         } as { IndexName?: string });
       }
-      const attributes = [...((stored.AttributeDefinitions ?? []) as { AttributeName?: string }[])];
+      const attributes = [...((stored.AttributeDefinitions ?? []) as { AttributeName?: string | undefined }[])];
       for (const attribute of want.AttributeDefinitions ?? []) {
         if (!attributes.some((have) => have.AttributeName === attribute.AttributeName)) attributes.push(attribute);
       }

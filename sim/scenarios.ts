@@ -264,7 +264,11 @@ export const SCENARIOS: Record<string, Scenario> = {
 
 export const SCENARIO_NAMES = Object.keys(SCENARIOS);
 
-export function buildScenario(name: string, options: Partial<ScenarioOptions>): Trace {
+/** Options left out or `undefined` take the scenario's defaults. */
+export function buildScenario(
+  name: string,
+  options: { readonly [K in keyof ScenarioOptions]?: ScenarioOptions[K] | undefined },
+): Trace {
   const scenario = SCENARIOS[name];
   if (!scenario) throw new Error(`Unknown scenario "${name}". Known: ${SCENARIO_NAMES.join(', ')}`);
   return scenario.build({

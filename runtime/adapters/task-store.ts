@@ -147,9 +147,10 @@ export interface TaskPage {
 
 export interface ListTasksQuery {
   readonly tenantId: string;
-  readonly state?: TaskState;
+  /** Left out or `undefined`: every state. */
+  readonly state?: TaskState | undefined;
   readonly limit: number;
-  readonly cursor?: string;
+  readonly cursor?: string | undefined;
 }
 
 export type CreateResult = { created: true; task: Task } | { created: false; task: Task };

@@ -14,9 +14,9 @@ export interface ScheduledFiring {
     readonly tenantId: string;
     readonly type: string;
     readonly payload?: unknown;
-    readonly priority?: PriorityTier;
-    readonly timeoutSeconds?: number;
-    readonly maxAttempts?: number;
+    readonly priority?: PriorityTier | undefined;
+    readonly timeoutSeconds?: number | undefined;
+    readonly maxAttempts?: number | undefined;
   };
 }
 

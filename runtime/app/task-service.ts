@@ -28,20 +28,23 @@ import { LAMBDA_WORKER } from '../infra/resources.ts';
 import type { TaskTypeRegistry } from '../task-types/define.ts';
 import { explainWait, type WaitInfo } from './wait.ts';
 
-/** A submit request after schema validation (the API's zod schema produces exactly this). */
+/**
+ * A submit request after schema validation (the API's zod schema produces exactly this: a field
+ * left out of the body may come out as `undefined`, which means "take the default").
+ */
 export interface SubmitInput {
   readonly tenantId: string;
   readonly type: string;
   readonly payload?: unknown;
-  readonly priority?: PriorityTier;
-  readonly idempotencyKey?: string;
-  readonly resources?: { readonly vcpu?: number; readonly memoryMiB?: number };
-  readonly runtime?: Runtime;
-  readonly timeoutSeconds?: number;
-  readonly maxAttempts?: number;
-  readonly delaySeconds?: number;
+  readonly priority?: PriorityTier | undefined;
+  readonly idempotencyKey?: string | undefined;
+  readonly resources?: { readonly vcpu?: number | undefined; readonly memoryMiB?: number | undefined } | undefined;
+  readonly runtime?: Runtime | undefined;
+  readonly timeoutSeconds?: number | undefined;
+  readonly maxAttempts?: number | undefined;
+  readonly delaySeconds?: number | undefined;
   /** ISO 8601 instant. */
-  readonly runAt?: string;
+  readonly runAt?: string | undefined;
 }
 
 export interface SubmitResult {

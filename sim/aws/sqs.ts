@@ -71,7 +71,7 @@ interface StoredMessage {
   receipt?: { handle: string; atMs: number };
   deleted: boolean;
   /** Its entry in the queue's `hidden` heap while it is hidden; undefined while visible. */
-  hiddenEntry?: HiddenEntry;
+  hiddenEntry?: HiddenEntry | undefined;
 }
 
 /** A hidden message and when it becomes visible; stale once the message's `hiddenEntry` moves on. */

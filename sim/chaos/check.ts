@@ -29,7 +29,7 @@ export type Invariant =
 export interface Violation {
   readonly invariant: Invariant;
   readonly taskId?: string;
-  readonly tenantId?: string;
+  readonly tenantId?: string | undefined;
   /** Simulated seconds since the run started. */
   readonly atSeconds: number;
   readonly detail: string;

@@ -28,7 +28,8 @@ afterAll(async () => {
 
 const submitText = (body: string, contentType = 'application/json') =>
   api(apiEvent({ method: 'POST', path: '/v1/tasks', body, headers: { 'content-type': contentType } }));
-const codeOf = (result: { body?: string }) => (JSON.parse(result.body!) as { error: { code: string } }).error.code;
+const codeOf = (result: { body?: string | undefined }) =>
+  (JSON.parse(result.body!) as { error: { code: string } }).error.code;
 
 describe('Request encoding', () => {
   it('refuses a body that is not valid UTF-8 over HTTP with a coded 400, writing nothing', async () => {

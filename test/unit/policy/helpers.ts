@@ -62,7 +62,7 @@ export interface WorkItem {
   readonly delayMs: number;
   readonly holdMs: number;
   /** A Fargate task of this size (vCPU; memory scales with it), else a Lambda task. */
-  readonly fargateVcpu?: number;
+  readonly fargateVcpu?: number | undefined;
 }
 
 export interface DriveResult {
