@@ -51,10 +51,10 @@ async function main(): Promise<void> {
   const emulated = Boolean(dynamodb && s3);
   const clients = createAwsClients({
     region: values.region ?? env.AWS_REGION ?? 'us-east-1',
-    ...(dynamodb ? { dynamodb } : {}),
-    ...(s3 ? { s3 } : {}),
+    dynamodb,
+    s3,
     // Emulators accept any credentials; real ones still win when the environment has them.
-    ...(emulated && !env.AWS_ACCESS_KEY_ID ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    credentials: emulated && !env.AWS_ACCESS_KEY_ID ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined,
   });
   try {
     const names = exampleResourcesFromEnvironment(env) ?? (await ensureExampleResources(clients, values.prefix));

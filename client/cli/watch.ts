@@ -13,10 +13,10 @@ export const SHOW_CURSOR = '\x1b[?25h';
 export interface RenderOptions {
   readonly style: Style;
   /** Terminal width; lines are cut to fit. Undefined: not cut (output to a pipe or file). */
-  readonly columns?: number;
+  readonly columns?: number | undefined;
   readonly endpoint: string;
   /** Rows of recent tasks at most. */
-  readonly maxTasks?: number;
+  readonly maxTasks?: number | undefined;
 }
 
 export function renderStatus(status: SchedulerStatus, options: RenderOptions): string {
@@ -139,18 +139,18 @@ export async function watch(options: WatchOptions): Promise<number> {
       try {
         const status = await options.client.status(
           {
-            ...(options.recent === undefined ? {} : { recent: options.recent }),
-            ...(options.tenants ? { tenants: options.tenants } : {}),
+            recent: options.recent,
+            tenants: options.tenants,
           },
-          signal ? { signal } : {},
+          { signal },
         );
         frame = options.json
           ? JSON.stringify(status)
           : renderStatus(status, {
               style: options.render.style,
               endpoint: options.render.endpoint,
-              ...(options.render.maxTasks === undefined ? {} : { maxTasks: options.render.maxTasks }),
-              ...(options.render.columns ? { columns: options.render.columns() } : {}),
+              maxTasks: options.render.maxTasks,
+              columns: options.render.columns?.(),
             });
       } catch (error) {
         if (signal?.aborted) break;

@@ -31,7 +31,7 @@ export async function startDashboardProxy(options: {
     const recent = Number(url.searchParams.get('recent') ?? '5');
     const tenants = url.searchParams.get('tenants')?.split(',').filter(Boolean);
     options.client
-      .status({ recent: Number.isInteger(recent) ? recent : 5, ...(tenants ? { tenants } : {}) })
+      .status({ recent: Number.isInteger(recent) ? recent : 5, tenants })
       .then((status) => {
         response.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
         response.end(JSON.stringify(status));

@@ -53,14 +53,14 @@ export interface WaitForOptions {
   readonly timeoutMs?: number;
   /** Delay between reads. @default 500 */
   readonly pollMs?: number;
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface SubmitManyOptions {
   /** Requests in flight at once. @default 8 */
   readonly concurrency?: number;
   /** Stops starting new submits; those not started are reported as rejected with the abort reason. */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** One input's outcome, in input order. `created` is false when an idempotency key matched an earlier task. */
@@ -73,7 +73,7 @@ interface RequestOptions {
   readonly body?: unknown;
   /** Safe to send again when no answer (or a transient one) came back. */
   readonly repeatable: boolean;
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
 }
 
 const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
@@ -112,13 +112,13 @@ export class SchedulerClient {
       }
       this.#signer = new RequestSigner({
         region,
-        ...(options.credentials ? { credentials: options.credentials } : {}),
+        credentials: options.credentials,
       });
     }
   }
 
   /** Submit a task; resolves with it QUEUED (or, for a repeated idempotency key, the original task). */
-  async submit(input: SubmitTaskInput, options: { signal?: AbortSignal } = {}): Promise<Task> {
+  async submit(input: SubmitTaskInput, options: { signal?: AbortSignal | undefined } = {}): Promise<Task> {
     return (await this.#submit(input, options.signal)).task;
   }
 
@@ -148,19 +148,19 @@ export class SchedulerClient {
       body: input,
       // With a key the server answers a repeat with the original task, so a retry is harmless.
       repeatable: input.idempotencyKey !== undefined,
-      ...(signal ? { signal } : {}),
+      signal,
     });
     return { task: body, created: status === 202 };
   }
 
   /** The task and, while it is QUEUED, why it waits. Throws NotFoundError for an unknown id. */
-  async get(taskId: string, options: { signal?: AbortSignal } = {}): Promise<TaskDetail> {
+  async get(taskId: string, options: { signal?: AbortSignal | undefined } = {}): Promise<TaskDetail> {
     return (await this.#request<TaskDetail>('GET', `v1/tasks/${encodeURIComponent(taskId)}`, read(options.signal)))
       .body;
   }
 
   /** One page of a tenant's tasks, newest first. */
-  async listPage(query: ListTasksQuery, options: { signal?: AbortSignal } = {}): Promise<TaskPage> {
+  async listPage(query: ListTasksQuery, options: { signal?: AbortSignal | undefined } = {}): Promise<TaskPage> {
     return (
       await this.#request<TaskPage>('GET', 'v1/tasks', {
         ...read(options.signal),
@@ -170,36 +170,39 @@ export class SchedulerClient {
   }
 
   /** Every page, following `nextCursor` until the last. */
-  async *listPages(query: ListTasksQuery, options: { signal?: AbortSignal } = {}): AsyncGenerator<TaskPage> {
+  async *listPages(
+    query: ListTasksQuery,
+    options: { signal?: AbortSignal | undefined } = {},
+  ): AsyncGenerator<TaskPage> {
     let cursor = query.cursor;
     do {
-      const page = await this.listPage({ ...query, ...(cursor ? { cursor } : {}) }, options);
+      const page = await this.listPage({ ...query, cursor }, options);
       yield page;
       cursor = page.nextCursor;
     } while (cursor);
   }
 
   /** Every task of a tenant matching the filters, newest first, fetched page by page as iterated. */
-  async *list(query: ListTasksQuery, options: { signal?: AbortSignal } = {}): AsyncGenerator<Task> {
+  async *list(query: ListTasksQuery, options: { signal?: AbortSignal | undefined } = {}): AsyncGenerator<Task> {
     for await (const page of this.listPages(query, options)) yield* page.items;
   }
 
   /** Cancel a waiting task (CANCELLED), or ask a running one to stop (`cancelRequested`). */
-  async cancel(taskId: string, options: { signal?: AbortSignal } = {}): Promise<Task> {
+  async cancel(taskId: string, options: { signal?: AbortSignal | undefined } = {}): Promise<Task> {
     return (
       await this.#request<Task>('POST', `v1/tasks/${encodeURIComponent(taskId)}/cancel`, {
         repeatable: true,
-        ...(options.signal ? { signal: options.signal } : {}),
+        signal: options.signal,
       })
     ).body;
   }
 
   /** Queue a FAILED or CANCELLED task again with a fresh attempt budget. */
-  async retry(taskId: string, options: { signal?: AbortSignal } = {}): Promise<Task> {
+  async retry(taskId: string, options: { signal?: AbortSignal | undefined } = {}): Promise<Task> {
     return (
       await this.#request<Task>('POST', `v1/tasks/${encodeURIComponent(taskId)}/retry`, {
         repeatable: false,
-        ...(options.signal ? { signal: options.signal } : {}),
+        signal: options.signal,
       })
     ).body;
   }
@@ -216,7 +219,7 @@ export class SchedulerClient {
     let last: TaskDetail | undefined;
     for (;;) {
       options.signal?.throwIfAborted();
-      last = await this.get(taskId, options.signal ? { signal: options.signal } : {});
+      last = await this.get(taskId, { signal: options.signal });
       if (TERMINAL_STATES.includes(last.state)) return last;
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new WaitTimeoutError(taskId, timeoutMs, last);
@@ -225,7 +228,7 @@ export class SchedulerClient {
   }
 
   /** Effective settings (stored, configured or default), live counts and fair share. */
-  async getTenant(tenantId: string, options: { signal?: AbortSignal } = {}): Promise<Tenant> {
+  async getTenant(tenantId: string, options: { signal?: AbortSignal | undefined } = {}): Promise<Tenant> {
     return (await this.#request<Tenant>('GET', `v1/tenants/${encodeURIComponent(tenantId)}`, read(options.signal)))
       .body;
   }
@@ -234,21 +237,21 @@ export class SchedulerClient {
   async putTenant(
     tenantId: string,
     settings: TenantSettingsInput,
-    options: { signal?: AbortSignal } = {},
+    options: { signal?: AbortSignal | undefined } = {},
   ): Promise<StoredTenantSettings> {
     return (
       await this.#request<StoredTenantSettings>('PUT', `v1/tenants/${encodeURIComponent(tenantId)}`, {
         body: settings,
         repeatable: true,
-        ...(options.signal ? { signal: options.signal } : {}),
+        signal: options.signal,
       })
     ).body;
   }
 
   /** Tiers, pools, the busiest tenants and their newest tasks (what `tasks watch` and the dashboard show). */
   async status(
-    query: { recent?: number; tenants?: readonly string[] } = {},
-    options: { signal?: AbortSignal } = {},
+    query: { recent?: number | undefined; tenants?: readonly string[] | undefined } = {},
+    options: { signal?: AbortSignal | undefined } = {},
   ): Promise<SchedulerStatus> {
     return (
       await this.#request<SchedulerStatus>('GET', 'v1/status', {
@@ -258,7 +261,7 @@ export class SchedulerClient {
     ).body;
   }
 
-  async health(options: { signal?: AbortSignal } = {}): Promise<{ status: 'ok'; time: string }> {
+  async health(options: { signal?: AbortSignal | undefined } = {}): Promise<{ status: 'ok'; time: string }> {
     return (await this.#request<{ status: 'ok'; time: string }>('GET', 'health', read(options.signal))).body;
   }
 
@@ -313,20 +316,20 @@ export class SchedulerClient {
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
     };
     if (this.#signer) {
-      headers = await this.#signer.sign({ method, url, headers, ...(body === undefined ? {} : { body }) });
+      headers = await this.#signer.sign({ method, url, headers, body });
     }
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     return this.#fetch(url, {
       method,
       headers,
-      ...(body === undefined ? {} : { body }),
+      body: body ?? null,
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
   }
 }
 
 function read(signal: AbortSignal | undefined): RequestOptions {
-  return { repeatable: true, ...(signal ? { signal } : {}) };
+  return { repeatable: true, signal };
 }
 
 /** 200 ms, 400 ms, 800 ms … with jitter, so a fleet of clients does not retry in step. */

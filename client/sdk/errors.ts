@@ -112,7 +112,7 @@ export function apiErrorFor(status: number, body: unknown, request: string): Sch
     status,
     code: typeof error?.code === 'string' ? error.code : `http_${status}`,
     message,
-    ...(error?.details === undefined ? {} : { details: error.details }),
+    details: error?.details,
     request,
   };
   switch (status) {

@@ -22,7 +22,7 @@ export interface RequestToSign {
   readonly method: string;
   readonly url: URL;
   readonly headers: Readonly<Record<string, string>>;
-  readonly body?: string;
+  readonly body?: string | undefined;
 }
 
 /** Whether an endpoint is the local runtime (plain HTTP, no signature). */
@@ -39,7 +39,7 @@ export function regionOfEndpoint(url: URL): string | undefined {
 export class RequestSigner {
   readonly #signer: SignatureV4;
 
-  constructor(options: { region: string; credentials?: CredentialsOption }) {
+  constructor(options: { region: string; credentials?: CredentialsOption | undefined }) {
     this.#signer = new SignatureV4({
       service: SIGNING_SERVICE,
       region: options.region,
@@ -64,7 +64,7 @@ export class RequestSigner {
       query,
       // `host` is signed; fetch sends the same value itself (it may not be set by hand).
       headers: { ...request.headers, host: request.url.host },
-      ...(request.body === undefined ? {} : { body: request.body }),
+      body: request.body,
     });
     const { host: _host, ...headers } = signed.headers;
     return headers;

@@ -23,9 +23,9 @@ export type {
 /** Filters of `list`: the query of GET /v1/tasks, `limit` being the page size. */
 export interface ListTasksQuery {
   readonly tenantId: ListTasksQueryInput['tenantId'];
-  readonly state?: TaskState;
+  readonly state?: TaskState | undefined;
   /** Page size, 1–100 (the server's default when absent). */
-  readonly limit?: number;
+  readonly limit?: number | undefined;
   /** Start after this page (a previous page's `nextCursor`). */
-  readonly cursor?: string;
+  readonly cursor?: string | undefined;
 }

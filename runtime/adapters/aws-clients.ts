@@ -9,18 +9,19 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { HttpHandler } from '@smithy/core/protocols';
 
+/** Each field left out, `undefined` or empty: the SDK's default (environment, config files, AWS). */
 export interface AwsEndpoints {
-  readonly region?: string;
-  readonly dynamodb?: string;
-  readonly sqs?: string;
-  readonly s3?: string;
+  readonly region?: string | undefined;
+  readonly dynamodb?: string | undefined;
+  readonly sqs?: string | undefined;
+  readonly s3?: string | undefined;
   /** Static credentials for emulators, which accept anything. */
-  readonly credentials?: { accessKeyId: string; secretAccessKey: string };
+  readonly credentials?: { accessKeyId: string; secretAccessKey: string } | undefined;
   /**
    * Transport for DynamoDB and SQS instead of the SDK's default HTTP handler: the simulation's
    * in-memory AWS, or a fault-injecting wrapper (both sit below the SDK's retries).
    */
-  readonly requestHandler?: HttpHandler;
+  readonly requestHandler?: HttpHandler | undefined;
 }
 
 export interface AwsClients {

@@ -171,7 +171,7 @@ export function errorResult(
       error: {
         code: error.code,
         message: error.message,
-        ...(error.details === undefined ? {} : { details: error.details }),
+        details: error.details,
       },
     };
     return toResult({ status, body, ...(error instanceof ApiError ? { headers: error.headers } : {}) });

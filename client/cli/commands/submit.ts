@@ -62,7 +62,7 @@ Example:
     if (!ctx.json) ctx.io.stderr(`Submitted ${task.taskId}; waiting for it to finish…\n`);
     const done = await ctx.client().waitFor(task.taskId, {
       timeoutMs: (waitTimeout ?? 300) * 1000,
-      ...(ctx.io.signal ? { signal: ctx.io.signal } : {}),
+      signal: ctx.io.signal,
     });
     ctx.print(done, () => formatTask(done, ctx.style));
     return done.state === 'SUCCEEDED' ? 0 : 1;
