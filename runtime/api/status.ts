@@ -99,7 +99,7 @@ type StatusTenant = StatusView['tenants'][number];
 
 export async function buildStatus(
   services: Services,
-  input: { recent: number; tenants?: readonly string[]; mayActFor: (tenantId: string) => Promise<boolean> },
+  input: { recent: number; tenants?: readonly string[] | undefined; mayActFor: (tenantId: string) => Promise<boolean> },
 ): Promise<StatusView> {
   const { config } = services;
   const now = services.now();
@@ -218,7 +218,7 @@ export const statusRoute = defineRoute({
       status: 200,
       body: await buildStatus(services, {
         recent: query.recent,
-        ...(query.tenants ? { tenants: query.tenants } : {}),
+        tenants: query.tenants,
         mayActFor,
       }),
     };

@@ -35,9 +35,9 @@ export interface WaitInfo {
   /** Upper bound on the remaining wait in seconds, or null when none can be given (see noBound). */
   readonly maxWaitSeconds: number | null;
   /** Why there is no bound, when there is none. */
-  readonly noBound?: { readonly code: NoBoundReason; readonly message: string };
+  readonly noBound?: { readonly code: NoBoundReason; readonly message: string } | undefined;
   /** Time the snapshot the explanation rests on was taken. */
-  readonly asOf?: string;
+  readonly asOf?: string | undefined;
 }
 
 export function explainWait(
@@ -76,7 +76,7 @@ export function explainWait(
     pool: {
       heldForOther: heldFor !== null && heldFor !== task.taskId,
       leader: queue?.leader ?? null,
-      ...(queue ? {} : { unknown: true as const }),
+      unknown: queue ? undefined : true,
     },
     aheadCount: null,
     limits: {
@@ -92,8 +92,8 @@ export function explainWait(
     waitedSeconds: round(Math.max(0, (nowMs - agingFromMs) / 1000)),
     secondsToTopTier: round(Math.max(0, (explanation.topTierAtMs - nowMs) / 1000)),
     maxWaitSeconds: explanation.waitBoundSeconds === null ? null : round(explanation.waitBoundSeconds),
-    ...(explanation.noBound ? { noBound: explanation.noBound } : {}),
-    ...(snapshot ? { asOf: snapshot.at } : {}),
+    noBound: explanation.noBound,
+    asOf: snapshot?.at,
   };
 }
 

@@ -49,7 +49,7 @@ export function buildServices(options: {
    * Starts a scheduler without waiting for it, when tasks are announced and none runs
    * (runtime/scheduler/activation.ts). Undefined: nothing is woken (the scheduler itself).
    */
-  wakeScheduler?: () => Promise<void>;
+  wakeScheduler?: (() => Promise<void>) | undefined;
   logger?: TaskLogger;
 }): Services {
   const { config, clients, resources } = options;
@@ -120,7 +120,7 @@ export function servicesFromEnvironment(env: NodeJS.ProcessEnv = process.env): S
     config: configFromEnvironment(env),
     clients: createAwsClients(),
     resources: resourcesFromEnvironment(env),
-    ...(schedulerFunction ? { wakeScheduler: () => invokeScheduler(schedulerFunction, { reason: 'wake' }) } : {}),
+    wakeScheduler: schedulerFunction ? () => invokeScheduler(schedulerFunction, { reason: 'wake' }) : undefined,
   });
   return cached;
 }
@@ -143,7 +143,7 @@ export async function invokeScheduler(functionName: string, event: SchedulerEven
 /** What task handlers get on AWS: the SDK clients and the example stores' names (when deployed). */
 export function taskServicesFromEnvironment(services: Services): TaskServices {
   const resources = exampleResourcesFromEnvironment();
-  return { aws: services.clients, ...(resources ? { resources } : {}) };
+  return { aws: services.clients, resources };
 }
 
 /** What a worker needs to run attempts on AWS (the Lambda pool and the Fargate service). */

@@ -10,7 +10,7 @@ import type { Task, TaskState } from './task.ts';
 export interface TransitionPrecondition {
   readonly states: readonly TaskState[];
   readonly version?: number;
-  readonly fence?: number;
+  readonly fence?: number | undefined;
   /** A dispatch's scheduler epoch: the stored one must be absent or no newer. */
   readonly schedulerEpoch?: number;
 }

@@ -79,7 +79,7 @@ function plan(
   for (const key of remove) delete next[key];
   return {
     name,
-    precondition: { states, version: current.version, ...(fence === undefined ? {} : { fence }) },
+    precondition: { states, version: current.version, fence },
     next: next as unknown as Task,
   };
 }

@@ -39,7 +39,7 @@ export interface TaskServices {
     readonly s3: import('@aws-sdk/client-s3').S3Client;
   };
   /** Names of the example data stores (tables/buckets), by logical name. */
-  readonly resources?: Readonly<Record<string, string>>;
+  readonly resources?: Readonly<Record<string, string>> | undefined;
 }
 
 export interface TaskTypeDefaults {

@@ -46,7 +46,7 @@ export interface WaitView {
     /** Null when no tenant below quota has work ready in the pool. */
     readonly leader: PoolLeader | null;
     /** Set when nothing is known of the pool (no scheduler has published what goes first). */
-    readonly unknown?: true;
+    readonly unknown?: true | undefined;
   };
   /** k of the bound (aging.ts): tasks that can still go first once it is top tier; null if unknown. */
   readonly aheadCount: number | null;
@@ -74,7 +74,7 @@ export interface WaitExplanation {
   /** Upper bound on the remaining wait in seconds from `nowMs`, or null (see `noBound`). */
   readonly waitBoundSeconds: number | null;
   /** Why there is no bound, when there is none. */
-  readonly noBound?: { readonly code: NoBoundReason; readonly message: string };
+  readonly noBound?: { readonly code: NoBoundReason; readonly message: string } | undefined;
 }
 
 const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
@@ -130,7 +130,7 @@ export function explainWait(view: WaitView): WaitExplanation {
     effectiveTier: PRIORITY_TIERS[rank] as PriorityTier,
     topTierAtMs: topAtMs,
     waitBoundSeconds: bound.seconds,
-    ...(bound.seconds === null ? { noBound: { code: bound.why, message: NO_BOUND_MESSAGES[bound.why] } } : {}),
+    noBound: bound.seconds === null ? { code: bound.why, message: NO_BOUND_MESSAGES[bound.why] } : undefined,
   };
 }
 
