@@ -237,7 +237,7 @@ export class ControlStore {
     }
   }
 
-  async getLease(name: string): Promise<(Lease & { readonly releasedAtMs?: number }) | undefined> {
+  async getLease(name: string): Promise<(Lease & { readonly releasedAtMs?: number | undefined }) | undefined> {
     const { Item } = await this.#documents.send(
       new GetCommand({ TableName: this.#tableName, Key: { pk: leaseKey(name) }, ConsistentRead: true }),
     );
@@ -247,7 +247,7 @@ export class ControlStore {
       owner: Item.owner as string,
       token: Item.token as number,
       expiresAt: Item.expiresAt as number,
-      ...(typeof Item.releasedAtMs === 'number' ? { releasedAtMs: Item.releasedAtMs } : {}),
+      releasedAtMs: typeof Item.releasedAtMs === 'number' ? Item.releasedAtMs : undefined,
     };
   }
 

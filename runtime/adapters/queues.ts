@@ -273,14 +273,19 @@ export class QueueClient {
 
   async receive<T>(
     queueId: string,
-    options: { max?: number; waitSeconds?: number; visibilitySeconds?: number; abortSignal?: AbortSignal } = {},
+    options: {
+      max?: number;
+      waitSeconds?: number;
+      visibilitySeconds?: number | undefined;
+      abortSignal?: AbortSignal;
+    } = {},
   ): Promise<ReceivedMessage<T>[]> {
     const response = await this.#sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: this.urlOf(queueId),
         MaxNumberOfMessages: Math.min(10, options.max ?? 10),
         WaitTimeSeconds: options.waitSeconds ?? 0,
-        ...(options.visibilitySeconds === undefined ? {} : { VisibilityTimeout: options.visibilitySeconds }),
+        VisibilityTimeout: options.visibilitySeconds,
         MessageSystemAttributeNames: ['ApproximateReceiveCount', 'ApproximateFirstReceiveTimestamp'],
       }),
       options.abortSignal ? { abortSignal: options.abortSignal } : {},

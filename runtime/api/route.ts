@@ -11,7 +11,7 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT';
 export interface ApiResponse {
   readonly status: number;
   readonly body: unknown;
-  readonly headers?: Readonly<Record<string, string>>;
+  readonly headers?: Readonly<Record<string, string>> | undefined;
 }
 
 export interface RouteContext<Params, Query, Body> {

@@ -36,7 +36,7 @@ export interface ApiLogger {
 
 export interface ApiRouterOptions {
   /** Absent: every caller may act for every tenant (local runtime, open deployments). */
-  readonly authorize?: AuthorizeFn;
+  readonly authorize?: AuthorizeFn | undefined;
   /** Where unexpected errors are logged (their details never reach the response). */
   readonly logger?: ApiLogger;
 }
@@ -174,7 +174,7 @@ export function errorResult(
         details: error.details,
       },
     };
-    return toResult({ status, body, ...(error instanceof ApiError ? { headers: error.headers } : {}) });
+    return toResult({ status, body, headers: error instanceof ApiError ? error.headers : undefined });
   }
   const requestId = event.requestContext?.requestId;
   logger.error('Unhandled error in API request', {

@@ -132,7 +132,7 @@ export function presentTask(task: Task): TaskView {
     resources: { vcpu: task.resources.vcpu, memoryMiB: task.resources.memoryMiB },
     timeoutSeconds: task.timeoutSeconds,
     payload: task.payload ?? null,
-    ...(task.idempotencyKey === undefined ? {} : { idempotencyKey: task.idempotencyKey }),
+    idempotencyKey: task.idempotencyKey,
     submittedAt: task.submittedAt,
     runAt: task.runAt,
     dispatchedAt: task.dispatchedAt ?? null,
@@ -159,7 +159,7 @@ export function fitToBudget<T>(items: readonly T[], budgetBytes: number): T[] {
 }
 
 export function presentTaskDetail(task: Task, wait: WaitInfo | undefined) {
-  return { ...presentTask(task), ...(wait ? { wait } : {}) };
+  return { ...presentTask(task), wait };
 }
 
 export function presentStoredTenant(tenant: StoredTenant): StoredTenant {

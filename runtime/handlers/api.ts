@@ -20,7 +20,7 @@ if (!authorize) {
   logger.warn('deploy.callers is empty: every tenant-scoped request is refused until it names who acts for whom');
 }
 const router = createApiRouter(services, {
-  ...(authorize ? { authorize } : {}),
+  authorize,
   logger: { error: (message, extra) => logger.error(message, extra) },
 });
 

@@ -33,7 +33,7 @@ const worker = new QueueWorker({
   logger: taskLogger,
   attempt: attemptDepsFromEnvironment(services, taskLogger),
   onOutcome: countOutcome,
-  ...(protection ? { onBusyChange: (busy: boolean) => void protection.setBusy(busy) } : {}),
+  onBusyChange: protection ? (busy: boolean) => void protection.setBusy(busy) : undefined,
 });
 
 worker.start();

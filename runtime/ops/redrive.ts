@@ -52,7 +52,7 @@ export interface QueueRedrive {
   readonly method: 'message-move-task' | 'receive-send-delete' | 'settle';
   /** Messages moved back (fallback) or handed to SQS (move task: counted by SQS, see taskHandle). */
   readonly moved: number;
-  readonly taskHandle?: string;
+  readonly taskHandle?: string | undefined;
   /** `settle`: outcome counts. */
   readonly settled?: {
     readonly retried: number;
@@ -126,7 +126,7 @@ async function moveQueue(options: RedriveOptions, source: QueueDefinition): Prom
       deadLetterQueueId,
       method: 'message-move-task',
       moved: 0,
-      ...(TaskHandle ? { taskHandle: TaskHandle } : {}),
+      taskHandle: TaskHandle,
       errors: 0,
     };
   } catch (error) {
@@ -141,7 +141,7 @@ async function moveQueue(options: RedriveOptions, source: QueueDefinition): Prom
         Entries: messages.map((message, i) => ({
           Id: String(i),
           MessageBody: message.Body!,
-          ...(message.MessageAttributes ? { MessageAttributes: message.MessageAttributes } : {}),
+          MessageAttributes: message.MessageAttributes,
         })),
       }),
     );
@@ -172,10 +172,7 @@ async function settleQueue(options: RedriveOptions, source: QueueDefinition): Pr
         continue;
       }
       try {
-        const task = await redriveDeadLetter(
-          { store, queues, config, ...(options.now ? { now: options.now } : {}) },
-          body,
-        );
+        const task = await redriveDeadLetter({ store, queues, config, now: options.now }, body);
         if (!task) counts.stale++;
         else if (task.state === 'QUEUED') counts.retried++;
         else if (task.state === 'FAILED') counts.failed++;

@@ -29,7 +29,7 @@ export interface QueueWorkerOptions {
   /** Observer of every settled message (tests, metrics). */
   readonly onOutcome?: (outcome: AttemptOutcome) => void;
   /** Told when the worker goes from idle to running attempts and back (scale-in protection). */
-  readonly onBusyChange?: (busy: boolean) => void;
+  readonly onBusyChange?: ((busy: boolean) => void) | undefined;
   /** How long a settled attempt's delete and completion report may wait to share a batch call. */
   readonly batchDelayMs?: number;
   /**

@@ -14,7 +14,7 @@ import type { Task } from '../core/task.ts';
 import { TIER_QUEUES, WORKER_QUEUES } from '../infra/resources.ts';
 
 export async function redriveDeadLetter(
-  deps: { store: TaskStore; queues: QueueClient; config: SchedulerConfig; now?: () => Date },
+  deps: { store: TaskStore; queues: QueueClient; config: SchedulerConfig; now?: (() => Date) | undefined },
   message: WorkerMessage,
 ): Promise<Task | undefined> {
   const now = deps.now?.() ?? new Date();
@@ -44,7 +44,7 @@ export type TierRedriveOutcome = 'announced' | 'dropped';
  * deletes the dead letter only after this returns, so a failed announce leaves it to be retried.
  */
 export async function redriveTierDeadLetter(
-  deps: { store: TaskStore; queues: QueueClient; now?: () => Date },
+  deps: { store: TaskStore; queues: QueueClient; now?: (() => Date) | undefined },
   message: TierMessage,
 ): Promise<TierRedriveOutcome> {
   const task = await deps.store.get(message.taskId);
@@ -71,7 +71,7 @@ export function isTierMessage(body: unknown): body is TierMessage {
 /** What became of one dead letter of either kind. */
 export type DeadLetterOutcome = 'retried' | 'failed' | 'cancelled' | 'stale' | TierRedriveOutcome;
 
-type RedriveDeps = { store: TaskStore; queues: QueueClient; config: SchedulerConfig; now?: () => Date };
+type RedriveDeps = { store: TaskStore; queues: QueueClient; config: SchedulerConfig; now?: (() => Date) | undefined };
 
 /** Decide and act on one dead letter, worker or tier; the caller deletes it afterwards. */
 export async function handleDeadLetter(deps: RedriveDeps, body: unknown): Promise<DeadLetterOutcome> {

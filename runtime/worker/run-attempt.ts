@@ -20,7 +20,7 @@ import type { Task, TaskError } from '../core/task.ts';
 import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 
 export type AttemptOutcome =
-  | { readonly kind: 'skipped'; readonly reason: string; readonly task?: Task }
+  | { readonly kind: 'skipped'; readonly reason: string; readonly task?: Task | undefined }
   | { readonly kind: 'finished'; readonly task: Task };
 
 export interface AttemptDeps {
@@ -86,7 +86,7 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
   } catch (error) {
     if (error instanceof StaleAttemptError || error instanceof InvalidTransitionError) {
       // Duplicate delivery, re-dispatched task, or cancelled before start: nothing to run.
-      return { kind: 'skipped', reason: error.message, ...(error.current ? { task: error.current } : {}) };
+      return { kind: 'skipped', reason: error.message, task: error.current };
     }
     if (error instanceof TaskNotFoundError) {
       return { kind: 'skipped', reason: error.message };
