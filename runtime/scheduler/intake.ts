@@ -58,6 +58,7 @@ export class Intake {
   readonly #arrived: { queueId: string; message: ReceivedMessage<TierMessage> }[] = [];
   #receiveError: unknown;
   #seq = 0;
+  #backlogged = false;
 
   constructor(deps: IntakeDeps) {
     this.#deps = deps;
@@ -73,6 +74,14 @@ export class Intake {
   /** Refs held in windows or being dispatched. */
   get heldCount(): number {
     return this.windows.heldCount;
+  }
+
+  /**
+   * Whether the last receive ended on a full batch from some tier: announcements are probably
+   * still queued there, and the next tick should take them without waiting on anything else.
+   */
+  get backlogged(): boolean {
+    return this.#backlogged;
   }
 
   /** Whether some tenant-tier still needs an index read (its window drained, a probe pending). */
@@ -141,6 +150,7 @@ export class Intake {
       received.push(...more);
       full = fullQueues(more);
     }
+    this.#backlogged = full.length > 0;
     if (received.length > 0) await this.#consume(received);
     return received.length;
   }

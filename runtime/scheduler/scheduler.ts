@@ -158,14 +158,18 @@ export class Scheduler {
 
   /**
    * One scheduling round. With `waitSeconds` > 0 it long-polls: the completions queue while it
-   * holds tasks waiting for capacity, else the tier queues for `idleWaitSeconds` (default
-   * `waitSeconds`); a tier poll ends as soon as a message arrives.
+   * holds tasks waiting for capacity and no tier was left with announcements, else the tier
+   * queues for `idleWaitSeconds` (default `waitSeconds`); a tier poll ends as soon as a message
+   * arrives.
    */
   async tick(options: { waitSeconds?: number; idleWaitSeconds?: number } = {}): Promise<TickResult> {
     const waitSeconds = options.waitSeconds ?? 0;
     const idle = this.#intake.heldCount === 0 && !this.#intake.pending;
+    // Announcements left in a tier: take them at once. Waiting on a completion here would pace
+    // the intake at one tick per completion (a flood's announcements ahead of quiet tenants').
+    const completionsWait = idle || this.#intake.backlogged ? 0 : waitSeconds;
     const [completed, received] = await Promise.all([
-      this.#drainCompletions(idle ? 0 : waitSeconds),
+      this.#drainCompletions(completionsWait),
       this.#intake.receive(idle && waitSeconds > 0 ? (options.idleWaitSeconds ?? waitSeconds) : 0),
     ]);
     await this.#intake.refill(mayDispatch(this.#lease, this.#now().getTime()));
