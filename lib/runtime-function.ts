@@ -118,7 +118,7 @@ export class RuntimeFunction extends Construct {
       );
     }
     this.function = new NodejsFunction(this, 'Function', {
-      ...(props.functionName === undefined ? {} : { functionName: props.functionName }),
+      functionName: props.functionName,
       entry: props.entry,
       handler: 'handler',
       description: props.description,
@@ -190,5 +190,5 @@ export const handlerProps = (settings: RuntimeSettings, name: string) => ({
   projectRoot: settings.projectRoot,
   environment: settings.environment,
   logRetention: settings.logRetention,
-  ...(settings.nativeModules ? { nativeModules: settings.nativeModules } : {}),
+  nativeModules: settings.nativeModules,
 });

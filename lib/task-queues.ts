@@ -103,7 +103,7 @@ export class TaskQueues extends Construct {
             'Advisory messages: losing one only delays freeing capacity until the scheduler reconciles leases from DynamoDB, so a dead-letter queue would hold nothing worth acting on.',
         });
       }
-      byId.set(definition.id, { definition, queue, ...(deadLetterQueue ? { deadLetterQueue } : {}) });
+      byId.set(definition.id, { definition, queue, deadLetterQueue });
     }
     this.byId = byId;
 

@@ -163,7 +163,7 @@ export class TaskSchedulerStack extends Stack {
       workerFunction: this.lambdaWorkers.handler.function,
       apiFunction: this.api.handler.function,
       fargateService: this.fargateWorkers.service,
-      ...(config.deploy.alarmEmail ? { alarmEmail: config.deploy.alarmEmail } : {}),
+      alarmEmail: config.deploy.alarmEmail,
       dashboard: config.deploy.dashboard,
     });
 

@@ -41,7 +41,7 @@ export function tableFrom(scope: Construct, id: string, definition: TableDefinit
     encryption: dynamodb.TableEncryption.AWS_MANAGED,
     deletionProtection,
     removalPolicy: deletionProtection ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-    ...(definition.ttlAttribute ? { timeToLiveAttribute: definition.ttlAttribute } : {}),
+    timeToLiveAttribute: definition.ttlAttribute,
   });
   for (const index of definition.indexes) {
     table.addGlobalSecondaryIndex({
