@@ -145,8 +145,3 @@ export function onePositional(ctx: CommandContext, what: string): string {
 export function noPositionals(ctx: CommandContext): void {
   if (ctx.positionals.length > 0) throw new UsageError(`Unexpected argument "${ctx.positionals[0]}"`, ctx.name);
 }
-
-/** `{ key: value }` when the value is defined, else `{}` (for optional properties). */
-export function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
-  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
-}

@@ -15,7 +15,6 @@ import {
   DEFAULT_ENDPOINT,
   GLOBAL_HELP,
   GLOBAL_OPTIONS,
-  optional,
   UsageError,
 } from './command.ts';
 import { cancelCommand } from './commands/cancel.ts';
@@ -137,7 +136,7 @@ function createClient(
 ): SchedulerClient {
   const endpoint = (values.endpoint as string | undefined) ?? env.SCHEDULER_ENDPOINT ?? DEFAULT_ENDPOINT;
   try {
-    return new SchedulerClient({ endpoint, ...optional('region', values.region as string | undefined) });
+    return new SchedulerClient({ endpoint, region: values.region as string | undefined });
   } catch (error) {
     if (error instanceof SchedulerClientError) throw new UsageError(error.message, command);
     throw error;
@@ -153,7 +152,7 @@ function reportError(error: unknown, json: boolean, io: CliIo): number {
   if (error instanceof SchedulerApiError) {
     if (json) {
       io.stderr(
-        `${JSON.stringify({ error: { status: error.status, code: error.code, message: error.message, ...optional('details', error.details) } })}\n`,
+        `${JSON.stringify({ error: { status: error.status, code: error.code, message: error.message, details: error.details } })}\n`,
       );
     } else {
       io.stderr(`error: ${error.code}: ${error.message}\n`);

@@ -116,16 +116,16 @@ function cut(line: string, columns: number): string {
 
 export interface WatchOptions {
   readonly client: SchedulerClient;
-  readonly render: Omit<RenderOptions, 'columns'> & { readonly columns?: () => number };
+  readonly render: Omit<RenderOptions, 'columns'> & { readonly columns?: (() => number) | undefined };
   readonly intervalMs: number;
   readonly once: boolean;
   readonly json: boolean;
   /** Redraw in place (terminal); otherwise frames are printed one after another. */
   readonly redraw: boolean;
-  readonly recent?: number;
-  readonly tenants?: readonly string[];
+  readonly recent?: number | undefined;
+  readonly tenants?: readonly string[] | undefined;
   readonly write: (text: string) => void;
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** Returns the exit code: 0, or 1 when `--once` could not read the status. */

@@ -32,7 +32,7 @@ export interface SchedulerClientOptions {
   /** Base URL of the API, e.g. `http://127.0.0.1:3000` or `https://abc.execute-api.eu-west-1.amazonaws.com`. */
   readonly endpoint: string;
   /** Signing region. @default the endpoint's region, else AWS_REGION / AWS_DEFAULT_REGION */
-  readonly region?: string;
+  readonly region?: string | undefined;
   /** @default the standard AWS credential chain (only consulted when signing) */
   readonly credentials?: CredentialsOption;
   /** Sign with SigV4. @default true unless the endpoint is localhost / 127.0.0.1 */

@@ -34,16 +34,16 @@ export interface RedriveOptions {
   readonly queueUrls: Readonly<Record<string, string>>;
   readonly mode: RedriveMode;
   /** Source queue ids whose dead-letter queues to redrive; default every queue that has one. */
-  readonly queueIds?: readonly string[];
+  readonly queueIds?: readonly string[] | undefined;
   /** Needed by `settle`. */
-  readonly store?: TaskStore;
-  readonly queues?: QueueClient;
-  readonly config?: SchedulerConfig;
-  readonly now?: () => Date;
+  readonly store?: TaskStore | undefined;
+  readonly queues?: QueueClient | undefined;
+  readonly config?: SchedulerConfig | undefined;
+  readonly now?: (() => Date) | undefined;
   /** `move` on AWS: SQS's rate limit for the move task (default: SQS's own, up to 500/s). */
   readonly maxMessagesPerSecond?: number;
   /** Stop after this many messages per queue (fallback and settle paths). */
-  readonly limit?: number;
+  readonly limit?: number | undefined;
 }
 
 export interface QueueRedrive {

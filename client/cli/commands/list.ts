@@ -3,7 +3,7 @@
  */
 import { TASK_STATES } from '../../../runtime/core/task.ts';
 import type { Task, TaskState } from '../../sdk/types.ts';
-import { type Command, integer, noPositionals, oneOf, optional, required } from '../command.ts';
+import { type Command, integer, noPositionals, oneOf, required } from '../command.ts';
 import { formatTaskRows } from '../format.ts';
 
 export const listCommand: Command = {
@@ -27,8 +27,8 @@ With --json: {"items":[...],"nextCursor":"..."} (nextCursor absent on the last p
     const limit = integer(ctx, 'limit', 1, 100);
     const query = {
       tenantId: required(ctx, 'tenant'),
-      ...optional('state', oneOf(ctx, 'state', TASK_STATES) as TaskState | undefined),
-      ...optional('limit', limit),
+      state: oneOf(ctx, 'state', TASK_STATES) as TaskState | undefined,
+      limit,
     };
     if (ctx.values.all) {
       const items: Task[] = [];

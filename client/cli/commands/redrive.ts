@@ -9,16 +9,7 @@ import { createAwsClients, localEndpoints } from '../../../runtime/adapters/aws-
 import { buildServices, configFromEnvironment, resourcesFromEnvironment } from '../../../runtime/app/wiring.ts';
 import { ENV } from '../../../runtime/infra/resources.ts';
 import { type RedriveReport, redriveDeadLetters } from '../../../runtime/ops/redrive.ts';
-import {
-  type Command,
-  type CommandContext,
-  integer,
-  noPositionals,
-  oneOf,
-  optional,
-  str,
-  UsageError,
-} from '../command.ts';
+import { type Command, type CommandContext, integer, noPositionals, oneOf, str, UsageError } from '../command.ts';
 
 export const redriveCommand: Command = {
   summary: 'Redrive the dead-letter queues (operators, with AWS credentials)',
@@ -69,7 +60,7 @@ Options:
     }
     // Credentials, region and endpoints come from the SDK's default chain (AWS_PROFILE, SSO,
     // AWS_REGION, AWS_ENDPOINT_URL_SQS, …), as for the aws CLI; --region overrides the region.
-    const clients = createAwsClients(optional('region', str(ctx, 'region')));
+    const clients = createAwsClients({ region: str(ctx, 'region') });
     const services =
       mode === 'settle'
         ? buildServices({ config: configFromEnvironment(env), clients, resources: resourcesFromEnvironment(env) })
@@ -129,9 +120,11 @@ async function redriveAndReport(
     sqs: input.sqs,
     queueUrls: input.queueUrls,
     mode: input.mode,
-    ...optional('queueIds', str(ctx, 'queues')?.split(',').filter(Boolean)),
-    ...optional('limit', input.limit),
-    ...(services ? { store: services.store, queues: services.queues, config: services.config } : {}),
+    queueIds: str(ctx, 'queues')?.split(',').filter(Boolean),
+    limit: input.limit,
+    store: services?.store,
+    queues: services?.queues,
+    config: services?.config,
   });
   ctx.print(report, () => formatRedrive(report));
   return report.queues.some((queue) => queue.errors > 0) ? 1 : 0;

@@ -3,17 +3,7 @@
  */
 import { PRIORITY_TIERS, type PriorityTier } from '../../../runtime/core/task.ts';
 import type { SubmitTaskInput } from '../../sdk/types.ts';
-import {
-  type Command,
-  integer,
-  noPositionals,
-  oneOf,
-  optional,
-  payloadOf,
-  required,
-  str,
-  UsageError,
-} from '../command.ts';
+import { type Command, integer, noPositionals, oneOf, payloadOf, required, str, UsageError } from '../command.ts';
 import { formatTask } from '../format.ts';
 
 export const submitCommand: Command = {
@@ -48,9 +38,9 @@ Example:
       tenantId: required(ctx, 'tenant'),
       type: required(ctx, 'type'),
       payload: await payloadOf(ctx),
-      ...optional('priority', oneOf(ctx, 'priority', PRIORITY_TIERS) as PriorityTier | undefined),
-      ...optional('idempotencyKey', str(ctx, 'idempotency-key')),
-      ...optional('delaySeconds', integer(ctx, 'delay', 0)),
+      priority: oneOf(ctx, 'priority', PRIORITY_TIERS) as PriorityTier | undefined,
+      idempotencyKey: str(ctx, 'idempotency-key'),
+      delaySeconds: integer(ctx, 'delay', 0),
     };
     const waitTimeout = integer(ctx, 'wait-timeout', 1);
     if (waitTimeout !== undefined && !ctx.values.wait) throw new UsageError('--wait-timeout needs --wait', ctx.name);

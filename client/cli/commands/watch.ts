@@ -1,7 +1,7 @@
 /**
  * `tasks watch`: live view of tiers, pools, tenants and recent tasks (drawn by ../watch.ts).
  */
-import { type Command, integer, noPositionals, number, optional, str, UsageError } from '../command.ts';
+import { type Command, integer, noPositionals, number, str, UsageError } from '../command.ts';
 import { watch } from '../watch.ts';
 
 export const watchCommand: Command = {
@@ -36,15 +36,15 @@ With --json: one status object per line (NDJSON) per refresh.`,
     const client = ctx.client();
     return watch({
       client,
-      render: { style: ctx.style, endpoint: client.endpoint, ...optional('columns', ctx.io.columns) },
+      render: { style: ctx.style, endpoint: client.endpoint, columns: ctx.io.columns },
       intervalMs: interval * 1000,
       once: ctx.values.once === true,
       json: ctx.json,
       redraw: ctx.io.isTTY === true && ctx.values.once !== true,
-      ...optional('recent', recent),
-      ...optional('tenants', tenants),
+      recent,
+      tenants,
       write: ctx.io.stdout,
-      ...optional('signal', ctx.io.signal),
+      signal: ctx.io.signal,
     });
   },
 };
