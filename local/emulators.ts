@@ -32,17 +32,17 @@ export interface Emulators {
   /** Queue URLs by queue id. */
   readonly queueUrls: Readonly<Record<string, string>>;
   /** Set when the persisted DynamoDB store was not shut down cleanly and its indexes were rebuilt. */
-  readonly indexRepair?: IndexRepairResult;
+  readonly indexRepair?: IndexRepairResult | undefined;
   stop(): Promise<void>;
 }
 
 export interface EmulatorOptions {
   /** Persist state under this folder (`dynamodb/` and `sqs/`); in memory when absent. */
-  readonly dataDir?: string;
+  readonly dataDir?: string | undefined;
   /** Prefix of physical table names. */
   readonly prefix?: string;
   /** Bind address of both emulators. @default '127.0.0.1' */
-  readonly host?: string;
+  readonly host?: string | undefined;
 }
 
 export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
@@ -83,7 +83,7 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     sqsUrl,
     tables,
     queueUrls,
-    ...(indexRepair ? { indexRepair } : {}),
+    indexRepair,
     async stop() {
       clients.dynamodb.destroy();
       clients.sqs.destroy();

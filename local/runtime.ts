@@ -27,18 +27,18 @@ import { LOCAL_RETENTION_SECONDS, startTaskExpiry } from './task-expiry.ts';
 export interface LocalRuntimeOptions {
   readonly config: SchedulerConfig;
   /** Folder for persisted state; in memory when undefined. */
-  readonly dataDir?: string;
+  readonly dataDir?: string | undefined;
   /** Bind address of the emulators. @default '127.0.0.1' */
-  readonly host?: string;
-  readonly logger?: TaskLogger;
-  readonly registry?: TaskTypeRegistry;
+  readonly host?: string | undefined;
+  readonly logger?: TaskLogger | undefined;
+  readonly registry?: TaskTypeRegistry | undefined;
   /** Services handed to task handlers (example data stores). */
   readonly taskServices?: (clients: AwsClients) => Promise<TaskServices>;
   /** Seconds between summary lines; 0 disables them. */
-  readonly summaryEverySeconds?: number;
+  readonly summaryEverySeconds?: number | undefined;
   /** Start the worker pools (tests of the scheduler alone may not). Default true. */
   readonly workers?: boolean;
-  readonly onOutcome?: (outcome: AttemptOutcome) => void;
+  readonly onOutcome?: ((outcome: AttemptOutcome) => void) | undefined;
   /** AWS's failure modes to inject (default: from SCHEDULER_FAULTS; none when unset). */
   readonly faults?: SchedulerFaults;
   /**
@@ -52,7 +52,7 @@ export interface LocalRuntimeOptions {
   /** The safety-net tick. @default 60 */
   readonly tickSeconds?: number;
   /** Finished tasks are deleted this long after they finish (DynamoDB TTL's stand-in). Default 1 h. */
-  readonly retentionSeconds?: number;
+  readonly retentionSeconds?: number | undefined;
 }
 
 export interface LocalRuntime {
@@ -78,8 +78,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   let emulators: Emulators;
   try {
     emulators = await startEmulators({
-      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-      ...(options.host ? { host: options.host } : {}),
+      dataDir: options.dataDir,
+      host: options.host,
     });
   } catch (error) {
     lock?.release();
@@ -103,7 +103,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     config,
     clients: faults ? faultyLocalClients(emulators.dynamodbUrl, emulators.sqsUrl, faults) : emulators.clients,
     resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
-    ...(options.registry ? { registry: options.registry } : {}),
+    registry: options.registry,
     onChange: (task) =>
       logger.info(
         `task ${task.state}${task.cancelRequested && task.state === 'RUNNING' ? ' (cancel requested)' : ''}`,
@@ -232,7 +232,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         // a delete and a completion report per task, so counted calls match a deployment's.
         batchSize: 1,
         logger,
-        ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
+        onOutcome: options.onOutcome,
       }),
       new QueueWorker({
         queues: services.queues,
@@ -242,7 +242,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         attempt,
         waitSeconds: 1,
         logger,
-        ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
+        onOutcome: options.onOutcome,
       }),
     );
     for (const worker of workers) worker.start();

@@ -46,13 +46,13 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
   if (options.port) await probeListen(options.port, options.host ?? '127.0.0.1');
   const runtime = await startLocalRuntime({
     config: options.config,
-    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-    ...(options.host ? { host: options.host } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.summaryEverySeconds === undefined ? {} : { summaryEverySeconds: options.summaryEverySeconds }),
-    ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
-    ...(options.registry ? { registry: options.registry } : {}),
-    ...(options.retentionSeconds === undefined ? {} : { retentionSeconds: options.retentionSeconds }),
+    dataDir: options.dataDir,
+    host: options.host,
+    logger: options.logger,
+    summaryEverySeconds: options.summaryEverySeconds,
+    onOutcome: options.onOutcome,
+    registry: options.registry,
+    retentionSeconds: options.retentionSeconds,
     taskServices: async (clients) => {
       if (!withExamples) return { aws: clients };
       const resources = await ensureExampleResources(clients, 'examples');

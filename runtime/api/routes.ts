@@ -138,8 +138,8 @@ const listTasks = defineRoute({
     const page = await services.tasks.list({
       tenantId: query.tenantId,
       limit: query.limit,
-      ...(query.state ? { state: query.state } : {}),
-      ...(query.cursor ? { cursor: query.cursor } : {}),
+      state: query.state,
+      cursor: query.cursor,
     });
     // Pages are capped by bytes as well as by count, to fit Lambda's 6 MB response.
     const items = fitToBudget(page.items.map(presentTask), LIST_RESPONSE_BUDGET_BYTES);

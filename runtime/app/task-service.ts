@@ -6,7 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { ControlStore, StoredTenant } from '../adapters/control-store.ts';
 import type { QueueClient } from '../adapters/queues.ts';
-import type { TaskPage, TaskStore } from '../adapters/task-store.ts';
+import type { ListTasksQuery, TaskPage, TaskStore } from '../adapters/task-store.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { IdempotencyConflictError, ValidationError } from '../core/errors.ts';
 import { cancel, createTask, retry } from '../core/lifecycle.ts';
@@ -21,7 +21,6 @@ import {
   type PriorityTier,
   type Runtime,
   type Task,
-  type TaskState,
   type TenantSettings,
 } from '../core/task.ts';
 import { LAMBDA_WORKER } from '../infra/resources.ts';
@@ -59,7 +58,7 @@ export interface TenantView extends TenantSettings {
   readonly source: 'stored' | 'config' | 'default';
   readonly counts: { readonly queued: number; readonly dispatched: number; readonly running: number };
   /** From the scheduler's latest snapshot, when it has one for this tenant. */
-  readonly share?: SchedulerSnapshot['tenants'][string];
+  readonly share?: SchedulerSnapshot['tenants'][string] | undefined;
 }
 
 export interface TaskServiceDeps {
@@ -70,7 +69,7 @@ export interface TaskServiceDeps {
   readonly config: SchedulerConfig;
   readonly now?: () => Date;
   /** Told of every state change this service makes (the local runtime logs them). */
-  readonly onChange?: (task: Task) => void;
+  readonly onChange?: ((task: Task) => void) | undefined;
 }
 
 /** Furthest a task may be scheduled ahead (a year): a later date is almost surely a mistake. */
@@ -208,7 +207,7 @@ export class TaskService {
     return { task, wait: explainWait(task, { config: this.#deps.config, tenant, snapshot, now: this.#now() }) };
   }
 
-  async list(query: { tenantId: string; state?: TaskState; limit: number; cursor?: string }): Promise<TaskPage> {
+  async list(query: ListTasksQuery): Promise<TaskPage> {
     return this.#deps.store.list(query);
   }
 
@@ -243,7 +242,7 @@ export class TaskService {
       control.getSnapshot<SchedulerSnapshot>(),
     ]);
     const share = ownEntry(snapshot?.tenants, tenantId);
-    return { tenantId, ...settings, counts: { queued, dispatched, running }, ...(share ? { share } : {}) };
+    return { tenantId, ...settings, counts: { queued, dispatched, running }, share };
   }
 
   async putTenant(tenantId: string, settings: TenantSettings): Promise<StoredTenant> {

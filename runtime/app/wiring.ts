@@ -42,15 +42,15 @@ export function buildServices(options: {
   config: SchedulerConfig;
   clients: AwsClients;
   resources: Resources;
-  registry?: TaskTypeRegistry;
+  registry?: TaskTypeRegistry | undefined;
   now?: () => Date;
-  onChange?: (task: Task) => void;
+  onChange?: ((task: Task) => void) | undefined;
   /**
    * Starts a scheduler without waiting for it, when tasks are announced and none runs
    * (runtime/scheduler/activation.ts). Undefined: nothing is woken (the scheduler itself).
    */
   wakeScheduler?: (() => Promise<void>) | undefined;
-  logger?: TaskLogger;
+  logger?: TaskLogger | undefined;
 }): Services {
   const { config, clients, resources } = options;
   const tableName = (id: string) => {
@@ -65,7 +65,7 @@ export function buildServices(options: {
     ? new SchedulerWaker({
         control,
         wake: options.wakeScheduler,
-        ...(options.logger ? { logger: options.logger } : {}),
+        logger: options.logger,
       })
     : undefined;
   const queues = new QueueClient(
@@ -81,7 +81,7 @@ export function buildServices(options: {
     registry,
     config,
     now,
-    ...(options.onChange ? { onChange: options.onChange } : {}),
+    onChange: options.onChange,
   });
   return { config, clients, store, control, queues, registry, tasks, now };
 }

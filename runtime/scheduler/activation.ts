@@ -67,7 +67,7 @@ export interface SchedulerWakerOptions {
   /** Start a scheduler without waiting for it (on AWS: an asynchronous Lambda invoke). */
   readonly wake: () => Promise<void>;
   readonly now?: () => number;
-  readonly logger?: TaskLogger;
+  readonly logger?: TaskLogger | undefined;
   /** @default WAKE_CACHE_MS */
   readonly cacheMs?: number;
 }

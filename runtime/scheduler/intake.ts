@@ -42,7 +42,7 @@ export interface IntakeDeps {
   readonly config: SchedulerConfig;
   readonly policy: SchedulingPolicy;
   readonly now: () => Date;
-  readonly logger?: TaskLogger;
+  readonly logger?: TaskLogger | undefined;
   /**
    * A ref came in for a task this scheduler counts as active: its attempt is over when the
    * QUEUED item's fence is not older than the attempt's. Returns false when the ref is stale.

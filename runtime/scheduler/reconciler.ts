@@ -26,8 +26,8 @@ export interface ReconcilerDeps {
   readonly queues: QueueClient;
   readonly config: SchedulerConfig;
   readonly now: () => Date;
-  readonly random?: () => number;
-  readonly logger?: TaskLogger;
+  readonly random?: (() => number) | undefined;
+  readonly logger?: TaskLogger | undefined;
   /** How often the lease sweep runs. */
   readonly everyMs?: number;
   /** A QUEUED task due this long ago with no message is announced again. */

@@ -88,7 +88,7 @@ export class Scheduler {
       config,
       policy: this.#policy,
       now: this.#now,
-      ...(deps.logger ? { logger: deps.logger } : {}),
+      logger: deps.logger,
       queuedAgain: (ref) => this.#queuedAgain(ref),
     });
     this.#reconciler = new Reconciler({
@@ -97,8 +97,8 @@ export class Scheduler {
       queues: deps.queues,
       config,
       now: this.#now,
-      ...(deps.random ? { random: deps.random } : {}),
-      ...(deps.logger ? { logger: deps.logger } : {}),
+      random: deps.random,
+      logger: deps.logger,
     });
   }
 

@@ -27,7 +27,7 @@ export interface QueueWorkerOptions {
   readonly visibilitySeconds?: number;
   readonly logger?: TaskLogger;
   /** Observer of every settled message (tests, metrics). */
-  readonly onOutcome?: (outcome: AttemptOutcome) => void;
+  readonly onOutcome?: ((outcome: AttemptOutcome) => void) | undefined;
   /** Told when the worker goes from idle to running attempts and back (scale-in protection). */
   readonly onBusyChange?: ((busy: boolean) => void) | undefined;
   /** How long a settled attempt's delete and completion report may wait to share a batch call. */

@@ -41,9 +41,9 @@ export interface CallRecord {
 export interface FaultyHandlerOptions {
   readonly random: () => number;
   readonly faults: TransportFaults;
-  readonly latency?: LatencyModel;
+  readonly latency?: LatencyModel | undefined;
   /** Told of every call (counting, tracing). */
-  readonly onCall?: (call: CallRecord) => void;
+  readonly onCall?: ((call: CallRecord) => void) | undefined;
   /** Told of each request of these operations that reaches the service (its JSON body). */
   readonly onRequest?: {
     readonly operations: ReadonlySet<string>;

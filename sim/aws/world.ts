@@ -71,16 +71,16 @@ export class SimulatedAws {
     name: string,
     faults: TransportFaults,
     options: {
-      latency?: LatencyModel;
-      onCall?: (call: CallRecord) => void;
+      latency?: LatencyModel | undefined;
+      onCall?: ((call: CallRecord) => void) | undefined;
       onRequest?: FaultyHandlerOptions['onRequest'];
     } = {},
   ): Component {
     const transport = new FaultyHandler(this.#handler, {
       random: seededRandom(this.#seed * 7919 + ++this.#components),
       faults,
-      ...(options.latency ? { latency: options.latency } : {}),
-      ...(options.onCall ? { onCall: options.onCall } : {}),
+      latency: options.latency,
+      onCall: options.onCall,
       ...(options.onRequest ? { onRequest: options.onRequest } : {}),
     });
     const clients = createAwsClients({

@@ -233,7 +233,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   const startedBy = new Map<string, string>();
   const component = (name: string): Component =>
     world.component(name, componentFaults, {
-      ...(options.latency ? { latency: options.latency } : {}),
+      latency: options.latency,
       onCall: (call) => {
         history.calls[call.outcome]++;
       },
