@@ -104,22 +104,27 @@ export class ControlStore {
 
   /** All stored tenants. The control table is small (tenants, a few leases), so a scan is fine. */
   async listTenants(): Promise<StoredTenant[]> {
-    const tenants: StoredTenant[] = [];
+    return (await this.#scanKind('tenant')).map(toTenant);
+  }
+
+  /** Every item of one `kind`, read consistently over all pages of the small control table. */
+  async #scanKind(kind: string): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
     let startKey: Record<string, unknown> | undefined;
     do {
       const response = await this.#documents.send(
         new ScanCommand({
           TableName: this.#tableName,
           FilterExpression: 'kind = :kind',
-          ExpressionAttributeValues: { ':kind': 'tenant' },
+          ExpressionAttributeValues: { ':kind': kind },
           ExclusiveStartKey: startKey,
           ConsistentRead: true,
         }),
       );
-      for (const item of response.Items ?? []) tenants.push(toTenant(item));
+      items.push(...(response.Items ?? []));
       startKey = response.LastEvaluatedKey;
     } while (startKey);
-    return tenants;
+    return items;
   }
 
   /**
@@ -162,24 +167,11 @@ export class ControlStore {
   /** Every registered tenant-tier (a scan of the small control table, as for tenants). */
   async listIntake(): Promise<IntakeRegistration[]> {
     const registrations: IntakeRegistration[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const response = await this.#documents.send(
-        new ScanCommand({
-          TableName: this.#tableName,
-          FilterExpression: 'kind = :kind',
-          ExpressionAttributeValues: { ':kind': 'intake' },
-          ExclusiveStartKey: startKey,
-          ConsistentRead: true,
-        }),
-      );
-      for (const item of response.Items ?? []) {
-        const tier = item.tier as PriorityTier;
-        if (!PRIORITY_TIERS.includes(tier)) continue;
-        registrations.push({ tenantId: item.tenantId as string, tier, token: item.token as string });
-      }
-      startKey = response.LastEvaluatedKey;
-    } while (startKey);
+    for (const item of await this.#scanKind('intake')) {
+      const tier = item.tier as PriorityTier;
+      if (!PRIORITY_TIERS.includes(tier)) continue;
+      registrations.push({ tenantId: item.tenantId as string, tier, token: item.token as string });
+    }
     return registrations;
   }
 
