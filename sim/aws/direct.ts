@@ -65,6 +65,71 @@ function sqsError(error: SqsError): Error {
   return new SQSServiceException({ ...options, name: error.code, $fault: error.senderFault ? 'client' : 'server' });
 }
 
+/**
+ * The Document client's marshall of one value, the same result as util-dynamodb's `marshall`
+ * with MARSHALL's options: strings, safe finite numbers, booleans, null, plain objects and
+ * arrays are converted here (the flood marshals millions of attributes); anything else (sets,
+ * binaries, NumberValue, bigint, numbers the SDK refuses) goes to the SDK's own code.
+ */
+function marshallValue(value: unknown): unknown {
+  switch (typeof value) {
+    case 'string':
+      return { S: value };
+    case 'number':
+      return Number.isFinite(value) && Number.isSafeInteger(Math.trunc(value))
+        ? { N: String(value) }
+        : marshall(value as never, MARSHALL);
+    case 'boolean':
+      return { BOOL: value };
+    case 'object': {
+      if (value === null) return { NULL: true };
+      if (Array.isArray(value)) {
+        const list: unknown[] = [];
+        for (const member of value) {
+          if (member !== undefined && typeof member !== 'function') list.push(marshallValue(member));
+        }
+        return { L: list };
+      }
+      if (value.constructor === Object) {
+        const map: Record<string, unknown> = {};
+        for (const key in value) {
+          const member = (value as Record<string, unknown>)[key];
+          if (member !== undefined && typeof member !== 'function') map[key] = marshallValue(member);
+        }
+        return { M: map };
+      }
+      return marshall(value as never, MARSHALL);
+    }
+    default:
+      return marshall(value as never, MARSHALL);
+  }
+}
+
+/**
+ * util-dynamodb's `unmarshall` of one attribute value with UNMARSHALL's options, the same
+ * result: S, BOOL, NULL, safe N, M and L here; anything else through the SDK's own code.
+ */
+function unmarshallValue(value: Record<string, unknown>): unknown {
+  if (typeof value.S === 'string') return value.S;
+  if (typeof value.N === 'string') {
+    const number = Number(value.N);
+    return number <= Number.MAX_SAFE_INTEGER && number >= Number.MIN_SAFE_INTEGER
+      ? number
+      : unmarshall(value as never, UNMARSHALL);
+  }
+  if (value.BOOL !== undefined) return Boolean(value.BOOL);
+  if (value.NULL !== undefined) return null;
+  if (value.M !== undefined && typeof value.M === 'object') {
+    const map: Record<string, unknown> = {};
+    for (const [key, member] of Object.entries(value.M as Record<string, Record<string, unknown>>)) {
+      map[key] = unmarshallValue(member);
+    }
+    return map;
+  }
+  if (Array.isArray(value.L)) return value.L.map((member: Record<string, unknown>) => unmarshallValue(member));
+  return unmarshall(value as never, UNMARSHALL);
+}
+
 // lib-dynamodb's processKeysInObj / processObj, with the same rules (key nodes: `null` = the
 // value itself, `{}` = every member, `{ '*': …}` = every member one level down).
 function processObj(value: unknown, apply: (v: unknown) => unknown, nodes: KeyNodes | undefined): unknown {
@@ -109,13 +174,9 @@ export function directClients(dynamodb: InMemoryDynamoDb, sqs: InMemorySqs): Aws
     }
   };
   const documents = async (command: DocumentCommand) => {
-    const input = processKeys(
-      command.input,
-      (v) => marshall(v as Record<string, unknown>, MARSHALL),
-      command.inputKeyNodes,
-    ) as Record<string, unknown>;
+    const input = processKeys(command.input, marshallValue, command.inputKeyNodes) as Record<string, unknown>;
     const output = answer(operationOf(command.clientCommand), input);
-    return processKeys(output, (v) => unmarshall(v as Record<string, never>, UNMARSHALL), command.outputKeyNodes);
+    return processKeys(output, (v) => unmarshallValue(v as Record<string, unknown>), command.outputKeyNodes);
   };
   const queues = async (command: SdkCommand, options?: { abortSignal?: AbortSignal }) => {
     try {
