@@ -86,6 +86,12 @@ interface Table {
   readonly indexes: Map<string, IndexState>;
   /** Writes not yet applied to the indexes, by when they reach them (then write order). */
   readonly indexing: MinHeap<PendingIndexWrite>;
+  /**
+   * With no index lag, writes in write order, applied together at the next index read: what a
+   * read sees is the same, and a million writes with no read between them (the flood's backlog)
+   * are sorted into the indexes at once instead of one binary search and splice each.
+   */
+  unindexed: PendingIndexWrite[];
 }
 
 /** One index entry: the item projected as the index projects it, and where it sorts. */
@@ -150,7 +156,9 @@ export class InMemoryDynamoDb {
   /** Record applied writes in `writes` (the chaos driver turns it on for the tasks table). */
   recordTables = new Set<string>();
   #writeSeq = 0;
-  readonly #internedValues = new Map<string, AttributeValue>();
+  /** Shared stored values by their string (S) and number (N) text. */
+  readonly #internedStrings = new Map<string, AttributeValue>();
+  readonly #internedNumbers = new Map<string, AttributeValue>();
   readonly #parsed = new Map<string, Record<string, unknown>>();
 
   constructor(tables: readonly { name: string; definition: TableDefinition }[], behaviour: DynamoDbBehaviour) {
@@ -166,7 +174,14 @@ export class InMemoryDynamoDb {
         ];
         indexes.set(index.indexName, { definition: index, projected, partitions: new Map(), entryOf: new Map() });
       }
-      this.#tables.set(name, { name, definition, items: new Map(), indexes, indexing: new MinHeap(byIndexTime) });
+      this.#tables.set(name, {
+        name,
+        definition,
+        items: new Map(),
+        indexes,
+        indexing: new MinHeap(byIndexTime),
+        unindexed: [],
+      });
     }
     this.#behaviour = behaviour;
   }
@@ -275,8 +290,10 @@ export class InMemoryDynamoDb {
     table.items.set(key, versions);
     if (table.indexes.size > 0) {
       const pending: PendingIndexWrite = { atMs: indexedAtMs, seq: this.#writeSeq++, key, item };
-      // Nothing ahead of it and due now: straight in (the common case without index lag).
-      if (table.indexing.size === 0 && indexedAtMs <= nowMs) this.#index(table, pending);
+      // Without lag every write is due at once, in write order: the next index read applies it.
+      if (this.#behaviour.indexLagMs === 0) table.unindexed.push(pending);
+      // Nothing ahead of it and due now: straight in.
+      else if (table.indexing.size === 0 && indexedAtMs <= nowMs) this.#index(table, [pending]);
       else table.indexing.push(pending);
     }
     if (this.recordTables.has(table.name)) this.writes.push({ tableName: table.name, atMs: nowMs, item });
@@ -290,17 +307,19 @@ export class InMemoryDynamoDb {
    */
   #interned(item: AttributeMap): AttributeMap {
     const stored: AttributeMap = {};
-    for (const [name, value] of Object.entries(item)) {
-      const scalar = value.S ?? value.N;
+    for (const name in item) {
+      const value = item[name]!;
+      const isString = value.S !== undefined;
+      const scalar = isString ? value.S : value.N;
       if (typeof scalar !== 'string' || scalar.length > INTERN_MAX_CHARS) {
         stored[name] = value;
         continue;
       }
-      const internKey = `${value.S === undefined ? 'N' : 'S'}${scalar}`;
-      let shared = this.#internedValues.get(internKey);
+      const interned = isString ? this.#internedStrings : this.#internedNumbers;
+      let shared = interned.get(scalar);
       if (!shared) {
         shared = value;
-        if (this.#internedValues.size < INTERN_LIMIT) this.#internedValues.set(internKey, value);
+        if (this.#internedStrings.size + this.#internedNumbers.size < INTERN_LIMIT) interned.set(scalar, value);
       }
       stored[name] = shared;
     }
@@ -429,44 +448,62 @@ export class InMemoryDynamoDb {
   #indexState(table: Table, indexName: string): IndexState {
     const nowMs = this.#behaviour.now();
     // Apply every write that has reached the indexes by now, in the order it reaches them.
+    const due = table.unindexed;
+    table.unindexed = [];
     for (let next = table.indexing.peek(); next && next.atMs <= nowMs; next = table.indexing.peek()) {
-      table.indexing.pop();
-      this.#index(table, next);
+      due.push(table.indexing.pop()!);
     }
+    if (due.length > 0) this.#index(table, due);
     return table.indexes.get(indexName)!;
   }
 
-  /** One item's write reaches every index of its table: its entry moves, appears or goes. */
-  #index(table: Table, write: PendingIndexWrite): void {
+  /**
+   * Writes reach every index of their table, in order: each item's entry moves, appears or goes.
+   * Only an item's last write in the batch decides where its entry ends up, so the batch is
+   * applied as one set of removals and one of additions per partition (SortedList applies a
+   * large set by merging, a small one entry by entry).
+   */
+  #index(table: Table, writes: readonly PendingIndexWrite[]): void {
+    const lastWrite = new Map<string, AttributeMap | undefined>();
+    for (const write of writes) lastWrite.set(write.key, write.item);
     for (const index of table.indexes.values()) {
       const { definition } = index;
-      const old = index.entryOf.get(write.key);
-      if (old) {
-        const partition = index.partitions.get(old.partition)!;
-        partition.delete(old.entry);
-        if (partition.size === 0) index.partitions.delete(old.partition);
-        index.entryOf.delete(write.key);
-      }
-      const item = write.item;
-      // Sparse: only items carrying the index's key attributes are in it.
-      if (!item?.[definition.partitionKey] || (definition.sortKey && !item[definition.sortKey])) continue;
-      const projected: AttributeMap = {};
-      for (const name of index.projected) if (item[name] !== undefined) projected[name] = item[name];
-      const sort = definition.sortKey ? item[definition.sortKey] : undefined;
-      const entry: IndexEntry = {
-        sort,
-        sortText: sortTextOf(sort),
-        tableKey: write.key,
-        projected,
+      const removals = new Map<string, IndexEntry[]>();
+      const additions = new Map<string, IndexEntry[]>();
+      const add = (to: Map<string, IndexEntry[]>, partition: string, entry: IndexEntry) => {
+        const entries = to.get(partition);
+        if (entries) entries.push(entry);
+        else to.set(partition, [entry]);
       };
-      const partitionKey = JSON.stringify(item[definition.partitionKey]);
-      let partition = index.partitions.get(partitionKey);
-      if (!partition) {
-        partition = new SortedList(compareEntries);
-        index.partitions.set(partitionKey, partition);
+      for (const [key, item] of lastWrite) {
+        const old = index.entryOf.get(key);
+        if (old) {
+          add(removals, old.partition, old.entry);
+          index.entryOf.delete(key);
+        }
+        // Sparse: only items carrying the index's key attributes are in it.
+        if (!item?.[definition.partitionKey] || (definition.sortKey && !item[definition.sortKey])) continue;
+        const projected: AttributeMap = {};
+        for (const name of index.projected) if (item[name] !== undefined) projected[name] = item[name];
+        const sort = definition.sortKey ? item[definition.sortKey] : undefined;
+        const entry: IndexEntry = { sort, sortText: sortTextOf(sort), tableKey: key, projected };
+        const partition = partitionIdOf(item[definition.partitionKey]!);
+        add(additions, partition, entry);
+        index.entryOf.set(key, { partition, entry });
       }
-      partition.insert(entry);
-      index.entryOf.set(write.key, { partition: partitionKey, entry });
+      for (const [id, entries] of removals) {
+        const partition = index.partitions.get(id)!;
+        partition.deleteAll(entries);
+        if (partition.size === 0) index.partitions.delete(id);
+      }
+      for (const [id, entries] of additions) {
+        let partition = index.partitions.get(id);
+        if (!partition) {
+          partition = new SortedList(compareEntries);
+          index.partitions.set(id, partition);
+        }
+        partition.insertAll(entries);
+      }
     }
   }
 
@@ -497,7 +534,7 @@ export class InMemoryDynamoDb {
           (condition: Expression) => condition !== partitionCondition && onAttribute(condition, definition.sortKey!),
         )
       : undefined;
-    const partition = index.partitions.get(JSON.stringify(partitionCondition.args[1]));
+    const partition = index.partitions.get(partitionIdOf(partitionCondition.args[1]));
     const forward = data.ScanIndexForward !== false;
     const empty: Record<string, unknown> = { Count: 0, ScannedCount: 0 };
     if (data.Select !== 'COUNT') empty.Items = [];
@@ -605,6 +642,10 @@ export class InMemoryDynamoDb {
     return result;
   }
 }
+
+/** An index partition's id: `S` and a string key (the common case), any other value as JSON (`{…`). */
+const partitionIdOf = (value: AttributeValue): string =>
+  typeof value.S === 'string' ? `S${value.S}` : JSON.stringify(value);
 
 /** dynalite's parse result holds the expression tree under `expression`. */
 const expressionOf = (parsed: unknown): Expression => (parsed as { expression: Expression }).expression;

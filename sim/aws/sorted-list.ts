@@ -2,9 +2,13 @@
  * A sorted list in chunks (the layout of Python's `sortedcontainers`): inserts and deletes cost a
  * binary search and a splice of one chunk, and a range is found by binary search. The simulated
  * DynamoDB keeps each index partition in one, so a Query reads O(log n + page) entries of a
- * partition of a million rather than sorting the whole table.
+ * partition of a million rather than sorting the whole table. A batch of entries large against
+ * the list (the flood's backlog reaching the indexes) is merged in one pass instead.
  */
 const CHUNK = 512;
+/** A batch this large against the list (1 in this many) is merged in one pass, not one by one. */
+const MERGE_RATIO = 16;
+const MERGE_AT_LEAST = 64;
 
 /** A place in the list: chunk and offset (offset === chunk length only past the end). */
 export interface Cursor {
@@ -53,6 +57,53 @@ export class SortedList<T> {
     if (chunk.length === 0) this.#chunks.splice(at.chunk, 1);
     this.#size--;
     return true;
+  }
+
+  /**
+   * Insert every value (none equal to another or to an entry; `values` is sorted in place). A
+   * large batch is merged with the entries in one pass: O(n + k log k) rather than k searches
+   * and splices.
+   */
+  insertAll(values: T[]): void {
+    if (!this.#isLargeBatch(values.length)) {
+      for (const value of values) this.insert(value);
+      return;
+    }
+    values.sort(this.#compare);
+    const entries = this.#chunks.flat();
+    const merged: T[] = new Array(entries.length + values.length);
+    let i = 0;
+    let j = 0;
+    let k = 0;
+    while (i < entries.length && j < values.length) {
+      merged[k++] = this.#compare(entries[i]!, values[j]!) < 0 ? entries[i++]! : values[j++]!;
+    }
+    while (i < entries.length) merged[k++] = entries[i++]!;
+    while (j < values.length) merged[k++] = values[j++]!;
+    this.#rebuild(merged);
+  }
+
+  /**
+   * Remove every value, each an entry of this list (the same object); a large batch in one pass.
+   */
+  deleteAll(values: readonly T[]): void {
+    if (!this.#isLargeBatch(values.length)) {
+      for (const value of values) this.delete(value);
+      return;
+    }
+    const gone = new Set(values);
+    this.#rebuild(this.#chunks.flat().filter((entry) => !gone.has(entry)));
+  }
+
+  #isLargeBatch(count: number): boolean {
+    return count >= MERGE_AT_LEAST && count * MERGE_RATIO >= this.#size;
+  }
+
+  /** Replace the entries with these, in order, in full chunks. */
+  #rebuild(entries: T[]): void {
+    this.#chunks.length = 0;
+    for (let at = 0; at < entries.length; at += CHUNK) this.#chunks.push(entries.slice(at, at + CHUNK));
+    this.#size = entries.length;
   }
 
   /**
