@@ -40,6 +40,8 @@ const UNMARSHALL = { convertWithoutMapWrapper: true };
 /** `PutItemCommand` → `PutItem`. */
 const operationOf = (command: { constructor: { name: string } }) => command.constructor.name.replace(/Command$/, '');
 
+const fromBase64 = (text: string) => new Uint8Array(Buffer.from(text, 'base64'));
+
 /** JSON as the wire carries it (binary as base64), detached from the caller's objects. */
 function toWire(value: unknown): Record<string, unknown> {
   return JSON.parse(
@@ -69,7 +71,8 @@ function sqsError(error: SqsError): Error {
  * The Document client's marshall of one value, the same result as util-dynamodb's `marshall`
  * with MARSHALL's options: strings, safe finite numbers, booleans, null, plain objects and
  * arrays are converted here (the flood marshals millions of attributes); anything else (sets,
- * binaries, NumberValue, bigint, numbers the SDK refuses) goes to the SDK's own code.
+ * binaries, NumberValue, bigint, numbers the SDK refuses) goes to the SDK's own code, and its
+ * binaries are sent as the wire sends them (base64), never as the caller's buffer.
  */
 function marshallValue(value: unknown): unknown {
   switch (typeof value) {
@@ -78,7 +81,7 @@ function marshallValue(value: unknown): unknown {
     case 'number':
       return Number.isFinite(value) && Number.isSafeInteger(Math.trunc(value))
         ? { N: String(value) }
-        : marshall(value as never, MARSHALL);
+        : toWire(marshall(value as never, MARSHALL));
     case 'boolean':
       return { BOOL: value };
     case 'object': {
@@ -98,16 +101,17 @@ function marshallValue(value: unknown): unknown {
         }
         return { M: map };
       }
-      return marshall(value as never, MARSHALL);
+      return toWire(marshall(value as never, MARSHALL));
     }
     default:
-      return marshall(value as never, MARSHALL);
+      return toWire(marshall(value as never, MARSHALL));
   }
 }
 
 /**
- * util-dynamodb's `unmarshall` of one attribute value with UNMARSHALL's options, the same
- * result: S, BOOL, NULL, safe N, M and L here; anything else through the SDK's own code.
+ * util-dynamodb's `unmarshall` of one attribute value with UNMARSHALL's options, after the SDK's
+ * deserialiser has turned base64 binaries into fresh bytes: the same result. S, BOOL, NULL,
+ * safe N, M, L, B and BS here; anything else through the SDK's own code.
  */
 function unmarshallValue(value: Record<string, unknown>): unknown {
   if (typeof value.S === 'string') return value.S;
@@ -127,33 +131,55 @@ function unmarshallValue(value: Record<string, unknown>): unknown {
     return map;
   }
   if (Array.isArray(value.L)) return value.L.map((member: Record<string, unknown>) => unmarshallValue(member));
+  if (typeof value.B === 'string') return fromBase64(value.B);
+  if (Array.isArray(value.BS)) return new Set(value.BS.map((member: string) => fromBase64(member)));
   return unmarshall(value as never, UNMARSHALL);
 }
 
-// lib-dynamodb's processKeysInObj / processObj, with the same rules (key nodes: `null` = the
-// value itself, `{}` = every member, `{ '*': …}` = every member one level down).
-function processObj(value: unknown, apply: (v: unknown) => unknown, nodes: KeyNodes | undefined): unknown {
+// lib-dynamodb's processObj / processKeysInObj / processAllKeysInObj, rule for rule (key nodes:
+// `null` = the value itself, `{}` = every member, `{ '*': …}` = every member one level down;
+// function members are dropped, and so are members that convert to undefined).
+type Apply = (v: unknown) => unknown;
+
+function processObj(value: unknown, apply: Apply, nodes: KeyNodes | undefined): unknown {
   if (value === undefined) return undefined;
   if (nodes === null || nodes === undefined) return apply(value);
   const keys = Object.keys(nodes);
-  if (keys.length === 0) {
-    if (Array.isArray(value)) return value.map((item) => apply(item));
-    return Object.fromEntries(Object.entries(value as object).map(([k, v]) => [k, apply(v)]));
-  }
+  if (keys.length === 0) return processAllKeys(value as object, apply);
   if (keys.length === 1 && keys[0] === '*') {
     const out: Record<string, unknown> | unknown[] = Array.isArray(value) ? [] : {};
-    for (const [k, v] of Object.entries(value as object))
-      (out as Record<string, unknown>)[k] = processObj(v, apply, nodes['*']);
+    for (const [k, v] of Object.entries(value ?? {})) {
+      if (typeof v !== 'function') (out as Record<string, unknown>)[k] = processObj(v, apply, nodes['*']);
+    }
     return out;
   }
   return processKeys(value as Record<string, unknown>, apply, nodes);
 }
 
-function processKeys(value: Record<string, unknown>, apply: (v: unknown) => unknown, nodes: KeyNodes): unknown {
-  const out: Record<string, unknown> | unknown[] = Array.isArray(value) ? [...value] : { ...value };
+function processKeys(value: Record<string, unknown>, apply: Apply, nodes: KeyNodes): unknown {
+  let out: Record<string, unknown> | unknown[];
+  if (Array.isArray(value)) out = value.filter((item) => typeof item !== 'function');
+  else {
+    out = {};
+    for (const [k, v] of Object.entries(value)) if (typeof v !== 'function') out[k] = v;
+  }
   for (const [key, child] of Object.entries(nodes ?? {})) {
+    if (typeof value[key] === 'function') continue;
     const processed = processObj(value[key], apply, child);
-    if (processed !== undefined) (out as Record<string, unknown>)[key] = processed;
+    if (processed !== undefined && typeof processed !== 'function') (out as Record<string, unknown>)[key] = processed;
+  }
+  return out;
+}
+
+function processAllKeys(value: object, apply: Apply): unknown {
+  if (Array.isArray(value)) {
+    return value.filter((item) => typeof item !== 'function').map((item) => processObj(item, apply, null));
+  }
+  const out: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value)) {
+    if (typeof member === 'function') continue;
+    const processed = processObj(member, apply, null);
+    if (processed !== undefined && typeof processed !== 'function') out[key] = processed;
   }
   return out;
 }
