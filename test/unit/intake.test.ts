@@ -1,7 +1,9 @@
 /**
- * The intake's pure bookkeeping (lambda/core/intake): windows per tenant-tier, refills from the
- * index, the just-dispatched set, the registry state machine. A property test runs it against a
- * model of the task table, a lagging index, a tier queue and the registry on a fake clock.
+ * The intake's pure bookkeeping (runtime/core/intake): windows per tenant-tier, refills from the
+ * index, the just-dispatched set, the registry state machine and its promise. A property test
+ * runs it against a model of the task table, a lagging index, a tier queue, the registry and the
+ * submit path (which skips the announcement under a promise, from a cached or stale read) on a
+ * fake clock, and shows the property fails when the scheduler deregisters at `scanUntilMs`.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -104,6 +106,49 @@ describe('IntakeWindows', () => {
     expect(windows.heldCount).toBe(5);
   });
 
+  it('promises a backlogged tenant-tier, renews at H/2, and keeps reading until the promise ends + G', () => {
+    const windows = new IntakeWindows({
+      windowSize: () => 2,
+      bufferSize: 100,
+      indexLagMs: G,
+      minQueryGapMs: 0,
+      promiseMs: 60_000,
+      promiseRereadMs: 1_000,
+    });
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t1') }, 0);
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t2') }, 0);
+    expect(windows.promisesDue(0)).toEqual([]); // Not backlogged yet, and not registered.
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t3') }, 0); // Beyond the window.
+    expect(windows.promisesDue(0)).toEqual([]); // Not registered yet.
+    windows.registration('a', 'normal', 'tok');
+    expect(windows.promisesDue(1_000)).toEqual([{ tenantId: 'a', tier: 'normal', token: 'tok', scanUntilMs: 61_000 }]);
+    expect(windows.promisesDue(1_000)).toEqual([]); // In flight.
+    // The answer was lost: the promise is assumed to have landed (never shrinks).
+    windows.promised('a', 'normal', undefined);
+    expect(windows.scanUntilOf('a', 'normal')).toBe(61_000);
+    expect(windows.promisesDue(30_000)).toEqual([]); // More than H/2 left.
+    const [renewal] = windows.promisesDue(31_001);
+    expect(renewal?.scanUntilMs).toBe(91_001);
+    // Refused: the item holds a newer token and a later promise (another scheduler's). Adopted.
+    windows.promised('a', 'normal', { token: 'tok-2', scanUntilMs: 95_000 });
+    expect(windows.scanUntilOf('a', 'normal')).toBe(95_000);
+    expect(windows.readsPromisedUntilMs()).toBe(95_000 + G);
+    // The backlog drains: the empty partition is read every second until 95 s + G, then probed.
+    for (const taskId of ['t1', 't2']) {
+      windows.taken(taskId, 'a', 'normal');
+      windows.dispatched(ref(taskId), 0, 40_000);
+    }
+    windows.querying('a', 'normal', 40_000);
+    windows.listed({ tenantId: 'a', tier: 'normal' }, { refs: [], hasMore: false }, 40_000);
+    expect(windows.refillsDue(40_500)).toEqual([]);
+    expect(windows.refillsDue(41_000)).toEqual([{ tenantId: 'a', tier: 'normal', limit: 4 }]);
+    expect(windows.probesDue(95_000 + G - 1)).toEqual([]);
+    expect(windows.refillsDue(95_000 + G)).toEqual([]); // The promise is over: no more rereads.
+    expect(windows.probesDue(95_000 + G)).toEqual([{ tenantId: 'a', tier: 'normal' }]);
+    windows.querying('a', 'normal', 95_000 + G);
+    expect(windows.probed({ tenantId: 'a', tier: 'normal' }, undefined, 95_000 + G)).toBe('tok-2');
+  });
+
   it('gives the oldest agingFrom held per tier', () => {
     const windows = intake(5);
     windows.announced({ tenantId: 'a', tier: 'high', ref: ref('h', { priority: 'high', agingFromMs: 7 }) }, 10);
@@ -123,7 +168,8 @@ describe('IntakeWindows', () => {
 
 /**
  * A model of what the intake stands on: the task table (truth), the index (each item's entry
- * reaches it after a lag below G), one tier queue of announcements, and the registry.
+ * reaches it after a lag below G), one tier queue of announcements, the registry (token and
+ * promise per tenant-tier, every version kept so a read can be stale), and the submit path.
  */
 interface ModelTask {
   readonly taskId: string;
@@ -136,13 +182,29 @@ interface ModelTask {
   indexed: { state: 'QUEUED' | 'DISPATCHED'; fence: number; runAtMs: number; atMs: number }[];
 }
 
+/** The model's promise length (H) and the submit path's margin. */
+const H = 30_000;
+const MARGIN = 0;
+
 const actionArb = fc.oneof(
   fc.record({
     kind: fc.constant('submit' as const),
-    tenant: fc.integer({ min: 0, max: 3 }),
-    tier: fc.constantFrom(...PRIORITY_TIERS),
+    // Often the flood's tenant-tier (tenant0, normal), so submits meet its promise.
+    tenant: fc.constantFrom(0, 0, 0, 1, 2, 3),
+    tier: fc.constantFrom<PriorityTier>('normal', 'normal', 'normal', ...PRIORITY_TIERS),
     delayMs: fc.constantFrom(0, 0, 0, 5_000, 40_000),
+    lagMs: fc.oneof(fc.integer({ min: 0, max: G - 1 }), fc.constant(G - 1)),
+    // Which API container submits (each caches the promises it read), and whether its
+    // eventually consistent read of the registry item returns the version before the latest.
+    container: fc.integer({ min: 0, max: 1 }),
+    staleRead: fc.boolean(),
+  }),
+  // A burst for one tenant-tier: enough to backlog it, so the scheduler makes a promise.
+  fc.record({
+    kind: fc.constant('flood' as const),
+    count: fc.integer({ min: 4, max: 12 }),
     lagMs: fc.integer({ min: 0, max: G - 1 }),
+    container: fc.integer({ min: 0, max: 1 }),
   }),
   fc.record({ kind: fc.constant('receive' as const), count: fc.integer({ min: 1, max: 10 }) }),
   fc.record({ kind: fc.constant('read' as const) }),
@@ -151,15 +213,41 @@ const actionArb = fc.oneof(
   fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 1, max: 20_000 }) }),
 );
 
-function runModel(actions: readonly ActionValue[]) {
+interface RegistryItem {
+  readonly token: string;
+  readonly scanUntilMs: number;
+}
+
+/**
+ * `graceMs`: how long after a promise ends the scheduler still reads the partition before it may
+ * deregister (both its own decision and the registry's condition on the delete). G is right.
+ */
+function runModel(actions: readonly ActionValue[], graceMs = G) {
   let nowMs = 1_000_000;
   let seq = 0;
   const tasks = new Map<string, ModelTask>();
   const queue: { taskId: string; receives: number }[] = [];
-  const registry = new Map<string, string>();
-  const windows = new IntakeWindows({ windowSize: () => 3, bufferSize: 8, indexLagMs: G });
+  /** Every version of each registry item, latest last (undefined: deleted). */
+  const registry = new Map<string, (RegistryItem | undefined)[]>();
+  const windows = new IntakeWindows({
+    windowSize: () => 3,
+    bufferSize: 8,
+    indexLagMs: G,
+    promiseMs: H,
+    promiseGraceMs: graceMs,
+    promiseRereadMs: 1_000,
+  });
   const maxReceives = { value: 0 };
+  const counts = { announced: 0, skipped: 0 };
+  /** Per API container, the promises it read and trusts while they last. */
+  const caches = [new Map<string, number>(), new Map<string, number>()];
   const regKey = (tenantId: string, tier: PriorityTier) => `${tenantId}#${tier}`;
+  const current = (key: string) => registry.get(key)?.at(-1);
+  const write = (key: string, item: RegistryItem | undefined) => {
+    const versions = registry.get(key) ?? [];
+    versions.push(item);
+    registry.set(key, versions);
+  };
 
   const indexedVersion = (task: ModelTask) => task.indexed.filter((v) => v.atMs <= nowMs).at(-1);
   const refOf = (task: ModelTask, version: { fence: number; runAtMs: number } = task): QueuedRef =>
@@ -194,9 +282,12 @@ function runModel(actions: readonly ActionValue[]) {
       const task = tasks.get(message.taskId)!;
       const decision = windows.announced({ tenantId: task.tenantId, tier: task.tier, ref: refOf(task) }, nowMs);
       if (decision.register) {
-        const token = `tok-${seq++}`;
-        registry.set(regKey(task.tenantId, task.tier), token);
-        windows.registration(task.tenantId, task.tier, token);
+        // A fresh token; the promise the item holds (or this scheduler knows) is kept, never lowered.
+        const key = regKey(task.tenantId, task.tier);
+        const scanUntilMs = Math.max(current(key)?.scanUntilMs ?? 0, windows.scanUntilOf(task.tenantId, task.tier));
+        const item = { token: `tok-${seq++}`, scanUntilMs };
+        write(key, item);
+        windows.registration(task.tenantId, task.tier, item.token, item.scanUntilMs);
       }
       // Deleted: registered (now or before) and in the window or left to the index.
     }
@@ -210,10 +301,58 @@ function runModel(actions: readonly ActionValue[]) {
       windows.querying(tenantId, tier, nowMs);
       const token = windows.probed({ tenantId, tier }, listDue(tenantId, tier, 1).first, nowMs);
       if (token === undefined) continue;
-      const deleted = registry.get(regKey(tenantId, tier)) === token;
-      if (deleted) registry.delete(regKey(tenantId, tier));
+      const item = current(regKey(tenantId, tier));
+      // The registry's delete is conditional on the token and on the promise having ended.
+      const deleted = item?.token === token && item.scanUntilMs + graceMs <= nowMs;
+      if (deleted) write(regKey(tenantId, tier), undefined);
       windows.deregistered(tenantId, tier, deleted, nowMs);
     }
+    for (const { tenantId, tier, token, scanUntilMs } of windows.promisesDue(nowMs)) {
+      // Conditional on the token and on not lowering the stored promise; refused: what is stored.
+      const key = regKey(tenantId, tier);
+      const item = current(key);
+      if (item?.token === token && item.scanUntilMs <= scanUntilMs) {
+        write(key, { token, scanUntilMs });
+        windows.promised(tenantId, tier, { token, scanUntilMs });
+      } else {
+        windows.promised(tenantId, tier, item);
+      }
+    }
+  };
+  /**
+   * The submit path: the task is written, then the announcement is skipped while a promise
+   * (cached, or read eventually consistently: possibly the version before the latest) holds.
+   */
+  const submitted = (task: ModelTask, container: number, staleRead: boolean) => {
+    const key = regKey(task.tenantId, task.tier);
+    const cache = caches[container]!;
+    let scanUntilMs = cache.get(key) ?? 0;
+    if (nowMs >= scanUntilMs - MARGIN) {
+      const versions = registry.get(key) ?? [];
+      const read = staleRead && versions.length > 1 ? versions.at(-2) : versions.at(-1);
+      scanUntilMs = read?.scanUntilMs ?? 0;
+      cache.set(key, scanUntilMs);
+    }
+    if (nowMs < scanUntilMs - MARGIN) {
+      counts.skipped++;
+      return;
+    }
+    counts.announced++;
+    announce(task);
+  };
+  const submit = (tenantId: string, tier: PriorityTier, delayMs: number, lagMs: number) => {
+    const task: ModelTask = {
+      taskId: `t${seq++}`,
+      tenantId,
+      tier,
+      state: 'QUEUED',
+      fence: 0,
+      runAtMs: nowMs + delayMs,
+      indexed: [],
+    };
+    task.indexed.push({ state: 'QUEUED', fence: 0, runAtMs: task.runAtMs, atMs: nowMs + lagMs });
+    tasks.set(task.taskId, task);
+    return task;
   };
   const dispatchSome = (count: number) => {
     for (const held of [...windows.refs()].slice(0, count)) {
@@ -235,20 +374,15 @@ function runModel(actions: readonly ActionValue[]) {
   for (const action of actions) {
     switch (action.kind) {
       case 'submit': {
-        const task: ModelTask = {
-          taskId: `t${seq++}`,
-          tenantId: `tenant${action.tenant}`,
-          tier: action.tier,
-          state: 'QUEUED',
-          fence: 0,
-          runAtMs: nowMs + action.delayMs,
-          indexed: [],
-        };
-        task.indexed.push({ state: 'QUEUED', fence: 0, runAtMs: task.runAtMs, atMs: nowMs + action.lagMs });
-        tasks.set(task.taskId, task);
-        announce(task);
+        const task = submit(`tenant${action.tenant}`, action.tier, action.delayMs, action.lagMs);
+        submitted(task, action.container, action.staleRead);
         break;
       }
+      case 'flood':
+        for (let i = 0; i < action.count; i++) {
+          submitted(submit('tenant0', 'normal', 0, action.lagMs), action.container, false);
+        }
+        break;
       case 'receive':
         receive(action.count);
         break;
@@ -284,23 +418,68 @@ function runModel(actions: readonly ActionValue[]) {
     dispatchSome(10);
     nowMs += 1_000;
   }
-  return { tasks, registry, windows, maxReceives: maxReceives.value };
+  const registered = [...registry.values()].filter((versions) => versions.at(-1) !== undefined).length;
+  return { tasks, registered, windows, maxReceives: maxReceives.value, counts };
 }
 
 type ActionValue = typeof actionArb extends fc.Arbitrary<infer T> ? T : never;
 
+const modelProperty = (graceMs: number) =>
+  fc.property(fc.array(actionArb, { maxLength: 120, size: 'max' }), (actions) => {
+    const { tasks, registered, windows, maxReceives } = runModel(actions, graceMs);
+    const stranded = [...tasks.values()].filter((task) => task.state === 'QUEUED').map((task) => task.taskId);
+    expect(stranded, 'stranded').toEqual([]);
+    expect(maxReceives).toBeLessThanOrEqual(1);
+    expect(registered).toBe(0);
+    expect(windows.activeCount).toBe(0);
+  });
+
 describe('IntakeWindows against a lagging index (property)', () => {
   it('strands no task, receives each announcement once, and ends with nothing registered', () => {
-    fc.assert(
-      fc.property(fc.array(actionArb, { maxLength: 120 }), (actions) => {
-        const { tasks, registry, windows, maxReceives } = runModel(actions);
-        const stranded = [...tasks.values()].filter((task) => task.state === 'QUEUED').map((task) => task.taskId);
-        expect(stranded).toEqual([]);
-        expect(maxReceives).toBeLessThanOrEqual(1);
-        expect(registry.size).toBe(0);
-        expect(windows.activeCount).toBe(0);
-      }),
-      { numRuns: 200 },
-    );
+    fc.assert(modelProperty(G), { numRuns: 500 });
+  });
+
+  it('skips announcements under a promise (the model exercises the promise)', () => {
+    // A flood into one tenant-tier, then time for the scheduler to see its backlog and promise.
+    const flood = { kind: 'flood', count: 12, lagMs: 0, container: 0 } as const;
+    const { counts, tasks } = runModel([
+      flood,
+      { kind: 'receive', count: 10 },
+      { kind: 'read' },
+      { kind: 'receive', count: 10 },
+      { kind: 'read' },
+      flood,
+      { kind: 'tick', ms: 1_000 },
+      flood,
+    ]);
+    expect(counts).toEqual({ announced: 12, skipped: 24 });
+    expect([...tasks.values()].filter((task) => task.state === 'QUEUED')).toEqual([]);
+  });
+
+  it('finds a task written just before the promise ends and indexed late; deregistering at scanUntilMs strands it', () => {
+    const actions: ActionValue[] = [
+      { kind: 'flood', count: 6, lagMs: 0, container: 0 },
+      { kind: 'receive', count: 10 },
+      { kind: 'read' }, // Backlogged: promised until now + H.
+      { kind: 'dispatch', count: 5 },
+      { kind: 'read' },
+      { kind: 'dispatch', count: 5 }, // The backlog is gone; the promise still has 30 s to run.
+      { kind: 'tick', ms: 20_000 },
+      // Skips its announcement (10 s of promise left); the index shows it 14 s later.
+      { kind: 'submit', tenant: 0, tier: 'normal', delayMs: 0, lagMs: 14_000, container: 0, staleRead: false },
+    ];
+    const queued = (graceMs: number) =>
+      [...runModel(actions, graceMs).tasks.values()].filter((task) => task.state === 'QUEUED').length;
+    expect(queued(G)).toBe(0);
+    expect(queued(0)).toBe(1);
+  });
+
+  it('fails when the scheduler deregisters before scanUntilMs + G (a task written under the promise, not yet indexed, is stranded)', () => {
+    // The same property and generator, with the scheduler deregistering as soon as the promise
+    // ends: fast-check finds a stranded task (seed fixed so the run is the same every time; with
+    // this generator about 1 run in 250 hits the interleaving).
+    const result = fc.check(modelProperty(0), { numRuns: 1_000, seed: 2, endOnFailure: true });
+    expect(result.failed).toBe(true);
+    expect(String(result.errorInstance)).toContain('stranded');
   });
 });

@@ -2,6 +2,7 @@ export {
   type AnnouncementDecision,
   type IntakeOptions,
   IntakeWindows,
+  type PromiseDue,
   type QueuedRef,
   type TenantTier,
 } from './windows.ts';

@@ -9,11 +9,21 @@
  *   probesDue()  ─▶ first entry of the partition ─▶ probed(): deregister once empty G after the
  *                   last announcement, or note when its next task comes due
  *   engine picks ─▶ taken() ─▶ dispatched() | returned() | dropped()
+ *   backlogged  ─▶ promisesDue() ─▶ write scanUntilMs into the registry ─▶ promised()
+ *
+ * The promise (docs/intake.md §4(a), "Suppressing the flood's announcements"): a backlogged
+ * tenant-tier's registry item carries `scanUntilMs`, "this tenant-tier's index is read at least
+ * until then", and the submit path skips the announcement while the promise holds. So a task may
+ * be QUEUED with no announcement at all, and the scheduler must find it in the index: it keeps
+ * reading a promised partition (every `promiseRereadMs` while its window is below half) until
+ * `scanUntilMs + promiseGraceMs` (G: by then the index shows every task written before
+ * `scanUntilMs`), and deregisters only after that. Promises only ever grow.
  *
  * Invariant kept with the scheduler: every QUEUED task either still has its announcement in SQS
- * or belongs to a registered tenant-tier. Announcements are deleted only after registration;
- * a tenant-tier is deregistered only when the index, read at least `indexLagMs` after its last
- * announcement, shows nothing queued (due or not), with nothing in its window or being dispatched.
+ * or belongs to a registered tenant-tier whose promise covers it (written before `scanUntilMs`).
+ * Announcements are deleted only after registration; a tenant-tier is deregistered only when the
+ * index, read at least `indexLagMs` after its last announcement and `promiseGraceMs` after its
+ * promise ended, shows nothing queued (due or not), with nothing in its window or being dispatched.
  * The index is never trusted for state: what it lists is re-read consistently before dispatch.
  */
 import type { PriorityTier, TaskResources } from '../task.ts';
@@ -45,6 +55,22 @@ export interface IntakeOptions {
   readonly indexLagMs: number;
   /** The least time between two index reads of one tenant-tier. */
   readonly minQueryGapMs?: number;
+  /**
+   * Length of a promise (H): a backlogged tenant-tier's `scanUntilMs` is set to now + H, and
+   * renewed once less than H/2 is left. Undefined: no promises are made (every submit announces).
+   */
+  readonly promiseMs?: number;
+  /** How long a promised partition is still read after `scanUntilMs` (default `indexLagMs`, G). */
+  readonly promiseGraceMs?: number;
+  /** While a promise holds, a window below half is read again this often (default 1 s). */
+  readonly promiseRereadMs?: number;
+}
+
+/** A promise to write into the registry item of a registered tenant-tier. */
+export interface PromiseDue extends TenantTier {
+  /** The registration the write is conditional on. */
+  readonly token: string;
+  readonly scanUntilMs: number;
 }
 
 /** What to do with a received announcement. */
@@ -69,6 +95,14 @@ interface State {
   readonly taken: Map<string, QueuedRef>;
   /** The index may hold due work of this tenant-tier beyond the window. */
   hasMore: boolean;
+  /** The last read (or announcement) showed more due work than the window holds: worth a promise. */
+  backlogged: boolean;
+  /**
+   * The largest promise this scheduler knows the registry item may carry (read, written, or
+   * attempted: a write whose answer was lost may have landed). 0: none.
+   */
+  scanUntilMs: number;
+  promiseInFlight: boolean;
   /** Earliest due time of work known to be queued but not yet due. */
   nextDueMs: number;
   lastAnnouncedMs: number;
@@ -79,6 +113,7 @@ interface State {
 }
 
 const DEFAULT_MIN_QUERY_GAP_MS = 250;
+const DEFAULT_PROMISE_REREAD_MS = 1_000;
 const NEVER = Number.POSITIVE_INFINITY;
 
 const keyOf = (tenantId: string, tier: PriorityTier) => `${tier}\u0000${tenantId}`;
@@ -133,13 +168,34 @@ export class IntakeWindows {
   }
 
   /** After a restart: the registry's tenant-tiers, each read from the index at once. */
-  restore(tenantTiers: readonly (TenantTier & { readonly token: string })[], nowMs: number): void {
-    for (const { tenantId, tier, token } of tenantTiers) {
+  restore(
+    tenantTiers: readonly (TenantTier & { readonly token: string; readonly scanUntilMs?: number | undefined })[],
+    nowMs: number,
+  ): void {
+    for (const { tenantId, tier, token, scanUntilMs } of tenantTiers) {
       const state = this.#state(tenantId, tier, nowMs);
       state.registration = 'registered';
       state.token = token;
       state.hasMore = true;
+      state.scanUntilMs = Math.max(state.scanUntilMs, scanUntilMs ?? 0);
     }
+  }
+
+  /** The promise known for a tenant-tier (0: none). */
+  scanUntilOf(tenantId: string, tier: PriorityTier): number {
+    return this.#states.get(keyOf(tenantId, tier))?.scanUntilMs ?? 0;
+  }
+
+  /**
+   * Until when this scheduler must keep running to honour its promises: the latest
+   * `scanUntilMs + G` among them (a submit that skipped its announcement relies on it).
+   */
+  readsPromisedUntilMs(): number {
+    let until = 0;
+    for (const state of this.#states.values()) {
+      if (state.scanUntilMs > 0) until = Math.max(until, state.scanUntilMs + this.#graceMs);
+    }
+    return until;
   }
 
   /**
@@ -167,6 +223,7 @@ export class IntakeWindows {
     if (this.#held(state, ref.taskId) || this.#recent.has(dispatchKey(ref.taskId, ref.fence))) return { register };
     if (state.hasMore || state.window.size + state.taken.size >= this.windowOf(state.tenantId)) {
       // Older due work may wait in the index: admitting this one would let it jump the queue.
+      if (state.window.size + state.taken.size >= this.windowOf(state.tenantId)) state.backlogged = true;
       state.hasMore = true;
       return { register };
     }
@@ -178,11 +235,52 @@ export class IntakeWindows {
    * The registry write for an announced tenant-tier landed with `token` (undefined: it failed,
    * and the messages waiting on it come back to be announced again).
    */
-  registration(tenantId: string, tier: PriorityTier, token: string | undefined): void {
+  registration(tenantId: string, tier: PriorityTier, token: string | undefined, scanUntilMs = 0): void {
     const state = this.#states.get(keyOf(tenantId, tier));
     if (state?.registration !== 'registering') return;
     state.registration = token === undefined ? 'unregistered' : 'registered';
     state.token = token;
+    state.scanUntilMs = Math.max(state.scanUntilMs, scanUntilMs);
+  }
+
+  /**
+   * Registered, backlogged tenant-tiers whose promise should be made or renewed (less than H/2
+   * left): each is a registry write of `scanUntilMs` = now + H, conditional on the token and on
+   * not lowering what the item holds. Report the outcome to `promised()`.
+   */
+  promisesDue(nowMs: number, max = NEVER): PromiseDue[] {
+    const promiseMs = this.#options.promiseMs;
+    if (promiseMs === undefined) return [];
+    const due: PromiseDue[] = [];
+    for (const state of this.#states.values()) {
+      if (due.length >= max) break;
+      if (state.registration !== 'registered' || state.token === undefined || state.promiseInFlight) continue;
+      if (!state.backlogged || state.scanUntilMs - nowMs >= promiseMs / 2) continue;
+      state.promiseInFlight = true;
+      // Assume it landed until told otherwise: a write whose answer is lost may have.
+      const scanUntilMs = Math.max(state.scanUntilMs, nowMs + promiseMs);
+      state.scanUntilMs = scanUntilMs;
+      due.push({ tenantId: state.tenantId, tier: state.tier, token: state.token, scanUntilMs });
+    }
+    return due;
+  }
+
+  /**
+   * The promise write ended: `stored` is what the registry item now carries (its token and
+   * promise, when the write was refused because the item moved on), or undefined when the
+   * outcome is unknown. The promise kept in memory never shrinks.
+   */
+  promised(
+    tenantId: string,
+    tier: PriorityTier,
+    stored: { readonly token: string; readonly scanUntilMs: number } | undefined,
+  ): void {
+    const state = this.#states.get(keyOf(tenantId, tier));
+    if (!state) return;
+    state.promiseInFlight = false;
+    if (!stored) return;
+    if (state.registration === 'registered') state.token = stored.token;
+    state.scanUntilMs = Math.max(state.scanUntilMs, stored.scanUntilMs);
   }
 
   /** Tenant-tiers whose window should be refilled from the index now, with the page size to ask. */
@@ -194,7 +292,11 @@ export class IntakeWindows {
       if (nowMs - state.lastQueryMs < (this.#options.minQueryGapMs ?? DEFAULT_MIN_QUERY_GAP_MS)) continue;
       const window = this.windowOf(state.tenantId);
       const held = state.window.size + state.taken.size;
-      const wants = (state.hasMore && held <= window / 2) || state.nextDueMs <= nowMs;
+      // Under a promise, tasks may come without an announcement: look for them every reread.
+      const promised =
+        nowMs < state.scanUntilMs + this.#graceMs &&
+        nowMs - state.lastQueryMs >= (this.#options.promiseRereadMs ?? DEFAULT_PROMISE_REREAD_MS);
+      const wants = ((state.hasMore || promised) && held <= window / 2) || state.nextDueMs <= nowMs;
       if (!wants) continue;
       // Read past entries the index may still list for work just dispatched.
       const lagging = this.#recentPerKey.get(key) ?? 0;
@@ -256,10 +358,11 @@ export class IntakeWindows {
       admitted.push(ref);
     }
     state.hasMore = page.hasMore || overflow;
+    state.backlogged = state.hasMore;
     if (!state.hasMore && state.window.size + state.taken.size === 0 && state.registration === 'registered') {
       // Nothing due shows: look at the whole partition once the index has caught up with the
-      // last announcement.
-      state.probeAtMs = Math.max(issuedAtMs, state.lastAnnouncedMs + this.#options.indexLagMs);
+      // last announcement and with every task a submit left unannounced under the promise.
+      state.probeAtMs = this.#quietFromMs(state, issuedAtMs);
     }
     return admitted;
   }
@@ -284,10 +387,11 @@ export class IntakeWindows {
       state.nextDueMs = Math.min(state.nextDueMs, first.runAtMs);
       return undefined;
     }
-    const quiet = issuedAtMs >= state.lastAnnouncedMs + this.#options.indexLagMs;
+    const quietFromMs = this.#quietFromMs(state, issuedAtMs);
+    const quiet = issuedAtMs >= quietFromMs;
     const idle = state.window.size + state.taken.size === 0 && !state.hasMore && state.nextDueMs === NEVER;
     if (!quiet || !idle) {
-      if (idle) state.probeAtMs = state.lastAnnouncedMs + this.#options.indexLagMs;
+      if (idle) state.probeAtMs = quietFromMs;
       return undefined;
     }
     state.registration = 'deregistering';
@@ -371,6 +475,20 @@ export class IntakeWindows {
     return oldest;
   }
 
+  get #graceMs(): number {
+    return this.#options.promiseGraceMs ?? this.#options.indexLagMs;
+  }
+
+  /**
+   * From when an empty index read of the tenant-tier can be believed: G after its last
+   * announcement, and G after its promise ends (a task written under the promise, unannounced,
+   * shows in the index by then).
+   */
+  #quietFromMs(state: State, issuedAtMs: number): number {
+    const afterPromise = state.scanUntilMs > 0 ? state.scanUntilMs + this.#graceMs : 0;
+    return Math.max(issuedAtMs, state.lastAnnouncedMs + this.#options.indexLagMs, afterPromise);
+  }
+
   #held(state: State, taskId: string): boolean {
     return state.window.has(taskId) || state.taken.has(taskId);
   }
@@ -387,6 +505,9 @@ export class IntakeWindows {
         window: new Map(),
         taken: new Map(),
         hasMore: false,
+        backlogged: false,
+        scanUntilMs: 0,
+        promiseInFlight: false,
         nextDueMs: NEVER,
         lastAnnouncedMs: nowMs,
         lastQueryMs: Number.NEGATIVE_INFINITY,
