@@ -74,6 +74,7 @@ export async function runFloodCommand(argv: readonly string[]): Promise<number> 
         `  quiet wait, production front end: ${w(result.quietWaitSeconds)} (${result.quietUndispatched} not dispatched)`,
         `  quiet wait, engine alone:          ${w(result.engineOnlyQuietWaitSeconds)}`,
         `  max receives per tier message: ${result.maxReceivesPerMessage}; tier dead letters: ${result.deadLettered}`,
+        `  announcements sent: ${result.announcementsSent}; tier receives: ${result.announcementsReceived}`,
         `  flood dispatched: ${result.floodDispatched}; ${result.simulatedSeconds} simulated s in ${result.wallSeconds.toFixed(1)} s`,
         '',
       ].join('\n'),

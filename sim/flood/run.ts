@@ -75,6 +75,9 @@ export interface FloodResult {
   readonly floodDispatched: number;
   readonly maxReceivesPerMessage: number;
   readonly deadLettered: number;
+  /** Messages sent to the tier queues (announcements; the backlog's included), and tier receives of a message. */
+  readonly announcementsSent: number;
+  readonly announcementsReceived: number;
   readonly schedulerInvocations: number;
   readonly simulatedSeconds: number;
   readonly wallSeconds: number;
@@ -273,9 +276,14 @@ async function simulateFlood(
   }
   const tierIds = new Set(['critical', 'high', 'normal', 'low'].map((tier) => tierQueue(tier as 'normal').id));
   let maxReceivesPerMessage = 0;
+  let announcementsReceived = 0;
   for (const receive of world.sqs.receives) {
-    if (tierIds.has(receive.queueId)) maxReceivesPerMessage = Math.max(maxReceivesPerMessage, receive.receiveCount);
+    if (!tierIds.has(receive.queueId)) continue;
+    announcementsReceived++;
+    maxReceivesPerMessage = Math.max(maxReceivesPerMessage, receive.receiveCount);
   }
+  let announcementsSent = 0;
+  for (const send of world.sqs.sends) if (tierIds.has(send.queueId)) announcementsSent++;
 
   // --- The same trace through the engine alone -------------------------------------------------
   const trace = new TraceBuilder(options.tasks + quietSubmits.length);
@@ -313,6 +321,8 @@ async function simulateFlood(
     floodDispatched,
     maxReceivesPerMessage,
     deadLettered: world.sqs.deadLettered.filter((letter) => tierIds.has(letter.queueId)).length,
+    announcementsSent,
+    announcementsReceived,
     schedulerInvocations: invocations,
     simulatedSeconds: (stoppedAtMs - START_MS) / 1000,
   };

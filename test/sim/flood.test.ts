@@ -48,5 +48,7 @@ describe('Flood scenario on the production front end', () => {
     expect(tierReceives.length).toBeGreaterThan(0);
     expect(result.maxReceivesPerMessage).toBe(Math.max(...tierReceives.map((receive) => receive.receiveCount)));
     expect(result.deadLettered).toBe(world!.sqs.deadLettered.filter((letter) => tiers.has(letter.queueId)).length);
+    expect(result.announcementsReceived).toBe(tierReceives.length);
+    expect(result.announcementsSent).toBe(world!.sqs.sends.filter((send) => tiers.has(send.queueId)).length);
   });
 });
