@@ -38,7 +38,16 @@ export interface IntakeRegistration {
   readonly tenantId: string;
   readonly tier: PriorityTier;
   readonly token: string;
+  /**
+   * The promise (epoch ms; 0: none): the scheduler reads this tenant-tier's index at least until
+   * then, and G beyond, so a submit before it may skip its announcement. Every write of the item
+   * is conditional on not lowering it.
+   */
+  readonly scanUntilMs: number;
 }
+
+/** Every write of an intake item keeps its promise: absent, or not later than the one written. */
+const KEEPS_PROMISE = '(attribute_not_exists(scanUntilMs) OR scanUntilMs <= :scanUntilMs)';
 const leaseKey = (name: string) => `lease#${name}`;
 const SNAPSHOT_KEY = 'snapshot#scheduler';
 const SWEEP_MARKS_KEY = 'sweeps#reconciler';
@@ -129,32 +138,105 @@ export class ControlStore {
 
   /**
    * Register a tenant-tier (again): a fresh token on every call, so a deregistration decided on
-   * an earlier one is refused. Written before the announcement that caused it is deleted.
+   * an earlier one is refused. Written before the announcement that caused it is deleted. The
+   * promise stored (or `scanUntilMs`, the one the caller knows, if later) is kept: a promise only
+   * grows while the item exists.
    */
-  async registerIntake(tenantId: string, tier: PriorityTier, now: Date): Promise<IntakeRegistration> {
-    const registration: IntakeRegistration = { tenantId, tier, token: randomUUID() };
-    await this.#documents.send(
-      new PutCommand({
-        TableName: this.#tableName,
-        Item: { pk: intakeKey(tenantId, tier), kind: 'intake', ...registration, registeredAt: now.toISOString() },
-      }),
-    );
-    return registration;
+  async registerIntake(tenantId: string, tier: PriorityTier, now: Date, scanUntilMs = 0): Promise<IntakeRegistration> {
+    let keep = scanUntilMs;
+    // A refusal means the item carries a later promise: read it and write again keeping it.
+    for (let attempt = 0; ; attempt++) {
+      const registration: IntakeRegistration = { tenantId, tier, token: randomUUID(), scanUntilMs: keep };
+      if (await this.#putIntake(registration, now)) return registration;
+      const stored = await this.getIntake(tenantId, tier);
+      if (attempt >= 4) {
+        throw new Error(
+          `Could not register intake ${tier}/${tenantId}: its promise kept moving (last ${stored?.scanUntilMs})`,
+        );
+      }
+      keep = Math.max(keep, stored?.scanUntilMs ?? 0);
+    }
   }
 
   /**
-   * Deregister a tenant-tier whose registration still carries `token`. False when it does not
-   * (registered again meanwhile) or is gone already.
+   * Make or extend the promise of a registration that still carries `registration.token`.
+   * Returns what the item carries afterwards: the new promise, or, when refused (another token,
+   * or a later promise already), the item as read consistently; undefined when it is gone.
    */
-  async deregisterIntake(registration: IntakeRegistration): Promise<boolean> {
+  async promiseIntake(registration: IntakeRegistration, now: Date): Promise<IntakeRegistration | undefined> {
+    if (await this.#putIntake(registration, now, registration.token)) return registration;
+    return this.getIntake(registration.tenantId, registration.tier);
+  }
+
+  /** One intake item, read consistently. */
+  async getIntake(tenantId: string, tier: PriorityTier): Promise<IntakeRegistration | undefined> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { pk: intakeKey(tenantId, tier) }, ConsistentRead: true }),
+    );
+    return Item ? toRegistration(Item) : undefined;
+  }
+
+  /**
+   * The promise of a tenant-tier as the submit path reads it: eventually consistent (half the
+   * read cost), so it may be an older version of the item, whose promise is never later than the
+   * current one (promises only grow while the item exists, and a deleted item's had ended).
+   * 0: no promise, or no registration.
+   */
+  async intakePromise(tenantId: string, tier: PriorityTier): Promise<number> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({
+        TableName: this.#tableName,
+        Key: { pk: intakeKey(tenantId, tier) },
+        ProjectionExpression: 'scanUntilMs',
+      }),
+    );
+    return typeof Item?.scanUntilMs === 'number' ? Item.scanUntilMs : 0;
+  }
+
+  async #putIntake(registration: IntakeRegistration, now: Date, expectedToken?: string): Promise<boolean> {
+    try {
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.#tableName,
+          Item: {
+            pk: intakeKey(registration.tenantId, registration.tier),
+            kind: 'intake',
+            ...registration,
+            writtenAt: now.toISOString(),
+          },
+          ConditionExpression: expectedToken === undefined ? KEEPS_PROMISE : `#token = :token AND ${KEEPS_PROMISE}`,
+          ...(expectedToken === undefined ? {} : { ExpressionAttributeNames: { '#token': 'token' } }),
+          ExpressionAttributeValues: {
+            ':scanUntilMs': registration.scanUntilMs,
+            ...(expectedToken === undefined ? {} : { ':token': expectedToken }),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Deregister a tenant-tier whose registration still carries `token` and whose promise ended
+   * before `promiseEndedBeforeMs` (the caller passes now − G: a submit that skipped its
+   * announcement under the promise must be visible to the index reads before the item goes).
+   * False when it does not (registered or promised again meanwhile) or is gone already.
+   */
+  async deregisterIntake(
+    registration: Pick<IntakeRegistration, 'tenantId' | 'tier' | 'token'>,
+    promiseEndedBeforeMs: number,
+  ): Promise<boolean> {
     try {
       await this.#documents.send(
         new DeleteCommand({
           TableName: this.#tableName,
           Key: { pk: intakeKey(registration.tenantId, registration.tier) },
-          ConditionExpression: '#token = :token',
+          ConditionExpression: '#token = :token AND (attribute_not_exists(scanUntilMs) OR scanUntilMs <= :ended)',
           ExpressionAttributeNames: { '#token': 'token' },
-          ExpressionAttributeValues: { ':token': registration.token },
+          ExpressionAttributeValues: { ':token': registration.token, ':ended': promiseEndedBeforeMs },
         }),
       );
       return true;
@@ -166,13 +248,7 @@ export class ControlStore {
 
   /** Every registered tenant-tier (a scan of the small control table, as for tenants). */
   async listIntake(): Promise<IntakeRegistration[]> {
-    const registrations: IntakeRegistration[] = [];
-    for (const item of await this.#scanKind('intake')) {
-      const tier = item.tier as PriorityTier;
-      if (!PRIORITY_TIERS.includes(tier)) continue;
-      registrations.push({ tenantId: item.tenantId as string, tier, token: item.token as string });
-    }
-    return registrations;
+    return (await this.#scanKind('intake')).flatMap((item) => toRegistration(item) ?? []);
   }
 
   /**
@@ -280,6 +356,17 @@ export class ControlStore {
     if (typeof Item?.snapshotJson === 'string') return JSON.parse(Item.snapshotJson) as T;
     return Item?.snapshot as T | undefined;
   }
+}
+
+function toRegistration(item: Record<string, unknown>): IntakeRegistration | undefined {
+  const tier = item.tier as PriorityTier;
+  if (!PRIORITY_TIERS.includes(tier)) return undefined;
+  return {
+    tenantId: item.tenantId as string,
+    tier,
+    token: item.token as string,
+    scanUntilMs: typeof item.scanUntilMs === 'number' ? item.scanUntilMs : 0,
+  };
 }
 
 function toTenant(item: Record<string, unknown>): StoredTenant {

@@ -7,7 +7,8 @@
  *
  *   tier queues ─▶ announcements ─▶ register tenant-tier (first time) ─▶ delete ─▶ ref into window
  *   windows below half ─▶ Query byTenantQueue ─▶ refs into windows ─▶ engine
- *   emptied tenant-tier ─▶ probe the index G after its last announcement ─▶ deregister
+ *   backlogged tenant-tier ─▶ promise (registry `scanUntilMs`): submits skip their announcements
+ *   emptied tenant-tier ─▶ probe the index G after its last announcement and its promise ─▶ deregister
  *
  * The index lags without bound and is never trusted for state: the dispatcher re-reads every
  * picked task consistently, and the conditional write is the final guard. The bookkeeping is the
@@ -30,6 +31,16 @@ import { tierQueue } from '../infra/resources.ts';
 const ANNOUNCEMENT_VISIBILITY_SECONDS = 30;
 /** How long the index is assumed to lag the table before an absence is believed (G). */
 export const INDEX_LAG_MS = 15_000;
+/**
+ * The promise's length (H, docs/intake.md §4(a)): a backlogged tenant-tier's registry item says
+ * "read until now + H", renewed once less than H/2 is left (one write per backlogged tenant-tier
+ * every 30 s). H bounds how long a scheduler keeps reading an emptied partition (and keeps
+ * running) after a backlog ends, H + G = 75 s; the submit side re-reads a cached promise about
+ * every H/2. Five minutes would cut both by 5 and keep an idle scheduler up five minutes longer.
+ */
+export const PROMISE_MS = 60_000;
+/** While a promise holds, an emptied window is read again this often (unannounced submits). */
+const PROMISE_REREAD_MS = 1_000;
 /** Receive batches (10 messages each) per tier and tick at most, while the tier keeps returning full ones. */
 const RECEIVE_ROUNDS = 10;
 /** Index reads issued per tick at most (a restart reads every registered tenant-tier once). */
@@ -68,6 +79,9 @@ export class Intake {
       windowSize: (tenantId) => Math.min(200, Math.max(10, 2 * policy.tenantSettings(tenantId).maxConcurrency)),
       bufferSize: config.scheduler.bufferSize,
       indexLagMs: INDEX_LAG_MS,
+      promiseMs: PROMISE_MS,
+      promiseGraceMs: INDEX_LAG_MS,
+      promiseRereadMs: PROMISE_REREAD_MS,
     });
   }
 
@@ -179,8 +193,13 @@ export class Intake {
     await Promise.all(
       [...toRegister.values()].map(async ({ tenantId, tier }) => {
         try {
-          const { token } = await control.registerIntake(tenantId, tier, now);
-          this.windows.registration(tenantId, tier, token);
+          const { token, scanUntilMs } = await control.registerIntake(
+            tenantId,
+            tier,
+            now,
+            this.windows.scanUntilOf(tenantId, tier),
+          );
+          this.windows.registration(tenantId, tier, token, scanUntilMs);
         } catch (error) {
           this.windows.registration(tenantId, tier, undefined);
           this.#deps.logger?.warn('could not register a tenant-tier; its announcements come back', {
@@ -205,18 +224,35 @@ export class Intake {
     );
   }
 
+  /** Until when the promises this scheduler knows of oblige it to keep reading (and running). */
+  get readsPromisedUntilMs(): number {
+    return this.windows.readsPromisedUntilMs();
+  }
+
   /**
-   * Refill drained windows from the index, and probe emptied tenant-tiers, deregistering the
-   * done ones only while `mayDeregister` (the lease holder, away from its lease's end: a
-   * successor must not lose a registration it restored to a predecessor's late write).
+   * Refill drained windows from the index, probe emptied tenant-tiers, and make or renew the
+   * promises of backlogged ones. Registry writes (deregistrations, promises) only while
+   * `mayDeregister` (the lease holder, away from its lease's end: a successor must not lose a
+   * registration it restored to a predecessor's late write, nor inherit a promise it never read).
    */
   async refill(mayDeregister: boolean): Promise<number> {
     const { store, control } = this.#deps;
-    const nowMs = this.#deps.now().getTime();
+    const now = this.#deps.now();
+    const nowMs = now.getTime();
     const refills = this.windows.refillsDue(nowMs, QUERIES_PER_TICK);
     const probes = mayDeregister ? this.windows.probesDue(nowMs, Math.max(0, QUERIES_PER_TICK - refills.length)) : [];
+    const promises = mayDeregister ? this.windows.promisesDue(nowMs) : [];
     let admitted = 0;
     await Promise.all([
+      ...promises.map(async (promise) => {
+        let stored: Awaited<ReturnType<ControlStore['promiseIntake']>>;
+        try {
+          stored = await control.promiseIntake(promise, now);
+        } catch (error) {
+          this.#deps.logger?.warn('could not write an intake promise', { ...promise, error: String(error) });
+        }
+        this.windows.promised(promise.tenantId, promise.tier, stored);
+      }),
       ...refills.map(async ({ tenantId, tier, limit }) => {
         this.windows.querying(tenantId, tier, nowMs);
         try {
@@ -247,10 +283,13 @@ export class Intake {
         if (token === undefined) return;
         let deleted = false;
         try {
-          deleted = await control.deregisterIntake({ tenantId, tier, token });
+          deleted = await control.deregisterIntake({ tenantId, tier, token }, nowMs - INDEX_LAG_MS);
         } finally {
           this.windows.deregistered(tenantId, tier, deleted, this.#deps.now().getTime());
         }
+        // Refused: registered again, or promised further than this scheduler knew (a predecessor's
+        // late write). Take the item as it is, and read on until its promise ends.
+        if (!deleted) this.windows.promised(tenantId, tier, await control.getIntake(tenantId, tier));
       }),
     ]);
     return admitted;

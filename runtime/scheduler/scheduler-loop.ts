@@ -222,12 +222,14 @@ class IdleStop {
   ): Promise<'run' | 'publish-stop' | 'stopping' | 'cancel-stop' | 'stop'> {
     const options = this.#options;
     if (!options) return 'run';
+    // A promise in force is work: submits under it skipped their announcements (and the wake).
     const idle =
       result.received === 0 &&
       result.dispatched === 0 &&
       result.completed === 0 &&
       scheduler.heldCount === 0 &&
-      scheduler.activeCount === 0;
+      scheduler.activeCount === 0 &&
+      scheduler.readsPromisedUntilMs <= nowMs;
     if (!idle) {
       this.#idleSinceMs = undefined;
       this.#checkedAtMs = undefined;

@@ -123,6 +123,14 @@ export class Scheduler {
     return this.#active.size;
   }
 
+  /**
+   * Until when promises oblige this scheduler to keep reading their partitions: a submit that
+   * skipped its announcement under one woke nobody, so the scheduler must not stop before.
+   */
+  get readsPromisedUntilMs(): number {
+    return this.#intake.readsPromisedUntilMs;
+  }
+
   /** Active tenant-tiers: registered, or on their way in or out of the registry. */
   get activeTenantTiers(): number {
     return this.#intake.windows.activeCount;
@@ -164,7 +172,11 @@ export class Scheduler {
    */
   async tick(options: { waitSeconds?: number; idleWaitSeconds?: number } = {}): Promise<TickResult> {
     const waitSeconds = options.waitSeconds ?? 0;
-    const idle = this.#intake.heldCount === 0 && !this.#intake.pending;
+    // Under a promise, work may arrive unannounced: no long tier poll, so the rereads keep pace.
+    const idle =
+      this.#intake.heldCount === 0 &&
+      !this.#intake.pending &&
+      this.#intake.readsPromisedUntilMs <= this.#now().getTime();
     // Announcements left in a tier: take them at once. Waiting on a completion here would pace
     // the intake at one tick per completion (a flood's announcements ahead of quiet tenants').
     const completionsWait = idle || this.#intake.backlogged ? 0 : waitSeconds;

@@ -320,12 +320,43 @@ describe('Class: ControlStore (against dynalite)', () => {
     expect(second.token).not.toBe(first.token);
     expect(await listed()).toEqual(expect.arrayContaining([second, other]));
     // A deregistration decided on the older registration is refused.
-    expect(await services.control.deregisterIntake(first)).toBe(false);
-    expect(await services.control.deregisterIntake(second)).toBe(true);
-    expect(await services.control.deregisterIntake(second)).toBe(false);
+    const nowMs = Date.now();
+    expect(await services.control.deregisterIntake(first, nowMs)).toBe(false);
+    expect(await services.control.deregisterIntake(second, nowMs)).toBe(true);
+    expect(await services.control.deregisterIntake(second, nowMs)).toBe(false);
     expect(await listed()).toEqual([other]);
     // Not a tenant.
     expect((await services.control.listTenants()).map((t) => t.tenantId)).not.toContain(tenantId);
+  });
+
+  it('only ever extends a tenant-tier promise, keeps it across registrations, and deregisters only after it', async () => {
+    const { control } = services;
+    const tenantId = `promise#${counter++}`;
+    const now = new Date();
+    const registered = await control.registerIntake(tenantId, 'normal', now);
+    expect(registered.scanUntilMs).toBe(0);
+    expect(await control.intakePromise(tenantId, 'normal')).toBe(0);
+
+    expect(await control.promiseIntake({ ...registered, scanUntilMs: 60_000 }, now)).toEqual({
+      ...registered,
+      scanUntilMs: 60_000,
+    });
+    // A lower promise is refused and the stored one returned.
+    expect(await control.promiseIntake({ ...registered, scanUntilMs: 30_000 }, now)).toEqual({
+      ...registered,
+      scanUntilMs: 60_000,
+    });
+    // A registration (fresh token) keeps the stored promise, even when its writer knew none.
+    const again = await control.registerIntake(tenantId, 'normal', now);
+    expect(again.token).not.toBe(registered.token);
+    expect(again.scanUntilMs).toBe(60_000);
+    // A promise on the old token is refused: the item as it is comes back.
+    expect(await control.promiseIntake({ ...registered, scanUntilMs: 90_000 }, now)).toEqual(again);
+    expect(await control.intakePromise(tenantId, 'normal')).toBe(60_000);
+    // Not before the promise ended (the caller passes now − G).
+    expect(await control.deregisterIntake(again, 59_999)).toBe(false);
+    expect(await control.deregisterIntake(again, 60_000)).toBe(true);
+    expect(await control.getIntake(tenantId, 'normal')).toBeUndefined();
   });
 
   it('grants a lease to one holder at a time, with a growing token across holders', async () => {
