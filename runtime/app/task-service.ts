@@ -25,6 +25,7 @@ import {
 } from '../core/task.ts';
 import { LAMBDA_WORKER } from '../infra/resources.ts';
 import type { TaskTypeRegistry } from '../task-types/define.ts';
+import { IntakePromises } from './intake-promises.ts';
 import { explainWait, type WaitInfo } from './wait.ts';
 
 /**
@@ -78,10 +79,13 @@ const MAX_SCHEDULE_AHEAD_MS = 366 * 86_400_000;
 export class TaskService {
   readonly #deps: TaskServiceDeps;
   readonly #now: () => Date;
+  /** The intake promises this container has read (docs/intake.md §4(a)). */
+  readonly #promises: IntakePromises;
 
   constructor(deps: TaskServiceDeps) {
     this.#deps = deps;
     this.#now = deps.now ?? (() => new Date());
+    this.#promises = new IntakePromises(deps.control);
   }
 
   get registry(): TaskTypeRegistry {
@@ -89,7 +93,8 @@ export class TaskService {
   }
 
   /**
-   * Accept a task: validate, write it (conditional put), announce it on its tier queue.
+   * Accept a task: validate, write it (conditional put), announce it on its tier queue unless
+   * its tenant-tier's intake promise covers it (the scheduler then reads it from the index).
    * With an idempotency key the task id is derived from tenant + key, so a repeat creates
    * nothing and returns the original; a repeat with a different body is refused (409).
    * If announcing fails after the write, reconciliation finds the QUEUED task and announces it.
@@ -106,9 +111,21 @@ export class TaskService {
     }
     // A repeat of a request whose first attempt crashed before announcing: announce again
     // (duplicate tier messages are harmless; the scheduler dedups on taskId).
-    if (created || task.state === 'QUEUED') await this.#deps.queues.announce([task], now);
+    if ((created || task.state === 'QUEUED') && !(await this.#promised(task))) {
+      await this.#deps.queues.announce([task], now);
+    }
     if (created) this.#deps.onChange?.(task);
     return { created, task };
+  }
+
+  /**
+   * Whether the task, already written, may go unannounced: due now, and its tenant-tier's promise
+   * (read after the write, by this clock) holds beyond the margin.
+   */
+  async #promised(task: Task): Promise<boolean> {
+    const nowMs = this.#now().getTime();
+    if (Date.parse(task.runAt) > nowMs) return false;
+    return this.#promises.covers(task.tenantId, task.priority, nowMs);
   }
 
   /** Defaults (task type, then config) and cross-field checks; throws ValidationError. */
