@@ -28,7 +28,8 @@ export interface MonitoringProps {
   /** The scheduled dead-letter drain (lib/redrive.ts) and how often it runs. */
   readonly redrive: { readonly function: lambda.IFunction; readonly every: Duration };
   readonly schedulerFunction: lambda.IFunction;
-  readonly workerFunction: lambda.IFunction;
+  /** The Lambda pool's worker functions, one per memory class, with their memory. */
+  readonly workerFunctions: readonly { readonly memoryMiB: number; readonly function: lambda.IFunction }[];
   readonly apiFunction: lambda.IFunction;
   readonly fargateService?: ecs.FargateService;
   /** Alarm when no SchedulerLoopCompleted arrives for this long. @default Duration.minutes(5) */
@@ -215,12 +216,14 @@ export class Monitoring extends Construct {
     const running: cloudwatch.IMetric[] = perQueue(props.workerQueues, (queue) =>
       queue.metricApproximateNumberOfMessagesNotVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
     );
-    running.push(
-      withLabel(
-        props.workerFunction.metric('ConcurrentExecutions', { period: Duration.minutes(1), statistic: 'Maximum' }),
-        'Lambda workers running',
-      ),
-    );
+    for (const worker of props.workerFunctions) {
+      running.push(
+        withLabel(
+          worker.function.metric('ConcurrentExecutions', { period: Duration.minutes(1), statistic: 'Maximum' }),
+          `Lambda workers running (${worker.memoryMiB} MiB)`,
+        ),
+      );
+    }
     if (props.fargateService) {
       running.push(
         new cloudwatch.Metric({

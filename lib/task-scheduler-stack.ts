@@ -118,7 +118,7 @@ export class TaskSchedulerStack extends Stack {
       tierQueues: tiers,
       pool: config.pools.fargate,
     });
-    this.exampleStores.grantUse(this.lambdaWorkers.handler.function);
+    for (const worker of this.lambdaWorkers.functions) this.exampleStores.grantUse(worker.function);
     this.exampleStores.grantUse(this.fargateWorkers.taskDefinition.taskRole);
     this.exampleStores.acknowledgeGrants(this);
 
@@ -141,7 +141,7 @@ export class TaskSchedulerStack extends Stack {
 
     for (const grantee of [
       this.api.handler.function,
-      this.lambdaWorkers.handler.function,
+      ...this.lambdaWorkers.functions.map((worker) => worker.function),
       this.fargateWorkers.taskDefinition.taskRole,
       this.redrive.handler.function,
       ...(this.schedules ? [this.schedules.handler.function] : []),
@@ -160,7 +160,10 @@ export class TaskSchedulerStack extends Stack {
       ],
       redrive: { function: this.redrive.handler.function, every: this.redrive.drainEvery },
       schedulerFunction: this.scheduler.handler.function,
-      workerFunction: this.lambdaWorkers.handler.function,
+      workerFunctions: this.lambdaWorkers.classes.map((c) => ({
+        memoryMiB: c.memoryMiB,
+        function: c.handler.function,
+      })),
       apiFunction: this.api.handler.function,
       fargateService: this.fargateWorkers.service,
       alarmEmail: config.deploy.alarmEmail,

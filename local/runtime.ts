@@ -15,11 +15,11 @@ import { Scheduler } from '../runtime/scheduler/scheduler.ts';
 import { runSchedulerLoop, type SchedulerLoopEnd } from '../runtime/scheduler/scheduler-loop.ts';
 import type { TaskServices, TaskTypeRegistry } from '../runtime/task-types/define.ts';
 import { QueueWorker } from '../runtime/worker/queue-worker.ts';
-import type { AttemptOutcome } from '../runtime/worker/run-attempt.ts';
 import { consoleLogger } from './console-logger.ts';
 import { DataDirInUseError, isLevelLocked, lockDataDir } from './data-dir-lock.ts';
 import { startDeadLetterConsumer } from './dead-letter-consumer.ts';
 import { type Emulators, startEmulators } from './emulators.ts';
+import { LocalLambdaPool, type OutcomeObserver } from './lambda-pool.ts';
 import { startScheduleRunner, validateSchedules } from './schedule-runner.ts';
 import { faultyLocalClients, type SchedulerFaults, schedulerFaultsFromEnvironment } from './scheduler-faults.ts';
 import { LOCAL_RETENTION_SECONDS, startTaskExpiry } from './task-expiry.ts';
@@ -38,7 +38,8 @@ export interface LocalRuntimeOptions {
   readonly summaryEverySeconds?: number | undefined;
   /** Start the worker pools (tests of the scheduler alone may not). Default true. */
   readonly workers?: boolean;
-  readonly onOutcome?: ((outcome: AttemptOutcome) => void) | undefined;
+  /** Told of every settled attempt and where it ran (pool, and the Lambda pool's memory class). */
+  readonly onOutcome?: OutcomeObserver | undefined;
   /** AWS's failure modes to inject (default: from SCHEDULER_FAULTS; none when unset). */
   readonly faults?: SchedulerFaults;
   /**
@@ -58,6 +59,7 @@ export interface LocalRuntimeOptions {
 export interface LocalRuntime {
   readonly emulators: Emulators;
   readonly services: Services;
+  /** The queue consumers: the Lambda pool's entry worker and the Fargate pool's worker. */
   readonly workers: readonly QueueWorker[];
   /** Latest scheduler (undefined until it holds the lease). */
   scheduler(): Scheduler | undefined;
@@ -212,6 +214,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   tick?.unref();
 
   const workers: QueueWorker[] = [];
+  let lambdaPool: LocalLambdaPool | undefined;
   if (options.workers ?? true) {
     const attempt = {
       store: services.store,
@@ -221,19 +224,15 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       services: taskServices,
       logger,
     };
+    lambdaPool = new LocalLambdaPool({
+      queues: services.queues,
+      concurrency: config.pools.lambda.concurrency,
+      attempt,
+      logger,
+      onOutcome: options.onOutcome,
+    });
     workers.push(
-      new QueueWorker({
-        queues: services.queues,
-        queueId: workerQueue('lambda').id,
-        maxConcurrent: config.pools.lambda.concurrency,
-        attempt,
-        waitSeconds: 1,
-        // One invocation per message, as the event source mapping (batch size 1) runs it on AWS:
-        // a delete and a completion report per task, so counted calls match a deployment's.
-        batchSize: 1,
-        logger,
-        onOutcome: options.onOutcome,
-      }),
+      lambdaPool.entry,
       new QueueWorker({
         queues: services.queues,
         queueId: workerQueue('fargate').id,
@@ -242,7 +241,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         attempt,
         waitSeconds: 1,
         logger,
-        onOutcome: options.onOutcome,
+        onOutcome: (outcome) => options.onOutcome?.(outcome, { pool: 'fargate' }),
       }),
     );
     for (const worker of workers) worker.start();
@@ -297,7 +296,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       schedules.stop();
       stopping.abort();
       while (loop) await loop;
-      await Promise.all([...workers.map((worker) => worker.stop()), deadLetters.stop(), expiry.stop()]);
+      await Promise.all([
+        ...workers.filter((worker) => worker !== lambdaPool?.entry).map((worker) => worker.stop()),
+        lambdaPool?.stop(),
+        deadLetters.stop(),
+        expiry.stop(),
+      ]);
       await emulators.stop();
       lock?.release();
     },

@@ -11,8 +11,8 @@ import type { TaskLogger } from '../runtime/core/logger.ts';
 import type { TaskTypeRegistry } from '../runtime/task-types/define.ts';
 import { ensureExampleResources } from '../runtime/task-types/examples/resources.ts';
 import { seedExampleData } from '../runtime/task-types/examples/seed-data.ts';
-import type { AttemptOutcome } from '../runtime/worker/run-attempt.ts';
 import { type HttpServer, startHttpServer } from './http-server.ts';
+import type { OutcomeObserver } from './lambda-pool.ts';
 import { type LocalRuntime, startLocalRuntime } from './runtime.ts';
 import { RUNTIME_FILE, type RuntimeDescription } from './runtime-file.ts';
 
@@ -25,7 +25,8 @@ export interface LocalServerOptions {
   /** Create the example bucket and tables and write sample data. Default true. */
   readonly examples?: boolean;
   readonly summaryEverySeconds?: number;
-  readonly onOutcome?: (outcome: AttemptOutcome) => void;
+  /** Told of every settled attempt and where it ran (pool, and the Lambda pool's memory class). */
+  readonly onOutcome?: OutcomeObserver;
   /** Task types to run (the default registry when absent). */
   readonly registry?: TaskTypeRegistry;
   /** Serve the dashboard at GET / (and /index.html). Default true. */

@@ -106,6 +106,11 @@ export interface WorkerMessage {
    * stale the conditional write fails, and the store reads the current item and decides again).
    */
   readonly task?: Task;
+  /**
+   * What the task asked for, so the Lambda pool's entry worker picks its memory class without a
+   * read when the task is too large to ride along (absent from messages of older schedulers).
+   */
+  readonly resources?: Task['resources'];
 }
 
 /** A worker's report that an attempt ended, so the scheduler frees its capacity at once. */
@@ -191,8 +196,8 @@ export class QueueClient {
         const body = toMessageBody(m);
         if (m.task === undefined || utf8Bytes(body) <= EMBED_TASK_MAX_BYTES)
           return { Id: String(i), MessageBody: body };
-        const { task: _task, ...keyOnly } = m;
-        return { Id: String(i), MessageBody: toMessageBody(keyOnly) };
+        const { task, ...keyOnly } = m;
+        return { Id: String(i), MessageBody: toMessageBody({ ...keyOnly, resources: task.resources }) };
       }),
     );
   }

@@ -6,13 +6,13 @@ import { readFileSync } from 'node:fs';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { type AwsClients, createAwsClients } from '../adapters/aws-clients.ts';
 import { ControlStore } from '../adapters/control-store.ts';
-import { QueueClient } from '../adapters/queues.ts';
+import { QueueClient, toMessageBody, type WorkerMessage } from '../adapters/queues.ts';
 import { TaskStore } from '../adapters/task-store.ts';
 import { parseConfig, type SchedulerConfig } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { Task } from '../core/task.ts';
-import { CONTROL_TABLE, ENV, TASKS_TABLE } from '../infra/resources.ts';
+import { CONTROL_TABLE, ENV, LAMBDA_ENTRY_CLASS, TASKS_TABLE } from '../infra/resources.ts';
 import { type SchedulerEvent, SchedulerWaker } from '../scheduler/activation.ts';
 import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { exampleResourcesFromEnvironment } from '../task-types/examples/stores.ts';
@@ -130,14 +130,47 @@ export function servicesFromEnvironment(env: NodeJS.ProcessEnv = process.env): S
  * answers at once, so the caller does not wait for the scheduler to start.
  */
 export async function invokeScheduler(functionName: string, event: SchedulerEvent): Promise<void> {
+  await invokeAsync(functionName, JSON.stringify(event));
+}
+
+/** An asynchronous invoke (InvocationType Event): Lambda queues the event and answers at once. */
+async function invokeAsync(functionName: string, payload: string): Promise<void> {
   lambdaClient ??= new LambdaClient({});
   await lambdaClient.send(
     new InvokeCommand({
       FunctionName: functionName,
       InvocationType: 'Event',
-      Payload: new TextEncoder().encode(JSON.stringify(event)),
+      Payload: new TextEncoder().encode(payload),
     }),
   );
+}
+
+/** The entry worker's class functions (WORKER_CLASS_FUNCTIONS) is missing the class a task needs. */
+export class WorkerClassFunctionMissingError extends ConfigError {
+  constructor(memoryMiB: number, known: readonly string[]) {
+    super(
+      `No Lambda worker function for the ${memoryMiB} MiB class in ${ENV.workerClassFunctions} (known: ${known.join(', ') || 'none'})`,
+      { problems: [`${ENV.workerClassFunctions}: no function for ${memoryMiB} MiB`] },
+    );
+    this.name = 'WorkerClassFunctionMissingError';
+  }
+}
+
+/**
+ * This Lambda worker's memory class and how it hands a task to a bigger class: an asynchronous
+ * invoke of the class function the stack names in WORKER_CLASS_FUNCTIONS, with the worker message.
+ */
+export function lambdaWorkerFromEnvironment(env: NodeJS.ProcessEnv = process.env) {
+  const own = Number(env[ENV.workerMemoryMiB] ?? LAMBDA_ENTRY_CLASS.memoryMiB);
+  const functions = JSON.parse(env[ENV.workerClassFunctions] ?? '{}') as Record<string, string>;
+  return {
+    ownMemoryMiB: own,
+    handOff: async (memoryMiB: number, message: WorkerMessage): Promise<void> => {
+      const functionName = functions[String(memoryMiB)];
+      if (!functionName) throw new WorkerClassFunctionMissingError(memoryMiB, Object.keys(functions));
+      await invokeAsync(functionName, toMessageBody(message));
+    },
+  };
 }
 
 /** What task handlers get on AWS: the SDK clients and the example stores' names (when deployed). */

@@ -133,6 +133,17 @@ export function fitsLambdaWorker(resources: TaskResources, worker: LambdaWorkerS
   return resources.memoryMiB <= worker.memoryMiB && resources.vcpu <= worker.memoryMiB / LAMBDA_MIB_PER_VCPU;
 }
 
+/**
+ * The smallest Lambda worker class (`classes` ordered by memory, smallest first) that gives a
+ * task the memory and vCPU it asks for; undefined when none does.
+ */
+export function lambdaWorkerClassFor<C extends LambdaWorkerSize>(
+  resources: TaskResources,
+  classes: readonly C[],
+): C | undefined {
+  return classes.find((size) => fitsLambdaWorker(resources, size));
+}
+
 /** Pick the runtime when the caller did not: Lambda when the task fits a Lambda worker, else Fargate. */
 export function chooseRuntime(resources: TaskResources, timeoutSeconds: number, worker: LambdaWorkerSize): Runtime {
   const fitsLambda = timeoutSeconds <= LAMBDA_LIMITS.maxTimeoutSeconds && fitsLambdaWorker(resources, worker);

@@ -1,22 +1,56 @@
 /**
- * Lambda worker: SQS event source on the `worker-lambda` queue. Each record is one dispatched
- * attempt. A task that fails is recorded in DynamoDB (and retried through the scheduler), so it
- * is NOT a batch item failure; only an infrastructure error (store or queue unreachable) fails
- * the record, which SQS redelivers and finally dead-letters to the redrive drain.
+ * Lambda worker, one function per memory class (runtime/infra/resources.ts). The entry class's
+ * function has an SQS event source on `worker-lambda`: each record is one dispatched attempt,
+ * run here when it fits this class, else handed to its class's function with an asynchronous
+ * invoke whose event is the worker message itself (runtime/worker/lambda-classes.ts).
+ *
+ * A task that fails is recorded in DynamoDB (and retried through the scheduler), so it is NOT a
+ * batch item failure; only an infrastructure error (store, queue or invoke unreachable) fails
+ * the record, which SQS redelivers and finally dead-letters to the redrive drain. On the invoke
+ * path such an error fails the invocation, which Lambda retries (twice); past that the task's
+ * dispatch lease runs out and the reconciler dispatches it again.
  */
-import type { SQSRecord } from 'aws-lambda';
+import type { PartialItemFailureResponse } from '@aws-lambda-powertools/batch/types';
+import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { WorkerMessage } from '../adapters/queues.ts';
-import { attemptDepsFromEnvironment, servicesFromEnvironment } from '../app/wiring.ts';
-import { runAttempt } from '../worker/run-attempt.ts';
-import { countOutcome, logger, sqsBatchHandler, taskLogger } from './observability.ts';
+import { attemptDepsFromEnvironment, lambdaWorkerFromEnvironment, servicesFromEnvironment } from '../app/wiring.ts';
+import { type LambdaWorkerOutcome, runLambdaWorkerMessage } from '../worker/lambda-classes.ts';
+import { countOutcome, logger, metrics, sqsBatchHandler, taskLogger } from './observability.ts';
 
-async function recordHandler(record: SQSRecord): Promise<void> {
+async function runMessage(message: WorkerMessage): Promise<void> {
   const services = servicesFromEnvironment();
-  const message = JSON.parse(record.body) as WorkerMessage;
-  const outcome = await runAttempt(attemptDepsFromEnvironment(services, taskLogger), message);
+  const outcome = await runLambdaWorkerMessage(
+    { attempt: attemptDepsFromEnvironment(services, taskLogger), ...lambdaWorkerFromEnvironment() },
+    message,
+  );
+  logOutcome(message, outcome);
+}
+
+function logOutcome(message: WorkerMessage, outcome: LambdaWorkerOutcome): void {
+  if (outcome.kind === 'handed-off') {
+    logger.info('attempt handed to its memory class', { taskId: message.taskId, memoryMiB: outcome.memoryMiB });
+    return;
+  }
   if (outcome.kind === 'skipped') logger.info('attempt skipped', { taskId: message.taskId, reason: outcome.reason });
   // The same outcome metrics as the Fargate worker's (one table, in observability.ts).
   countOutcome(outcome);
 }
 
-export const handler = sqsBatchHandler(recordHandler);
+const batchHandler = sqsBatchHandler((record: SQSRecord) => runMessage(JSON.parse(record.body) as WorkerMessage));
+
+const isSqsEvent = (event: SQSEvent | WorkerMessage): event is SQSEvent => 'Records' in event;
+
+/** The entry class's event source delivers an SQS batch; the entry invokes a class function with one message. */
+export function handler(event: SQSEvent, context: Context): Promise<PartialItemFailureResponse>;
+export function handler(event: WorkerMessage, context: Context): Promise<undefined>;
+export async function handler(event: SQSEvent | WorkerMessage, context: Context) {
+  if (isSqsEvent(event)) return batchHandler(event, context);
+  // Invoked by the entry worker with one message for this class.
+  logger.addContext(context);
+  try {
+    await runMessage(event);
+  } finally {
+    metrics.publishStoredMetrics();
+  }
+  return undefined;
+}

@@ -149,14 +149,33 @@ export const WORKER_QUEUES = RUNTIMES.map(workerQueue);
 export const QUEUES: readonly QueueDefinition[] = [...TIER_QUEUES, ...WORKER_QUEUES, COMPLETIONS_QUEUE];
 
 /**
- * The Lambda pool's worker function: one memory size (CPU comes in proportion, 1 vCPU per
- * 1,769 MB), which the CDK stack gives the function and submit checks tasks against. A task
- * asking for more memory or vCPU than this goes to Fargate when it names no runtime, and is
- * refused (400 `exceeds_pool`) when it names `lambda`: it would otherwise run short of what it
- * asked for. 2 GiB covers the example task types; raise it (up to Lambda's 10,240 MB) for
- * bigger Lambda tasks, at the price of every Lambda task's GB-seconds.
+ * The Lambda pool's worker functions, one per memory class (CPU comes in proportion, 1 vCPU per
+ * 1,769 MB), smallest first. Each task runs in the smallest class that gives it the memory and
+ * vCPU it asks for (`lambdaWorkerClassFor`), so the default task (0.25 vCPU, 512 MiB) pays for
+ * 512 MiB of GB-seconds instead of 2,048.
+ *
+ * Only the first class (the entry) consumes the `worker-lambda` queue through an event source
+ * mapping; it runs what fits it and hands a bigger task to its class's function with an
+ * asynchronous invoke (runtime/worker/lambda-classes.ts). One mapping, however many classes: an
+ * idle mapping long-polls its queue all month (about $0.26 of receives), and one per class would
+ * take the idle stack past its $3 (docs/deploy.md). The classes share the pool's concurrency
+ * slots (`pools.lambda.concurrency`): the scheduler counts a slot per task whatever its class.
+ *
+ * 2,048 MiB is the largest class: the example task types need it, and new accounts may be held
+ * to 3,008 MB per function until they ask, so a 10,240 MB class could fail a first deploy. A task
+ * asking for more memory or vCPU than the largest class goes to Fargate when it names no runtime,
+ * and is refused (400 `exceeds_pool`) when it names `lambda`.
  */
-export const LAMBDA_WORKER = { memoryMiB: 2048 } as const satisfies LambdaWorkerSize;
+export const LAMBDA_WORKER_CLASSES = [
+  { memoryMiB: 512 },
+  { memoryMiB: 2048 },
+] as const satisfies readonly LambdaWorkerSize[];
+
+/** The largest Lambda worker class: what submit checks a `lambda` task against. */
+export const LAMBDA_WORKER: LambdaWorkerSize = LAMBDA_WORKER_CLASSES[LAMBDA_WORKER_CLASSES.length - 1]!;
+
+/** The class whose function consumes `worker-lambda` (the smallest). */
+export const LAMBDA_ENTRY_CLASS: LambdaWorkerSize = LAMBDA_WORKER_CLASSES[0];
 
 /** Environment variable names through which handlers learn resource names (Lambda and local). */
 export const ENV = {
@@ -168,6 +187,10 @@ export const ENV = {
   configJson: 'SCHEDULER_CONFIG_JSON',
   /** Name of the scheduler Lambda, which announcers wake when it has scaled to zero (not set locally). */
   schedulerFunction: 'SCHEDULER_FUNCTION',
+  /** A Lambda worker's own memory class, in MiB (set on every worker function; unset: the entry class). */
+  workerMemoryMiB: 'WORKER_MEMORY_MIB',
+  /** JSON object: memory class in MiB → function name, on the entry worker that hands bigger tasks on. */
+  workerClassFunctions: 'WORKER_CLASS_FUNCTIONS',
 } as const;
 
 /** Days a finished task is kept before DynamoDB TTL removes it. */

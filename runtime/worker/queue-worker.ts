@@ -25,7 +25,7 @@ export interface QueueWorkerOptions {
   readonly waitSeconds?: number;
   /** Visibility given at receive and renewed on every heartbeat. */
   readonly visibilitySeconds?: number;
-  readonly logger?: TaskLogger;
+  readonly logger?: TaskLogger | undefined;
   /** Observer of every settled message (tests, metrics). */
   readonly onOutcome?: ((outcome: AttemptOutcome) => void) | undefined;
   /** Told when the worker goes from idle to running attempts and back (scale-in protection). */
@@ -37,6 +37,13 @@ export interface QueueWorkerOptions {
    * pool uses 1, as the event source mapping with batch size 1 does on AWS.
    */
   readonly batchSize?: number;
+  /**
+   * Runs a message in place of `runAttempt`, with the attempt dependencies this worker built
+   * (its completion reports and visibility heartbeats): the local Lambda pool's entry worker,
+   * which hands a bigger task to its memory class. Undefined when the message was handed on
+   * (nothing settled here; the message is deleted all the same).
+   */
+  readonly run?: (attempt: AttemptDeps, message: WorkerMessage) => Promise<AttemptOutcome | undefined>;
 }
 
 export class QueueWorker {
@@ -141,20 +148,18 @@ export class QueueWorker {
   async #handle(message: ReceivedMessage<WorkerMessage>, visibilitySeconds: number): Promise<void> {
     const { queues, queueId, logger } = this.#options;
     try {
-      const outcome = await runAttempt(
-        {
-          ...this.#options.attempt,
-          reportCompletion: (report) => this.#completions.add(report),
-          // Long tasks keep their message hidden for as long as they heartbeat.
-          onHeartbeat: async (task) => {
-            await queues.changeVisibility(queueId, [message.receiptHandle], visibilitySeconds);
-            await this.#options.attempt.onHeartbeat?.(task);
-          },
+      const attempt: AttemptDeps = {
+        ...this.#options.attempt,
+        reportCompletion: (report) => this.#completions.add(report),
+        // Long tasks keep their message hidden for as long as they heartbeat.
+        onHeartbeat: async (task) => {
+          await queues.changeVisibility(queueId, [message.receiptHandle], visibilitySeconds);
+          await this.#options.attempt.onHeartbeat?.(task);
         },
-        message.body,
-      );
+      };
+      const outcome = await (this.#options.run ?? runAttempt)(attempt, message.body);
       this.#deletes.add(message.receiptHandle);
-      this.#options.onOutcome?.(outcome);
+      if (outcome) this.#options.onOutcome?.(outcome);
     } catch (error) {
       // Leave the message: it comes back after its visibility timeout and is tried again.
       logger?.error('attempt failed before settling', { taskId: message.body.taskId, error: String(error) });

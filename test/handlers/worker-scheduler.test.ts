@@ -14,7 +14,10 @@ import { lambdaEnvironment } from '../helpers/services.ts';
 
 let emulators: Emulators;
 let services: Services;
-let worker: (event: SQSEvent, context: Context) => Promise<{ batchItemFailures: { itemIdentifier: string }[] }>;
+let worker: {
+  (event: SQSEvent, context: Context): Promise<{ batchItemFailures: { itemIdentifier: string }[] }>;
+  (event: WorkerMessage, context: Context): Promise<undefined>;
+};
 let scheduler: (
   event: { reason?: 'tick' } | undefined,
   context: Context,
@@ -80,6 +83,73 @@ describe('Handler: worker', () => {
       attempts: 1,
       result: { echo: { n: 1 } },
     });
+  });
+});
+
+describe('Handler: worker memory classes', () => {
+  it('does not run a bigger task at the entry: with no function for its class the record fails and comes back', async () => {
+    // Prepare: a 2,048 MiB task reaches the entry (512 MiB), which has no class functions here.
+    const { task } = await services.tasks.submit({
+      tenantId: 'w',
+      type: 'demo.echo',
+      payload: { big: true },
+      runtime: 'lambda',
+      resources: { vcpu: 1, memoryMiB: 2048 },
+    });
+    const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+    const message: WorkerMessage = {
+      taskId: task.taskId,
+      fence: dispatched.fence,
+      tenantId: 'w',
+      type: 'demo.echo',
+      resources: task.resources,
+    };
+
+    const small = await services.tasks.submit({ tenantId: 'w', type: 'demo.echo', payload: { small: true } });
+    const smallDispatched = await services.store.apply(dispatch(small.task, new Date(), 60));
+    // As an older scheduler sent it: no resources and no task; the entry reads the item to place it.
+    const smallMessage: WorkerMessage = {
+      taskId: small.task.taskId,
+      fence: smallDispatched.fence,
+      tenantId: 'w',
+      type: 'demo.echo',
+    };
+
+    // Act
+    const response = await worker(
+      { Records: [record('big', message), record('small', smallMessage)] },
+      context(60_000),
+    );
+
+    // Assess: the small one ran here; the big one is a batch item failure and untouched (its
+    // dispatch lease brings it back if this persists).
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: 'big' }]);
+    expect((await services.store.get(task.taskId))?.state).toBe('DISPATCHED');
+    expect((await services.store.get(small.task.taskId))?.state).toBe('SUCCEEDED');
+  });
+
+  it('runs the message it is invoked with in its own class (the entry hands it over this way)', async () => {
+    // Prepare
+    const { task } = await services.tasks.submit({
+      tenantId: 'w',
+      type: 'demo.echo',
+      payload: { big: 2 },
+      runtime: 'lambda',
+      resources: { vcpu: 1, memoryMiB: 2048 },
+    });
+    const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+    const message: WorkerMessage = { taskId: task.taskId, fence: dispatched.fence, tenantId: 'w', type: 'demo.echo' };
+    process.env.WORKER_MEMORY_MIB = '2048';
+
+    // Act
+    try {
+      await worker(message, context(60_000));
+    } finally {
+      delete process.env.WORKER_MEMORY_MIB;
+    }
+
+    // Assess
+    expect(await services.store.get(task.taskId)).toMatchObject({ state: 'SUCCEEDED', result: { echo: { big: 2 } } });
   });
 });
 

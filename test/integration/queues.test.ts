@@ -57,6 +57,38 @@ describe('Class: QueueClient (against fauxqs)', () => {
     );
   });
 
+  it('sends a task too large to ride in its worker message by key, with what it asked for (its memory class)', async () => {
+    // Prepare: a task whose payload takes the message past the 32 KB it may embed.
+    const big = { ...task('big-payload', 'low'), payload: { blob: 'x'.repeat(40_000) } };
+    const small = task('small-payload', 'low');
+
+    // Act
+    await services.queues.sendToWorkers('fargate', [
+      { taskId: big.taskId, fence: big.fence, tenantId: big.tenantId, type: big.type, task: big },
+      { taskId: small.taskId, fence: small.fence, tenantId: small.tenantId, type: small.type, task: small },
+    ]);
+    const got: WorkerMessage[] = [];
+    for (let round = 0; round < 5 && got.length < 2; round++) {
+      const received = await services.queues.receive<WorkerMessage>('worker-fargate', { waitSeconds: 1 });
+      got.push(...received.map((m) => m.body));
+      await services.queues.delete(
+        'worker-fargate',
+        received.map((m) => m.receiptHandle),
+      );
+    }
+
+    // Assess
+    const byId = new Map(got.map((m) => [m.taskId, m]));
+    expect(byId.get(big.taskId)).toEqual({
+      taskId: big.taskId,
+      fence: big.fence,
+      tenantId: big.tenantId,
+      type: big.type,
+      resources: big.resources,
+    });
+    expect(byId.get(small.taskId)?.task?.taskId).toBe(small.taskId);
+  });
+
   it('moves a worker message to its dead-letter queue after maxReceiveCount receives', async () => {
     // Prepare
     const message: WorkerMessage = { taskId: 'poison', fence: 1, tenantId: 'acme', type: 'demo.echo' };

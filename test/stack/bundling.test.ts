@@ -19,7 +19,7 @@ describe('Bundling (esbuild, no Docker)', () => {
     const functions = [
       stack.api.handler,
       stack.scheduler.handler,
-      stack.lambdaWorkers.handler,
+      ...stack.lambdaWorkers.functions,
       stack.redrive.handler,
       ...(stack.schedules ? [stack.schedules.handler] : []),
     ];
@@ -36,7 +36,7 @@ describe('Bundling (esbuild, no Docker)', () => {
       expect(code.startsWith("import { createRequire } from 'node:module';")).toBe(true);
       // Only the worker runs task types, so only it gets sharp, installed beside the bundle with
       // Lambda's (linux arm64) binary rather than the host's; the others stay small.
-      const isWorker = wrapper === stack.lambdaWorkers.handler;
+      const isWorker = stack.lambdaWorkers.functions.includes(wrapper);
       expect(existsSync(path.join(assetDir, 'node_modules/sharp/package.json')), wrapper.node.path).toBe(isWorker);
       expect(existsSync(path.join(assetDir, 'node_modules/@img/sharp-linux-arm64')), wrapper.node.path).toBe(isWorker);
     }

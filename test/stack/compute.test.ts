@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { API_ROUTES } from '../../lib/task-api.ts';
 import { API_ROUTES as ROUTER_ROUTES } from '../../runtime/api/routes.ts';
 import { EXAMPLE_RESOURCES_ENV } from '../../runtime/infra/example-resources.ts';
-import { ENV, QUEUES } from '../../runtime/infra/resources.ts';
+import { ENV, LAMBDA_WORKER_CLASSES, QUEUES } from '../../runtime/infra/resources.ts';
 import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE } from '../../runtime/infra/telemetry.ts';
 import { defaultRegistry } from '../../runtime/task-types/index.ts';
 import { DRAIN_VISIBILITY_SECONDS, DRAINED_DEAD_LETTER_QUEUES } from '../../runtime/worker/redrive.ts';
@@ -18,6 +18,7 @@ const functionsOf = (s: Synthesized) => ({
   api: s.stack.api.handler,
   scheduler: s.stack.scheduler.handler,
   worker: s.stack.lambdaWorkers.handler,
+  ...Object.fromEntries(s.stack.lambdaWorkers.classes.slice(1).map((c) => [`worker${c.memoryMiB}`, c.handler])),
   redrive: s.stack.redrive.handler,
   scheduledSubmit: s.stack.schedules!.handler,
 });
@@ -57,7 +58,7 @@ describe('Construct: RuntimeFunction (every function)', () => {
         if (definition.deadLetter) expect(queueUrls).toContain(`\\"${definition.deadLetter.id}\\":`);
       }
       // Only the workers run example task types.
-      expect(variables[EXAMPLE_RESOURCES_ENV] !== undefined, name).toBe(name === 'worker');
+      expect(variables[EXAMPLE_RESOURCES_ENV] !== undefined, name).toBe(name.startsWith('worker'));
     }
   });
 });
@@ -148,7 +149,7 @@ describe('Construct: SchedulerLoop', () => {
     };
     const announcers = {
       api: stack.api.handler.role,
-      worker: stack.lambdaWorkers.handler.role,
+      ...Object.fromEntries(stack.lambdaWorkers.classes.map((c) => [`worker${c.memoryMiB}`, c.handler.role])),
       redrive: stack.redrive.handler.role,
       scheduledSubmit: stack.schedules!.handler.role,
       scheduler: stack.scheduler.handler.role,
@@ -163,7 +164,8 @@ describe('Construct: SchedulerLoop', () => {
         statements.some(
           (statement) =>
             statement.Action === 'lambda:InvokeFunction' &&
-            JSON.stringify(statement.Resource) === JSON.stringify(wakeArn),
+            // The entry worker's statement also names the bigger classes' functions.
+            [statement.Resource].flat().some((resource) => JSON.stringify(resource) === JSON.stringify(wakeArn)),
         ),
         name,
       ).toBe(true);
@@ -187,6 +189,56 @@ describe('Construct: LambdaWorkers', () => {
       ScalingConfig: { MaximumConcurrency: config.pools.lambda.concurrency },
       BatchSize: 1,
     });
+  });
+
+  it('gives every memory class its own function, and only the smallest (the entry) an event source mapping', () => {
+    // Prepare
+    const { template, stack } = synth;
+    const resources = template.toJSON().Resources;
+    const workers = stack.lambdaWorkers.classes;
+
+    // Assess: one function per class of LAMBDA_WORKER_CLASSES, each told its own class.
+    expect(workers.map((c) => c.memoryMiB)).toEqual(LAMBDA_WORKER_CLASSES.map((c) => c.memoryMiB));
+    expect(workers[0]!.handler).toBe(stack.lambdaWorkers.handler);
+    for (const { memoryMiB, handler } of workers) {
+      const fn = resources[logicalId(stack, handler.function)].Properties;
+      expect(fn.MemorySize, handler.node.path).toBe(memoryMiB);
+      expect(fn.Timeout, handler.node.path).toBe(900);
+      expect(fn.Environment.Variables[ENV.workerMemoryMiB], handler.node.path).toBe(String(memoryMiB));
+    }
+    // One mapping for the whole pool: a mapping long-polls its queue all month, idle or not.
+    const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping'));
+    const workerIds = workers.map((c) => logicalId(stack, c.handler.function));
+    const polled = mappings.filter((m) =>
+      workerIds.some((id) => JSON.stringify(m.Properties.FunctionName).includes(id)),
+    );
+    expect(polled.map((m) => m.Properties.FunctionName)).toEqual([{ Ref: workerIds[0] }]);
+
+    // The entry finds each bigger class's function by its memory, and may invoke exactly those.
+    const entry = resources[workerIds[0]!].Properties.Environment.Variables;
+    const classFunctions = JSON.stringify(entry[ENV.workerClassFunctions]);
+    for (const { memoryMiB, handler } of workers.slice(1)) {
+      expect(classFunctions).toContain(`\\"${memoryMiB}\\":\\"`);
+      expect(classFunctions).toContain(logicalId(stack, handler.function));
+      expect(
+        resources[logicalId(stack, handler.function)].Properties.Environment.Variables[ENV.workerClassFunctions],
+      ).toBe(undefined);
+      // Lambda retries a failed hand-off invocation twice; then the dispatch lease recovers the task.
+      template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+        FunctionName: { Ref: logicalId(stack, handler.function) },
+        MaximumRetryAttempts: 2,
+      });
+    }
+    const entryPolicies = Object.values(template.findResources('AWS::IAM::Policy')).filter((policy) =>
+      JSON.stringify(policy.Properties.Roles).includes(logicalId(stack, stack.lambdaWorkers.handler.role)),
+    );
+    const invoked = entryPolicies
+      .flatMap((policy) => policy.Properties.PolicyDocument.Statement as { Action: unknown; Resource: unknown }[])
+      .filter((statement) => statement.Action === 'lambda:InvokeFunction')
+      .flatMap((statement) => [statement.Resource].flat());
+    for (const { handler } of workers.slice(1)) {
+      expect(invoked).toContainEqual({ 'Fn::GetAtt': [logicalId(stack, handler.function), 'Arn'] });
+    }
   });
 
   it('keeps the queue visibility at least six times the function timeout', () => {

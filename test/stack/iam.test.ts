@@ -64,6 +64,16 @@ describe('Least privilege per function', () => {
     expect(resourcesFor(grants, 's3:PutObject')).toEqual([`${ids.exampleBucket}/*`]);
   });
 
+  it('Lambda worker of a bigger memory class: what the entry may do but consume the queue', () => {
+    for (const { handler } of synth.stack.lambdaWorkers.classes.slice(1)) {
+      const grants = grantsFor(handler.role);
+      expect(resourcesFor(grants, 'sqs:ReceiveMessage'), handler.node.path).toEqual([]);
+      expect(resourcesFor(grants, 'sqs:SendMessage'), handler.node.path).toEqual(sorted(ids.tiers, ids.completions));
+      expect(writableTables(grants), handler.node.path).toEqual(sorted(ids.tasks, ids.exampleTables));
+      expect(resourcesFor(grants, 's3:GetObject'), handler.node.path).toEqual([`${ids.exampleBucket}/*`]);
+    }
+  });
+
   it('Fargate worker task role: the same as the Lambda worker, on its own queue', () => {
     const grants = grantsFor(synth.stack.fargateWorkers.taskDefinition.taskRole);
     expect(resourcesFor(grants, 'sqs:ReceiveMessage')).toEqual([ids.workerFargate]);
@@ -101,7 +111,7 @@ describe('Least privilege per function', () => {
     const wrappers = [
       stack.api.handler,
       stack.scheduler.handler,
-      stack.lambdaWorkers.handler,
+      ...stack.lambdaWorkers.functions,
       stack.redrive.handler,
       stack.schedules!.handler,
     ];

@@ -205,7 +205,7 @@ describe('Construct props are validated up front, with exact messages', () => {
           deadLetterQueues: [],
           redrive: { function: fn, every: Duration.minutes(5) },
           schedulerFunction: fn,
-          workerFunction: fn,
+          workerFunctions: [{ memoryMiB: 512, function: fn }],
           apiFunction: fn,
           schedulerSilence: Duration.minutes(1),
         }),
