@@ -12,7 +12,7 @@
  */
 
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LAMBDA_WORKER } from '../runtime/infra/resources.ts';
+import { LAMBDA_ENTRY_CLASS, LAMBDA_WORKER } from '../runtime/infra/resources.ts';
 import { defaultStackIdleCost, printIdleCost } from './idle-cost.ts';
 import {
   type BenchOptions,
@@ -34,6 +34,7 @@ import {
   stepFunctionsUsage,
   usageFromCalls,
 } from './metering/call-counter.ts';
+import { workerLambdaUsage } from './metering/lambda-workers.ts';
 
 /**
  * Lambda durations are not measured locally; they are modelled from the calls each function
@@ -41,8 +42,6 @@ import {
  */
 const AWS_LATENCY_MS = { DynamoDB: 6, SQS: 12 } as const;
 const API_MEMORY_GB = 0.5; // lib/task-api.ts
-const WORKER_MEMORY_GB = LAMBDA_WORKER.memoryMiB / 1024; // runtime/infra/resources.ts, given to lib/lambda-workers.ts
-
 export interface AwsCallsResult {
   readonly tasks: number;
   readonly callsPerTask: number;
@@ -74,6 +73,7 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
     const idleCalls = [...idle.values()].reduce((sum, s) => sum + s.count, 0) / idleSeconds;
 
     run.counter.reset();
+    const firstPlacement = run.placements.length;
     const t0 = performance.now();
     const done = run.finished(n);
     await submitAll(url, specs(n), 16);
@@ -81,6 +81,8 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
     const seconds = (performance.now() - t0) / 1000;
     const stats = run.counter.snapshot();
     const calls = [...stats.values()].reduce((sum, s) => sum + s.count, 0);
+    // The memory class each measured attempt ran in (the local Lambda pool places as deployed).
+    const classes = run.placements.slice(firstPlacement).map((where) => where.memoryMiB ?? LAMBDA_WORKER.memoryMiB);
 
     console.log(formatCallTable(stats, n));
     console.log(`(${n} tasks in ${fmt(seconds)} s; the per-time calls below are included pro rata)`);
@@ -116,19 +118,41 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
     const apiMs = 5 + AWS_LATENCY_MS.DynamoDB * 1 + AWS_LATENCY_MS.SQS * 1;
     const workerDynamo = 2 + per('DynamoDB.GetItem'); // start + settle, plus any read before start
     const workerMs = 5 + AWS_LATENCY_MS.DynamoDB * workerDynamo + AWS_LATENCY_MS.SQS * 1;
-    const workerGbSeconds = (WORKER_MEMORY_GB * workerMs) / 1000;
+    const worker = workerLambdaUsage(classes, workerMs);
+    const workerGbSeconds = worker.gbSeconds;
     const ours = costPerMillionTasks({
       ...usageFromCalls(stats, n),
       apiRequests: 1,
-      lambdaInvocations: 2, // the submit API function and the worker (batch size 1)
+      // The submit API function, the worker (batch size 1) and the entry's hand-offs.
+      lambdaInvocations: 1 + worker.invocations,
       lambdaGbSeconds: (API_MEMORY_GB * apiMs) / 1000 + workerGbSeconds,
     });
     const sfn = costPerMillionTasks(stepFunctionsUsage({ workerGbSeconds }));
+    const byClass = [...Map.groupBy(classes, (memoryMiB) => memoryMiB)]
+      .sort((a, b) => a[0] - b[0])
+      .map(([memoryMiB, ran]) => `${ran.length} at ${memoryMiB} MiB`)
+      .join(', ');
     console.log(
-      `\nModelled Lambda durations: submit ${fmt(apiMs, 0)} ms at ${API_MEMORY_GB} GB, worker ${fmt(workerMs, 0)} ms at ${WORKER_MEMORY_GB} GB (DynamoDB ${AWS_LATENCY_MS.DynamoDB} ms, SQS ${AWS_LATENCY_MS.SQS} ms a call).`,
+      `\nModelled Lambda durations: submit ${fmt(apiMs, 0)} ms at ${API_MEMORY_GB} GB, worker ${fmt(workerMs, 0)} ms in the task's memory class (DynamoDB ${AWS_LATENCY_MS.DynamoDB} ms, SQS ${AWS_LATENCY_MS.SQS} ms a call).`,
+    );
+    console.log(
+      `Worker memory classes of the ${n} tasks, as the local Lambda pool placed them: ${byClass}; ${fmt(100 * worker.handedOff, 0)}% handed on by the ${LAMBDA_ENTRY_CLASS.memoryMiB} MiB entry.`,
     );
     console.log(formatCost('\nOurs, per million no-op tasks (variable costs):', ours));
     console.log(`ours per million tasks: $${fmt(ours.usdPerMillionTasks, 2)}`);
+    // The same tasks had they asked for the largest class (handed on by the entry), and had the
+    // pool still one function of the largest class, for the classes' effect alone (modelled).
+    const lambdaUsd = (usage: ReturnType<typeof workerLambdaUsage>) =>
+      costPerMillionTasks({
+        ...usageFromCalls(stats, n),
+        apiRequests: 1,
+        lambdaInvocations: 1 + usage.invocations,
+        lambdaGbSeconds: (API_MEMORY_GB * apiMs) / 1000 + usage.gbSeconds,
+      }).usdPerMillionTasks;
+    const largest = LAMBDA_WORKER.memoryMiB;
+    console.log(
+      `The same tasks in the ${largest} MiB class (handed on): $${fmt(lambdaUsd(workerLambdaUsage([largest], workerMs)), 2)} /M; with one ${largest} MiB worker function for every task (no classes): $${fmt(lambdaUsd(workerLambdaUsage([largest], workerMs, largest)), 2)} /M`,
+    );
     console.log(
       formatCost(
         `\nStep Functions Standard, minimal machine ${STEP_FUNCTIONS_MINIMAL.states.join(' → ')} (${STEP_FUNCTIONS_MINIMAL.transitionsPerTask} transitions/task):`,

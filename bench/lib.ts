@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { WorkerPlacement } from '../local/lambda-pool.ts';
 import { type LocalServer, startLocalServer } from '../local/server.ts';
 import { type Bar, horizontalBarChart } from '../report/chart.ts';
 import { formatTable } from '../report/table.ts';
@@ -40,12 +41,15 @@ export interface CountedServer {
   /** Resolves when `n` more attempts have finished (counted from the call). */
   finished(n: number): Promise<void>;
   readonly outcomes: AttemptOutcome[];
+  /** Where each finished attempt ran (pool, and the Lambda pool's memory class), in finishing order. */
+  readonly placements: WorkerPlacement[];
   stop(): Promise<void>;
 }
 
 /** The whole local runtime over HTTP, with the counter on its DynamoDB and SQS clients. */
 export async function startCountedServer(config: SchedulerConfig): Promise<CountedServer> {
   const outcomes: AttemptOutcome[] = [];
+  const placements: WorkerPlacement[] = [];
   const waiters: { target: number; resolve: () => void }[] = [];
   let done = 0;
   const server = await startLocalServer({
@@ -54,9 +58,10 @@ export async function startCountedServer(config: SchedulerConfig): Promise<Count
     examples: false,
     summaryEverySeconds: 0,
     logger: silentLogger,
-    onOutcome: (outcome) => {
+    onOutcome: (outcome, where) => {
       outcomes.push(outcome);
       if (outcome.kind !== 'finished') return;
+      placements.push(where);
       done++;
       for (const waiter of waiters.filter((w) => w.target <= done)) {
         waiters.splice(waiters.indexOf(waiter), 1);
@@ -72,6 +77,7 @@ export async function startCountedServer(config: SchedulerConfig): Promise<Count
     server,
     counter,
     outcomes,
+    placements,
     finished(n: number) {
       const target = done + n;
       if (target <= done) return Promise.resolve();

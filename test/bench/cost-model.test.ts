@@ -13,6 +13,7 @@ import {
   usageFromCalls,
   wireItemSize,
 } from '../../bench/metering/call-counter.ts';
+import { workerLambdaUsage } from '../../bench/metering/lambda-workers.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
 
 /** A client whose transport answers every request with `body`, so no server is needed. */
@@ -147,5 +148,20 @@ describe('cost model', () => {
     write.writeUnits = 3;
     write.indexWriteUnits = 3;
     expect(usageFromCalls(counter.snapshot(), 3)).toEqual({ sqsRequests: 2, dynamoWriteUnits: 2, dynamoReadUnits: 0 });
+  });
+});
+
+describe('worker Lambda model (memory classes)', () => {
+  it('bills each task its class, and a handed-on task the entry invocation and a second request', () => {
+    // 30 ms per task; the entry's hand-off takes 5 + 12 ms at 512 MiB.
+    const small = workerLambdaUsage([512, 512], 30, 512);
+    expect(small).toEqual({ invocations: 1, gbSeconds: 0.5 * 0.03, handedOff: 0 });
+    const mixed = workerLambdaUsage([512, 2048], 30, 512);
+    expect(mixed.invocations).toBe(1.5);
+    expect(mixed.handedOff).toBe(0.5);
+    expect(mixed.gbSeconds).toBeCloseTo((0.5 * 0.03 + 2 * 0.03 + 0.5 * 0.017) / 2, 12);
+    // One function of the largest class for every task (before the classes): no hand-offs.
+    expect(workerLambdaUsage([2048], 30, 2048)).toEqual({ invocations: 1, gbSeconds: 2 * 0.03, handedOff: 0 });
+    expect(workerLambdaUsage([], 30)).toEqual({ invocations: 0, gbSeconds: 0, handedOff: 0 });
   });
 });
