@@ -64,18 +64,20 @@ export async function runLambdaWorkerMessage(
   let resources = message.task?.resources ?? message.resources;
   let toRun = message;
   if (!resources) {
-    // A message that does not say (from a scheduler older than the classes): the item does. The
-    // read is the one the start write would make anyway, so it is handed on with the message.
+    // A message that does not say (from a scheduler older than the classes): the item does. Run
+    // here, the read spares the start write its own.
     const stored = await deps.attempt.store.get(message.taskId);
     resources = stored?.resources;
     if (stored?.fence === message.fence) toRun = { ...message, task: stored };
   }
-  // No item: nothing to run, and runAttempt says so (skipped) here.
   const placement: Placement = resources ? placeAttempt(resources, deps.ownMemoryMiB, deps.classes) : { kind: 'here' };
-  if (placement.kind === 'handoff') {
-    await deps.handOff(placement.memoryMiB, toRun);
+  if (resources && placement.kind === 'handoff') {
+    // Handed on as received, with what the task asks for: never larger than the message SQS took
+    // (an invoke's event is capped at 256 KB, as a message is), whatever the item holds.
+    await deps.handOff(placement.memoryMiB, { ...message, resources });
     return { kind: 'handed-off', memoryMiB: placement.memoryMiB };
   }
+  // It fits here; or there is no item, and runAttempt says so (skipped).
   const outcome = await runAttempt(deps.attempt, toRun);
   return { ...outcome, memoryMiB: deps.ownMemoryMiB };
 }

@@ -88,6 +88,32 @@ describe('Function: runLambdaWorkerMessage', () => {
     expect(handedOff).toEqual([2048]);
   });
 
+  it('reads the item of a message that does not say what its task needs, and hands on the message, not the item', async () => {
+    // Prepare: a message from a scheduler older than the classes, for a 2,048 MiB task.
+    const reads: string[] = [];
+    const stored = { taskId: 't1', fence: 1, resources: { vcpu: 1, memoryMiB: 2048 }, payload: { big: 'x' } };
+    const attempt = {
+      store: {
+        get: async (taskId: string) => {
+          reads.push(taskId);
+          return stored;
+        },
+      },
+    } as unknown as AttemptDeps;
+    const handedOff: [number, WorkerMessage][] = [];
+
+    // Act
+    const outcome = await runLambdaWorkerMessage(
+      { attempt, ownMemoryMiB: 512, handOff: async (memoryMiB, m) => void handedOff.push([memoryMiB, m]) },
+      message(),
+    );
+
+    // Assess
+    expect(reads).toEqual(['t1']);
+    expect(outcome).toEqual({ kind: 'handed-off', memoryMiB: 2048 });
+    expect(handedOff).toEqual([[2048, { ...message(), resources: stored.resources }]]);
+  });
+
   it('fails (so the message comes back) when the hand-off cannot be made', async () => {
     const failing = runLambdaWorkerMessage(
       {
