@@ -289,7 +289,16 @@ export class Intake {
         }
         // Refused: registered again, or promised further than this scheduler knew (a predecessor's
         // late write). Take the item as it is, and read on until its promise ends.
-        if (!deleted) this.windows.promised(tenantId, tier, await control.getIntake(tenantId, tier));
+        if (deleted) return;
+        try {
+          this.windows.promised(tenantId, tier, await control.getIntake(tenantId, tier));
+        } catch (error) {
+          this.#deps.logger?.warn('could not read a registration after a refused deregistration', {
+            tenantId,
+            tier,
+            error: String(error),
+          });
+        }
       }),
     ]);
     return admitted;
