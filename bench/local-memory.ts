@@ -8,7 +8,7 @@
  * can drop the files they held, so memory and disk level off after warm-up instead of growing
  * with every task.
  *
- * The bench's retention is 30 s, not the runtime's default hour: at the ~20 tasks/s this runs at,
+ * The bench's retention is 30 s, not the runtime's default hour: at the 20–120 tasks/s this runs at here,
  * an hour's retention is ~70,000 tasks held, so warm-up would take most of a 100,000-task run.
  * What is measured is whether memory grows with tasks *processed* once the held set is steady;
  * that steady set scales with the retention (`--retention` to try another).
