@@ -13,7 +13,11 @@
  * of its starts beside the pool's pace, the most receives of any one tier-queue message (counted
  * by message id on the runtime's SQS client), and the wall time.
  *
- *   npm run bench -- intake-live [--quick] [--flood N] [--pool SLOTS] [--task-ms MS]
+ * Then, in the same run, the baseline: the same tasks dealt round-robin over 20 tenants (each
+ * quota above the pool), whose drain is the pace the pool delivers on this machine, slot
+ * turnaround included; `flood drain / baseline drain` is the flooding tenant's share of it.
+ *
+ *   npm run bench -- intake-live [--quick] [--flood N] [--pool SLOTS] [--task-ms MS] [--no-baseline]
  *   node --experimental-strip-types bench/intake-live.ts [same flags]
  */
 
@@ -42,6 +46,8 @@ import {
 
 const SUBMIT_CONCURRENCY = 16;
 const FLOOD_TENANT = 'flood';
+/** Tenants the baseline deals the flood's tasks over. */
+const BASELINE_TENANTS = 20;
 
 export interface IntakeLiveOptions {
   readonly floodTasks: number;
@@ -53,6 +59,11 @@ export interface IntakeLiveOptions {
   readonly taskMs: number;
   /** Quiet submissions are spread over this share of the flood's expected drain time. */
   readonly quietSpread: number;
+  /**
+   * Tenants the flood is dealt round-robin to (default 1). Above 1 it is the baseline: the same
+   * work with no single tenant behind it, so its drain is the pace the pool delivers here.
+   */
+  readonly floodTenants?: number;
 }
 
 export interface IntakeLiveResult {
@@ -123,9 +134,12 @@ function tierReceiveCounter(tierQueueUrls: ReadonlySet<string>) {
   return { receives, firstReceivedMs, nonEmptyReceives, middleware };
 }
 
-/** The run itself (also used, scaled down, by test/e2e/intake-live.test.ts). */
+/** One run: the flood (or, with `floodTenants` above 1, the baseline) and the quiet tenants. */
 export async function runIntakeLiveOnce(options: IntakeLiveOptions): Promise<IntakeLiveResult> {
   const { floodTasks, quietTenants, quietTasksPerTenant, pool, taskMs } = options;
+  const floodTenants = Array.from({ length: options.floodTenants ?? 1 }, (_, k) =>
+    k === 0 ? FLOOD_TENANT : `${FLOOD_TENANT}-${k}`,
+  );
   const quietCount = quietTenants * quietTasksPerTenant;
   const total = floodTasks + quietCount;
   const poolPacePerSecond = pool / (taskMs / 1000);
@@ -141,7 +155,7 @@ export async function runIntakeLiveOnce(options: IntakeLiveOptions): Promise<Int
       pools: { lambda: { concurrency: pool }, fargate: { vcpu: 16, memoryMiB: 32768 } },
       // Quiet tenants: the default quota. The flooder: above the pool, so the pool is its limit.
       tenantDefaults: { weight: 1, maxConcurrency: 10 },
-      tenants: { [FLOOD_TENANT]: { weight: 1, maxConcurrency: pool * 5 } },
+      tenants: Object.fromEntries(floodTenants.map((id) => [id, { weight: 1, maxConcurrency: pool * 5 }])),
     }),
     dataDir,
     port: 0,
@@ -179,7 +193,7 @@ export async function runIntakeLiveOnce(options: IntakeLiveOptions): Promise<Int
     const floodIds = (
       await submitAll(
         url,
-        Array.from({ length: floodTasks }, () => sleepSpec(FLOOD_TENANT)),
+        Array.from({ length: floodTasks }, (_, i) => sleepSpec(floodTenants[i % floodTenants.length]!)),
         SUBMIT_CONCURRENCY,
       )
     ).map((s) => s.taskId);
@@ -259,6 +273,12 @@ export async function runIntakeLive(options: BenchOptions): Promise<IntakeLiveRe
     `\n## Fair intake, live local stack: ${shape.floodTasks} tasks of tenant "${FLOOD_TENANT}" (maxConcurrency ${shape.pool * 5}) ahead of ${shape.quietTenants} quiet tenants × ${shape.quietTasksPerTenant} (maxConcurrency 10); demo.sleep ${shape.taskMs} ms on a Lambda pool of ${shape.pool} (${loadBefore})`,
   );
   const result = await runIntakeLiveOnce(shape);
+  // The baseline, in the same run: the same work dealt over many tenants, so that no tenant's
+  // quota or window is the limit. Its drain is the pace this machine's pool actually delivers
+  // (each slot also spends the completion → dispatch → start turnaround between tasks).
+  const baseline = process.argv.includes('--no-baseline')
+    ? undefined
+    : await runIntakeLiveOnce({ ...shape, floodTenants: BASELINE_TENANTS });
   const floodSpan =
     (Math.max(...result.flood.map((t) => t.startedAtMs)) - Math.min(...result.flood.map((t) => t.submittedAtMs))) /
     1000;
@@ -288,6 +308,27 @@ export async function runIntakeLive(options: BenchOptions): Promise<IntakeLiveRe
     ['flood drain, starts/s (middle 80 % of its starts)', fmt(result.floodDrainPerSecond, 1)],
     [`pool pace, tasks/s (${shape.pool} slots / ${shape.taskMs} ms)`, fmt(result.poolPacePerSecond, 1)],
     ['flood drain / pool pace', `${(result.floodDrainPerSecond / result.poolPacePerSecond).toFixed(2)}×`],
+    ...(baseline
+      ? [
+          [
+            `baseline drain: the same tasks dealt over ${BASELINE_TENANTS} tenants, starts/s`,
+            fmt(baseline.floodDrainPerSecond, 1),
+          ],
+          [
+            'flood drain / baseline drain',
+            `${(result.floodDrainPerSecond / baseline.floodDrainPerSecond).toFixed(2)}×`,
+          ],
+          ['baseline quiet submit→start p99, ms', fmt(baseline.quietWaitMs.p99, 0)],
+          [
+            'baseline quiet submit→announcement received p99, ms',
+            fmt(percentile(baseline.quietAnnouncementWaitMs, 99), 0),
+          ],
+          [
+            'baseline tier messages received; announcements received per second',
+            `${baseline.tierMessagesReceived}; ${fmt(baseline.announcementReceives.perSecond, 1)}`,
+          ],
+        ]
+      : []),
     ['flood first submit → last start, s', fmt(floodSpan, 1)],
     ['tier messages received', String(result.tierMessagesReceived)],
     [
