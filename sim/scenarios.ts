@@ -119,6 +119,54 @@ export const SCENARIOS: Record<string, Scenario> = {
     },
   },
 
+  crowd: {
+    description:
+      'As many backlogged tenants as Lambda slots (each a burst at once), and quiet tenants submitting steadily ' +
+      "at a tenth of the pool's rate. Each crowd tenant holds about one slot; when its task ends it is back at " +
+      'share 0, level with the quiet tenants, and under fair-share the tie goes to the older head: FIFO across ' +
+      'tenants (docs/policy.md, Limits). Round-robin rotates.',
+    defaults: { tasks: 20_000, tenants: 60 },
+    build({ tasks, tenants, seed }) {
+      const rng = new Prng(seed);
+      const meanHoldMs = 5_000;
+      const slots = POOLS.lambda.concurrency;
+      const crowd = Math.min(slots, Math.max(1, tenants - 1));
+      const quiet = Math.max(1, tenants - crowd);
+      const steady = Math.max(quiet, Math.round(tasks * 0.05));
+      const burst = tasks - steady;
+      const drainMs = (tasks * meanHoldMs) / slots;
+      const trace = new TraceBuilder(tasks);
+      for (let i = 0; i < burst; i++) {
+        trace.push({
+          tenant: i % crowd,
+          tier: NORMAL,
+          fargate: false,
+          ...LAMBDA,
+          arriveMs: rng.next() * 1_000,
+          holdMs: rng.exponential(meanHoldMs),
+        });
+      }
+      for (let i = 0; i < steady; i++) {
+        trace.push({
+          tenant: crowd + (i % quiet),
+          tier: NORMAL,
+          fargate: false,
+          ...LAMBDA,
+          arriveMs: rng.next() * drainMs,
+          holdMs: rng.exponential(meanHoldMs),
+        });
+      }
+      return trace.build({
+        scenario: 'crowd',
+        description: this.description,
+        tenantIds: tenantIds(crowd + quiet, (i) => (i < crowd ? `crowd-${i}` : `quiet-${i - crowd}`)),
+        tenantSettings: evenSettings(crowd + quiet),
+        pools: POOLS,
+        agingSeconds: 300,
+      });
+    },
+  },
+
   'mixed-sizes': {
     description:
       'Many small Lambda tasks, many small Fargate tasks (0.25 vCPU) and few big Fargate tasks (4 vCPU, 8 GiB) ' +
