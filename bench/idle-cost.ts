@@ -3,7 +3,7 @@
  * default configuration) and the modelled calls of the scheduler's per-minute safety-net tick.
  * Idle, the scheduler is scaled to zero (runtime/scheduler/activation.ts): nothing polls SQS but
  * the worker queue's event source mapping, the Fargate service runs no task, the tick reads the
- * lease and the `byActive` index, finds nothing due and exits, and the dead-letter drain every few
+ * lease, `byActive` and `byTenantQueue`, finds nothing and exits, and the dead-letter drain every few
  * minutes finds its queues empty.
  *
  *   node bench/idle-cost.ts        (also printed by bench/aws-calls.ts)
@@ -32,11 +32,12 @@ const MINUTES_PER_MONTH = 30 * 24 * 60;
 const DYNAMODB_CALL_MS = 6;
 const LAMBDA_OVERHEAD_MS = 5;
 /**
- * One idle tick: a consistent GetItem of the lease (1 read unit), then `byActive` queries for
- * dispatched, running and due queued tasks on every shard (empty, eventually consistent: 0.5
- * read units each).
+ * One idle tick (`hasSchedulerWork`, runtime/scheduler/activation.ts): a consistent GetItem of
+ * the lease (1 read unit), a Limit-1 `byActive` query per shard for leased tasks and a Limit-1
+ * Scan of `byTenantQueue` for queued ones (empty, eventually consistent: 0.5 read units each).
+ * The registry and the backstop page are read only when `byTenantQueue` is not empty.
  */
-const TICK_QUERIES = 3 * ACTIVE_SHARDS;
+const TICK_QUERIES = ACTIVE_SHARDS + 1;
 const TICK_READ_UNITS = 1 + 0.5 * TICK_QUERIES;
 const TICK_MS = LAMBDA_OVERHEAD_MS + DYNAMODB_CALL_MS * (1 + TICK_QUERIES);
 /**
@@ -159,7 +160,7 @@ export function idleCostOf(template: { Resources: Record<string, Resource> }): I
       usdPerMonth: (gbSeconds(ticks, TICK_MS) + gbSeconds(drains, DRAIN_MS)) * LIST_PRICES.lambdaPerGbSecond,
     },
     {
-      item: `DynamoDB read units (${TICK_READ_UNITS} a tick: lease + ${TICK_QUERIES} empty index queries)`,
+      item: `DynamoDB read units (${TICK_READ_UNITS} a tick: lease + ${TICK_QUERIES} empty index reads)`,
       usdPerMonth: ((tickRuns * TICK_READ_UNITS) / 1e6) * LIST_PRICES.dynamoReadPerMillionUnits,
     },
     {

@@ -111,6 +111,20 @@ export class Monitoring extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       }),
     );
+    // The registry backstop found QUEUED work nobody would read (runtime/scheduler/backstop.ts)
+    // and announced it again: the task is recovered, but each one means a submit crashed between
+    // its write and its send, or the index lagged beyond G at a deregistration. Published only
+    // when non-zero, so it costs no custom metric while healthy.
+    alarms.push(
+      this.metric(METRIC.unregisteredQueued).createAlarm(this, 'UnregisteredQueued', {
+        alarmDescription:
+          'The registry backstop found QUEUED tasks of tenant-tiers nobody reads and announced them again (a lost announcement or index lag beyond G)',
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    );
     const drainWindow = Duration.minutes(Math.max(5, 3 * props.redrive.every.toMinutes()));
     alarms.push(
       props.redrive.function

@@ -147,7 +147,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
             idleStop: {
               afterMs: options.idleStopMs ?? IDLE_STOP_MS,
               graceMs: STOP_GRACE_MS,
-              hasWork: () => hasSchedulerWork(services.store, new Date()),
+              hasWork: () => hasSchedulerWork(services, new Date()),
             },
           }
         : {}),
@@ -201,7 +201,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     ? setInterval(
         () => {
           if (loop || stopping.signal.aborted) return;
-          hasSchedulerWork(services.store, new Date()).then(
+          hasSchedulerWork(services, new Date()).then(
             (due) => {
               if (due) startScheduler('tick');
             },

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { PRIORITY_TIERS, type PriorityTier, type TenantSettings } from '../core/task.ts';
+import type { QueueScanCursor } from './task-store.ts';
 
 export interface StoredTenant extends TenantSettings {
   readonly tenantId: string;
@@ -53,15 +54,15 @@ const SNAPSHOT_KEY = 'snapshot#scheduler';
 const SWEEP_MARKS_KEY = 'sweeps#reconciler';
 
 /**
- * How far the reconciler's re-announcing sweeps have got, kept here because the scheduler Lambda
- * builds a new Reconciler every minute: a fresh one goes on from these instead of redoing them.
+ * How far the registry backstop's scan of `byTenantQueue` has got, kept here because the
+ * scheduler Lambda builds a new scheduler every minute: a fresh one goes on from it instead of
+ * starting the pass over (runtime/scheduler/backstop.ts).
  */
 export interface SweepMarks {
-  /** The stale sweep covered every re-announcement due up to this instant. */
-  readonly staleSweptToMs?: number;
-  /** The coming-due sweep covered tasks due up to this instant. */
-  readonly comingDueSweptToMs?: number;
+  /** Where the current pass goes on (the last page's LastEvaluatedKey); absent: from the start. */
+  readonly backstopCursor?: QueueScanCursor;
 }
+
 /** A token every tenant PUT replaces, so the scheduler learns of new settings with one small read. */
 const TENANTS_VERSION_KEY = 'tenants#version';
 
@@ -319,24 +320,26 @@ export class ControlStore {
     };
   }
 
-  /**
-   * Stored as JSON text: it is keyed by tenant id, and a tenant may be called `constructor` or
-   * `__proto__`, which the SDK's map marshaller cannot carry.
-   */
+  /** The cursor is kept as JSON text: one opaque attribute, replaced whole. */
   async getSweepMarks(): Promise<SweepMarks> {
     const { Item } = await this.#documents.send(
       new GetCommand({ TableName: this.#tableName, Key: { pk: SWEEP_MARKS_KEY }, ConsistentRead: true }),
     );
-    const marks: { staleSweptToMs?: number; comingDueSweptToMs?: number } = {};
-    if (typeof Item?.staleSweptToMs === 'number') marks.staleSweptToMs = Item.staleSweptToMs;
-    if (typeof Item?.comingDueSweptToMs === 'number') marks.comingDueSweptToMs = Item.comingDueSweptToMs;
-    return marks;
+    const cursor = typeof Item?.backstopCursor === 'string' ? parseCursor(Item.backstopCursor) : undefined;
+    return cursor ? { backstopCursor: cursor } : {};
   }
 
-  /** Written by the one scheduler holding the lease (a lost write only repeats a sweep). */
+  /** Written by the scheduler, or an idle tick (a lost or crossed write only repeats or skips part of a pass). */
   async putSweepMarks(marks: SweepMarks): Promise<void> {
     await this.#documents.send(
-      new PutCommand({ TableName: this.#tableName, Item: { pk: SWEEP_MARKS_KEY, kind: 'sweeps', ...marks } }),
+      new PutCommand({
+        TableName: this.#tableName,
+        Item: {
+          pk: SWEEP_MARKS_KEY,
+          kind: 'sweeps',
+          ...(marks.backstopCursor ? { backstopCursor: JSON.stringify(marks.backstopCursor) } : {}),
+        },
+      }),
     );
   }
 
@@ -376,4 +379,18 @@ function toTenant(item: Record<string, unknown>): StoredTenant {
     maxConcurrency: item.maxConcurrency as number,
     updatedAt: item.updatedAt as string,
   };
+}
+
+/** A stored cursor: an object of strings, else none (the pass starts over). */
+function parseCursor(text: string): QueueScanCursor | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+    const entries = Object.entries(value);
+    return entries.length > 0 && entries.every(([, v]) => typeof v === 'string')
+      ? (value as QueueScanCursor)
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -18,6 +18,7 @@ import {
   PutCommand,
   QueryCommand,
   type QueryCommandInput,
+  ScanCommand,
 } from '@aws-sdk/lib-dynamodb';
 import {
   ConcurrentUpdateError,
@@ -34,11 +35,10 @@ import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS } from '../infra/resources.
 /** Attributes the store derives for the indexes; stripped again on read. */
 const DERIVED = ['listKey', 'tenantState', 'activeShard', 'dueAt', 'queueKey', 'queueSort', 'expiresAt'] as const;
 
-/** States kept in the sparse `byActive` index. */
-const INDEXED_ACTIVE: readonly TaskState[] = ['QUEUED', ...ACTIVE_STATES];
 /**
- * States under a lease: never more tasks than the pools' capacity, so a tenant's share of them
- * is read from `byActive` (filtered by tenant) rather than kept in `byTenantState`.
+ * States under a lease, the only ones in the sparse `byActive` index: never more tasks than the
+ * pools' capacity, so a tenant's share of them is read from `byActive` (filtered by tenant)
+ * rather than kept in `byTenantState`. QUEUED work is read from `byTenantQueue`.
  */
 const LEASED_STATES = ACTIVE_STATES;
 
@@ -55,9 +55,8 @@ const tokenOf = (task: Task): string => task.writeTokens!.at(-1)!;
 
 const listKeyOf = (task: Pick<Task, 'submittedAt' | 'taskId'>) => `${task.submittedAt}#${task.taskId}`;
 
-/** A `byActive` partition: `QUEUED#<shard>`, or `LEASED#<shard>` for DISPATCHED and RUNNING alike. */
-const activePartition = (state: TaskState, shard: number) =>
-  `${LEASED_STATES.includes(state) ? 'LEASED' : state}#${shard}`;
+/** A `byActive` partition: `LEASED#<shard>`, for DISPATCHED and RUNNING alike. */
+const leasedPartition = (shard: number) => `LEASED#${shard}`;
 
 /** A `byTenantQueue` partition: one tenant's queued work of one tier. */
 const queueKeyOf = (tenantId: string, tier: PriorityTier) => `${tenantId}#${tier}`;
@@ -79,15 +78,14 @@ function toItem(task: Task): Record<string, unknown> {
   // `byActive`), so the two busiest writes, dispatch and start, do not move its entry.
   if (!LEASED_STATES.includes(task.state)) item.tenantState = `${task.tenantId}#${task.state}`;
   if (task.state === 'QUEUED') {
-    item.activeShard = activePartition('QUEUED', shardOf(task.taskId));
-    item.dueAt = task.runAt;
-    // Sparse `byTenantQueue`: the entry exists exactly while the task waits.
+    // Sparse `byTenantQueue`: the entry exists exactly while the task waits. Not in `byActive`:
+    // creating an entry there at submit and moving it at dispatch cost 2 write units a task.
     item.queueKey = queueKeyOf(task.tenantId, task.priority);
     item.queueSort = `${task.runAt}#${task.taskId}`;
   } else if (LEASED_STATES.includes(task.state)) {
     // One key for DISPATCHED and RUNNING, sorted by dispatch time: start and lease renewals
     // change only projected attributes (1 index write), never the key (2).
-    item.activeShard = activePartition(task.state, shardOf(task.taskId));
+    item.activeShard = leasedPartition(shardOf(task.taskId));
     item.dueAt = task.dispatchedAt ?? task.runAt;
   }
   if (isTerminal(task.state) && task.finishedAt) {
@@ -116,7 +114,7 @@ export interface ActiveTaskRef {
   readonly agingFrom: string;
   readonly submittedAt: string;
   readonly leaseExpiresAt?: string;
-  /** The index's sort key: `runAt` while QUEUED, `dispatchedAt` while DISPATCHED or RUNNING. */
+  /** The index's sort key: `dispatchedAt`. */
   readonly dueAt: string;
 }
 
@@ -132,6 +130,9 @@ export interface QueuedTaskRef {
   /** The fence of the QUEUED item: a retry is queued with a higher one than its last dispatch. */
   readonly fence: number;
 }
+
+/** Where a Scan of `byTenantQueue` goes on: the last entry's index and table keys. */
+export type QueueScanCursor = Readonly<Record<string, string>>;
 
 export interface DuePage {
   /** The tenant-tier's entries due by then, oldest due first. */
@@ -496,42 +497,74 @@ export class TaskStore {
   }
 
   /**
-   * Tasks in a non-terminal state from the sparse `byActive` index, optionally only those
-   * due in [dueFrom, dueBefore] (or before dueBefore) (`runAt` for QUEUED, the lease for DISPATCHED/RUNNING). Eventually
-   * consistent: callers re-check with a conditional write before acting.
+   * DISPATCHED or RUNNING tasks from the sparse `byActive` index, optionally only those whose
+   * lease runs out in [dueFrom, dueBefore] (or before dueBefore). Eventually consistent: callers
+   * re-check with a conditional write before acting.
    */
   async *listActive(state: TaskState, dueBefore?: Date, dueFrom?: Date): AsyncGenerator<ActiveTaskRef> {
     for await (const { items } of this.#activePages(state, { dueBefore, dueFrom })) yield* items;
   }
 
   /**
-   * Pages of `byActive` entries in one state across its shards, optionally one tenant's. QUEUED
-   * entries are sorted by `runAt`, so a due range is a key condition; DISPATCHED and RUNNING
-   * share the `LEASED` partitions, so their state and lease range are filters (on no more
-   * entries than the pools hold).
+   * Whether `byActive` lists any dispatched or running task: one Limit-1 query per shard (the
+   * idle tick's check; 0.5 read units each when empty). Eventually consistent.
+   */
+  async anyLeased(): Promise<boolean> {
+    for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
+      const response = await this.#documents.send(
+        new QueryCommand({
+          TableName: this.#tableName,
+          IndexName: 'byActive',
+          KeyConditionExpression: 'activeShard = :pk',
+          ExpressionAttributeValues: { ':pk': leasedPartition(shard) },
+          Limit: 1,
+        }),
+      );
+      if ((response.Items ?? []).length > 0) return true;
+    }
+    return false;
+  }
+
+  /**
+   * One page of a Scan of `byTenantQueue`, every tenant-tier's QUEUED entries, at most `limit`,
+   * resumed after `cursor` (the previous page's). The registry backstop reads it a page at a
+   * time; without a `next` the pass is over. Eventually consistent, like `listDue`.
+   */
+  async scanQueued(
+    limit: number,
+    cursor?: QueueScanCursor,
+  ): Promise<{ refs: QueuedTaskRef[]; next?: QueueScanCursor }> {
+    const response = await this.#documents.send(
+      new ScanCommand({
+        TableName: this.#tableName,
+        IndexName: 'byTenantQueue',
+        Limit: limit,
+        ...(cursor ? { ExclusiveStartKey: cursor } : {}),
+      }),
+    );
+    const refs = (response.Items ?? []).map(toQueuedRef);
+    const next = response.LastEvaluatedKey as QueueScanCursor | undefined;
+    return next ? { refs, next } : { refs };
+  }
+
+  /**
+   * Pages of `byActive` entries in one leased state across its shards, optionally one tenant's.
+   * DISPATCHED and RUNNING share the `LEASED` partitions, so their state and lease range are
+   * filters (on no more entries than the pools hold).
    */
   async *#activePages(
     state: TaskState,
     options: { dueBefore?: Date | undefined; dueFrom?: Date | undefined; tenantId?: string; select?: 'COUNT' },
   ): AsyncGenerator<{ items: ActiveTaskRef[]; count: number }> {
-    if (!INDEXED_ACTIVE.includes(state)) throw new Error(`State ${state} is not in the active index`);
+    if (!LEASED_STATES.includes(state)) throw new Error(`State ${state} is not in the active index`);
     const { dueBefore, dueFrom, tenantId, select } = options;
-    const leased = LEASED_STATES.includes(state);
-    const names: Record<string, string> = {};
-    const values: Record<string, unknown> = {};
-    const filters: string[] = [];
-    let range = '';
+    const names: Record<string, string> = { '#state': 'state' };
+    const values: Record<string, unknown> = { ':state': state };
+    const filters: string[] = ['#state = :state'];
     if (dueBefore) {
       values[':due'] = dueBefore.toISOString();
       if (dueFrom) values[':from'] = dueFrom.toISOString();
-      const bound = dueFrom ? 'BETWEEN :from AND :due' : '< :due';
-      if (leased) filters.push(`leaseExpiresAt ${bound}`);
-      else range = ` AND dueAt ${bound}`;
-    }
-    if (leased) {
-      names['#state'] = 'state';
-      values[':state'] = state;
-      filters.push('#state = :state');
+      filters.push(`leaseExpiresAt ${dueFrom ? 'BETWEEN :from AND :due' : '< :due'}`);
     }
     if (tenantId) {
       values[':tenant'] = tenantId;
@@ -544,10 +577,10 @@ export class TaskStore {
           new QueryCommand({
             TableName: this.#tableName,
             IndexName: 'byActive',
-            KeyConditionExpression: `activeShard = :pk${range}`,
-            ...(filters.length > 0 ? { FilterExpression: filters.join(' AND ') } : {}),
-            ...(Object.keys(names).length > 0 ? { ExpressionAttributeNames: names } : {}),
-            ExpressionAttributeValues: { ':pk': activePartition(state, shard), ...values },
+            KeyConditionExpression: 'activeShard = :pk',
+            FilterExpression: filters.join(' AND '),
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: { ':pk': leasedPartition(shard), ...values },
             ...(select ? { Select: select } : {}),
             ExclusiveStartKey: startKey,
           }),

@@ -43,6 +43,8 @@ export const handler = async (event: SchedulerEvent | undefined, context: Contex
   let ticks = 0;
   let dispatched = 0;
   let tickErrors = 0;
+  /** QUEUED tasks the registry backstop found unread (runtime/scheduler/backstop.ts); normally 0. */
+  let unregisteredQueued = 0;
   /** Oldest wait per tier seen in this invocation (seconds since agingFrom, from the snapshot). */
   const oldestWait = new Map<string, number>();
   let sampledAtMs = 0;
@@ -52,7 +54,7 @@ export const handler = async (event: SchedulerEvent | undefined, context: Contex
       if (leaseIsLive(await services.control.getLease(SCHEDULER_LEASE), now.getTime())) {
         return finish({ ticks, dispatched, ended: 'live-elsewhere' });
       }
-      if (!(await hasSchedulerWork(services.store, now))) return finish({ ticks, dispatched, ended: 'nothing-due' });
+      if (!(await hasSchedulerWork(services, now))) return finish({ ticks, dispatched, ended: 'nothing-due' });
     }
     const end = await runSchedulerLoop({
       control: services.control,
@@ -63,7 +65,7 @@ export const handler = async (event: SchedulerEvent | undefined, context: Contex
       idleStop: {
         afterMs: IDLE_STOP_MS,
         graceMs: STOP_GRACE_MS,
-        hasWork: () => hasSchedulerWork(services.store, new Date(), DUE_HORIZON_MS),
+        hasWork: () => hasSchedulerWork(services, new Date(), DUE_HORIZON_MS),
       },
       logger: taskLogger,
       createScheduler: () =>
@@ -73,6 +75,9 @@ export const handler = async (event: SchedulerEvent | undefined, context: Contex
           queues: services.queues,
           config: services.config,
           logger: taskLogger,
+          onUnregisteredQueued: (count) => {
+            unregisteredQueued += count;
+          },
         }),
       onTick: (result, scheduler) => {
         ticks++;
@@ -113,6 +118,7 @@ export const handler = async (event: SchedulerEvent | undefined, context: Contex
   function finish(run: SchedulerRun): SchedulerRun {
     if (run.dispatched > 0) metrics.addMetric(METRIC.tasksDispatched, 'Count', run.dispatched);
     if (tickErrors > 0) metrics.addMetric(METRIC.schedulerTickErrors, 'Count', tickErrors);
+    if (unregisteredQueued > 0) metrics.addMetric(METRIC.unregisteredQueued, 'Count', unregisteredQueued);
     // A pass in which every tick failed is no completed loop: the silence alarm sees it too.
     if (tickErrors === 0 || ticks > 0) metrics.addMetric(METRIC.schedulerLoopCompleted, 'Count', 1);
     if (run.ended !== 'live-elsewhere' && run.ended !== 'nothing-due') {

@@ -31,17 +31,19 @@ export interface TableDefinition extends KeySchema {
  * - `tenantState`  = `${tenantId}#${state}`: a tenant's tasks in one state; absent while
  *   DISPATCHED or RUNNING (sparse), so dispatch and start do not move the entry. A tenant's
  *   leased tasks, never more than the pools hold, are read from `byActive` by tenant instead.
- * - `activeShard`  = `QUEUED#${shard}` while QUEUED, `LEASED#${shard}` while DISPATCHED or
- *   RUNNING (sparse), sharded so the index has no hot partition; `dueAt` is `runAt` for QUEUED
- *   and `dispatchedAt` while leased. The leased key does not change at start or on a lease
- *   renewal, so those writes touch only projected attributes (1 index write unit, not 2). The
- *   scheduler rebuilds its view of running work from it after a restart, and reconciliation
- *   finds expired leases (a filter on the leased entries, never more than the pools hold) and
- *   never-enqueued tasks (a range query on QUEUED).
+ * - `activeShard`  = `LEASED#${shard}` while DISPATCHED or RUNNING, absent otherwise (sparse),
+ *   sharded so the index has no hot partition; `dueAt` is `dispatchedAt`. The key does not change
+ *   at start or on a lease renewal, so those writes touch only projected attributes (1 index
+ *   write unit, not 2). The scheduler rebuilds its view of running work from it after a restart,
+ *   and reconciliation finds expired leases (a filter on the leased entries, never more than the
+ *   pools hold). QUEUED tasks are not in it (until issue 11 step 9 they were, as `QUEUED#${shard}`,
+ *   at 2 write units a task): their index is `byTenantQueue`. Items of an older table keep their
+ *   `QUEUED#` entry until their next write; nothing reads those partitions.
  * - `queueKey`     = `${tenantId}#${priority}` and `queueSort` = `${runAt}#${taskId}`, only while
  *   QUEUED (sparse): `byTenantQueue`, each tenant-tier's queued work in due order, which the
  *   scheduler reads a window at a time (docs/intake.md). It projects what the policy engine
  *   needs, so a window costs no item reads; a consistent read before dispatch is the truth.
+ *   The registry backstop scans it a page at a time (runtime/scheduler/backstop.ts).
  */
 export const TASKS_TABLE = {
   id: 'tasks',

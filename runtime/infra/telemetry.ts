@@ -39,6 +39,12 @@ export const METRIC = {
    * ApproximateAgeOfOldestMessage cannot see messages received 3+ times, as held ones are.
    */
   oldestWaitingSeconds: 'OldestWaitingSeconds',
+  /**
+   * QUEUED tasks the registry backstop found with no registered tenant-tier and no announcement
+   * left (runtime/scheduler/backstop.ts), announced again. Published only when non-zero: a crash
+   * between a submit's write and its announcement, or index lag beyond G at a deregistration.
+   */
+  unregisteredQueued: 'UnregisteredQueued',
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];

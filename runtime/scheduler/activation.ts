@@ -14,13 +14,17 @@
  * cached "live" is trusted for at most WAKE_CACHE_MS and never past the lease's expiry, and
  * STOP_GRACE_MS is longer, so no cache outlives a stopping holder's polls.
  *
- * Delayed tasks and retries with backoff need no wake: a scheduler does not stop while a task is
- * due within DUE_HORIZON_MS, and the tick (every minute) starts one for any task due that soon.
+ * Delayed tasks and retries with backoff need no wake: their tenant-tier stays registered while
+ * it has queued work (docs/intake.md §10, deviation 1), a scheduler does not stop while a
+ * registered tenant-tier's first task is due within DUE_HORIZON_MS, and the tick (every minute)
+ * starts one for any task due that soon (`hasSchedulerWork`).
  */
 import type { ControlStore } from '../adapters/control-store.ts';
-import type { TaskStore } from '../adapters/task-store.ts';
+import type { QueueClient } from '../adapters/queues.ts';
+import type { QueuedTaskRef, TaskStore } from '../adapters/task-store.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { Task } from '../core/task.ts';
+import { QueueBackstop } from './backstop.ts';
 import { SCHEDULER_LEASE } from './scheduler-loop.ts';
 
 /** How long a scheduler with nothing to hold or run keeps polling before it stops. */
@@ -47,15 +51,35 @@ export interface SchedulerEvent {
 
 /**
  * Whether a scheduler is needed: a task dispatched or running (its completion frees capacity,
- * its lease may need recovering), or one queued and due within `horizonMs`. Reads the sparse
- * `byActive` index, which may lag: a task it misses is seen by the next tick.
+ * its lease may need recovering), or QUEUED work due within `horizonMs`. Reads, cheapest first:
+ *
+ *   byActive, a Limit-1 query per shard ── any leased ──▶ yes
+ *   byTenantQueue, a Limit-1 scan ── empty ──▶ no (the idle case: 2.5 read units in all)
+ *   registry ──▶ a registered tenant-tier's first entry due within the horizon ──▶ yes
+ *   one backstop page at its cursor ──▶ unregistered work due within the horizon ──▶ yes
+ *
+ * The last step finds work whose announcement was lost (a submit that crashed before its send, a
+ * failed wake) behind registered tenant-tiers' delayed work; the ticks walk the index a page a
+ * minute. The indexes may lag: a task they miss is seen by a later tick.
  */
-export async function hasSchedulerWork(store: TaskStore, now: Date, horizonMs = DUE_HORIZON_MS): Promise<boolean> {
-  for (const state of ['DISPATCHED', 'RUNNING'] as const) {
-    for await (const _ of store.listActive(state)) return true;
-  }
-  for await (const _ of store.listActive('QUEUED', new Date(now.getTime() + horizonMs))) return true;
-  return false;
+export async function hasSchedulerWork(
+  services: { readonly store: TaskStore; readonly control: ControlStore; readonly queues: QueueClient },
+  now: Date,
+  horizonMs = DUE_HORIZON_MS,
+): Promise<boolean> {
+  const { store, control } = services;
+  if (await store.anyLeased()) return true;
+  const { refs } = await store.scanQueued(1);
+  if (refs.length === 0) return false;
+  const dueByMs = now.getTime() + horizonMs;
+  const registrations = await control.listIntake();
+  const registered = new Set(registrations.map(({ tenantId, tier }) => `${tier}#${tenantId}`));
+  const isRegistered = (ref: QueuedTaskRef) => registered.has(`${ref.priority}#${ref.tenantId}`);
+  if (refs.some((ref) => !isRegistered(ref) && Date.parse(ref.runAt) <= dueByMs)) return true;
+  const firsts = await Promise.all(registrations.map(({ tenantId, tier }) => store.firstQueued(tenantId, tier)));
+  if (firsts.some((first) => first !== undefined && Date.parse(first.runAt) <= dueByMs)) return true;
+  const backstop = new QueueBackstop({ ...services, now: () => now });
+  return backstop.peek(isRegistered, dueByMs);
 }
 
 /** Whether a lease read at `nowMs` shows a scheduler that is running. */

@@ -14,7 +14,7 @@
  *   tier queues ─▶ announcements (register tenant-tier, delete) ─▶ windows
  *   windows below half ─▶ Query byTenantQueue ─▶ windows
  *   policy.next ─▶ consistent re-read ─▶ conditional dispatch ─▶ worker messages
- *   every few seconds: reconcile, refresh tenants, publish a snapshot
+ *   every few seconds: reconcile (with a page of the registry backstop), refresh tenants, publish a snapshot
  */
 import type { ControlStore } from '../adapters/control-store.ts';
 import type { CompletionMessage, QueueClient } from '../adapters/queues.ts';
@@ -43,6 +43,11 @@ export interface SchedulerDeps {
   readonly random?: () => number;
   /** Observer of each state change the scheduler makes (the local runtime logs them). */
   readonly onDispatch?: (task: Task) => void;
+  /**
+   * Told how many QUEUED tasks the registry backstop found that nobody would read (announced
+   * again); only when some were. The scheduler Lambda publishes it as `UnregisteredQueued`.
+   */
+  readonly onUnregisteredQueued?: (count: number) => void;
 }
 
 export interface TickResult {
@@ -276,6 +281,7 @@ export class Scheduler {
       },
       this.#active,
     );
+    if (reconciled.unregisteredQueued > 0) this.#deps.onUnregisteredQueued?.(reconciled.unregisteredQueued);
     for (const taskId of reconciled.released) {
       this.#active.delete(taskId);
       this.#policy.release(taskId);

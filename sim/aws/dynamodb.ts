@@ -7,6 +7,7 @@
  *   own lag (drawn from the seed, in write order per item), so an index read can miss an entry,
  *   still list an entry the table has moved on from, or return it with stale projected values;
  * - BatchGetItem may return some keys as UnprocessedKeys;
+ * - Scans of an index read it as it stands (lag and all), a page of at most 1 MB at a time;
  * - items over 400 KB are refused.
  * Expressions (conditions, key conditions, filters) are parsed and evaluated by dynalite's own
  * parser and comparator, so their semantics match the local emulator's.
@@ -432,8 +433,75 @@ export class InMemoryDynamoDb {
   #scan(input: Record<string, unknown>): Record<string, unknown> {
     const data = this.#parse(input);
     const table = this.#table(data.TableName);
-    if (data.IndexName) throw new DynamoDbError('ValidationException', 'Scans of indexes are not simulated');
+    const indexName = data.IndexName as string | undefined;
+    if (indexName) {
+      const index = table.definition.indexes.find((i) => i.indexName === indexName);
+      if (!index) {
+        throw new DynamoDbError('ValidationException', `The table does not have the specified index: ${indexName}`);
+      }
+      if (data.ConsistentRead === true) {
+        throw new DynamoDbError(
+          'ValidationException',
+          'Consistent reads are not supported on global secondary indexes',
+        );
+      }
+      return this.#scanIndex(table, this.#indexState(table, index.indexName), data);
+    }
     return this.#page(table, table.definition, this.#tableEntries(table, data.ConsistentRead === true), data);
+  }
+
+  /**
+   * A Scan of an index: its entries as the index stands (so with its lag, and sparse: only items
+   * carrying its keys), partition after partition (AWS's order is by a hash of the partition key;
+   * here the partitions' ids, as stable), each in index order, resumed after ExclusiveStartKey;
+   * then Limit, the 1 MB page and the filter.
+   */
+  #scanIndex(table: Table, index: IndexState, data: Record<string, unknown>): Record<string, unknown> {
+    const { definition } = index;
+    const start = data.ExclusiveStartKey as AttributeMap | undefined;
+    const startPartition = start?.[definition.partitionKey]
+      ? partitionIdOf(start[definition.partitionKey]!)
+      : undefined;
+    let startEntry: IndexEntry | undefined;
+    if (start) {
+      const startSort = definition.sortKey ? start[definition.sortKey] : undefined;
+      startEntry = {
+        sort: startSort,
+        sortText: sortTextOf(startSort),
+        tableKey: this.#keyOf(table, start),
+        projected: start,
+      };
+    }
+    const ids = [...index.partitions.keys()]
+      .sort()
+      .filter((id) => startPartition === undefined || id >= startPartition);
+    const limit = typeof data.Limit === 'number' ? data.Limit : Number.POSITIVE_INFINITY;
+    const evaluated: AttributeMap[] = [];
+    let bytes = 0;
+    let last: AttributeMap | undefined;
+    let more = false;
+    scan: for (const id of ids) {
+      const partition = index.partitions.get(id)!;
+      let cursor =
+        startEntry && id === startPartition
+          ? partition.firstWhere((entry) => compareEntries(entry, startEntry) > 0)
+          : partition.firstWhere(() => true);
+      for (
+        let entry = partition.at(cursor);
+        entry;
+        cursor = partition.step(cursor, true), entry = partition.at(cursor)
+      ) {
+        if (evaluated.length >= limit || bytes >= MAX_PAGE_BYTES) {
+          more = true;
+          break scan;
+        }
+        evaluated.push(entry.projected);
+        entry.bytes ??= dynaliteDb.itemSize(entry.projected);
+        bytes += entry.bytes;
+        last = entry.projected;
+      }
+    }
+    return this.#pageResult(table, definition, evaluated, more, last, data);
   }
 
   #tableEntries(table: Table, consistent: boolean): AttributeMap[] {

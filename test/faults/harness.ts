@@ -262,7 +262,7 @@ export class Harness {
     await purgeAllQueues(this.emulators.clients.sqs, this.emulators.queueUrls);
   }
 
-  /** Jump past every lease (and the orphan sweep's horizon): zombies and recovery follow. */
+  /** Jump past every lease (and the backstop's ORPHAN_AFTER_MS): zombies and recovery follow. */
   jumpClock(ms = 65_000): void {
     this.stats.clockJumps++;
     this.clock.advance(ms);
@@ -276,7 +276,7 @@ export class Harness {
   /**
    * Drive ticks until every task is terminal. While `chaos` runs, `onRound` injects faults;
    * afterwards faults stop and the clock jumps whenever progress stalls, so every lease and
-   * orphan sweep comes due.
+   * backstop re-announcement comes due.
    */
   async runUntilSettled(
     taskIds: readonly string[],

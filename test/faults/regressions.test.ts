@@ -165,7 +165,7 @@ describe('bug classes peers have shipped', () => {
     expect(h.log.audit(() => 2)).toEqual([]);
   });
 
-  it('a crash between the submit write and the tier send: reconciliation announces the task', async () => {
+  it('a crash between the submit write and the tier send: the registry backstop announces the task', async () => {
     const h = await started();
     // The API process dies right before sending the tier message.
     const api = h.component('api');
@@ -176,7 +176,7 @@ describe('bug classes peers have shipped', () => {
     const [orphan] = (await h.admin.store.list({ tenantId: 'tenant-a', limit: 10 })).items;
     expect(orphan).toMatchObject({ state: 'QUEUED' });
 
-    // Nothing announces it until the orphan sweep: its due time must pass the sweep's horizon.
+    // Nothing announces it until the registry backstop: it must be overdue (ORPHAN_AFTER_MS).
     await h.tick();
     expect((await h.admin.store.get(orphan!.taskId))!.state).toBe('QUEUED');
     h.jumpClock();

@@ -351,7 +351,7 @@ export async function purgeAllQueues(sqs: SQSClient, queueUrls: Readonly<Record<
   await Promise.all(Object.values(queueUrls).map((url) => sqs.send(new PurgeQueueCommand({ QueueUrl: url }))));
 }
 
-/** A clock the test moves forward (leases, backoffs, orphan sweeps) while SQS keeps real time. */
+/** A clock the test moves forward (leases, backoffs, the backstop's overdue check) while SQS keeps real time. */
 export class FakeClock {
   #offsetMs = 0;
   readonly now = (): Date => new Date(Date.now() + this.#offsetMs);

@@ -24,7 +24,7 @@ const newScheduler = (queues = services.queues) =>
 const idleStop = (afterMs: number) => ({
   afterMs,
   graceMs: 1_000,
-  hasWork: () => hasSchedulerWork(services.store, new Date()),
+  hasWork: () => hasSchedulerWork(services, new Date()),
 });
 
 describe('Function: runSchedulerLoop with idleStop', () => {
@@ -111,11 +111,42 @@ describe('Function: runSchedulerLoop with idleStop', () => {
 describe('Function: hasSchedulerWork', () => {
   it('sees queued tasks due within the horizon and leased tasks, not tasks due later', async () => {
     const now = new Date();
-    expect(await hasSchedulerWork(services.store, now)).toBe(false);
+    expect(await hasSchedulerWork(services, now)).toBe(false);
     await services.tasks.submit({ tenantId: 't', type: 'demo.echo', payload: {}, delaySeconds: 3600 });
-    expect(await hasSchedulerWork(services.store, now)).toBe(false);
+    expect(await hasSchedulerWork(services, now)).toBe(false);
     await services.tasks.submit({ tenantId: 't', type: 'demo.echo', payload: {}, delaySeconds: 60 });
-    expect(await hasSchedulerWork(services.store, now)).toBe(true);
+    expect(await hasSchedulerWork(services, now)).toBe(true);
+  });
+
+  it('reads the registry for registered tenant-tiers: work due within the horizon, not later', async () => {
+    // Prepare: a registered tenant-tier whose only task is an hour ahead.
+    const now = new Date();
+    await services.tasks.submit({ tenantId: 'r', type: 'demo.echo', payload: {}, delaySeconds: 3600 });
+    await services.control.registerIntake('r', 'normal', now);
+    // Act, Assess
+    expect(await hasSchedulerWork(services, now)).toBe(false);
+    expect(await hasSchedulerWork(services, new Date(now.getTime() + 3_550_000))).toBe(true);
+  });
+
+  it('finds an unregistered task due now behind a registered tenant-tier delayed work (lost announcement)', async () => {
+    // Prepare: registered delayed work first in scan order, then a task written without its
+    // announcement (a submit that crashed before its send), of an unregistered tenant-tier.
+    const now = new Date();
+    for (const tenantId of ['a', 'b', 'c']) {
+      await services.tasks.submit({ tenantId, type: 'demo.echo', payload: {}, delaySeconds: 3600 });
+      await services.control.registerIntake(tenantId, 'normal', now);
+    }
+    const { task } = await services.tasks.submit({ tenantId: 'x', type: 'demo.echo', payload: {}, delaySeconds: 3600 });
+    await services.store.create({
+      ...task,
+      taskId: 'orphan',
+      tenantId: 'orphan-tenant',
+      runAt: now.toISOString(),
+      agingFrom: now.toISOString(),
+    });
+    await services.control.registerIntake('x', 'normal', now);
+    // Act, Assess: the answer does not depend on where the orphan falls in the scan.
+    expect(await hasSchedulerWork(services, now)).toBe(true);
   });
 });
 

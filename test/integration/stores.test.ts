@@ -204,6 +204,24 @@ describe('Class: TaskStore (against dynalite)', () => {
   });
 
   describe('Method: listActive', () => {
+    it('leaves QUEUED tasks out of byActive (their index is byTenantQueue), and adds them at dispatch', async () => {
+      const { task } = await services.store.create(createTask(newId(), spec('queued-key'), new Date()));
+      const queued = await rawItem(task.taskId);
+      expect(queued).not.toHaveProperty('activeShard');
+      expect(queued).not.toHaveProperty('dueAt');
+      expect(queued).toMatchObject({ queueKey: 'queued-key#normal' });
+      await expect(services.store.listActive('QUEUED').next()).rejects.toThrow(/not in the active index/);
+      await services.store.apply(dispatch(task, new Date(), 60));
+      expect(await rawItem(task.taskId)).toMatchObject({ activeShard: expect.stringMatching(/^LEASED#/) });
+      expect(await rawItem(task.taskId)).not.toHaveProperty('queueKey');
+    });
+
+    it('anyLeased: a Limit-1 query a shard sees a dispatched task', async () => {
+      const { task } = await services.store.create(createTask(newId(), spec('any-leased'), new Date()));
+      await services.store.apply(dispatch(task, new Date(), 60));
+      expect(await services.store.anyLeased()).toBe(true);
+    });
+
     it('keeps a leased task under one byActive key from dispatch to the last lease renewal', async () => {
       // A moved GSI key costs two index writes, a changed projected attribute one.
       const { task } = await services.store.create(createTask(newId(), spec('leased-key'), new Date()));

@@ -11,10 +11,10 @@ import {
   SendMessageBatchCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { TaskStore } from '../../runtime/adapters/task-store.ts';
-import { createTask } from '../../runtime/core/lifecycle.ts';
+import { createTask, dispatch } from '../../runtime/core/lifecycle.ts';
 import { SimulatedAws } from '../../sim/aws/world.ts';
 import { checkHistory } from '../../sim/chaos/check.ts';
 import type { ChaosFaults } from '../../sim/chaos/run.ts';
@@ -96,14 +96,63 @@ describe('simulated DynamoDB through the SDK', () => {
     const task = createTask('tsk_lag', spec, new Date(clock.ms));
     await store.create(task);
     expect(await store.get('tsk_lag')).toMatchObject(task);
-    const listed = async () => {
-      const ids: string[] = [];
-      for await (const ref of store.listActive('QUEUED')) ids.push(ref.taskId);
-      return ids;
-    };
+    const listed = async () => (await store.scanQueued(10)).refs.map((ref) => ref.taskId);
     expect(await listed()).toEqual([]);
     clock.ms += 10 * 60_000;
     expect(await listed()).toEqual(['tsk_lag']);
+  });
+
+  it('scans an index a page at a time: sparse, resumed after the last key, at most 1 MB a page', async () => {
+    // Prepare: 30 QUEUED tasks of 3 tenants, and one dispatched (not in `byTenantQueue`).
+    const { aws, clock } = world();
+    const store = new TaskStore(aws.component('test', NO_FAULTS).clients.documents, aws.resources.tables.tasks!);
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const task = createTask(
+        `tsk_${String(i).padStart(2, '0')}`,
+        { ...spec, tenantId: `t${i % 3}` },
+        new Date(clock.ms),
+      );
+      await store.create(task);
+      ids.push(task.taskId);
+    }
+    const leased = await store.create(createTask('tsk_leased', spec, new Date(clock.ms)));
+    await store.apply(dispatch(leased.task, new Date(clock.ms), 60));
+
+    // Act: pages of 7, each resumed after the last.
+    const pages: string[][] = [];
+    let cursor: Awaited<ReturnType<TaskStore['scanQueued']>>['next'];
+    do {
+      const page = await store.scanQueued(7, cursor);
+      pages.push(page.refs.map((ref) => ref.taskId));
+      cursor = page.next;
+    } while (cursor);
+
+    // Assess: every QUEUED entry once, in pages of at most 7, the dispatched task in none.
+    expect(pages.flat().sort()).toEqual(ids);
+    expect(pages.every((page) => page.length <= 7)).toBe(true);
+    expect(pages.length).toBeGreaterThanOrEqual(5);
+    // A page stops at 1 MB whatever its Limit.
+    const { documents } = aws.component('big', NO_FAULTS).clients;
+    const TableName = aws.resources.tables.tasks!;
+    const blob = 'x'.repeat(300_000);
+    for (let i = 0; i < 5; i++) {
+      await documents.send(
+        new PutCommand({
+          TableName,
+          Item: { taskId: `big_${i}`, queueKey: 'big#normal', queueSort: `${i}`, resources: blob },
+        }),
+      );
+    }
+    const { Items, LastEvaluatedKey } = await documents.send(
+      new ScanCommand({ TableName, IndexName: 'byTenantQueue', ExclusiveStartKey: undefined, Limit: 100 }),
+    );
+    expect(Items!.length).toBeLessThan(35);
+    expect(LastEvaluatedKey).toBeDefined();
+    const consistent = await documents
+      .send(new ScanCommand({ TableName, IndexName: 'byTenantQueue', ConsistentRead: true }))
+      .catch((error: unknown) => error);
+    expect((consistent as Error).name).toBe('ValidationException');
   });
 
   it('returns unprocessed BatchGetItem keys, which the store reads again', async () => {

@@ -101,7 +101,7 @@ describe('Tier dead-letter queues', () => {
     await run(() => deadLetterTierMessage(api, aws));
     expect(aws.sqs.pending(tier.deadLetter!.id)).toHaveLength(1);
     // The tier is not drained (another tenant's task waits on it, delayed 15 minutes), so the
-    // reconciler's orphan sweep, which only looks at drained tiers, does not rescue the task.
+    // registry backstop, which rescues a task of a busy tier only once it is due 15 minutes, does not.
     await run(() => api.tasks.submit({ tenantId: 'later', type: 'sim.noop', priority: 'normal', delaySeconds: 900 }));
     expect(aws.sqs.pending(tier.id)).toHaveLength(1);
 

@@ -255,6 +255,16 @@ describe('Construct: Monitoring', () => {
       ComparisonOperator: 'GreaterThanThreshold',
       Threshold: 0,
     });
+    // The registry backstop's finds: announced again, but each one is a lost announcement.
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: METRICS_NAMESPACE,
+      MetricName: METRIC.unregisteredQueued,
+      Dimensions: [{ Name: 'service', Value: DEFAULT_SERVICE_NAME }],
+      Statistic: 'Sum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      TreatMissingData: 'notBreaching',
+    });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: METRICS_NAMESPACE,
       MetricName: METRIC.schedulerLoopCompleted,
