@@ -3,7 +3,8 @@
  * faults drawn from one seed.
  *
  * - API: TaskService.submit (idempotency key per request, retried by the "client" on a 5xx),
- *   describe (the wait bound it gives), cancel and operator retry.
+ *   describe (the wait bound it gives), cancel and operator retry; some submits crash between
+ *   the task's write and its announcement, and their client gives up (the registry backstop's case).
  * - Scheduler: the scheduler Lambda as deployed — an invocation every minute (no reserved
  *   concurrency: they may overlap, the lease decides), each a new Scheduler under
  *   runSchedulerLoop that ticks until 15 s before its 75 s timeout and hands the lease back;
@@ -19,9 +20,11 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { z } from 'zod';
 import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
+import { idempotentTaskId } from '../../runtime/app/task-service.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
 import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
 import { NonRetryableError } from '../../runtime/core/errors.ts';
+import { createTask } from '../../runtime/core/lifecycle.ts';
 import type { TaskLogger } from '../../runtime/core/logger.ts';
 import { seededRandom } from '../../runtime/core/random.ts';
 import type { PriorityTier, Task } from '../../runtime/core/task.ts';
@@ -47,6 +50,11 @@ export interface ChaosFaults extends TransportFaults {
   readonly schedulerCrashRate: number;
   /** Mean life of a worker process, seconds (0: workers never crash). */
   readonly workerMeanLifeSeconds: number;
+  /**
+   * Chance that a submit's API process dies between the task's write and its announcement, and
+   * its client gives up: a stored task nobody announced (runtime/scheduler/backstop.ts).
+   */
+  readonly submitCrashRate: number;
 }
 
 export const DEFAULT_FAULTS: ChaosFaults = {
@@ -61,6 +69,7 @@ export const DEFAULT_FAULTS: ChaosFaults = {
   unprocessedRate: 0.1,
   schedulerCrashRate: 0.1,
   workerMeanLifeSeconds: 600,
+  submitCrashRate: 0.02,
 };
 
 export const NO_FAULTS: ChaosFaults = {
@@ -74,6 +83,7 @@ export const NO_FAULTS: ChaosFaults = {
   unprocessedRate: 0,
   schedulerCrashRate: 0,
   workerMeanLifeSeconds: 0,
+  submitCrashRate: 0,
 };
 
 export interface ChaosOptions {
@@ -288,7 +298,10 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   const submitAt = Array.from({ length: options.tasks }, () => START_MS + random() * options.submitSeconds * 1000).sort(
     (a, b) => a - b,
   );
+  // Its own stream, so adding the fault left every other draw of a seed where it was.
+  const submitCrashRandom = seededRandom(seed * 7919 + 17);
   submitAt.forEach((atMs, i) => {
+    const crashesAfterWrite = submitCrashRandom() < (faults.submitCrashRate ?? 0);
     const tenantId = tenants[Math.floor(random() * tenants.length)]!;
     const roll = random();
     const [minMs, maxMs] = options.workMs ?? [200, 8200];
@@ -320,6 +333,22 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     setTimeout(() => {
       track(
         (async () => {
+          if (crashesAfterWrite) {
+            const written = await writeWithoutAnnouncing(api, input);
+            // Stored, so it must run, though its client never heard of it (and gives no wait bound).
+            if (written) {
+              const atMs = Date.now();
+              history.accepted.push({
+                taskId: written.taskId,
+                tenantId,
+                atMs,
+                maxAttempts: written.maxAttempts,
+                maxWaitSeconds: null,
+                boundAtMs: atMs,
+              });
+            }
+            return;
+          }
           const task = await submitWithRetries(api, input);
           if (!task) {
             history.unacknowledged++;
@@ -457,6 +486,26 @@ async function submitWithRetries(
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
       return (await api.tasks.submit(input)).task;
+    } catch {
+      await sleep(1000 * 2 ** attempt);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The submit's write and nothing after it: the API process dies before announcing the task (the
+ * write itself is retried through lost responses, as the SDK does; undefined if it never landed).
+ */
+async function writeWithoutAnnouncing(
+  api: Services,
+  input: Parameters<Services['tasks']['submit']>[0],
+): Promise<Task | undefined> {
+  const taskId = idempotentTaskId(input.tenantId, input.idempotencyKey!);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      const now = new Date();
+      return (await api.store.create(createTask(taskId, api.tasks.resolveSpec(input, now), now))).task;
     } catch {
       await sleep(1000 * 2 ** attempt);
     }
