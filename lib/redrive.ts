@@ -27,7 +27,7 @@ export interface RedriveProps {
  * (lambda/worker/redrive.ts `drainDeadLetters`). Each worker dead letter becomes a retry (back to
  * QUEUED with backoff) or FAILED when no attempts remain (attempts are counted in DynamoDB, so a
  * delivery that died before running does not use one up); each tier dead letter is announced
- * again while its task is QUEUED, so no waiting task is left to the stale sweep.
+ * again while its task is QUEUED, so no waiting task is left to the registry backstop.
  *
  * A schedule, not SQS event source mappings: a mapping long-polls its queue all the time, about
  * $0.26 a month per queue with nothing in it, and dead letters are rare. A drain every 5 minutes

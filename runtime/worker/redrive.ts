@@ -40,7 +40,7 @@ export type TierRedriveOutcome = 'announced' | 'dropped';
  * Drains a dead-lettered tier message back into the scheduler (shared by the redrive Lambda and
  * the local runtime). A consistent read decides: a task still QUEUED is announced again on its
  * tier as a fresh message (receive count 0), so the scheduler sees it at once instead of after
- * the stale sweep; a task that is gone, terminal or no longer waiting needs nothing. The caller
+ * the registry backstop; a task that is gone, terminal or no longer waiting needs nothing. The caller
  * deletes the dead letter only after this returns, so a failed announce leaves it to be retried.
  */
 export async function redriveTierDeadLetter(

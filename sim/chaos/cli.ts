@@ -30,7 +30,7 @@ Options:
                    short: mixed with 20 tasks submitted over 30 s, delays up to 60 s (the
                    long sweep's runs, about 1 s of CPU each);
                    backlog: one tenant at quota 1 with 30 min of work queued (tasks wait
-                   past the 15-minute stale sweep); payloads: 150 KiB payloads and characters
+                   past the backstop's 15-minute mark); payloads: 150 KiB payloads and characters
                    SQS refuses raw (U+FFFE, U+FFFF) or above U+FFFF
   --no-faults      the same workload without any fault
   --throughput     one scheduler's dispatch ceiling under AWS-like call latencies (DynamoDB
