@@ -5,6 +5,7 @@ import { createTask, dispatch, start, succeed } from '../../runtime/core/lifecyc
 import type { TaskState } from '../../runtime/core/task.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import { NO_INTAKE, Reconciler } from '../../runtime/scheduler/reconciler.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
@@ -198,5 +199,35 @@ describe('Class: Reconciler (against the emulators)', () => {
       const result = await reconcilerAt(new Date()).run(NO_INTAKE, new Map());
       expect(result.adopted).toEqual([expect.objectContaining({ taskId: task.taskId, fence: dispatched.fence })]);
     });
+  });
+});
+
+describe('Class: Scheduler, the registry backstop end to end', () => {
+  it('a task written without its announcement: found, announced, its tenant-tier registered, dispatched; counted once', async () => {
+    // Prepare: a submit that crashed between its write and its send, a minute and more ago.
+    const orphan = createTask('orphan', spec({ tenantId: 'lost' }), new Date());
+    await services.store.create(orphan);
+    const found: number[] = [];
+    const scheduler = new Scheduler({
+      store: services.store,
+      control: services.control,
+      queues: services.queues,
+      config: services.config,
+      now: () => new Date(Date.now() + 120_000),
+      onUnregisteredQueued: (count) => found.push(count),
+    });
+    await scheduler.resume();
+
+    // Act: the first tick's reconcile pass finds it; the next ticks take in its announcement.
+    for (let tick = 0; tick < 5 && (await services.store.get('orphan'))?.state === 'QUEUED'; tick++) {
+      await scheduler.tick();
+    }
+
+    // Assess
+    expect(found).toEqual([1]);
+    expect((await services.store.get('orphan'))?.state).toBe('DISPATCHED');
+    expect((await services.control.listIntake()).map(({ tenantId, tier }) => `${tenantId}#${tier}`)).toEqual([
+      'lost#normal',
+    ]);
   });
 });
