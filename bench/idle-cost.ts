@@ -3,7 +3,7 @@
  * default configuration) and the modelled calls of the scheduler's per-minute safety-net tick.
  * Idle, the scheduler is scaled to zero (runtime/scheduler/activation.ts): nothing polls SQS but
  * the worker queue's event source mapping, the Fargate service runs no task, the tick reads the
- * lease, `byActive` and `byTenantQueue`, finds nothing and exits, and the dead-letter drain every few
+ * lease, `byLeased` and `byTenantQueue`, finds nothing and exits, and the dead-letter drain every few
  * minutes finds its queues empty.
  *
  *   node bench/idle-cost.ts        (also printed by bench/aws-calls.ts)
@@ -33,7 +33,7 @@ const DYNAMODB_CALL_MS = 6;
 const LAMBDA_OVERHEAD_MS = 5;
 /**
  * One idle tick (`hasSchedulerWork`, runtime/scheduler/activation.ts): a consistent GetItem of
- * the lease (1 read unit), a Limit-1 `byActive` query per shard for leased tasks and a Limit-1
+ * the lease (1 read unit), a Limit-1 `byLeased` query per shard for leased tasks and a Limit-1
  * Scan of `byTenantQueue` for queued ones (empty, eventually consistent: 0.5 read units each).
  * The registry and the backstop page are read only when `byTenantQueue` is not empty.
  */

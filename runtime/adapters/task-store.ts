@@ -33,12 +33,23 @@ import { ACTIVE_STATES, isTerminal, type PriorityTier, type Task, type TaskState
 import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS } from '../infra/resources.ts';
 
 /** Attributes the store derives for the indexes; stripped again on read. */
-const DERIVED = ['listKey', 'tenantState', 'activeShard', 'dueAt', 'queueKey', 'queueSort', 'expiresAt'] as const;
+const DERIVED = [
+  'listKey',
+  'tenantState',
+  'leasedShard',
+  'leasedAt',
+  'queueKey',
+  'queueSort',
+  'expiresAt',
+  // Written by older versions (`byActive`), stripped on read and dropped on the next write.
+  'activeShard',
+  'dueAt',
+] as const;
 
 /**
- * States under a lease, the only ones in the sparse `byActive` index: never more tasks than the
- * pools' capacity, so a tenant's share of them is read from `byActive` (filtered by tenant)
- * rather than kept in `byTenantState`. QUEUED work is read from `byTenantQueue`.
+ * States under a lease, the only ones in the sparse `byLeased` index: never more tasks than the
+ * pools' capacity, so a tenant's share of them is read from `byLeased` (filtered by tenant, the
+ * state from the items) rather than kept in `byTenantState`. QUEUED work is read from `byTenantQueue`.
  */
 const LEASED_STATES = ACTIVE_STATES;
 
@@ -55,7 +66,7 @@ const tokenOf = (task: Task): string => task.writeTokens!.at(-1)!;
 
 const listKeyOf = (task: Pick<Task, 'submittedAt' | 'taskId'>) => `${task.submittedAt}#${task.taskId}`;
 
-/** A `byActive` partition: `LEASED#<shard>`, for DISPATCHED and RUNNING alike. */
+/** A `byLeased` partition: `LEASED#<shard>`, for DISPATCHED and RUNNING alike. */
 const leasedPartition = (shard: number) => `LEASED#${shard}`;
 
 /** A `byTenantQueue` partition: one tenant's queued work of one tier. */
@@ -75,18 +86,18 @@ function toItem(task: Task): Record<string, unknown> {
   // Payload and result as JSON text: see core/storable.ts.
   const item: Record<string, unknown> = { ...encodeJsonFields(task), listKey: listKeyOf(task) };
   // Sparse: DISPATCHED and RUNNING are left out of `byTenantState` (they are listed from
-  // `byActive`), so the two busiest writes, dispatch and start, do not move its entry.
+  // `byLeased`), so the two busiest writes, dispatch and start, do not move its entry.
   if (!LEASED_STATES.includes(task.state)) item.tenantState = `${task.tenantId}#${task.state}`;
   if (task.state === 'QUEUED') {
-    // Sparse `byTenantQueue`: the entry exists exactly while the task waits. Not in `byActive`:
-    // creating an entry there at submit and moving it at dispatch cost 2 write units a task.
+    // Sparse `byTenantQueue`: the entry exists exactly while the task waits. Not in `byLeased`:
+    // an entry there created at submit and moved at dispatch cost 2 write units a task.
     item.queueKey = queueKeyOf(task.tenantId, task.priority);
     item.queueSort = `${task.runAt}#${task.taskId}`;
   } else if (LEASED_STATES.includes(task.state)) {
-    // One key for DISPATCHED and RUNNING, sorted by dispatch time: start and lease renewals
-    // change only projected attributes (1 index write), never the key (2).
-    item.activeShard = leasedPartition(shardOf(task.taskId));
-    item.dueAt = task.dispatchedAt ?? task.runAt;
+    // One key for DISPATCHED and RUNNING, sorted by dispatch time, and nothing projected that
+    // start or a lease renewal changes: those writes cost no index write.
+    item.leasedShard = leasedPartition(shardOf(task.taskId));
+    item.leasedAt = task.dispatchedAt ?? task.runAt;
   }
   if (isTerminal(task.state) && task.finishedAt) {
     // TTL in epoch seconds; readers filter on it too (TTL deletes lazily).
@@ -101,11 +112,14 @@ function fromItem(item: Record<string, unknown>): Task {
   return task as unknown as Task;
 }
 
-/** A task as the `byActive` index holds it: enough to rebuild the scheduler's view. */
-export interface ActiveTaskRef {
+/**
+ * A dispatched or running task as the `byLeased` index holds it: enough to rebuild the
+ * scheduler's count of running work. Not its state or lease (not projected, so that start and
+ * renewals write no index): read the item for those.
+ */
+export interface LeasedTaskRef {
   readonly taskId: string;
   readonly tenantId: string;
-  readonly state: TaskState;
   readonly priority: Task['priority'];
   readonly runtime: Task['runtime'];
   readonly resources: Task['resources'];
@@ -113,9 +127,8 @@ export interface ActiveTaskRef {
   readonly runAt: string;
   readonly agingFrom: string;
   readonly submittedAt: string;
-  readonly leaseExpiresAt?: string;
   /** The index's sort key: `dispatchedAt`. */
-  readonly dueAt: string;
+  readonly leasedAt: string;
 }
 
 /** A QUEUED task as `byTenantQueue` holds it: what the policy engine needs, no payload. */
@@ -430,26 +443,20 @@ export class TaskStore {
   }
 
   /**
-   * A tenant's DISPATCHED or RUNNING tasks: all of them from `byActive` (no more than the pools
-   * hold), sorted newest first here and paged by `listKey`. The cursor has the same shape as a
-   * `byTenantState` cursor, so callers cannot tell the two apart.
+   * A tenant's DISPATCHED or RUNNING tasks: all of them from `byLeased` (no more than the pools
+   * hold), read consistently (the index does not project the state), sorted newest first here
+   * and paged by `listKey`. The cursor has the same shape as a `byTenantState` cursor, so callers
+   * cannot tell the two apart.
    */
   async #listLeased(query: ListTasksQuery & { state: TaskState }): Promise<TaskPage> {
     const after = query.cursor ? decodeCursor(query.cursor, query.tenantId, query.state) : undefined;
-    const refs: ActiveTaskRef[] = [];
-    for await (const { items } of this.#activePages(query.state, { tenantId: query.tenantId })) {
-      for (const ref of items) if (!after || listKeyOf(ref) < (after.listKey as string)) refs.push(ref);
-    }
-    refs.sort((a, b) => (listKeyOf(a) < listKeyOf(b) ? 1 : -1));
-    const page = refs.slice(0, query.limit);
-    const tasks = await this.getMany(page.map((ref) => ref.taskId));
-    // A GSI lags the table: drop items that have since left the requested state.
-    const items = page.flatMap((ref) => {
-      const task = tasks.get(ref.taskId);
-      return task?.state === query.state ? [task] : [];
-    });
-    const last = page.at(-1);
-    if (refs.length <= query.limit || !last) return { items };
+    const tasks = await this.#leasedTasksOf(query.tenantId);
+    const matching = [...tasks.values()]
+      .filter((task) => task.state === query.state && (!after || listKeyOf(task) < (after.listKey as string)))
+      .sort((a, b) => (listKeyOf(a) < listKeyOf(b) ? 1 : -1));
+    const items = matching.slice(0, query.limit);
+    const last = items.at(-1);
+    if (matching.length <= query.limit || !last) return { items };
     const nextCursor = encodeCursor({
       listKey: listKeyOf(last),
       taskId: last.taskId,
@@ -458,24 +465,31 @@ export class TaskStore {
     return { items, nextCursor };
   }
 
+  /** A tenant's leased tasks as the items are now (the index lags: its refs are only candidates). */
+  async #leasedTasksOf(tenantId: string): Promise<Map<string, Task>> {
+    const ids: string[] = [];
+    for await (const ref of this.listLeased({ tenantId })) ids.push(ref.taskId);
+    return this.getMany(ids);
+  }
+
   /**
-   * DISPATCHED + RUNNING tasks per tenant, for many tenants in one pass over `byActive` (which
-   * holds no more of them than the pools do): cheaper than counting tenant by tenant.
+   * DISPATCHED + RUNNING tasks per tenant, for many tenants in one pass over `byLeased` (which
+   * holds no more of them than the pools do): cheaper than counting tenant by tenant. As the
+   * index shows them (it may lag).
    */
   async countLeasedByTenant(): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
-    for (const state of LEASED_STATES) {
-      for await (const ref of this.listActive(state)) counts.set(ref.tenantId, (counts.get(ref.tenantId) ?? 0) + 1);
-    }
+    for await (const ref of this.listLeased()) counts.set(ref.tenantId, (counts.get(ref.tenantId) ?? 0) + 1);
     return counts;
   }
 
-  /** Count a tenant's tasks in one state (index query with Select COUNT, all pages). */
+  /**
+   * Count a tenant's tasks in one state: an index query with Select COUNT, all pages; for
+   * DISPATCHED and RUNNING, the tenant's leased items read and counted by state.
+   */
   async countByTenantState(tenantId: string, state: TaskState): Promise<number> {
     if (LEASED_STATES.includes(state)) {
-      let leased = 0;
-      for await (const { count } of this.#activePages(state, { tenantId, select: 'COUNT' })) leased += count;
-      return leased;
+      return [...(await this.#leasedTasksOf(tenantId)).values()].filter((task) => task.state === state).length;
     }
     let count = 0;
     let startKey: Record<string, unknown> | undefined;
@@ -497,16 +511,34 @@ export class TaskStore {
   }
 
   /**
-   * DISPATCHED or RUNNING tasks from the sparse `byActive` index, optionally only those whose
-   * lease runs out in [dueFrom, dueBefore] (or before dueBefore). Eventually consistent: callers
-   * re-check with a conditional write before acting.
+   * Dispatched and running tasks from the sparse `byLeased` index, optionally one tenant's.
+   * Eventually consistent, and without state or lease: callers read the items before acting.
    */
-  async *listActive(state: TaskState, dueBefore?: Date, dueFrom?: Date): AsyncGenerator<ActiveTaskRef> {
-    for await (const { items } of this.#activePages(state, { dueBefore, dueFrom })) yield* items;
+  async *listLeased(options: { tenantId?: string } = {}): AsyncGenerator<LeasedTaskRef> {
+    for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const response = await this.#documents.send(
+          new QueryCommand({
+            TableName: this.#tableName,
+            IndexName: 'byLeased',
+            KeyConditionExpression: 'leasedShard = :pk',
+            ...(options.tenantId ? { FilterExpression: 'tenantId = :tenant' } : {}),
+            ExpressionAttributeValues: {
+              ':pk': leasedPartition(shard),
+              ...(options.tenantId ? { ':tenant': options.tenantId } : {}),
+            },
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        yield* (response.Items ?? []) as LeasedTaskRef[];
+        startKey = response.LastEvaluatedKey;
+      } while (startKey);
+    }
   }
 
   /**
-   * Whether `byActive` lists any dispatched or running task: one Limit-1 query per shard (the
+   * Whether `byLeased` lists any dispatched or running task: one Limit-1 query per shard (the
    * idle tick's check; 0.5 read units each when empty). Eventually consistent.
    */
   async anyLeased(): Promise<boolean> {
@@ -514,8 +546,8 @@ export class TaskStore {
       const response = await this.#documents.send(
         new QueryCommand({
           TableName: this.#tableName,
-          IndexName: 'byActive',
-          KeyConditionExpression: 'activeShard = :pk',
+          IndexName: 'byLeased',
+          KeyConditionExpression: 'leasedShard = :pk',
           ExpressionAttributeValues: { ':pk': leasedPartition(shard) },
           Limit: 1,
         }),
@@ -545,50 +577,6 @@ export class TaskStore {
     const refs = (response.Items ?? []).map(toQueuedRef);
     const next = response.LastEvaluatedKey as QueueScanCursor | undefined;
     return next ? { refs, next } : { refs };
-  }
-
-  /**
-   * Pages of `byActive` entries in one leased state across its shards, optionally one tenant's.
-   * DISPATCHED and RUNNING share the `LEASED` partitions, so their state and lease range are
-   * filters (on no more entries than the pools hold).
-   */
-  async *#activePages(
-    state: TaskState,
-    options: { dueBefore?: Date | undefined; dueFrom?: Date | undefined; tenantId?: string; select?: 'COUNT' },
-  ): AsyncGenerator<{ items: ActiveTaskRef[]; count: number }> {
-    if (!LEASED_STATES.includes(state)) throw new Error(`State ${state} is not in the active index`);
-    const { dueBefore, dueFrom, tenantId, select } = options;
-    const names: Record<string, string> = { '#state': 'state' };
-    const values: Record<string, unknown> = { ':state': state };
-    const filters: string[] = ['#state = :state'];
-    if (dueBefore) {
-      values[':due'] = dueBefore.toISOString();
-      if (dueFrom) values[':from'] = dueFrom.toISOString();
-      filters.push(`leaseExpiresAt ${dueFrom ? 'BETWEEN :from AND :due' : '< :due'}`);
-    }
-    if (tenantId) {
-      values[':tenant'] = tenantId;
-      filters.push('tenantId = :tenant');
-    }
-    for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const response = await this.#documents.send(
-          new QueryCommand({
-            TableName: this.#tableName,
-            IndexName: 'byActive',
-            KeyConditionExpression: 'activeShard = :pk',
-            FilterExpression: filters.join(' AND '),
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: { ':pk': leasedPartition(shard), ...values },
-            ...(select ? { Select: select } : {}),
-            ExclusiveStartKey: startKey,
-          }),
-        );
-        yield { items: (response.Items ?? []) as ActiveTaskRef[], count: response.Count ?? 0 };
-        startKey = response.LastEvaluatedKey;
-      } while (startKey);
-    }
   }
 }
 

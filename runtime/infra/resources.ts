@@ -31,14 +31,18 @@ export interface TableDefinition extends KeySchema {
  * - `tenantState`  = `${tenantId}#${state}`: a tenant's tasks in one state; absent while
  *   DISPATCHED or RUNNING (sparse), so dispatch and start do not move the entry. A tenant's
  *   leased tasks, never more than the pools hold, are read from `byActive` by tenant instead.
- * - `activeShard`  = `LEASED#${shard}` while DISPATCHED or RUNNING, absent otherwise (sparse),
- *   sharded so the index has no hot partition; `dueAt` is `dispatchedAt`. The key does not change
- *   at start or on a lease renewal, so those writes touch only projected attributes (1 index
- *   write unit, not 2). The scheduler rebuilds its view of running work from it after a restart,
- *   and reconciliation finds expired leases (a filter on the leased entries, never more than the
- *   pools hold). QUEUED tasks are not in it (until issue 11 step 9 they were, as `QUEUED#${shard}`,
- *   at 2 write units a task): their index is `byTenantQueue`. Items of an older table keep their
- *   `QUEUED#` entry until their next write; nothing reads those partitions.
+ * - `leasedShard`  = `LEASED#${shard}` while DISPATCHED or RUNNING, absent otherwise (sparse),
+ *   sharded so the index has no hot partition; `leasedAt` is `dispatchedAt`: `byLeased`. Its
+ *   key does not change at start or on a lease renewal, and it projects nothing those writes
+ *   change (not `state`, not `leaseExpiresAt`), so they cost no index write at all. The scheduler
+ *   rebuilds its count of running work from it after a restart; reconciliation reads the leased
+ *   items themselves (never more than the pools hold) for their state and lease. QUEUED tasks
+ *   are not in it: their index is `byTenantQueue`.
+ * - `activeShard` / `dueAt`: no longer written. `byActive` was `byLeased` with `state` and
+ *   `leaseExpiresAt` projected (1 index write unit at start and at every renewal), and before
+ *   issue 11 step 9 it held QUEUED tasks too. A GSI's projection cannot change in place, and one
+ *   stack update may create or delete only one GSI, so it stays defined for one release (empty
+ *   but for items an older version wrote, until their next write) and is deleted in the next.
  * - `queueKey`     = `${tenantId}#${priority}` and `queueSort` = `${runAt}#${taskId}`, only while
  *   QUEUED (sparse): `byTenantQueue`, each tenant-tier's queued work in due order, which the
  *   scheduler reads a window at a time (docs/intake.md). It projects what the policy engine
@@ -52,6 +56,13 @@ export const TASKS_TABLE = {
   indexes: [
     { indexName: 'byTenant', partitionKey: 'tenantId', sortKey: 'listKey', nonKeyAttributes: [] },
     { indexName: 'byTenantState', partitionKey: 'tenantState', sortKey: 'listKey', nonKeyAttributes: [] },
+    {
+      indexName: 'byLeased',
+      partitionKey: 'leasedShard',
+      sortKey: 'leasedAt',
+      nonKeyAttributes: ['tenantId', 'priority', 'runtime', 'resources', 'fence', 'runAt', 'agingFrom', 'submittedAt'],
+    },
+    /** Superseded by `byLeased`, no longer written: delete in the next release (see above). */
     {
       indexName: 'byActive',
       partitionKey: 'activeShard',
@@ -78,7 +89,7 @@ export const TASKS_TABLE = {
   ],
 } as const satisfies TableDefinition;
 
-/** Shards of the `byActive` index partition key. */
+/** Shards of the `byLeased` index partition key. */
 export const ACTIVE_SHARDS = 4;
 
 /**

@@ -53,7 +53,7 @@ export interface SchedulerEvent {
  * Whether a scheduler is needed: a task dispatched or running (its completion frees capacity,
  * its lease may need recovering), or QUEUED work due within `horizonMs`. Reads, cheapest first:
  *
- *   byActive, a Limit-1 query per shard ── any leased ──▶ yes
+ *   byLeased, a Limit-1 query per shard ── any leased ──▶ yes
  *   byTenantQueue, a Limit-1 scan ── empty ──▶ no (the idle case: 2.5 read units in all)
  *   registry ──▶ a registered tenant-tier's first entry due within the horizon ──▶ yes
  *   one backstop page at its cursor ──▶ unregistered work due within the horizon ──▶ yes

@@ -11,7 +11,7 @@
  */
 import type { ControlStore } from '../adapters/control-store.ts';
 import type { QueueClient } from '../adapters/queues.ts';
-import type { ActiveTaskRef, TaskStore } from '../adapters/task-store.ts';
+import type { LeasedTaskRef, TaskStore } from '../adapters/task-store.ts';
 import { backoffMs } from '../core/backoff.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
@@ -94,51 +94,56 @@ export class Reconciler {
     const now = this.#deps.now();
     const nowMs = now.getTime();
     const released: string[] = [];
-    const stillActive = new Map<string, ActiveTaskRef>();
     const requeued: Task[] = [];
     let expired = 0;
 
-    for (const state of ['DISPATCHED', 'RUNNING'] as const) {
-      for await (const ref of store.listActive(state)) {
-        stillActive.set(ref.taskId, ref);
-        if (!ref.leaseExpiresAt || Date.parse(ref.leaseExpiresAt) > nowMs) continue;
-        try {
-          const task = await store.transition(ref.taskId, (current) =>
+    // The index lists the leased tasks without their state or lease (start and renewals write no
+    // index), so the items, never more than the pools hold, are read consistently for those.
+    const stillActive = new Map<string, LeasedTaskRef>();
+    for await (const ref of store.listLeased()) stillActive.set(ref.taskId, ref);
+    const leased = await store.getMany([...stillActive.keys()]);
+    for (const task of leased.values()) {
+      if (!ACTIVE_STATES.includes(task.state) || !task.leaseExpiresAt || Date.parse(task.leaseExpiresAt) > nowMs) {
+        continue;
+      }
+      try {
+        const after = await store.transition(
+          task.taskId,
+          (current) =>
             expireLease(current, now, backoffMs(current.attempts, this.#deps.config.retry, this.#deps.random)),
-          );
-          expired++;
-          stillActive.delete(ref.taskId);
-          if (task.state === 'QUEUED') requeued.push(task);
-          this.#deps.logger?.warn(`lease expired: task ${task.state}`, {
-            taskId: task.taskId,
-            attempts: task.attempts,
-          });
-        } catch (error) {
-          // The lease was renewed or the task finished meanwhile: nothing to recover.
-          if (!(error instanceof InvalidTransitionError || error instanceof ConcurrentUpdateError)) throw error;
-        }
+          { known: task },
+        );
+        expired++;
+        stillActive.delete(task.taskId);
+        leased.delete(task.taskId);
+        if (after.state === 'QUEUED') requeued.push(after);
+        this.#deps.logger?.warn(`lease expired: task ${after.state}`, {
+          taskId: after.taskId,
+          attempts: after.attempts,
+        });
+      } catch (error) {
+        // The lease was renewed or the task finished meanwhile: nothing to recover.
+        if (!(error instanceof InvalidTransitionError || error instanceof ConcurrentUpdateError)) throw error;
       }
     }
     if (requeued.length > 0) await this.#deps.queues.announce(requeued, now);
 
-    // The index only hints: an entry it misses may lag, or be moving between keys. Capacity is
-    // freed, or counted, only on what a consistent read of the item says.
+    // The index only hints: an entry it misses may lag. Capacity is freed, or counted, only on
+    // what a consistent read of the item says (for the listed ones, the read above).
     const missing = [...active].filter(
       ([taskId, { sinceMs }]) => !stillActive.has(taskId) && nowMs - sinceMs > INDEX_LAG_GRACE_MS,
     );
-    const unknown = [...stillActive.values()]
-      .filter((ref) => !active.has(ref.taskId) && !intake.holds(ref))
-      .map((ref) => ref.taskId);
-    const adopted: Task[] = [];
-    if (missing.length > 0 || unknown.length > 0) {
-      const items = await store.getMany([...missing.map(([taskId]) => taskId), ...unknown]);
-      const activeWith = (task: Task | undefined, fence: number) =>
-        task !== undefined && ACTIVE_STATES.includes(task.state) && task.fence === fence;
+    const activeWith = (task: Task | undefined, fence: number) =>
+      task !== undefined && ACTIVE_STATES.includes(task.state) && task.fence === fence;
+    if (missing.length > 0) {
+      const items = await store.getMany(missing.map(([taskId]) => taskId));
       for (const [taskId, { fence }] of missing) if (!activeWith(items.get(taskId), fence)) released.push(taskId);
-      for (const taskId of unknown) {
-        const task = items.get(taskId);
-        if (task && ACTIVE_STATES.includes(task.state)) adopted.push(task);
-      }
+    }
+    const adopted: Task[] = [];
+    for (const ref of stillActive.values()) {
+      if (active.has(ref.taskId) || intake.holds(ref)) continue;
+      const task = leased.get(ref.taskId);
+      if (task && ACTIVE_STATES.includes(task.state)) adopted.push(task);
     }
 
     const backstop = await this.#backstop.step(intake);

@@ -48,7 +48,7 @@ export interface SchedulerLoopOptions {
 export type SchedulerLoopEnd = 'stopped' | 'idle' | 'lease-held';
 
 /**
- * A new scheduler rebuilds its running counts from the `byActive` GSI, which lags the table
+ * A new scheduler rebuilds its running counts from the `byLeased` GSI, which lags the table
  * (DynamoDB: typically well under a second). A dispatch its predecessor made just before handing
  * over could be missing from that read and its tenant's quota exceeded. So a new holder resumes
  * no sooner than this long after the predecessor's release (or lease expiry).

@@ -4,7 +4,7 @@
  * up reconciliation, tenant settings and the published snapshot (snapshot.ts).
  *
  * What it holds in memory is a cache: after a crash a new scheduler rebuilds the capacity in use
- * from DynamoDB (the `byActive` index) and the active tenant-tiers from the intake registry,
+ * from DynamoDB (the `byLeased` index) and the active tenant-tiers from the intake registry,
  * and reads each one's queued work from the `byTenantQueue` index. Writes are idempotent on
  * taskId + fence, so a duplicate announcement, a duplicate worker message or a replayed tick
  * cannot dispatch a task twice.
@@ -150,12 +150,10 @@ export class Scheduler {
     await this.refreshTenants();
     await this.#intake.restore();
     const nowMs = this.#now().getTime();
-    for (const state of ['DISPATCHED', 'RUNNING'] as const) {
-      for await (const ref of this.#deps.store.listActive(state)) {
-        if (this.#active.has(ref.taskId)) continue;
-        this.#active.set(ref.taskId, { fence: ref.fence, sinceMs: nowMs });
-        this.#policy.markActive(ref);
-      }
+    for await (const ref of this.#deps.store.listLeased()) {
+      if (this.#active.has(ref.taskId)) continue;
+      this.#active.set(ref.taskId, { fence: ref.fence, sinceMs: nowMs });
+      this.#policy.markActive(ref);
     }
   }
 

@@ -342,7 +342,7 @@ export function faultyComponent(options: {
 }
 
 function stripDerived(item: Record<string, unknown>): Task {
-  const { listKey, tenantState, activeShard, dueAt, expiresAt, ...task } = item;
+  const { listKey, tenantState, leasedShard, leasedAt, activeShard, dueAt, expiresAt, ...task } = item;
   return task as unknown as Task;
 }
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Level } from 'level';
 import { afterAll, describe, expect, it } from 'vitest';
 import { markDynaliteStoreClean } from '../../local/index-repair.ts';
-import type { ActiveTaskRef } from '../../runtime/adapters/task-store.ts';
+import type { LeasedTaskRef } from '../../runtime/adapters/task-store.ts';
 import { runningTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
@@ -61,9 +61,9 @@ async function tearPutItem(dynamoPath: string, taskId: string, change: (item: Ra
   }
 }
 
-async function activeRefs(services: TestServices, state: 'RUNNING'): Promise<ActiveTaskRef[]> {
-  const refs: ActiveTaskRef[] = [];
-  for await (const ref of services.store.listActive(state)) refs.push(ref);
+async function activeRefs(services: TestServices, _state: 'RUNNING'): Promise<LeasedTaskRef[]> {
+  const refs: LeasedTaskRef[] = [];
+  for await (const ref of services.store.listLeased()) refs.push(ref);
   return refs;
 }
 
@@ -82,18 +82,18 @@ async function tornStore(): Promise<{ dataDir: string; running: string; ghost: s
 
   const dynamoPath = join(dataDir, 'dynamodb');
   const completion = await tearPutItem(dynamoPath, running.taskId, (item) => {
-    const { activeShard: _shard, dueAt: _due, ...rest } = item;
+    const { leasedShard: _shard, leasedAt: _at, ...rest } = item;
     return { ...rest, state: { S: 'SUCCEEDED' }, tenantState: { S: 'acme#SUCCEEDED' } };
   });
-  // The completion removed the task from byActive and added it to byTenantState (which holds no
+  // The completion removed the task from byLeased and added it to byTenantState (which holds no
   // RUNNING tasks).
-  expect(completion.deletes.map((d) => d.index)).toEqual(['byActive']);
+  expect(completion.deletes.map((d) => d.index)).toEqual(['byLeased']);
   expect(completion.puts.map((p) => p.index).sort()).toEqual(['byTenant', 'byTenantState']);
   const ghost = 'ghost-never-written';
   await tearPutItem(
     dynamoPath,
     running.taskId,
-    ({ activeShard: _shard, dueAt: _due, ...item }) => ({
+    ({ leasedShard: _shard, leasedAt: _at, ...item }) => ({
       ...item,
       taskId: { S: ghost },
       state: { S: 'QUEUED' },
@@ -130,13 +130,13 @@ describe('Function: prepareDynaliteStore (via startEmulators)', () => {
 
     const services = await startTestServices({ dataDir });
     try {
-      // The completion: the byActive entry put back, byTenantState#SUCCEEDED dropped. The ghost:
+      // The completion: the byLeased entry put back, byTenantState#SUCCEEDED dropped. The ghost:
       // its byTenant, byTenantState and byTenantQueue entries dropped.
       expect(services.emulators.indexRepair).toEqual({ tables: 2, items: 1, entriesFixed: 5 });
       expect(existsSync(join(dataDir, 'dynamodb', 'clean-shutdown'))).toBe(false);
       const runningRefs = await activeRefs(services, 'RUNNING');
       expect(runningRefs.map((r) => r.taskId)).toEqual([running]);
-      expect(runningRefs[0]).toMatchObject({ state: 'RUNNING', tenantId: 'acme' });
+      expect(runningRefs[0]).toMatchObject({ tenantId: 'acme' });
       expect(await queuedIds(services)).toEqual([]);
       // The ghost is in no listing: only the one real item is.
       const all = await services.tasks.list({ tenantId: 'acme', limit: 10 });

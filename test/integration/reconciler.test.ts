@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TierMessage } from '../../runtime/adapters/queues.ts';
-import { type ActiveTaskRef, TaskStore } from '../../runtime/adapters/task-store.ts';
+import { type LeasedTaskRef, TaskStore } from '../../runtime/adapters/task-store.ts';
 import { createTask, dispatch, start, succeed } from '../../runtime/core/lifecycle.ts';
-import type { TaskState } from '../../runtime/core/task.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import { NO_INTAKE, Reconciler } from '../../runtime/scheduler/reconciler.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
@@ -157,12 +156,11 @@ describe('Class: Reconciler (against the emulators)', () => {
   });
 
   describe('capacity and a lagging index (issue 10, item 4)', () => {
-    /** A store whose `byActive` reads miss some tasks, as a lagging GSI does. */
+    /** A store whose `byLeased` reads miss some tasks, as a lagging GSI does. */
     class LaggingStore extends TaskStore {
       readonly hidden = new Set<string>();
-      override async *listActive(state: TaskState, dueBefore?: Date, dueFrom?: Date): AsyncGenerator<ActiveTaskRef> {
-        for await (const ref of super.listActive(state, dueBefore, dueFrom))
-          if (!this.hidden.has(ref.taskId)) yield ref;
+      override async *listLeased(options: { tenantId?: string } = {}): AsyncGenerator<LeasedTaskRef> {
+        for await (const ref of super.listLeased(options)) if (!this.hidden.has(ref.taskId)) yield ref;
       }
     }
     const lagging = () => new LaggingStore(services.clients.documents, services.emulators.tables[TASKS_TABLE.id]!);

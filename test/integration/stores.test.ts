@@ -7,6 +7,7 @@ import {
   ValidationError,
 } from '../../runtime/core/errors.ts';
 import { cancel, createTask, dispatch, heartbeat, start, succeed } from '../../runtime/core/lifecycle.ts';
+import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
@@ -144,7 +145,7 @@ describe('Class: TaskStore (against dynalite)', () => {
     });
   });
 
-  describe('Leased states (DISPATCHED, RUNNING): listed and counted from byActive', () => {
+  describe('Leased states (DISPATCHED, RUNNING): listed and counted from byLeased', () => {
     it('pages one tenant newest first, counts it, and keeps its entries out of byTenantState', async () => {
       // Prepare: 5 RUNNING and 1 DISPATCHED for the tenant, 2 RUNNING for a neighbour.
       const tenant = `leased-${newId()}`;
@@ -198,21 +199,20 @@ describe('Class: TaskStore (against dynalite)', () => {
       ).rejects.toBeInstanceOf(ValidationError);
       // The point: a leased item carries no tenantState, so dispatch and start do not move it.
       const Item = await rawItem(running[0]!);
-      expect(Item).toMatchObject({ state: 'RUNNING', activeShard: expect.stringMatching(/^LEASED#/) });
+      expect(Item).toMatchObject({ state: 'RUNNING', leasedShard: expect.stringMatching(/^LEASED#/) });
       expect(Item).not.toHaveProperty('tenantState');
     });
   });
 
-  describe('Method: listActive', () => {
-    it('leaves QUEUED tasks out of byActive (their index is byTenantQueue), and adds them at dispatch', async () => {
+  describe('Method: listLeased', () => {
+    it('leaves QUEUED tasks out of byLeased (their index is byTenantQueue), and adds them at dispatch', async () => {
       const { task } = await services.store.create(createTask(newId(), spec('queued-key'), new Date()));
       const queued = await rawItem(task.taskId);
+      expect(queued).not.toHaveProperty('leasedShard');
       expect(queued).not.toHaveProperty('activeShard');
-      expect(queued).not.toHaveProperty('dueAt');
       expect(queued).toMatchObject({ queueKey: 'queued-key#normal' });
-      await expect(services.store.listActive('QUEUED').next()).rejects.toThrow(/not in the active index/);
       await services.store.apply(dispatch(task, new Date(), 60));
-      expect(await rawItem(task.taskId)).toMatchObject({ activeShard: expect.stringMatching(/^LEASED#/) });
+      expect(await rawItem(task.taskId)).toMatchObject({ leasedShard: expect.stringMatching(/^LEASED#/) });
       expect(await rawItem(task.taskId)).not.toHaveProperty('queueKey');
     });
 
@@ -222,8 +222,8 @@ describe('Class: TaskStore (against dynalite)', () => {
       expect(await services.store.anyLeased()).toBe(true);
     });
 
-    it('keeps a leased task under one byActive key from dispatch to the last lease renewal', async () => {
-      // A moved GSI key costs two index writes, a changed projected attribute one.
+    it('keeps a leased task under one byLeased entry, unchanged, from dispatch to the last lease renewal', async () => {
+      // A moved GSI key costs two index writes, a changed projected attribute one, neither zero.
       const { task } = await services.store.create(createTask(newId(), spec('leased-key'), new Date()));
       const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
       const atDispatch = await rawItem(task.taskId);
@@ -232,33 +232,29 @@ describe('Class: TaskStore (against dynalite)', () => {
       await services.store.apply(heartbeat(running, running.fence, new Date(Date.now() + 30_000), 600));
       const atRenewal = await rawItem(task.taskId);
 
-      const key = (item: Record<string, unknown> | undefined) => [item?.activeShard, item?.dueAt];
-      expect(key(atStart)).toEqual(key(atDispatch));
-      expect(key(atRenewal)).toEqual(key(atDispatch));
+      const byLeased = TASKS_TABLE.indexes.find((index) => index.indexName === 'byLeased')!;
+      const entry = (item: Record<string, unknown> | undefined) =>
+        [byLeased.partitionKey, byLeased.sortKey!, ...byLeased.nonKeyAttributes].map((name) => item?.[name]);
+      expect(entry(atStart)).toEqual(entry(atDispatch));
+      expect(entry(atRenewal)).toEqual(entry(atDispatch));
       expect(atRenewal?.leaseExpiresAt).not.toEqual(atStart?.leaseExpiresAt);
-      // Still found by state and by lease expiry.
-      const running60: string[] = [];
-      for await (const ref of services.store.listActive('RUNNING', new Date(Date.now() + 700_000))) {
-        running60.push(ref.taskId);
-      }
-      expect(running60).toContain(task.taskId);
-      const dispatchedNow: string[] = [];
-      for await (const ref of services.store.listActive('DISPATCHED')) dispatchedNow.push(ref.taskId);
-      expect(dispatchedNow).not.toContain(task.taskId);
+      expect(atStart?.state).not.toEqual(atDispatch?.state);
+      // Still listed.
+      const listed: string[] = [];
+      for await (const ref of services.store.listLeased({ tenantId: 'leased-key' })) listed.push(ref.taskId);
+      expect(listed).toContain(task.taskId);
     });
 
-    it('finds dispatched tasks whose lease is due, across shards', async () => {
+    it('lists leased tasks across shards, and only leased ones', async () => {
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) {
-        const { task } = await services.store.create(createTask(newId(), spec('active'), new Date()));
-        await services.store.apply(dispatch(task, new Date(), i < 4 ? 1 : 3600));
+        const { task } = await services.store.create(createTask(newId(), spec('across'), new Date()));
+        if (i < 6) await services.store.apply(dispatch(task, new Date(), 60));
         ids.push(task.taskId);
       }
-      const soon = new Date(Date.now() + 5_000);
-      const due: string[] = [];
-      for await (const ref of services.store.listActive('DISPATCHED', soon)) due.push(ref.taskId);
-      expect(due).toEqual(expect.arrayContaining(ids.slice(0, 4)));
-      expect(due).not.toEqual(expect.arrayContaining(ids.slice(4)));
+      const listed: string[] = [];
+      for await (const ref of services.store.listLeased({ tenantId: 'across' })) listed.push(ref.taskId);
+      expect(listed.sort()).toEqual(ids.slice(0, 6).sort());
     });
   });
 });
