@@ -55,11 +55,21 @@ export interface ReconcileResult {
 
 /** GSIs lag the table by about a second; allow far more before trusting an absence. */
 const INDEX_LAG_GRACE_MS = 15_000;
+/** A leased item whose last read showed its lease holding is read again after this at the latest. */
+export const LEASE_REREAD_MS = 30_000;
 
 export class Reconciler {
   readonly #deps: ReconcilerDeps;
   readonly #backstop: QueueBackstop;
   #lastRunMs = 0;
+  /**
+   * What the last consistent read showed of each leased attempt (`taskId#fence`): when its lease
+   * ends and when it was read. A lease of the same attempt only moves later while it is renewed,
+   * except once, at start (the dispatch lease is replaced by the shorter run lease), so an item
+   * is read again when its known lease has passed or LEASE_REREAD_MS after the last read,
+   * whichever is first: a long task costs a read every LEASE_REREAD_MS, not every pass.
+   */
+  readonly #leaseSeen = new Map<string, { readonly untilMs: number; readonly readMs: number }>();
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -98,11 +108,24 @@ export class Reconciler {
     let expired = 0;
 
     // The index lists the leased tasks without their state or lease (start and renewals write no
-    // index), so the items, never more than the pools hold, are read consistently for those.
+    // index), so the items, never more than the pools hold, are read consistently for those: each
+    // once its known lease has passed, or LEASE_REREAD_MS after its last read (#leaseSeen).
     const stillActive = new Map<string, LeasedTaskRef>();
     for await (const ref of store.listLeased()) stillActive.set(ref.taskId, ref);
-    const leased = await store.getMany([...stillActive.keys()]);
+    const seenKey = (ref: { taskId: string; fence: number }) => `${ref.taskId}#${ref.fence}`;
+    const toRead = [...stillActive.values()].filter((ref) => {
+      // Adoption needs the item's state, whatever its lease.
+      if (!active.has(ref.taskId) && !intake.holds(ref)) return true;
+      const seen = this.#leaseSeen.get(seenKey(ref));
+      return seen === undefined || seen.untilMs <= nowMs || nowMs - seen.readMs >= LEASE_REREAD_MS;
+    });
+    const leased = await store.getMany(toRead.map((ref) => ref.taskId));
+    const listedKeys = new Set([...stillActive.values()].map(seenKey));
+    for (const key of this.#leaseSeen.keys()) if (!listedKeys.has(key)) this.#leaseSeen.delete(key);
     for (const task of leased.values()) {
+      if (ACTIVE_STATES.includes(task.state) && task.leaseExpiresAt) {
+        this.#leaseSeen.set(seenKey(task), { untilMs: Date.parse(task.leaseExpiresAt), readMs: nowMs });
+      }
       if (!ACTIVE_STATES.includes(task.state) || !task.leaseExpiresAt || Date.parse(task.leaseExpiresAt) > nowMs) {
         continue;
       }

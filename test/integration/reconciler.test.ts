@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { TierMessage } from '../../runtime/adapters/queues.ts';
 import { type LeasedTaskRef, TaskStore } from '../../runtime/adapters/task-store.ts';
 import { createTask, dispatch, start, succeed } from '../../runtime/core/lifecycle.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
-import { NO_INTAKE, Reconciler } from '../../runtime/scheduler/reconciler.ts';
+import { LEASE_REREAD_MS, NO_INTAKE, Reconciler } from '../../runtime/scheduler/reconciler.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
@@ -79,6 +79,48 @@ describe('Class: Reconciler (against the emulators)', () => {
       error: { name: 'LeaseExpired' },
     });
     expect(await announced('tier-high')).toEqual([task.taskId]);
+  });
+
+  it('reads a leased item again only once its known lease has passed, or LEASE_REREAD_MS after the last read', async () => {
+    // Prepare: a running task with a 10-minute run lease, counted by the scheduler.
+    const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
+    await services.queues.receive('tier-normal', { waitSeconds: 0 });
+    const t0 = Date.now();
+    const dispatched = await services.store.apply(dispatch(task, new Date(t0), 60));
+    await services.store.apply(start(dispatched, dispatched.fence, new Date(t0), 600));
+    let nowMs = t0 + 1_000;
+    const reconciler = new Reconciler({
+      store: services.store,
+      control: services.control,
+      queues: services.queues,
+      config: services.config,
+      now: () => new Date(nowMs),
+    });
+    const getMany = vi.spyOn(services.store, 'getMany');
+    const active = new Map([[task.taskId, { fence: dispatched.fence, sinceMs: t0 }]]);
+    const readsThisPass = async () => {
+      getMany.mockClear();
+      const result = await reconciler.run(NO_INTAKE, active);
+      return { read: getMany.mock.calls.some(([ids]) => [...ids].includes(task.taskId)), expired: result.expired };
+    };
+
+    // Act: the first pass, 5 s later, LEASE_REREAD_MS after the read, and past the lease.
+    const first = await readsThisPass();
+    nowMs += 5_000;
+    const soon = await readsThisPass();
+    nowMs += LEASE_REREAD_MS;
+    const later = await readsThisPass();
+    nowMs = t0 + 601_000;
+    const expiredPass = await readsThisPass();
+
+    // Assess
+    expect([first, soon, later]).toEqual([
+      { read: true, expired: 0 },
+      { read: false, expired: 0 },
+      { read: true, expired: 0 },
+    ]);
+    expect(expiredPass).toEqual({ read: true, expired: 1 });
+    expect(await services.store.get(task.taskId)).toMatchObject({ state: 'QUEUED', attempts: 1 });
   });
 
   it('announces a QUEUED task that never got its message once the tier has drained', async () => {
