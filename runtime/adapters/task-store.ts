@@ -69,6 +69,25 @@ const listKeyOf = (task: Pick<Task, 'submittedAt' | 'taskId'>) => `${task.submit
 /** A `byLeased` partition: `LEASED#<shard>`, for DISPATCHED and RUNNING alike. */
 const leasedPartition = (shard: number) => `LEASED#${shard}`;
 
+/**
+ * Where leased tasks are listed: `byLeased`, and for one release `byActive`, whose `LEASED#`
+ * partitions hold the tasks an older version dispatched until their next write (its sort key
+ * `dueAt` was the dispatch time). Delete the second entry with `byActive`.
+ */
+const LEASED_INDEXES: readonly {
+  readonly indexName: string;
+  readonly partitionKey: string;
+  readonly toRef: (item: Record<string, unknown>) => LeasedTaskRef;
+}[] = [
+  { indexName: 'byLeased', partitionKey: 'leasedShard', toRef: (item) => item as unknown as LeasedTaskRef },
+  {
+    indexName: 'byActive',
+    partitionKey: 'activeShard',
+    toRef: ({ activeShard: _key, dueAt, state: _state, leaseExpiresAt: _lease, ...rest }) =>
+      ({ ...rest, leasedAt: dueAt }) as unknown as LeasedTaskRef,
+  },
+];
+
 /** A `byTenantQueue` partition: one tenant's queued work of one tier. */
 const queueKeyOf = (tenantId: string, tier: PriorityTier) => `${tenantId}#${tier}`;
 
@@ -513,41 +532,62 @@ export class TaskStore {
   /**
    * Dispatched and running tasks from the sparse `byLeased` index, optionally one tenant's.
    * Eventually consistent, and without state or lease: callers read the items before acting.
+   *
+   * Also from `byActive`'s `LEASED#` partitions, for one release: a task an older version
+   * dispatched is listed there, not in `byLeased`, until its next write. Reading both lets a
+   * stack be upgraded with tasks in flight (their leases still expire, their quota still counts).
+   * Delete with `byActive`.
    */
   async *listLeased(options: { tenantId?: string } = {}): AsyncGenerator<LeasedTaskRef> {
-    for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
-      let startKey: Record<string, unknown> | undefined;
-      do {
-        const response = await this.#documents.send(
-          new QueryCommand({
-            TableName: this.#tableName,
-            IndexName: 'byLeased',
-            KeyConditionExpression: 'leasedShard = :pk',
-            ...(options.tenantId ? { FilterExpression: 'tenantId = :tenant' } : {}),
-            ExpressionAttributeValues: {
-              ':pk': leasedPartition(shard),
-              ...(options.tenantId ? { ':tenant': options.tenantId } : {}),
-            },
-            ExclusiveStartKey: startKey,
-          }),
-        );
-        yield* (response.Items ?? []) as LeasedTaskRef[];
-        startKey = response.LastEvaluatedKey;
-      } while (startKey);
+    const seen = new Set<string>();
+    for (const index of LEASED_INDEXES) {
+      for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
+        let startKey: Record<string, unknown> | undefined;
+        do {
+          const response = await this.#documents.send(
+            new QueryCommand({
+              TableName: this.#tableName,
+              IndexName: index.indexName,
+              KeyConditionExpression: `${index.partitionKey} = :pk`,
+              ...(options.tenantId ? { FilterExpression: 'tenantId = :tenant' } : {}),
+              ExpressionAttributeValues: {
+                ':pk': leasedPartition(shard),
+                ...(options.tenantId ? { ':tenant': options.tenantId } : {}),
+              },
+              ExclusiveStartKey: startKey,
+            }),
+          );
+          for (const item of response.Items ?? []) {
+            const ref = index.toRef(item);
+            // An item rewritten by this version may still show in `byActive` while it lags.
+            if (seen.has(ref.taskId)) continue;
+            seen.add(ref.taskId);
+            yield ref;
+          }
+          startKey = response.LastEvaluatedKey;
+        } while (startKey);
+      }
     }
   }
 
   /**
-   * Whether `byLeased` lists any dispatched or running task: one Limit-1 query per shard (the
-   * idle tick's check; 0.5 read units each when empty). Eventually consistent.
+   * Whether `byLeased` (or, for one release, `byActive`'s `LEASED#` partitions) lists any
+   * dispatched or running task: the idle tick's check, eventually consistent. `byLeased` holds
+   * nothing else, so one Limit-1 Scan answers (0.5 read units when empty; an empty page that is
+   * not the last is taken as a yes). `byActive` also holds older versions' QUEUED entries, so its
+   * `LEASED#` partitions are queried, Limit 1 each.
    */
   async anyLeased(): Promise<boolean> {
+    const scan = await this.#documents.send(
+      new ScanCommand({ TableName: this.#tableName, IndexName: 'byLeased', Limit: 1 }),
+    );
+    if ((scan.Items ?? []).length > 0 || scan.LastEvaluatedKey) return true;
     for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
       const response = await this.#documents.send(
         new QueryCommand({
           TableName: this.#tableName,
-          IndexName: 'byLeased',
-          KeyConditionExpression: 'leasedShard = :pk',
+          IndexName: 'byActive',
+          KeyConditionExpression: 'activeShard = :pk',
           ExpressionAttributeValues: { ':pk': leasedPartition(shard) },
           Limit: 1,
         }),

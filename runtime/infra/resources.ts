@@ -42,7 +42,8 @@ export interface TableDefinition extends KeySchema {
  *   `leaseExpiresAt` projected (1 index write unit at start and at every renewal), and before
  *   issue 11 step 9 it held QUEUED tasks too. A GSI's projection cannot change in place, and one
  *   stack update may create or delete only one GSI, so it stays defined for one release (empty
- *   but for items an older version wrote, until their next write) and is deleted in the next.
+ *   but for items an older version wrote, until their next write; its `LEASED#` partitions are
+ *   still read, so tasks such a version leased are seen) and is deleted in the next.
  * - `queueKey`     = `${tenantId}#${priority}` and `queueSort` = `${runAt}#${taskId}`, only while
  *   QUEUED (sparse): `byTenantQueue`, each tenant-tier's queued work in due order, which the
  *   scheduler reads a window at a time (docs/intake.md). It projects what the policy engine

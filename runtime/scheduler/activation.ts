@@ -53,8 +53,8 @@ export interface SchedulerEvent {
  * Whether a scheduler is needed: a task dispatched or running (its completion frees capacity,
  * its lease may need recovering), or QUEUED work due within `horizonMs`. Reads, cheapest first:
  *
- *   byLeased, a Limit-1 query per shard ── any leased ──▶ yes
- *   byTenantQueue, a Limit-1 scan ── empty ──▶ no (the idle case: 2.5 read units in all)
+ *   byLeased, a Limit-1 scan (and, for one release, byActive's LEASED# shards) ── any leased ──▶ yes
+ *   byTenantQueue, a Limit-1 scan ── empty ──▶ no (the idle case: 3 read units in all, 1 once byActive is deleted)
  *   registry ──▶ a registered tenant-tier's first entry due within the horizon ──▶ yes
  *   one backstop page at its cursor ──▶ unregistered work due within the horizon ──▶ yes
  *
@@ -69,8 +69,9 @@ export async function hasSchedulerWork(
 ): Promise<boolean> {
   const { store, control } = services;
   if (await store.anyLeased()) return true;
-  const { refs } = await store.scanQueued(1);
-  if (refs.length === 0) return false;
+  const { refs, next } = await store.scanQueued(1);
+  // An empty page is the end only without a cursor: a Scan may return one and go on.
+  if (refs.length === 0 && next === undefined) return false;
   const dueByMs = now.getTime() + horizonMs;
   const registrations = await control.listIntake();
   const registered = new Set(registrations.map(({ tenantId, tier }) => `${tier}#${tenantId}`));

@@ -1,3 +1,4 @@
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { TierMessage } from '../../runtime/adapters/queues.ts';
 import { type LeasedTaskRef, TaskStore } from '../../runtime/adapters/task-store.ts';
@@ -121,6 +122,43 @@ describe('Class: Reconciler (against the emulators)', () => {
     ]);
     expect(expiredPass).toEqual({ read: true, expired: 1 });
     expect(await services.store.get(task.taskId)).toMatchObject({ state: 'QUEUED', attempts: 1 });
+  });
+
+  it("lists an older version's leased task (in byActive, not byLeased), counts it and expires its lease", async () => {
+    // Prepare: a running task, then stored again as the version before byLeased stored it.
+    const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
+    await services.queues.receive('tier-normal', { waitSeconds: 0 });
+    const t0 = Date.now();
+    const dispatched = await services.store.apply(dispatch(task, new Date(t0), 60));
+    await services.store.apply(start(dispatched, dispatched.fence, new Date(t0), 60));
+    const TableName = services.emulators.tables[TASKS_TABLE.id]!;
+    const { Item } = await services.clients.documents.send(new GetCommand({ TableName, Key: { taskId: task.taskId } }));
+    const { leasedShard, leasedAt, ...rest } = Item as Record<string, unknown>;
+    await services.clients.documents.send(
+      new PutCommand({ TableName, Item: { ...rest, activeShard: leasedShard, dueAt: leasedAt } }),
+    );
+    const listLeased = async () => {
+      const refs = [];
+      for await (const ref of services.store.listLeased()) refs.push(ref);
+      return refs;
+    };
+
+    // Act
+    const listed = await listLeased();
+    const counted = await services.store.countLeasedByTenant();
+    const any = await services.store.anyLeased();
+    const result = await reconcilerAt(new Date(t0 + 61_000)).run(NO_INTAKE, new Map());
+
+    // Assess: listed like any leased task, then recovered, and out of byActive once rewritten.
+    expect(listed).toEqual([
+      { ...listed[0], taskId: task.taskId, tenantId: 'acme', fence: dispatched.fence, leasedAt },
+    ]);
+    expect(listed[0]).not.toHaveProperty('state');
+    expect([...counted]).toEqual([['acme', 1]]);
+    expect(any).toBe(true);
+    expect(result.expired).toBe(1);
+    expect(await services.store.get(task.taskId)).toMatchObject({ state: 'QUEUED', attempts: 1 });
+    expect(await listLeased()).toEqual([]);
   });
 
   it('announces a QUEUED task that never got its message once the tier has drained', async () => {
