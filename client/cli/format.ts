@@ -134,7 +134,7 @@ export function formatTenant(tenant: Tenant, style: Style): string {
     ['tenant', tenant.tenantId],
     ['weight', `${tenant.weight} (${tenant.source})`],
     ['quota', `${bar(active / tenant.maxConcurrency, 20)} ${active} of ${tenant.maxConcurrency} running`],
-    ['queued', String(tenant.counts.queued)],
+    ['queued', `${tenant.counts.queued}${tenant.counts.queuedExact === false ? '+' : ''}`],
   ];
   if (tenant.share) {
     lines.push([

@@ -68,7 +68,7 @@ export const EXAMPLE_TENANT = {
   weight: 2,
   maxConcurrency: 20,
   source: 'stored',
-  counts: { queued: 12, dispatched: 1, running: 4 },
+  counts: { queued: 12, queuedExact: true, dispatched: 1, running: 4 },
 };
 
 export const EXAMPLE_STORED_TENANT = {

@@ -6,7 +6,7 @@
  * (and so their tasks) only to callers that may act for them.
  */
 import { z } from 'zod';
-import { resolveTenantSettings } from '../app/task-service.ts';
+import { QUEUED_COUNT_CAP, resolveTenantSettings } from '../app/task-service.ts';
 import { explainWait } from '../app/wait.ts';
 import type { Services } from '../app/wiring.ts';
 import { ownEntry } from '../core/records.ts';
@@ -76,7 +76,10 @@ export const statusSchema = z
         z.object({
           tenantId: z.string(),
           running: z.number().int().meta({ description: 'Dispatched or running' }),
-          queued: z.number().int(),
+          queued: z.number().int().meta({
+            description:
+              "Queued tasks: those the scheduler holds in the tenant's windows, or for a tenant it holds nothing of, counted up to 10,000",
+          }),
           weight: z.number(),
           maxConcurrency: z.number().int(),
           dominantShare: z.number().meta({ description: 'Share of the dominant pool resource held now (0–1)' }),
@@ -190,7 +193,7 @@ async function quietTenant(
   settings: TenantSettings,
   leased: number,
 ): Promise<StatusTenant> {
-  const queued = await services.store.countByTenantState(tenantId, 'QUEUED');
+  const queued = await services.store.countByTenantState(tenantId, 'QUEUED', QUEUED_COUNT_CAP);
   return {
     tenantId,
     running: leased,

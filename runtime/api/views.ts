@@ -78,7 +78,14 @@ export const tenantViewSchema = z
     weight: z.number(),
     maxConcurrency: z.number().int(),
     source: z.enum(['stored', 'config', 'default']),
-    counts: z.object({ queued: z.number().int(), dispatched: z.number().int(), running: z.number().int() }),
+    counts: z.object({
+      queued: z.number().int().meta({ description: 'Queued tasks, counted up to 10,000 (see queuedExact)' }),
+      queuedExact: z
+        .boolean()
+        .meta({ description: 'False when the tenant has more queued tasks than were counted: queued is then 10,000' }),
+      dispatched: z.number().int(),
+      running: z.number().int(),
+    }),
     share: z
       .object({
         running: z.number(),

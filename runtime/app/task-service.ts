@@ -57,7 +57,13 @@ export interface TenantView extends TenantSettings {
   readonly tenantId: string;
   /** Where the settings come from: stored through the API, the config file, or the defaults. */
   readonly source: 'stored' | 'config' | 'default';
-  readonly counts: { readonly queued: number; readonly dispatched: number; readonly running: number };
+  readonly counts: {
+    /** Counted up to QUEUED_COUNT_CAP: beyond it, the cap, and `queuedExact` false. */
+    readonly queued: number;
+    readonly queuedExact: boolean;
+    readonly dispatched: number;
+    readonly running: number;
+  };
   /** From the scheduler's latest snapshot, when it has one for this tenant. */
   readonly share?: SchedulerSnapshot['tenants'][string] | undefined;
 }
@@ -71,7 +77,16 @@ export interface TaskServiceDeps {
   readonly now?: () => Date;
   /** Told of every state change this service makes (the local runtime logs them). */
   readonly onChange?: ((task: Task) => void) | undefined;
+  /** @default QUEUED_COUNT_CAP */
+  readonly queuedCountCap?: number | undefined;
 }
+
+/**
+ * A tenant's queued tasks are counted up to this many (`GET /v1/tenants/{id}`): a count reads
+ * every index entry it counts, so a million-task backlog would cost ~25,000 read units and
+ * seconds of sequential pages per request; 10,000 is at most a few pages.
+ */
+export const QUEUED_COUNT_CAP = 10_000;
 
 /** Furthest a task may be scheduled ahead (a year): a later date is almost surely a mistake. */
 const MAX_SCHEDULE_AHEAD_MS = 366 * 86_400_000;
@@ -251,15 +266,17 @@ export class TaskService {
 
   async getTenant(tenantId: string): Promise<TenantView> {
     const { store, control } = this.#deps;
-    const [settings, queued, dispatched, running, snapshot] = await Promise.all([
+    const cap = this.#deps.queuedCountCap ?? QUEUED_COUNT_CAP;
+    const [settings, queuedUpTo, dispatched, running, snapshot] = await Promise.all([
       this.tenantSettings(tenantId),
-      store.countByTenantState(tenantId, 'QUEUED'),
+      store.countByTenantState(tenantId, 'QUEUED', cap + 1),
       store.countByTenantState(tenantId, 'DISPATCHED'),
       store.countByTenantState(tenantId, 'RUNNING'),
       control.getSnapshot<SchedulerSnapshot>(),
     ]);
     const share = ownEntry(snapshot?.tenants, tenantId);
-    return { tenantId, ...settings, counts: { queued, dispatched, running }, share };
+    const counts = { queued: Math.min(queuedUpTo, cap), queuedExact: queuedUpTo <= cap, dispatched, running };
+    return { tenantId, ...settings, counts, share };
   }
 
   async putTenant(tenantId: string, settings: TenantSettings): Promise<StoredTenant> {

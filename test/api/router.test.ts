@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ApiRouter, createApiRouter } from '../../runtime/api/router.ts';
 import {
   errorResponseSchema,
@@ -9,7 +9,7 @@ import {
   taskViewSchema,
   tenantViewSchema,
 } from '../../runtime/api/views.ts';
-import type { TaskService } from '../../runtime/app/task-service.ts';
+import { TaskService } from '../../runtime/app/task-service.ts';
 import { LAMBDA_WORKER } from '../../runtime/infra/resources.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { failedTask, runningTask, submitTask, succeededTask } from '../helpers/factories.ts';
@@ -420,8 +420,26 @@ describe('Router: createApiRouter', () => {
         weight: 1,
         maxConcurrency: 10,
         source: 'default',
-        counts: { queued: 1, dispatched: 0, running: 1 },
+        counts: { queued: 1, queuedExact: true, dispatched: 0, running: 1 },
       });
+    });
+
+    it('counts queued tasks only up to the cap, and says when there are more (a count reads every entry it counts)', async () => {
+      // Prepare: 5 queued tasks, and a service whose cap is 3 (QUEUED_COUNT_CAP is 10,000).
+      for (let i = 0; i < 5; i++) await submitTask(services, { tenantId: 'tenant-capped' });
+      for (let i = 0; i < 2; i++) await submitTask(services, { tenantId: 'tenant-under' });
+      const capped = new TaskService({ ...services, queuedCountCap: 3 });
+      const reads = vi.spyOn(services.store, 'countByTenantState');
+
+      // Act
+      const over = await capped.getTenant('tenant-capped');
+      const under = await capped.getTenant('tenant-under');
+
+      // Assess: the index is asked for at most cap + 1 entries.
+      expect(over.counts).toEqual({ queued: 3, queuedExact: false, dispatched: 0, running: 0 });
+      expect(under.counts).toEqual({ queued: 2, queuedExact: true, dispatched: 0, running: 0 });
+      expect(reads).toHaveBeenCalledWith('tenant-capped', 'QUEUED', 4);
+      reads.mockRestore();
     });
 
     it('stores settings with PUT (200 + stored settings) and reads them back as stored', async () => {
