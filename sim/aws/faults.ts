@@ -7,7 +7,10 @@
  *   write that already happened (and a receive whose messages are now in flight);
  * - latency from a model (virtual under the simulation's clock);
  * - death: after `kill()` (a process crash, a Lambda timeout) no call of this component is
- *   ever answered, including those in flight, wherever the code was awaiting.
+ *   ever answered, including those in flight, wherever the code was awaiting;
+ * - a stall: after `stall(ms)` every call of this component is held that long before it reaches
+ *   the service (a paused process, a congested link), and then lands, even if the component
+ *   died meanwhile: a request already on its way still applies, late.
  */
 import type { HttpRequest, HttpResponse } from '@smithy/core/transport';
 import type { HttpHandlerOptions } from '@smithy/types';
@@ -58,6 +61,7 @@ export class FaultyHandler implements RequestHandler {
   readonly #inner: RequestHandler;
   readonly #options: FaultyHandlerOptions;
   #dead = false;
+  #stalledUntilMs = 0;
 
   constructor(inner: RequestHandler, options: FaultyHandlerOptions) {
     this.#inner = inner;
@@ -73,13 +77,24 @@ export class FaultyHandler implements RequestHandler {
     this.#dead = true;
   }
 
+  /** From now on for `ms`, calls are held before they reach the service, then land. */
+  stall(ms: number): void {
+    this.#stalledUntilMs = Math.max(this.#stalledUntilMs, Date.now() + ms);
+  }
+
   async handle(request: HttpRequest, options: HttpHandlerOptions = {}): Promise<{ response: HttpResponse }> {
     if (this.#dead) return never;
     const { random, faults, latency, onCall } = this.#options;
     const { service, operation } = operationOf(request);
     const delay = latency?.(service, operation, random) ?? 0;
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay / 2));
-    if (this.#dead) return never;
+    const heldMs = this.#stalledUntilMs - Date.now();
+    if (heldMs > 0) {
+      // Already on its way: it lands when the stall ends, whatever became of the sender.
+      await new Promise((resolve) => setTimeout(resolve, heldMs));
+    } else if (this.#dead) {
+      return never;
+    }
     const roll = random();
     if (roll < faults.throttleRate) {
       onCall?.({ service, operation, outcome: 'throttled' });

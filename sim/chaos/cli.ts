@@ -33,6 +33,9 @@ Options:
                    past the backstop's 15-minute mark); payloads: 150 KiB payloads and characters
                    SQS refuses raw (U+FFFE, U+FFFF) or above U+FFFF
   --no-faults      the same workload without any fault
+  --stalls MS      every scheduler invocation stalls once, at a random moment, for up to MS:
+                   its calls are held, then land late, even after it died (default: 10 % of
+                   invocations, up to 11,000, inside the lease fence's 12 s window)
   --throughput     one scheduler's dispatch ceiling under AWS-like call latencies (DynamoDB
                    3-9 ms, SQS 6-16 ms per call; no faults): dispatched/s at offered rates
                    given by --rates (default 20,50,100,200) with --tasks tasks each (default 600)
@@ -57,6 +60,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       tenants: { type: 'string' },
       scenario: { type: 'string' },
       'no-faults': { type: 'boolean', default: false },
+      stalls: { type: 'string' },
       throughput: { type: 'boolean', default: false },
       rates: { type: 'string', default: '20,50,100,200' },
       'latency-scale': { type: 'string', default: '1' },
@@ -108,13 +112,21 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
   const scenarioName = values.scenario ?? (values.long ? 'short' : 'mixed');
   const scenario = CHAOS_SCENARIOS[scenarioName as keyof typeof CHAOS_SCENARIOS];
   if (!scenario) throw new Error(`Unknown --scenario "${scenarioName}" (${Object.keys(CHAOS_SCENARIOS).join(', ')})`);
-  const options = {
+  const base = {
     ...DEFAULT_OPTIONS,
     ...scenario,
     ...(values.tasks ? { tasks: int(values.tasks, 'tasks', 10_000) } : {}),
     ...(values.tenants ? { tenants: Math.max(1, int(values.tenants, 'tenants', 1000)) } : {}),
     ...(values['no-faults'] ? { faults: NO_FAULTS } : {}),
   };
+  // Every invocation stalls once, for up to this long (beyond the fence's 12 s window if asked).
+  const options =
+    values.stalls === undefined
+      ? base
+      : {
+          ...base,
+          faults: { ...base.faults, schedulerStallRate: 1, schedulerStallMaxMs: int(values.stalls, 'stalls', 600_000) },
+        };
 
   if (values.serve) return serveSeeds(options);
   const jobs = Math.max(1, Math.min(int(values.jobs, 'jobs', 64), seeds.length));

@@ -55,6 +55,14 @@ export interface ChaosFaults extends TransportFaults {
    * its client gives up: a stored task nobody announced (runtime/scheduler/backstop.ts).
    */
   readonly submitCrashRate: number;
+  /**
+   * Chance that a scheduler invocation stalls once, at a random moment, for up to
+   * `schedulerStallMaxMs`: its calls are held, then land late (a paused holder's dispatch writes
+   * landing after its lease ran out). docs/failure-handling.md's fence guarantee holds for writes
+   * that land within margin + settle (12 s) of their issue; the default stays inside that.
+   */
+  readonly schedulerStallRate: number;
+  readonly schedulerStallMaxMs: number;
 }
 
 export const DEFAULT_FAULTS: ChaosFaults = {
@@ -70,6 +78,8 @@ export const DEFAULT_FAULTS: ChaosFaults = {
   schedulerCrashRate: 0.1,
   workerMeanLifeSeconds: 600,
   submitCrashRate: 0.02,
+  schedulerStallRate: 0.1,
+  schedulerStallMaxMs: 11_000,
 };
 
 export const NO_FAULTS: ChaosFaults = {
@@ -84,6 +94,8 @@ export const NO_FAULTS: ChaosFaults = {
   schedulerCrashRate: 0,
   workerMeanLifeSeconds: 0,
   submitCrashRate: 0,
+  schedulerStallRate: 0,
+  schedulerStallMaxMs: 0,
 };
 
 export interface ChaosOptions {
@@ -300,6 +312,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   );
   // Its own stream, so adding the fault left every other draw of a seed where it was.
   const submitCrashRandom = seededRandom(seed * 7919 + 17);
+  const stallRandom = seededRandom(seed * 7919 + 29);
   submitAt.forEach((atMs, i) => {
     const crashesAfterWrite = submitCrashRandom() < (faults.submitCrashRate ?? 0);
     const tenantId = tenants[Math.floor(random() * tenants.length)]!;
@@ -388,6 +401,13 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     const crashAtMs = random() < faults.schedulerCrashRate ? random() * LAMBDA_TIMEOUT_MS : undefined;
     const killAt = setTimeout(() => part.transport.kill(), crashAtMs ?? LAMBDA_TIMEOUT_MS);
     if (crashAtMs !== undefined) history.deaths.push({ component: part.name, atMs: startedAtMs + crashAtMs });
+    // Its own stream, so every other draw of a seed stays where it was.
+    if (stallRandom() < (faults.schedulerStallRate ?? 0)) {
+      const stallAtMs = stallRandom() * LAMBDA_TIMEOUT_MS;
+      const stallMs = stallRandom() * (faults.schedulerStallMaxMs ?? 0);
+      setTimeout(() => part.transport.stall(stallMs), stallAtMs);
+      history.stalls = (history.stalls ?? 0) + 1;
+    }
     const run = runSchedulerLoop({
       control: services.control,
       signal: stop.signal,
