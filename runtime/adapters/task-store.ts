@@ -72,21 +72,25 @@ const leasedPartition = (shard: number) => `LEASED#${shard}`;
 /**
  * Where leased tasks are listed: `byLeased`, and for one release `byActive`, whose `LEASED#`
  * partitions hold the tasks an older version dispatched until their next write (its sort key
- * `dueAt` was the dispatch time). Delete the second entry with `byActive`.
+ * `dueAt` was the dispatch time). Delete `BY_ACTIVE_LEGACY` with `byActive`.
  */
-const LEASED_INDEXES: readonly {
+interface LeasedIndex {
   readonly indexName: string;
   readonly partitionKey: string;
   readonly toRef: (item: Record<string, unknown>) => LeasedTaskRef;
-}[] = [
-  { indexName: 'byLeased', partitionKey: 'leasedShard', toRef: (item) => item as unknown as LeasedTaskRef },
-  {
-    indexName: 'byActive',
-    partitionKey: 'activeShard',
-    toRef: ({ activeShard: _key, dueAt, state: _state, leaseExpiresAt: _lease, ...rest }) =>
-      ({ ...rest, leasedAt: dueAt }) as unknown as LeasedTaskRef,
-  },
-];
+}
+const BY_LEASED: LeasedIndex = {
+  indexName: 'byLeased',
+  partitionKey: 'leasedShard',
+  toRef: (item) => item as unknown as LeasedTaskRef,
+};
+const BY_ACTIVE_LEGACY: LeasedIndex = {
+  indexName: 'byActive',
+  partitionKey: 'activeShard',
+  toRef: ({ activeShard: _key, dueAt, state: _state, leaseExpiresAt: _lease, ...rest }) =>
+    ({ ...rest, leasedAt: dueAt }) as unknown as LeasedTaskRef,
+};
+const LEASED_INDEXES = [BY_LEASED, BY_ACTIVE_LEGACY] as const;
 
 /** A `byTenantQueue` partition: one tenant's queued work of one tier. */
 const queueKeyOf = (tenantId: string, tier: PriorityTier) => `${tenantId}#${tier}`;
@@ -491,6 +495,15 @@ export class TaskStore {
     return this.getMany(ids);
   }
 
+  /** A tenant's DISPATCHED and RUNNING tasks counted by state, from one read of its leased items. */
+  async countLeasedStatesOf(tenantId: string): Promise<Partial<Record<TaskState, number>>> {
+    const counts: Partial<Record<TaskState, number>> = {};
+    for (const task of (await this.#leasedTasksOf(tenantId)).values()) {
+      if (LEASED_STATES.includes(task.state)) counts[task.state] = (counts[task.state] ?? 0) + 1;
+    }
+    return counts;
+  }
+
   /**
    * DISPATCHED + RUNNING tasks per tenant, for many tenants in one pass over `byLeased` (which
    * holds no more of them than the pools do): cheaper than counting tenant by tenant. As the
@@ -509,10 +522,7 @@ export class TaskStore {
    * for DISPATCHED and RUNNING, the tenant's leased items read and counted by state.
    */
   async countByTenantState(tenantId: string, state: TaskState, atMost = Number.POSITIVE_INFINITY): Promise<number> {
-    if (LEASED_STATES.includes(state)) {
-      const leased = [...(await this.#leasedTasksOf(tenantId)).values()].filter((task) => task.state === state);
-      return Math.min(leased.length, atMost);
-    }
+    if (LEASED_STATES.includes(state)) return Math.min((await this.countLeasedStatesOf(tenantId))[state] ?? 0, atMost);
     let count = 0;
     let startKey: Record<string, unknown> | undefined;
     do {
@@ -549,19 +559,7 @@ export class TaskStore {
       for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
         let startKey: Record<string, unknown> | undefined;
         do {
-          const response = await this.#documents.send(
-            new QueryCommand({
-              TableName: this.#tableName,
-              IndexName: index.indexName,
-              KeyConditionExpression: `${index.partitionKey} = :pk`,
-              ...(options.tenantId ? { FilterExpression: 'tenantId = :tenant' } : {}),
-              ExpressionAttributeValues: {
-                ':pk': leasedPartition(shard),
-                ...(options.tenantId ? { ':tenant': options.tenantId } : {}),
-              },
-              ExclusiveStartKey: startKey,
-            }),
-          );
+          const response = await this.#queryLeasedShard(index, shard, { ...options, startKey });
           for (const item of response.Items ?? []) {
             const ref = index.toRef(item);
             // An item rewritten by this version may still show in `byActive` while it lags.
@@ -584,22 +582,34 @@ export class TaskStore {
    */
   async anyLeased(): Promise<boolean> {
     const scan = await this.#documents.send(
-      new ScanCommand({ TableName: this.#tableName, IndexName: 'byLeased', Limit: 1 }),
+      new ScanCommand({ TableName: this.#tableName, IndexName: BY_LEASED.indexName, Limit: 1 }),
     );
     if ((scan.Items ?? []).length > 0 || scan.LastEvaluatedKey) return true;
     for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
-      const response = await this.#documents.send(
-        new QueryCommand({
-          TableName: this.#tableName,
-          IndexName: 'byActive',
-          KeyConditionExpression: 'activeShard = :pk',
-          ExpressionAttributeValues: { ':pk': leasedPartition(shard) },
-          Limit: 1,
-        }),
-      );
+      const response = await this.#queryLeasedShard(BY_ACTIVE_LEGACY, shard, { limit: 1 });
       if ((response.Items ?? []).length > 0) return true;
     }
     return false;
+  }
+
+  /** One page of a leased index's shard, optionally one tenant's entries. */
+  #queryLeasedShard(
+    index: LeasedIndex,
+    shard: number,
+    options: { tenantId?: string; limit?: number; startKey?: Record<string, unknown> | undefined },
+  ) {
+    const { tenantId, limit, startKey } = options;
+    return this.#documents.send(
+      new QueryCommand({
+        TableName: this.#tableName,
+        IndexName: index.indexName,
+        KeyConditionExpression: `${index.partitionKey} = :pk`,
+        ...(tenantId ? { FilterExpression: 'tenantId = :tenant' } : {}),
+        ExpressionAttributeValues: { ':pk': leasedPartition(shard), ...(tenantId ? { ':tenant': tenantId } : {}) },
+        ...(limit ? { Limit: limit } : {}),
+        ExclusiveStartKey: startKey,
+      }),
+    );
   }
 
   /**

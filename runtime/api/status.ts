@@ -76,10 +76,12 @@ export const statusSchema = z
         z.object({
           tenantId: z.string(),
           running: z.number().int().meta({ description: 'Dispatched or running' }),
-          queued: z.number().int().meta({
-            description:
-              "Queued tasks: those the scheduler holds in the tenant's windows, or for a tenant it holds nothing of, counted up to 10,000",
-          }),
+          queued: z
+            .number()
+            .int()
+            .meta({
+              description: `Queued tasks: those the scheduler holds in the tenant's windows, or for a tenant it holds nothing of, counted up to ${QUEUED_COUNT_CAP.toLocaleString('en-US')}`,
+            }),
           weight: z.number(),
           maxConcurrency: z.number().int(),
           dominantShare: z.number().meta({ description: 'Share of the dominant pool resource held now (0–1)' }),

@@ -8,9 +8,12 @@
  */
 import { z } from 'zod';
 import type { StoredTenant } from '../adapters/control-store.ts';
+import { QUEUED_COUNT_CAP } from '../app/task-service.ts';
 import { WAIT_REASONS, type WaitInfo } from '../app/wait.ts';
 import { NO_BOUND_REASONS } from '../core/policy/index.ts';
 import { PRIORITY_TIERS, RUNTIMES, TASK_STATES, type Task } from '../core/task.ts';
+
+const CAP_TEXT = QUEUED_COUNT_CAP.toLocaleString('en-US');
 
 const isoTime = z.iso.datetime({ offset: true });
 
@@ -79,10 +82,13 @@ export const tenantViewSchema = z
     maxConcurrency: z.number().int(),
     source: z.enum(['stored', 'config', 'default']),
     counts: z.object({
-      queued: z.number().int().meta({ description: 'Queued tasks, counted up to 10,000 (see queuedExact)' }),
-      queuedExact: z
-        .boolean()
-        .meta({ description: 'False when the tenant has more queued tasks than were counted: queued is then 10,000' }),
+      queued: z
+        .number()
+        .int()
+        .meta({ description: `Queued tasks, counted up to ${CAP_TEXT} (see queuedExact)` }),
+      queuedExact: z.boolean().meta({
+        description: `False when the tenant has more queued tasks than were counted: queued is then ${CAP_TEXT}`,
+      }),
       dispatched: z.number().int(),
       running: z.number().int(),
     }),

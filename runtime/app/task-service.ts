@@ -267,15 +267,20 @@ export class TaskService {
   async getTenant(tenantId: string): Promise<TenantView> {
     const { store, control } = this.#deps;
     const cap = this.#deps.queuedCountCap ?? QUEUED_COUNT_CAP;
-    const [settings, queuedUpTo, dispatched, running, snapshot] = await Promise.all([
+    const [settings, queuedUpTo, leased, snapshot] = await Promise.all([
       this.tenantSettings(tenantId),
       store.countByTenantState(tenantId, 'QUEUED', cap + 1),
-      store.countByTenantState(tenantId, 'DISPATCHED'),
-      store.countByTenantState(tenantId, 'RUNNING'),
+      // One read of the tenant's leased items for both states.
+      store.countLeasedStatesOf(tenantId),
       control.getSnapshot<SchedulerSnapshot>(),
     ]);
     const share = ownEntry(snapshot?.tenants, tenantId);
-    const counts = { queued: Math.min(queuedUpTo, cap), queuedExact: queuedUpTo <= cap, dispatched, running };
+    const counts = {
+      queued: Math.min(queuedUpTo, cap),
+      queuedExact: queuedUpTo <= cap,
+      dispatched: leased.DISPATCHED ?? 0,
+      running: leased.RUNNING ?? 0,
+    };
     return { tenantId, ...settings, counts, share };
   }
 

@@ -29,8 +29,6 @@ export interface History {
   readonly starts: { readonly taskId: string; readonly fence: number; readonly component: string }[];
   /** Components that crashed (worker processes, scheduler invocations) and when. */
   readonly deaths: { readonly component: string; readonly atMs: number }[];
-  /** Scheduler invocations that stalled once (their calls held, then landing late). */
-  stalls?: number;
   /** Which component sent the RUNNING write of each attempt (`taskId#fence`). */
   startedBy?: ReadonlyMap<string, string>;
   /** Every write applied to the tasks table, in order (task undefined: deleted). */

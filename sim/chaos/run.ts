@@ -406,7 +406,6 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       const stallAtMs = stallRandom() * LAMBDA_TIMEOUT_MS;
       const stallMs = stallRandom() * (faults.schedulerStallMaxMs ?? 0);
       setTimeout(() => part.transport.stall(stallMs), stallAtMs);
-      history.stalls = (history.stalls ?? 0) + 1;
     }
     const run = runSchedulerLoop({
       control: services.control,

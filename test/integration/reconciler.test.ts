@@ -28,6 +28,15 @@ const reconcilerAt = (now: Date) =>
     now: () => now,
   });
 
+/** A task of tenant `acme` submitted (its announcement consumed), dispatched and started at `atMs`. */
+async function runningTask(atMs: number, runLeaseSeconds: number) {
+  const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
+  await services.queues.receive('tier-normal', { waitSeconds: 0 });
+  const dispatched = await services.store.apply(dispatch(task, new Date(atMs), 60));
+  await services.store.apply(start(dispatched, dispatched.fence, new Date(atMs), runLeaseSeconds));
+  return { task, dispatched };
+}
+
 async function announced(tier = 'tier-normal') {
   const messages = await services.queues.receive<TierMessage>(tier, { waitSeconds: 0 });
   return messages.map((m) => m.body.taskId);
@@ -84,11 +93,8 @@ describe('Class: Reconciler (against the emulators)', () => {
 
   it('reads a leased item again only once its known lease has passed, or LEASE_REREAD_MS after the last read', async () => {
     // Prepare: a running task with a 10-minute run lease, counted by the scheduler.
-    const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
-    await services.queues.receive('tier-normal', { waitSeconds: 0 });
     const t0 = Date.now();
-    const dispatched = await services.store.apply(dispatch(task, new Date(t0), 60));
-    await services.store.apply(start(dispatched, dispatched.fence, new Date(t0), 600));
+    const { task, dispatched } = await runningTask(t0, 600);
     let nowMs = t0 + 1_000;
     const reconciler = new Reconciler({
       store: services.store,
@@ -126,11 +132,8 @@ describe('Class: Reconciler (against the emulators)', () => {
 
   it("lists an older version's leased task (in byActive, not byLeased), counts it and expires its lease", async () => {
     // Prepare: a running task, then stored again as the version before byLeased stored it.
-    const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
-    await services.queues.receive('tier-normal', { waitSeconds: 0 });
     const t0 = Date.now();
-    const dispatched = await services.store.apply(dispatch(task, new Date(t0), 60));
-    await services.store.apply(start(dispatched, dispatched.fence, new Date(t0), 60));
+    const { task, dispatched } = await runningTask(t0, 60);
     const TableName = services.emulators.tables[TASKS_TABLE.id]!;
     const { Item } = await services.clients.documents.send(new GetCommand({ TableName, Key: { taskId: task.taskId } }));
     const { leasedShard, leasedAt, ...rest } = Item as Record<string, unknown>;
