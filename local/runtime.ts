@@ -9,6 +9,8 @@ import { QueueClient } from '../runtime/adapters/queues.ts';
 import { buildServices, type Services } from '../runtime/app/wiring.ts';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
 import type { TaskLogger } from '../runtime/core/logger.ts';
+import { OutboxRelay } from '../runtime/events/outbox-relay.ts';
+import { localWebhookTargets } from '../runtime/events/webhooks.ts';
 import { workerQueue } from '../runtime/infra/resources.ts';
 import { hasSchedulerWork, IDLE_STOP_MS, STOP_GRACE_MS } from '../runtime/scheduler/activation.ts';
 import { Scheduler } from '../runtime/scheduler/scheduler.ts';
@@ -61,6 +63,8 @@ export interface LocalRuntime {
   readonly services: Services;
   /** The queue consumers: the Lambda pool's entry worker and the Fargate pool's worker. */
   readonly workers: readonly QueueWorker[];
+  /** Delivers task events to the configured webhooks from the items' outboxes. */
+  readonly events: OutboxRelay;
   /** Latest scheduler (undefined until it holds the lease). */
   scheduler(): Scheduler | undefined;
   /** Whether the scheduler loop runs, or has stopped (scaled to zero) until work arrives. */
@@ -76,6 +80,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   // Taken before anything opens the stores: a second runtime on them is refused in one line.
   // Read before anything starts, so a malformed value stops the start cleanly.
   const faults = options.faults ?? schedulerFaultsFromEnvironment();
+  const webhooks = localWebhookTargets(config.events.webhooks);
   const lock = options.dataDir ? lockDataDir(options.dataDir) : undefined;
   let emulators: Emulators;
   try {
@@ -101,6 +106,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   let loop: Promise<SchedulerLoopEnd> | undefined;
   let wakeRequested = false;
   let wakes = 0;
+  let relay: OutboxRelay | undefined;
   const services = buildServices({
     config,
     clients: faults ? faultyLocalClients(emulators.dynamodbUrl, emulators.sqsUrl, faults) : emulators.clients,
@@ -118,7 +124,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       ),
     // What the asynchronous Lambda invoke is on AWS: start the loop in this process.
     ...(scaleToZero ? { wakeScheduler: async () => startScheduler('wake'), logger } : {}),
+    // Webhooks configured: every state change also records its event in the item (the outbox).
+    events: { outbox: webhooks.length > 0, onOutboxEvent: (taskId) => relay?.notify(taskId) },
   });
+  // Always started: it also empties outboxes a run with webhooks left, should they be gone now.
+  relay = new OutboxRelay({ store: services.store, webhooks, logger });
   try {
     validateSchedules(config.schedules, services.tasks, new Date());
   } catch (error) {
@@ -126,6 +136,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     lock?.release();
     throw error;
   }
+  relay.start();
   const taskServices = (await options.taskServices?.(emulators.clients)) ?? {};
   // As on AWS, the scheduler's own announces (reconciliation) wake nothing: it is running.
   const schedulerQueues = new QueueClient(services.clients.sqs, emulators.queueUrls);
@@ -287,6 +298,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     emulators,
     services,
     workers,
+    events: relay,
     scheduler: () => current,
     schedulerRunning: () => loop !== undefined,
     schedulerWakes: () => wakes,
@@ -301,6 +313,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         lambdaPool?.stop(),
         deadLetters.stop(),
         expiry.stop(),
+        relay.stop(),
       ]);
       await emulators.stop();
       lock?.release();

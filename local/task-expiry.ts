@@ -51,7 +51,8 @@ export function startTaskExpiry(options: TaskExpiryOptions): TaskExpiry {
       const page = await documents.send(
         new ScanCommand({
           TableName: tableName,
-          FilterExpression: '#state IN (:s0, :s1, :s2) AND finishedAt < :cutoff',
+          // A task whose events are not all delivered yet stays (its outbox is the only record).
+          FilterExpression: '#state IN (:s0, :s1, :s2) AND finishedAt < :cutoff AND attribute_not_exists(outbox)',
           ProjectionExpression: 'taskId, #version',
           ExpressionAttributeNames: { '#state': 'state', '#version': 'version' },
           ExpressionAttributeValues: {
@@ -73,7 +74,7 @@ export function startTaskExpiry(options: TaskExpiryOptions): TaskExpiry {
                 new DeleteCommand({
                   TableName: tableName,
                   Key: { taskId: item.taskId },
-                  ConditionExpression: '#version = :version',
+                  ConditionExpression: '#version = :version AND attribute_not_exists(outbox)',
                   ExpressionAttributeNames: { '#version': 'version' },
                   ExpressionAttributeValues: { ':version': item.version },
                 }),

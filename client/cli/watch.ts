@@ -32,11 +32,13 @@ export function renderStatus(status: SchedulerStatus, options: RenderOptions): s
   );
   out.push('');
 
-  out.push(style.bold('TIERS     WAITING  OLDEST WAIT'));
+  // WAITING is the real backlog (a `+` where a tenant is over the count cap); HELD what the
+  // scheduler has read of it into its windows.
+  out.push(style.bold('TIERS     WAITING    HELD  OLDEST WAIT'));
   const maxWaiting = Math.max(1, ...status.tiers.map((tier) => tier.waiting));
   for (const tier of status.tiers) {
     out.push(
-      `${pad(tier.tier, 9)} ${padStart(String(tier.waiting), 7)}  ${pad(tier.waiting > 0 ? duration(tier.oldestWaitSeconds) : '-', 11)}  ${bar(tier.waiting / maxWaiting, 20)}`,
+      `${pad(tier.tier, 9)} ${padStart(countText(tier.waiting, tier.waitingExact), 7)} ${padStart(String(tier.held), 7)}  ${pad(tier.waiting > 0 ? duration(tier.oldestWaitSeconds) : '-', 11)}  ${bar(tier.waiting / maxWaiting, 20)}`,
     );
   }
   out.push('');
@@ -50,13 +52,17 @@ export function renderStatus(status: SchedulerStatus, options: RenderOptions): s
   );
   out.push('');
 
-  out.push(style.bold('TENANTS         RUNNING / QUOTA                QUEUED  SHARE (│ = ENTITLEMENT)'));
+  out.push(
+    style.bold(
+      'TENANTS         RUNNING / QUOTA                QUEUED  SHARE (│ = ENTITLEMENT)               DONE 15 MIN',
+    ),
+  );
   if (status.tenants.length === 0) out.push(style.dim('(no tenants with work yet)'));
   for (const tenant of status.tenants) {
     const quota = tenant.running / tenant.maxConcurrency;
     const quotaText = `${tenant.running}/${tenant.maxConcurrency}`;
     out.push(
-      `${pad(truncate(tenant.tenantId, 15), 15)} ${quota >= 1 ? style.state('FAILED', bar(quota, 16)) : bar(quota, 16)} ${pad(quotaText, 11)} ${padStart(String(tenant.queued), 6)}  ${shareBar(tenant.dominantShare, tenant.entitlement, 16)} ${percent(tenant.dominantShare)} of ${percent(tenant.entitlement)}`,
+      `${pad(truncate(tenant.tenantId, 15), 15)} ${quota >= 1 ? style.state('FAILED', bar(quota, 16)) : bar(quota, 16)} ${pad(quotaText, 11)} ${padStart(countText(tenant.queued, tenant.queuedExact), 6)}  ${shareBar(tenant.dominantShare, tenant.entitlement, 16)} ${pad(`${percent(tenant.dominantShare)} of ${percent(tenant.entitlement)}`, 14)} ${finishedText(tenant.recentlyFinished)}`,
     );
   }
   out.push('');
@@ -176,4 +182,15 @@ export async function watch(options: WatchOptions): Promise<number> {
   } finally {
     if (options.redraw && !options.json) write(SHOW_CURSOR);
   }
+}
+
+/** A count, with `+` when it is a cap (more are queued). */
+function countText(count: number, exact: boolean | undefined): string {
+  return `${count}${exact === false ? '+' : ''}`;
+}
+
+/** What finished lately: `✓ 1500 ✗ 2` (succeeded, failed; cancelled when any). */
+function finishedText(finished: { succeeded: number; failed: number; cancelled: number } | null | undefined): string {
+  if (!finished) return '-';
+  return `✓ ${finished.succeeded} ✗ ${finished.failed}${finished.cancelled > 0 ? ` ⊘ ${finished.cancelled}` : ''}`;
 }

@@ -106,20 +106,30 @@ const SCRIPT = `
     document.getElementById('updated').textContent = 'updated ' + new Date(s.at).toLocaleTimeString();
   }
 
+  /** A count, with + when it is a cap (more are queued). */
+  function count(n, exact) { return n.toLocaleString('en-US') + (exact ? '' : '+'); }
+
+  function finishedText(f) {
+    if (!f) return 'nothing finished in the last 15 minutes';
+    return 'last 15 min: ' + f.succeeded + ' succeeded, ' + f.failed + ' failed, ' + f.cancelled + ' cancelled';
+  }
+
   function renderTiers(s) {
     var max = Math.max.apply(null, [1].concat(s.tiers.map(function (t) { return t.waiting; })));
     fill('tiers', s.tiers.map(function (t) {
       return el('tr', { 'data-tier': t.tier }, [
         el('td', { text: t.tier }),
-        el('td', { class: 'num', text: String(t.waiting) }),
+        el('td', { class: 'num', text: count(t.waiting, t.waitingExact !== false), title: (t.held === undefined ? t.waiting : t.held) + ' held by the scheduler' }),
         el('td', { class: 'num', text: t.waiting > 0 ? dur(t.oldestWaitSeconds) : '\\u2013' }),
         el('td', null, [bar(t.waiting / max, { title: t.waiting + ' waiting' })]),
       ]);
     }));
     var total = s.tiers.reduce(function (n, t) { return n + t.waiting; }, 0);
+    var exact = s.tiers.every(function (t) { return t.waitingExact !== false; });
+    var held = s.tiers.reduce(function (n, t) { return n + (t.held === undefined ? t.waiting : t.held); }, 0);
     document.getElementById('tiers-note').textContent = total === 0
       ? 'Nothing is waiting for capacity right now.'
-      : total + ' task' + (total === 1 ? '' : 's') + ' held by the scheduler, waiting to be dispatched.';
+      : count(total, exact) + ' task' + (total === 1 ? '' : 's') + ' queued (the real backlog, counted every 15 s to 2 min), ' + held + ' of them held by the scheduler for dispatch.';
   }
 
   function renderPools(s) {
@@ -135,17 +145,18 @@ const SCRIPT = `
   }
 
   function renderTenants(s) {
-    if (s.tenants.length === 0) { fill('tenants', [empty('No tenants yet: submit a task and its tenant appears here.', 4)]); return; }
+    if (s.tenants.length === 0) { fill('tenants', [empty('No tenants yet: submit a task and its tenant appears here.', 5)]); return; }
     fill('tenants', s.tenants.map(function (t) {
       var quota = t.running / t.maxConcurrency;
       var over = t.entitlement > 0 && t.dominantShare > t.entitlement;
       return el('tr', { 'data-tenant': t.tenantId }, [
         el('td', { class: 'mono', text: t.tenantId }),
         el('td', null, [barRow(quota, t.running + ' / ' + t.maxConcurrency, { cls: quota >= 1 ? 'full' : '', title: 'running or dispatched vs maxConcurrency' })]),
-        el('td', { class: 'num', text: String(t.queued) }),
+        el('td', { class: 'num', text: count(t.queued, t.queuedExact !== false), title: finishedText(t.recentlyFinished) }),
         el('td', null, [barRow(t.dominantShare, pct(t.dominantShare) + ' of ' + pct(t.entitlement), {
           cls: over ? 'over' : '', mark: t.entitlement, markTitle: 'entitlement ' + pct(t.entitlement),
           title: 'dominant share held vs fair-share entitlement (weight ' + t.weight + ')' })]),
+        el('td', { class: 'num', 'data-finished': '', text: t.recentlyFinished ? t.recentlyFinished.succeeded + ' / ' + t.recentlyFinished.failed : '\\u2013', title: finishedText(t.recentlyFinished) }),
       ]);
     }));
   }
@@ -220,7 +231,7 @@ const BODY = `
 <main>
   <section aria-labelledby="h-tiers">
     <h2 id="h-tiers">Queue by priority tier</h2>
-    <p class="hint">Tasks waiting for a worker, highest tier first. Waiting tasks are promoted one tier per aging period, so none waits forever.</p>
+    <p class="hint">Tasks waiting for a worker (the real backlog; 10,000+ when a tenant has more), highest tier first. Waiting tasks are promoted one tier per aging period, so none waits forever.</p>
     <table><thead><tr><th>Tier</th><th class="num">Waiting</th><th class="num">Oldest wait</th><th>Depth</th></tr></thead>
     <tbody id="tiers"><tr><td class="empty" colspan="4">Loading\u2026</td></tr></tbody></table>
     <p class="hint" id="tiers-note"></p>
@@ -233,9 +244,9 @@ const BODY = `
   </section>
   <section class="wide" aria-labelledby="h-tenants">
     <h2 id="h-tenants">Tenants</h2>
-    <p class="hint">Each tenant's running tasks against its quota (maxConcurrency), tasks still queued, and the share of capacity it holds against the share its weight entitles it to.</p>
-    <table><thead><tr><th>Tenant</th><th>Running / quota</th><th class="num">Queued</th><th>Share held vs entitlement</th></tr></thead>
-    <tbody id="tenants"><tr><td class="empty" colspan="4">Loading\u2026</td></tr></tbody></table>
+    <p class="hint">Each tenant's running tasks against its quota (maxConcurrency), tasks still queued, the share of capacity it holds against the share its weight entitles it to, and what finished in the last 15 minutes (a tenant stays listed that long after its work ends).</p>
+    <table><thead><tr><th>Tenant</th><th>Running / quota</th><th class="num">Queued</th><th>Share held vs entitlement</th><th class="num">Succeeded / failed, 15 min</th></tr></thead>
+    <tbody id="tenants"><tr><td class="empty" colspan="5">Loading\u2026</td></tr></tbody></table>
     <div class="legend"><span><i></i>running / share held</span><span><i class="full"></i>quota reached</span><span><i class="over"></i>above its fair share: others go first</span><span><i class="mark"></i>entitlement</span></div>
   </section>
   <section class="wide" aria-labelledby="h-tasks">

@@ -19,6 +19,7 @@ import {
   QueryCommand,
   type QueryCommandInput,
   ScanCommand,
+  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import {
   ConcurrentUpdateError,
@@ -27,7 +28,8 @@ import {
   TaskNotFoundError,
   ValidationError,
 } from '../core/errors.ts';
-import type { TransitionPlan } from '../core/lifecycle.ts';
+import type { TaskEvent } from '../core/events.ts';
+import { creationEvent, type TransitionPlan } from '../core/lifecycle.ts';
 import { decodeJsonFields, encodeJsonFields } from '../core/storable.ts';
 import { ACTIVE_STATES, isTerminal, type PriorityTier, type Task, type TaskState } from '../core/task.ts';
 import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS } from '../infra/resources.ts';
@@ -192,13 +194,40 @@ export interface ListTasksQuery {
 
 export type CreateResult = { created: true; task: Task } | { created: false; task: Task };
 
+export interface TaskStoreOptions {
+  /**
+   * Record each write's state-change event in the item's `outbox`, in the same conditional write
+   * (the local runtime with webhooks; docs/events.md). Off on AWS: the table's stream feeds events.
+   */
+  readonly outbox?: boolean;
+  /** Told after a write that recorded events in the outbox (wakes the local relay). */
+  readonly onOutboxEvent?: ((taskId: string) => void) | undefined;
+}
+
 export class TaskStore {
   readonly #documents: DynamoDBDocumentClient;
   readonly #tableName: string;
+  readonly #options: TaskStoreOptions;
 
-  constructor(documents: DynamoDBDocumentClient, tableName: string) {
+  constructor(documents: DynamoDBDocumentClient, tableName: string, options: TaskStoreOptions = {}) {
     this.#documents = documents;
     this.#tableName = tableName;
+    this.#options = options;
+  }
+
+  /** Whether writes record their events in the item's outbox. */
+  get outbox(): boolean {
+    return this.#options.outbox === true;
+  }
+
+  /** The item to write: with the event appended to its outbox when the outbox is on. */
+  #withEvent(task: Task, event: TaskEvent | undefined): Task {
+    if (!this.#options.outbox || !event) return task;
+    return { ...task, outbox: [...(task.outbox ?? []), event] };
+  }
+
+  #recorded(task: Task, event: TaskEvent | undefined): void {
+    if (this.#options.outbox && event) this.#options.onOutboxEvent?.(task.taskId);
   }
 
   get tableName(): string {
@@ -210,7 +239,8 @@ export class TaskStore {
    * tenant + idempotency key, so "exists" means "this request was already accepted".
    */
   async create(task: Task): Promise<CreateResult> {
-    const written = withWriteToken(task);
+    const event = creationEvent(task);
+    const written = withWriteToken(this.#withEvent(task, event));
     try {
       await this.#documents.send(
         new PutCommand({
@@ -219,10 +249,14 @@ export class TaskStore {
           ConditionExpression: 'attribute_not_exists(taskId)',
         }),
       );
+      this.#recorded(written, event);
       return { created: true, task: written };
     } catch (error) {
       const after = await this.#afterRefusal(written, error);
-      if (after.ours) return { created: true, task: after.task };
+      if (after.ours) {
+        this.#recorded(written, event);
+        return { created: true, task: after.task };
+      }
       if (!(error instanceof ConditionalCheckFailedException) || !after.current) throw error;
       return { created: false, task: after.current };
     }
@@ -304,7 +338,7 @@ export class TaskStore {
    */
   async apply(plan: TransitionPlan): Promise<Task> {
     const { precondition } = plan;
-    const next = withWriteToken(plan.next);
+    const next = withWriteToken(this.#withEvent(plan.next, plan.event));
     const names: Record<string, string> = { '#state': 'state', '#version': 'version' };
     const values: Record<string, unknown> = { ':version': precondition.version };
     const stateTerms = precondition.states.map((state, i) => {
@@ -332,12 +366,16 @@ export class TaskStore {
           ExpressionAttributeValues: values,
         }),
       );
+      this.#recorded(next, plan.event);
       return next;
     } catch (error) {
       // One consistent read serves both a refused write (was it our own, whose response was
       // lost?) and an unanswered one (did it land?).
       const after = await this.#afterRefusal(next, error);
-      if (after.ours) return after.task;
+      if (after.ours) {
+        this.#recorded(next, plan.event);
+        return after.task;
+      }
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
       const { current } = after;
       const { schedulerEpoch } = precondition;
@@ -414,6 +452,32 @@ export class TaskStore {
     );
     const item = response.Items?.[0];
     return item ? toQueuedRef(item) : undefined;
+  }
+
+  /**
+   * A tenant-tier's QUEUED tasks (due or not) as `byTenantQueue` lists them, counted up to
+   * `atMost`: a COUNT query, page by page, billed for every entry it reads (the scheduler counts
+   * at a paced interval, scheduler/backlog.ts). Eventually consistent.
+   */
+  async countQueued(tenantId: string, tier: PriorityTier, atMost: number): Promise<number> {
+    let count = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const response = await this.#documents.send(
+        new QueryCommand({
+          TableName: this.#tableName,
+          IndexName: 'byTenantQueue',
+          KeyConditionExpression: 'queueKey = :pk',
+          ExpressionAttributeValues: { ':pk': queueKeyOf(tenantId, tier) },
+          Select: 'COUNT',
+          Limit: atMost - count,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      count += response.Count ?? 0;
+      startKey = response.LastEvaluatedKey;
+    } while (startKey && count < atMost);
+    return Math.min(count, atMost);
   }
 
   /** A tenant's tasks, newest first, optionally in one state. */
@@ -610,6 +674,50 @@ export class TaskStore {
         ExclusiveStartKey: startKey,
       }),
     );
+  }
+
+  /**
+   * One page of the ids of tasks whose outbox holds events (a Scan of the table, filtered): how
+   * the local relay finds what a crash left undelivered. Local only: there is no outbox on AWS.
+   */
+  async scanOutbox(cursor?: Record<string, unknown>): Promise<{ taskIds: string[]; next?: Record<string, unknown> }> {
+    const response = await this.#documents.send(
+      new ScanCommand({
+        TableName: this.#tableName,
+        FilterExpression: 'attribute_exists(outbox)',
+        ProjectionExpression: 'taskId',
+        ...(cursor ? { ExclusiveStartKey: cursor } : {}),
+      }),
+    );
+    const taskIds = (response.Items ?? []).map((item) => item.taskId as string);
+    return response.LastEvaluatedKey ? { taskIds, next: response.LastEvaluatedKey } : { taskIds };
+  }
+
+  /**
+   * Acknowledge the outbox's first event once it is delivered: remove it if it is still first
+   * (`outbox[0].id`), and the attribute with it when it was the last. Leaves `version` alone, so
+   * a state write in flight is not refused; a writer that read the item before this ack carries
+   * the event back in (the relay recognises an event it delivered and acknowledges it again).
+   * Returns false when the head is no longer this event (acknowledged already, or not there).
+   */
+  async ackOutboxHead(taskId: string, eventId: string, outboxLength: number): Promise<boolean> {
+    const last = outboxLength <= 1;
+    try {
+      await this.#documents.send(
+        new UpdateCommand({
+          TableName: this.#tableName,
+          Key: { taskId },
+          UpdateExpression: last ? 'REMOVE #outbox' : 'REMOVE #outbox[0]',
+          ConditionExpression: last ? '#outbox[0].id = :id AND size(#outbox) = :one' : '#outbox[0].id = :id',
+          ExpressionAttributeNames: { '#outbox': 'outbox' },
+          ExpressionAttributeValues: last ? { ':id': eventId, ':one': 1 } : { ':id': eventId },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionalCheckFailedException) return false;
+      throw error;
+    }
   }
 
   /**

@@ -11,7 +11,7 @@ import { explainWait } from '../app/wait.ts';
 import type { Services } from '../app/wiring.ts';
 import { ownEntry } from '../core/records.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
-import { PRIORITY_TIERS, type Task, type TenantSettings } from '../core/task.ts';
+import { PRIORITY_TIERS, type PriorityTier, type Task, type TenantSettings } from '../core/task.ts';
 import { EXAMPLE_STATUS } from './examples.ts';
 import { LIST_RESPONSE_BUDGET_BYTES, MAX_ID_LENGTH } from './limits.ts';
 import { defineRoute } from './route.ts';
@@ -69,8 +69,21 @@ export const statusSchema = z
       .meta({ description: 'The snapshot the figures come from; null before the scheduler first publishes one' }),
     pools: poolsSchema.meta({ description: 'Capacity in use per worker pool' }),
     tiers: z
-      .array(z.object({ tier: z.enum(PRIORITY_TIERS), waiting: z.number().int(), oldestWaitSeconds: z.number() }))
-      .meta({ description: 'Tasks the scheduler holds per tier (highest first) and the age of the oldest' }),
+      .array(
+        z.object({
+          tier: z.enum(PRIORITY_TIERS),
+          waiting: z
+            .number()
+            .int()
+            .meta({
+              description: `Queued tasks of the tier: the real backlog, each tenant's counted up to ${QUEUED_COUNT_CAP.toLocaleString('en-US')} by the scheduler at a paced interval`,
+            }),
+          waitingExact: z.boolean().meta({ description: 'False when some tenant of the tier is over the count cap' }),
+          held: z.number().int().meta({ description: 'Of those, the ones the scheduler holds in its intake windows' }),
+          oldestWaitSeconds: z.number(),
+        }),
+      )
+      .meta({ description: 'Queued tasks per tier (highest first) and the age of the oldest' }),
     tenants: z
       .array(
         z.object({
@@ -80,7 +93,19 @@ export const statusSchema = z
             .number()
             .int()
             .meta({
-              description: `Queued tasks: those the scheduler holds in the tenant's windows, or for a tenant it holds nothing of, counted up to ${QUEUED_COUNT_CAP.toLocaleString('en-US')}`,
+              description: `Queued tasks, the tenant's real backlog, counted up to ${QUEUED_COUNT_CAP.toLocaleString('en-US')} (by the scheduler at a paced interval, or for a tenant it holds nothing of, by this request)`,
+            }),
+          queuedExact: z.boolean().meta({ description: 'False when `queued` is the cap and more are queued' }),
+          recentlyFinished: z
+            .object({
+              succeeded: z.number().int(),
+              failed: z.number().int(),
+              cancelled: z.number().int(),
+              lastFinishedAt: z.iso.datetime({ offset: true }),
+            })
+            .nullable()
+            .meta({
+              description: 'Tasks of the tenant that finished in the last 15 minutes (as the scheduler saw them)',
             }),
           weight: z.number(),
           maxConcurrency: z.number().int(),
@@ -117,7 +142,10 @@ export async function buildStatus(
   const candidates = [
     ...new Set([
       ...Object.keys(snapshot?.tenants ?? {}),
+      ...Object.keys(snapshot?.backlog ?? {}),
       ...(input.tenants ?? []),
+      // Tenants whose work just ended stay in view a while.
+      ...Object.keys(snapshot?.recentlyFinished?.tenants ?? {}),
       ...Object.keys(config.tenants),
       ...stored.map((tenant) => tenant.tenantId),
     ]),
@@ -130,7 +158,8 @@ export async function buildStatus(
 
   const storedById = new Map(stored.map((tenant) => [tenant.tenantId, tenant]));
   // Tenants the snapshot does not cover are counted from the store, their leased tasks in one pass.
-  const leased = visible.some((tenantId) => !ownEntry(snapshot?.tenants, tenantId))
+  const covered = (tenantId: string) => ownEntry(snapshot?.tenants, tenantId) ?? ownEntry(snapshot?.backlog, tenantId);
+  const leased = visible.some((tenantId) => !covered(tenantId))
     ? await services.store.countLeasedByTenant()
     : new Map<string, number>();
   const rows = await Promise.all(
@@ -138,9 +167,26 @@ export async function buildStatus(
       // Settings from the tenants listed above: no read per tenant.
       const settings = resolveTenantSettings(config, tenantId, storedById.get(tenantId));
       const share = ownEntry(snapshot?.tenants, tenantId);
-      const row: StatusTenant = share
-        ? { tenantId, ...share }
-        : await quietTenant(services, tenantId, settings, leased.get(tenantId) ?? 0);
+      const backlog = backlogOf(snapshot, tenantId);
+      const finished = ownEntry(snapshot?.recentlyFinished?.tenants, tenantId) ?? null;
+      const row: StatusTenant =
+        share || backlog
+          ? {
+              tenantId,
+              running: share?.running ?? leased.get(tenantId) ?? 0,
+              weight: share?.weight ?? settings.weight,
+              maxConcurrency: share?.maxConcurrency ?? settings.maxConcurrency,
+              dominantShare: share?.dominantShare ?? 0,
+              entitlement: share?.entitlement ?? 0,
+              // The real backlog when the scheduler counted it; else what it holds.
+              queued: backlog?.queued ?? share?.queued ?? 0,
+              queuedExact: backlog ? backlog.exact : true,
+              recentlyFinished: finished,
+            }
+          : {
+              ...(await quietTenant(services, tenantId, settings, leased.get(tenantId) ?? 0)),
+              recentlyFinished: finished,
+            };
       const page =
         input.recent > 0 ? await services.tasks.list({ tenantId, limit: input.recent }) : { items: [] as Task[] };
       const recent = page.items.map((task) => ({
@@ -178,13 +224,46 @@ export async function buildStatus(
         memoryMiB: config.pools.fargate.memoryMiB,
       },
     },
-    tiers: PRIORITY_TIERS.map((tier) => ({
-      tier,
-      waiting: snapshot?.tiers[tier]?.waiting ?? 0,
-      oldestWaitSeconds: Math.round((snapshot?.tiers[tier]?.oldestWaitSeconds ?? 0) * 10) / 10,
-    })),
+    tiers: PRIORITY_TIERS.map((tier) => tierRow(snapshot, tier)),
     tenants: rows.map(({ row }) => row),
     recentTasks,
+  };
+}
+
+/** A tenant's backlog over its tiers, from the snapshot (undefined: the scheduler counted none). */
+function backlogOf(snapshot: SchedulerSnapshot | undefined, tenantId: string) {
+  const tiers = ownEntry(snapshot?.backlog, tenantId);
+  if (!tiers) return undefined;
+  const rows = Object.values(tiers);
+  const queued = rows.reduce((sum, row) => sum + row.queued, 0);
+  return { queued, exact: rows.every((row) => !row.capped) };
+}
+
+/**
+ * A tier's row: the real backlog summed over the tenant-tiers the scheduler counted (the held
+ * count where it has none), and the oldest wait of either view.
+ */
+function tierRow(snapshot: SchedulerSnapshot | undefined, tier: PriorityTier): StatusView['tiers'][number] {
+  const held = snapshot?.tiers[tier]?.waiting ?? 0;
+  let waiting = 0;
+  let exact = true;
+  let oldest = snapshot?.tiers[tier]?.oldestWaitSeconds ?? 0;
+  let any = false;
+  for (const tiers of Object.values(snapshot?.backlog ?? {})) {
+    const row = tiers[tier];
+    if (!row) continue;
+    any = true;
+    waiting += row.queued;
+    if (row.capped) exact = false;
+    oldest = Math.max(oldest, row.oldestWaitSeconds);
+  }
+  return {
+    tier,
+    // Older snapshots (and a scheduler that counted nothing yet) have only what it holds.
+    waiting: any ? Math.max(waiting, held) : held,
+    waitingExact: exact,
+    held,
+    oldestWaitSeconds: Math.round(oldest * 10) / 10,
   };
 }
 
@@ -194,12 +273,13 @@ async function quietTenant(
   tenantId: string,
   settings: TenantSettings,
   leased: number,
-): Promise<StatusTenant> {
-  const queued = await services.store.countByTenantState(tenantId, 'QUEUED', QUEUED_COUNT_CAP);
+): Promise<Omit<StatusTenant, 'recentlyFinished'>> {
+  const counted = await services.store.countByTenantState(tenantId, 'QUEUED', QUEUED_COUNT_CAP + 1);
   return {
     tenantId,
     running: leased,
-    queued,
+    queued: Math.min(counted, QUEUED_COUNT_CAP),
+    queuedExact: counted <= QUEUED_COUNT_CAP,
     weight: settings.weight,
     maxConcurrency: settings.maxConcurrency,
     dominantShare: 0,

@@ -51,6 +51,8 @@ export function buildServices(options: {
    */
   wakeScheduler?: (() => Promise<void>) | undefined;
   logger?: TaskLogger | undefined;
+  /** The task store's event outbox (the local runtime with webhooks; runtime/events/outbox-relay.ts). */
+  events?: { readonly outbox: boolean; readonly onOutboxEvent?: (taskId: string) => void } | undefined;
 }): Services {
   const { config, clients, resources } = options;
   const tableName = (id: string) => {
@@ -59,7 +61,7 @@ export function buildServices(options: {
     return name;
   };
   const now = options.now ?? (() => new Date());
-  const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id));
+  const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id), options.events ?? {});
   const control = new ControlStore(clients.documents, tableName(CONTROL_TABLE.id));
   const waker = options.wakeScheduler
     ? new SchedulerWaker({

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { CronSyntaxError, parseAwsCron } from './cron.ts';
 import { ConfigError } from './errors.ts';
 import { ownEntry } from './records.ts';
-import { LAMBDA_LIMITS, PRIORITY_TIERS, RUNTIMES } from './task.ts';
+import { LAMBDA_LIMITS, PRIORITY_TIERS, RUNTIMES, TASK_STATES } from './task.ts';
 
 export const POLICIES = ['fifo', 'priority', 'fair-share'] as const;
 export type PolicyName = (typeof POLICIES)[number];
@@ -33,6 +33,31 @@ const scheduleSchema = z.strictObject({
   }),
 });
 export type ScheduleConfig = z.infer<typeof scheduleSchema>;
+
+/** ARN of a Secrets Manager secret (a webhook's secret on AWS, kept out of the configuration). */
+const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+$/;
+
+/** A webhook: each task event that passes its filters is POSTed to `url`, signed with `secret`. */
+const webhookSchema = z.strictObject({
+  url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+  /**
+   * The HMAC key of `x-signature`: the secret itself (at least 16 characters), or on AWS
+   * `{ "secretArn": ... }`, a Secrets Manager secret the stack grants the delivery function.
+   */
+  secret: z.union([
+    z.string().min(16, 'at least 16 characters').max(4096),
+    z.strictObject({ secretArn: z.string().regex(SECRET_ARN, 'a Secrets Manager secret ARN') }),
+  ]),
+  /** Each list given narrows the events: the event's value must be in it. */
+  filters: z
+    .strictObject({
+      tenantId: z.array(z.string().min(1).max(128)).min(1).max(100).optional(),
+      taskType: z.array(z.string().min(1).max(128)).min(1).max(100).optional(),
+      state: z.array(z.enum(TASK_STATES)).min(1).optional(),
+    })
+    .optional(),
+});
+export type WebhookConfig = z.infer<typeof webhookSchema>;
 
 export const configSchema = z.strictObject({
   policy: z.enum(POLICIES).default('fair-share'),
@@ -91,6 +116,12 @@ export const configSchema = z.strictObject({
     })
     .default({ dispatchLeaseSeconds: 120, runLeaseSeconds: 60, bufferSize: 2000 }),
   schedules: z.array(scheduleSchema).default([]),
+  /** Task events (docs/events.md): on AWS always on the event bus; webhooks wherever configured. */
+  events: z
+    .strictObject({
+      webhooks: z.array(webhookSchema).max(10).default([]),
+    })
+    .default({ webhooks: [] }),
   /** Deploy-only settings, read by the CDK app and ignored locally. */
   deploy: z
     .strictObject({

@@ -160,3 +160,21 @@ export class NonRetryableError extends Error {
     this.name = 'NonRetryableError';
   }
 }
+
+/** A webhook did not take an event (not a 2xx, or no answer): the delivery is retried. */
+export class WebhookDeliveryError extends SchedulerError {
+  readonly url: string;
+  readonly status: number | undefined;
+  constructor(url: string, eventId: string, status: number | undefined, cause?: unknown) {
+    super(
+      'webhook_delivery_failed',
+      status === undefined
+        ? `Webhook ${url} did not answer for event ${eventId}`
+        : `Webhook ${url} answered ${status} for event ${eventId}`,
+      { details: { url, eventId, status }, cause },
+    );
+    this.name = 'WebhookDeliveryError';
+    this.url = url;
+    this.status = status;
+  }
+}

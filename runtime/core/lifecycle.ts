@@ -16,6 +16,7 @@
  * re-dispatched can no longer start, heartbeat or finish it.
  */
 import { InvalidTransitionError, StaleAttemptError, type TransitionPrecondition } from './errors.ts';
+import { stateChangeEvent, type TaskEvent } from './events.ts';
 import type { NewTaskSpec, Task, TaskError, TaskState } from './task.ts';
 
 export interface TransitionPlan {
@@ -23,6 +24,8 @@ export interface TransitionPlan {
   readonly precondition: TransitionPrecondition;
   /** The whole next item, version already incremented. */
   readonly next: Task;
+  /** The event of this write when it changes the state (recorded by the store's outbox, if on). */
+  readonly event?: TaskEvent;
 }
 
 export type TransitionName =
@@ -63,13 +66,26 @@ export function createTask(taskId: string, spec: NewTaskSpec, now: Date, request
     runAt,
     // A delayed task ages from when it becomes eligible, not from submission.
     agingFrom: runAt,
+    eventSequence: 1,
+    stateChangedAt: submittedAt,
+    ...(spec.traceparent === undefined ? {} : { traceparent: spec.traceparent }),
     ...(requestHash === undefined ? {} : { requestHash }),
   };
 }
 
+/** The event of a task's creation (its QUEUED, sequence 1). */
+export function creationEvent(task: Task): TaskEvent {
+  return stateChangeEvent(undefined, task)!;
+}
+
+/**
+ * The next item of a transition. A write that changes `state` also moves `eventSequence` and
+ * `stateChangedAt` and carries its event; any other write (a lease renewal) leaves them.
+ */
 function plan(
   name: TransitionName,
   current: Task,
+  now: Date,
   states: readonly TaskState[],
   changes: Partial<Task>,
   remove: readonly (keyof Task)[] = [],
@@ -77,10 +93,16 @@ function plan(
 ): TransitionPlan {
   const next: Record<string, unknown> = { ...current, ...changes, version: current.version + 1 };
   for (const key of remove) delete next[key];
+  if (next.state !== current.state) {
+    next.eventSequence = (current.eventSequence ?? 0) + 1;
+    next.stateChangedAt = now.toISOString();
+  }
+  const event = stateChangeEvent(current, next as unknown as Task);
   return {
     name,
     precondition: { states, version: current.version, fence },
     next: next as unknown as Task,
+    ...(event ? { event } : {}),
   };
 }
 
@@ -107,7 +129,7 @@ export function dispatch(task: Task, now: Date, dispatchLeaseSeconds: number, sc
   if (ms(task.runAt) > now.getTime()) {
     throw new InvalidTransitionError('dispatch', task, `not eligible before ${task.runAt}`);
   }
-  const planned = plan('dispatch', task, ['QUEUED'], {
+  const planned = plan('dispatch', task, now, ['QUEUED'], {
     state: 'DISPATCHED',
     fence: task.fence + 1,
     dispatchedAt: iso(now.getTime()),
@@ -127,6 +149,7 @@ export function start(task: Task, fence: number, now: Date, runLeaseSeconds: num
   return plan(
     'start',
     task,
+    now,
     ['DISPATCHED'],
     {
       state: 'RUNNING',
@@ -145,6 +168,7 @@ export function heartbeat(task: Task, fence: number, now: Date, runLeaseSeconds:
   return plan(
     'heartbeat',
     task,
+    now,
     ['RUNNING'],
     { leaseExpiresAt: iso(now.getTime() + runLeaseSeconds * 1000) },
     [],
@@ -162,6 +186,7 @@ export function succeed(task: Task, fence: number, now: Date, result: unknown): 
   return plan(
     'succeed',
     task,
+    now,
     ['RUNNING'],
     { state: 'SUCCEEDED', finishedAt: iso(now.getTime()), ...(result === undefined ? {} : { result }) },
     ['leaseExpiresAt', 'error'],
@@ -192,6 +217,7 @@ function settleFailedAttempt(
     return plan(
       name,
       task,
+      now,
       from,
       { state: 'CANCELLED', finishedAt: iso(now.getTime()), error },
       ['leaseExpiresAt'],
@@ -202,13 +228,22 @@ function settleFailedAttempt(
     return plan(
       name,
       task,
+      now,
       from,
       { state: 'QUEUED', runAt: iso(now.getTime() + backoffMs), error },
       ['leaseExpiresAt', 'dispatchedAt'],
       fence,
     );
   }
-  return plan(name, task, from, { state: 'FAILED', finishedAt: iso(now.getTime()), error }, ['leaseExpiresAt'], fence);
+  return plan(
+    name,
+    task,
+    now,
+    from,
+    { state: 'FAILED', finishedAt: iso(now.getTime()), error },
+    ['leaseExpiresAt'],
+    fence,
+  );
 }
 
 /**
@@ -220,9 +255,11 @@ export function cancel(task: Task, now: Date): TransitionPlan | undefined {
   if (task.state === 'CANCELLED' || (task.state === 'RUNNING' && task.cancelRequested)) return undefined;
   requireState('cancel', task, ['QUEUED', 'DISPATCHED', 'RUNNING']);
   if (task.state === 'RUNNING') {
-    return plan('requestCancel', task, ['RUNNING'], { cancelRequested: true });
+    return plan('requestCancel', task, now, ['RUNNING'], { cancelRequested: true });
   }
-  return plan('cancel', task, [task.state], { state: 'CANCELLED', finishedAt: iso(now.getTime()) }, ['leaseExpiresAt']);
+  return plan('cancel', task, now, [task.state], { state: 'CANCELLED', finishedAt: iso(now.getTime()) }, [
+    'leaseExpiresAt',
+  ]);
 }
 
 /** RUNNING → CANCELLED: the handler stopped after a cancel request. */
@@ -231,6 +268,7 @@ export function acknowledgeCancel(task: Task, fence: number, now: Date): Transit
   return plan(
     'cancel',
     task,
+    now,
     ['RUNNING'],
     { state: 'CANCELLED', finishedAt: iso(now.getTime()) },
     ['leaseExpiresAt'],
@@ -256,11 +294,11 @@ export function expireLease(task: Task, now: Date, backoffMs: number): Transitio
   }
   if (task.state === 'DISPATCHED') {
     if (task.cancelRequested) {
-      return plan('expireLease', task, ['DISPATCHED'], { state: 'CANCELLED', finishedAt: iso(now.getTime()) }, [
+      return plan('expireLease', task, now, ['DISPATCHED'], { state: 'CANCELLED', finishedAt: iso(now.getTime()) }, [
         'leaseExpiresAt',
       ]);
     }
-    return plan('expireLease', task, ['DISPATCHED'], { state: 'QUEUED' }, ['leaseExpiresAt', 'dispatchedAt']);
+    return plan('expireLease', task, now, ['DISPATCHED'], { state: 'QUEUED' }, ['leaseExpiresAt', 'dispatchedAt']);
   }
   return settleFailedAttempt('expireLease', task, now, LEASE_EXPIRED_ERROR, backoffMs);
 }
@@ -293,7 +331,7 @@ export function deadLetter(task: Task, fence: number, now: Date, backoffMs: numb
 export function retry(task: Task, now: Date): TransitionPlan {
   requireState('retry', task, ['FAILED', 'CANCELLED']);
   const at = iso(now.getTime());
-  return plan('retry', task, [task.state], { state: 'QUEUED', attempts: 0, runAt: at, agingFrom: at }, [
+  return plan('retry', task, now, [task.state], { state: 'QUEUED', attempts: 0, runAt: at, agingFrom: at }, [
     'finishedAt',
     'startedAt',
     'result',

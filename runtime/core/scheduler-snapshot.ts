@@ -24,6 +24,29 @@ export interface PoolQueueView {
   readonly heldForTaskId: string | null;
 }
 
+/**
+ * One tenant-tier's real backlog (issue 27): its QUEUED tasks as last counted from the index
+ * (`byTenantQueue`, at most `BACKLOG_COUNT_CAP`), less what was dispatched since, and never less
+ * than what the scheduler holds of it. Not what the scheduler holds: that is `tiers[].waiting`.
+ */
+export interface TenantTierBacklog {
+  readonly queued: number;
+  /** True when the count reached the cap: there are at least `queued`. */
+  readonly capped?: true;
+  /** Seconds since the oldest task the scheduler holds of it became eligible (0: none held). */
+  readonly oldestWaitSeconds: number;
+  /** When the index was last counted (absent: not counted yet; `queued` is what is held). */
+  readonly countedAt?: string;
+}
+
+/** Tasks of a tenant that finished lately, as the scheduler saw their completions. */
+export interface RecentlyFinished {
+  readonly succeeded: number;
+  readonly failed: number;
+  readonly cancelled: number;
+  readonly lastFinishedAt: string;
+}
+
 export interface SchedulerSnapshot {
   readonly at: string;
   readonly policy: PolicyName;
@@ -43,4 +66,14 @@ export interface SchedulerSnapshot {
   readonly dispatchRate: number;
   /** Absent in snapshots published before it existed. */
   readonly queue?: { readonly lambda: PoolQueueView; readonly fargate: PoolQueueView };
+  /**
+   * The real backlog per tenant and tier (scheduler/backlog.ts), the busiest tenant-tiers first;
+   * absent in snapshots published before it existed.
+   */
+  readonly backlog?: Readonly<Record<string, Readonly<Partial<Record<PriorityTier, TenantTierBacklog>>>>>;
+  /** Tenants whose tasks finished in the last `windowSeconds`, so they stay in view once idle. */
+  readonly recentlyFinished?: {
+    readonly windowSeconds: number;
+    readonly tenants: Readonly<Record<string, RecentlyFinished>>;
+  };
 }

@@ -91,6 +91,40 @@ export interface Task {
    * is refused, so a deposed scheduler cannot dispatch a task its successor has already written.
    */
   readonly schedulerEpoch?: number;
+  /**
+   * The task's count of state changes: 1 at creation, +1 at every write that changes `state`
+   * and at no other (lease renewals do not move it). The `sequence` of its events (core/events.ts).
+   * Absent on items written before events existed.
+   */
+  readonly eventSequence?: number;
+  /** When `state` last changed (the `time` of the latest event). */
+  readonly stateChangedAt?: string;
+  /** W3C `traceparent` of the submit's span: the task's spans continue that trace. */
+  readonly traceparent?: string;
+  /**
+   * Events recorded and not yet delivered, oldest first: the local runtime's durable outbox
+   * (runtime/events/outbox-relay.ts), appended in the same conditional write as the change. Never
+   * written on AWS, where the table's stream carries the changes.
+   */
+  readonly outbox?: readonly TaskEvent[];
+}
+
+/** One state change of a task, as delivered (core/events.ts; docs/events.md). */
+export interface TaskEvent {
+  /** The same for every delivery of this change: consumers de-duplicate on it. */
+  readonly id: string;
+  readonly type: 'task.state_changed';
+  /** When the state changed (ISO 8601). */
+  readonly time: string;
+  readonly taskId: string;
+  readonly tenantId: string;
+  readonly taskType: string;
+  readonly state: TaskState;
+  /** Null for the QUEUED of a task's creation. */
+  readonly previousState: TaskState | null;
+  /** Attempts that reached RUNNING so far (the task's `attempts` after the change). */
+  readonly attempt: number;
+  readonly sequence: number;
 }
 
 /** What a caller supplies at submit, after validation and defaulting. */
@@ -106,6 +140,8 @@ export interface NewTaskSpec {
   readonly maxAttempts: number;
   /** Absolute earliest start (from `delaySeconds` or `runAt`); absent = now. */
   readonly runAt?: Date;
+  /** W3C `traceparent` the task's spans continue (the submit span's). */
+  readonly traceparent?: string;
 }
 
 export interface TenantSettings {

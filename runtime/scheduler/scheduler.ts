@@ -26,6 +26,7 @@ import { holdSecondsOf, SchedulingPolicy } from '../core/policy/index.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import type { Task, TenantSettings } from '../core/task.ts';
 import { COMPLETIONS_QUEUE } from '../infra/resources.ts';
+import { BacklogCounter, RecentlyFinishedTenants } from './backlog.ts';
 import { dispatchReady, type HeldLease, mayDispatch } from './dispatch.ts';
 import { Intake } from './intake.ts';
 import { Reconciler } from './reconciler.ts';
@@ -67,6 +68,9 @@ export class Scheduler {
   /** Dispatched or running tasks this scheduler counts against capacity: taskId → fence. */
   readonly #active = new Map<string, { fence: number; sinceMs: number }>();
   readonly #reconciler: Reconciler;
+  /** The real backlog per tenant-tier, counted at a paced interval (issue 27). */
+  readonly #backlog: BacklogCounter;
+  readonly #finished = new RecentlyFinishedTenants();
   readonly #dispatchTimes: number[] = [];
   #lastSnapshotMs = 0;
   #lastTenantRefreshMs = 0;
@@ -96,6 +100,7 @@ export class Scheduler {
       logger: deps.logger,
       queuedAgain: (ref) => this.#queuedAgain(ref),
     });
+    this.#backlog = new BacklogCounter(deps.store);
     this.#reconciler = new Reconciler({
       store: deps.store,
       control: deps.control,
@@ -148,6 +153,9 @@ export class Scheduler {
    */
   async resume(): Promise<void> {
     await this.refreshTenants();
+    // Recently finished work stays in view across scheduler restarts (each invocation on AWS).
+    const previous = await this.#deps.control.getSnapshot<SchedulerSnapshot>();
+    this.#finished.restore(previous?.recentlyFinished, this.#now().getTime());
     await this.#intake.restore();
     const nowMs = this.#now().getTime();
     for await (const ref of this.#deps.store.listLeased()) {
@@ -232,6 +240,7 @@ export class Scheduler {
         if (active && active.fence === body.fence) {
           this.#active.delete(body.taskId);
           this.#policy.release(body.taskId);
+          this.#finished.finished(body.tenantId, body.state, this.#now().getTime());
           count++;
         }
       }
@@ -249,6 +258,7 @@ export class Scheduler {
   /** A dispatched attempt now counts against its pool and tenant. */
   #counted(task: Task, nowMs: number): void {
     this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
+    this.#backlog.dispatched(task.tenantId, task.priority);
     this.#dispatchTimes.push(nowMs);
     this.#deps.onDispatch?.(task);
   }
@@ -289,6 +299,7 @@ export class Scheduler {
       this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
       this.#policy.markActive(task);
     }
+    await this.#backlog.maybeCount(windows.heads(), nowMs);
     if (nowMs - this.#lastSnapshotMs >= SNAPSHOT_EVERY_MS) {
       this.#lastSnapshotMs = nowMs;
       await this.#deps.control.putSnapshot(this.snapshot());
@@ -305,6 +316,8 @@ export class Scheduler {
         windows: this.#intake.windows,
         pools: this.#deps.config.pools,
         dispatchesLastMinute: this.#dispatchTimes.length,
+        backlog: this.#backlog.view(this.#intake.windows.heads(), nowMs),
+        recentlyFinished: this.#finished.view(nowMs),
       },
       nowMs,
     );

@@ -19,6 +19,9 @@ export interface SnapshotSources {
   readonly pools: SchedulerConfig['pools'];
   /** Dispatches in the last minute. */
   readonly dispatchesLastMinute: number;
+  /** The real backlog per tenant-tier and the recently finished tenants (scheduler/backlog.ts). */
+  readonly backlog?: SchedulerSnapshot['backlog'];
+  readonly recentlyFinished?: SchedulerSnapshot['recentlyFinished'];
 }
 
 /**
@@ -75,6 +78,8 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
       lambda: { leader: lambda?.leader ?? null, heldForTaskId: null },
       fargate: { leader: fargate?.leader ?? null, heldForTaskId: fargate?.reservedForTaskId ?? null },
     },
+    ...(sources.backlog ? { backlog: sources.backlog } : {}),
+    ...(sources.recentlyFinished ? { recentlyFinished: sources.recentlyFinished } : {}),
   };
 }
 

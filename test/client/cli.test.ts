@@ -285,7 +285,7 @@ describe('Function: runCli', () => {
       // Assess
       expect(run.code).toBe(0);
       expect(run.stdout).not.toContain('\x1b[');
-      expect(run.stdout).toMatch(/^TIERS\s+WAITING\s+OLDEST WAIT$/m);
+      expect(run.stdout).toMatch(/^TIERS\s+WAITING\s+HELD\s+OLDEST WAIT$/m);
       expect(run.stdout).toMatch(/^critical\s+\d+/m);
       expect(run.stdout).toMatch(/^lambda\s+\[.*\] \d+\/\d+ slots$/m);
       expect(run.stdout).toMatch(/^cli-list\s+\[/m);

@@ -6,7 +6,7 @@ import { MAX_RECENT_TASKS, statusSchema } from '../../runtime/api/status.ts';
 import { dispatch } from '../../runtime/core/lifecycle.ts';
 import type { SchedulerSnapshot } from '../../runtime/core/scheduler-snapshot.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
-import { runningTask, submitTask } from '../helpers/factories.ts';
+import { runningTask, submitTask, succeededTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 const NOW = new Date('2030-01-01T12:00:00.000Z');
@@ -64,6 +64,8 @@ describe('Route: GET /v1/status', () => {
         tenantId: 'configured',
         running: 0,
         queued: 0,
+        queuedExact: true,
+        recentlyFinished: null,
         weight: 1,
         maxConcurrency: 3,
         dominantShare: 0,
@@ -92,13 +94,18 @@ describe('Route: GET /v1/status', () => {
       pools: snapshot().pools,
     });
     expect(status.tiers).toEqual([
-      { tier: 'critical', waiting: 0, oldestWaitSeconds: 0 },
-      { tier: 'high', waiting: 3, oldestWaitSeconds: 12.3 },
-      { tier: 'normal', waiting: 1, oldestWaitSeconds: 2 },
-      { tier: 'low', waiting: 0, oldestWaitSeconds: 0 },
+      { tier: 'critical', waiting: 0, waitingExact: true, held: 0, oldestWaitSeconds: 0 },
+      { tier: 'high', waiting: 3, waitingExact: true, held: 3, oldestWaitSeconds: 12.3 },
+      { tier: 'normal', waiting: 1, waitingExact: true, held: 1, oldestWaitSeconds: 2 },
+      { tier: 'low', waiting: 0, waitingExact: true, held: 0, oldestWaitSeconds: 0 },
     ]);
     expect(status.tenants.map((tenant) => tenant.tenantId)).toEqual(['busy', 'calm', 'quiet', 'configured']);
-    expect(status.tenants[0]).toEqual({ tenantId: 'busy', ...snapshot().tenants.busy });
+    expect(status.tenants[0]).toEqual({
+      tenantId: 'busy',
+      ...snapshot().tenants.busy,
+      queuedExact: true,
+      recentlyFinished: null,
+    });
     expect(status.tenants[2]).toMatchObject({ tenantId: 'quiet', running: 0, queued: 1 });
     // Both were submitted at the same (fixed) instant, so find each by tenant.
     const quietTask = status.recentTasks.find((task) => task.tenantId === 'quiet');
@@ -108,6 +115,51 @@ describe('Route: GET /v1/status', () => {
     expect(quietTask).toMatchObject({ tenantId: 'quiet', state: 'QUEUED', wait: { reason: 'queue' } });
     expect(busyTask).toMatchObject({ tenantId: 'busy', state: 'QUEUED', wait: { reason: 'delayed' } });
     expect(busyTask).not.toHaveProperty('version');
+  });
+
+  it("shows the scheduler's count of the real backlog per tenant and tier, capped and marked, and tenants whose work just finished (issue 27)", async () => {
+    // Prepare: the scheduler holds 5 of backlog's 288, counted 10,000+ of heavy's, and idle finished 1,500
+    await services.control.putSnapshot({
+      ...snapshot(),
+      tiers: { ...snapshot().tiers, normal: { waiting: 15, oldestWaitSeconds: 2 } },
+      tenants: {
+        backlog: { running: 5, queued: 5, weight: 1, maxConcurrency: 5, dominantShare: 0.1, entitlement: 0.5 },
+        heavy: { running: 5, queued: 10, weight: 1, maxConcurrency: 5, dominantShare: 0.1, entitlement: 0.5 },
+      },
+      backlog: {
+        backlog: { normal: { queued: 288, oldestWaitSeconds: 40, countedAt: NOW.toISOString() } },
+        heavy: {
+          normal: { queued: 10_000, capped: true, oldestWaitSeconds: 90, countedAt: NOW.toISOString() },
+          low: { queued: 7, oldestWaitSeconds: 1 },
+        },
+      },
+      recentlyFinished: {
+        windowSeconds: 900,
+        tenants: { idle: { succeeded: 1500, failed: 0, cancelled: 0, lastFinishedAt: NOW.toISOString() } },
+      },
+    });
+    await succeededTask(services, { tenantId: 'idle' });
+
+    // Act
+    const status = statusSchema.parse(jsonOf(await createApiRouter(services)(apiEvent({ path: '/v1/status' }))));
+
+    // Assess
+    expect(status.tenants.find((t) => t.tenantId === 'backlog')).toMatchObject({ queued: 288, queuedExact: true });
+    expect(status.tenants.find((t) => t.tenantId === 'heavy')).toMatchObject({ queued: 10_007, queuedExact: false });
+    expect(status.tenants.find((t) => t.tenantId === 'idle')).toMatchObject({
+      queued: 0,
+      recentlyFinished: { succeeded: 1500, failed: 0, cancelled: 0 },
+    });
+    expect(status.recentTasks.some((task) => task.tenantId === 'idle' && task.state === 'SUCCEEDED')).toBe(true);
+    expect(status.tiers.find((t) => t.tier === 'normal')).toEqual({
+      tier: 'normal',
+      waiting: 10_288,
+      waitingExact: false,
+      held: 15,
+      oldestWaitSeconds: 90,
+    });
+    expect(status.tiers.find((t) => t.tier === 'low')).toMatchObject({ waiting: 7, waitingExact: true });
+    await services.control.putSnapshot(snapshot());
   });
 
   it('counts a tenant the snapshot does not cover from the store: queued, dispatched and running', async () => {

@@ -22,6 +22,8 @@ export interface TestServicesOptions {
   readonly now?: () => Date;
   /** Persist the emulators' state here (in memory when absent). */
   readonly dataDir?: string;
+  /** The task store's event outbox, as the local runtime sets it with webhooks. */
+  readonly events?: { readonly outbox: boolean; readonly onOutboxEvent?: (taskId: string) => void };
 }
 
 /** Start in-memory emulators and build the services on them. Call `stop()` in `afterAll`. */
@@ -33,6 +35,7 @@ export async function startTestServices(options: TestServicesOptions = {}): Prom
     resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
     ...(options.registry ? { registry: options.registry } : {}),
     ...(options.now ? { now: options.now } : {}),
+    ...(options.events ? { events: options.events } : {}),
   });
   return { ...services, emulators, stop: () => emulators.stop() };
 }

@@ -463,6 +463,25 @@ export class IntakeWindows {
     for (const state of this.#states.values()) yield* state.window.values();
   }
 
+  /**
+   * Per tenant-tier in memory: how many refs it holds and the oldest `agingFrom` among them
+   * (undefined: none held). What the backlog view adds to its counts (scheduler/backlog.ts).
+   */
+  heads(): { tenantId: string; tier: PriorityTier; held: number; oldestAgingFromMs: number | undefined }[] {
+    return [...this.#states.values()].map((state) => {
+      let oldest: number | undefined;
+      for (const ref of [...state.window.values(), ...state.taken.values()]) {
+        if (oldest === undefined || ref.agingFromMs < oldest) oldest = ref.agingFromMs;
+      }
+      return {
+        tenantId: state.tenantId,
+        tier: state.tier,
+        held: state.window.size + state.taken.size,
+        oldestAgingFromMs: oldest,
+      };
+    });
+  }
+
   /** Per tier, the oldest `agingFrom` among held refs (undefined: none of that tier held). */
   oldestAgingFromMs(): Map<PriorityTier, number> {
     const oldest = new Map<PriorityTier, number>();
