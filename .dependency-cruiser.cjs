@@ -48,6 +48,15 @@ module.exports = {
       to: { path: '^(runtime|local|sim|bench|lib|bin)/', pathNot: '^runtime/api/contract\\.ts$' },
     },
     {
+      name: 'client-without-opentelemetry',
+      comment:
+        'OpenTelemetry (runtime/telemetry/tracing.ts) is for the server side: the client SDK, and the contract it ' +
+        'imports, never reach it, so a client-only install does not need it (the SDK sends a traceparent header).',
+      severity: 'error',
+      from: { path: '^(client/sdk/|runtime/api/contract\\.ts$)' },
+      to: { path: '(^runtime/telemetry/|(^|/)node_modules/@opentelemetry/)' },
+    },
+    {
       name: 'dashboard-serves-anywhere',
       comment:
         'The dashboard page is served by the local HTTP server, the CLI proxy and (should the stack route it) the ' +

@@ -35,6 +35,7 @@ import {
   usageFromCalls,
 } from './metering/call-counter.ts';
 import { workerLambdaUsage } from './metering/lambda-workers.ts';
+import { NO_OP_TASK_EVENTS, taskEventsUsage } from './metering/task-events.ts';
 
 /**
  * Lambda durations are not measured locally; they are modelled from the calls each function
@@ -140,6 +141,26 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
     );
     console.log(formatCost('\nOurs, per million no-op tasks (variable costs):', ours));
     console.log(`ours per million tasks: $${fmt(ours.usdPerMillionTasks, 2)}`);
+    // Task events (issue 27): the bus always, and a webhook when configured (bench/metering/task-events.ts).
+    const base = {
+      ...usageFromCalls(stats, n),
+      apiRequests: 1,
+      lambdaInvocations: 1 + worker.invocations,
+      lambdaGbSeconds: (API_MEMORY_GB * apiMs) / 1000 + workerGbSeconds,
+    };
+    const withEvents = (webhooks: number) => {
+      const events = taskEventsUsage({ ...NO_OP_TASK_EVENTS, webhooks });
+      return costPerMillionTasks({
+        ...base,
+        eventBridgeEvents: events.eventBridgeEvents,
+        sqsFifoRequests: events.sqsFifoRequests,
+        lambdaInvocations: base.lambdaInvocations + events.lambdaInvocations,
+        lambdaGbSeconds: base.lambdaGbSeconds + events.lambdaGbSeconds,
+      });
+    };
+    console.log(formatCost('\nThe same with task events (4 a task on the bus, the stream function):', withEvents(0)));
+    console.log(`ours per million tasks with events: $${fmt(withEvents(0).usdPerMillionTasks, 2)}`);
+    console.log(`ours per million tasks with events and one webhook: $${fmt(withEvents(1).usdPerMillionTasks, 2)}`);
     // The same tasks had they asked for the largest class (handed on by the entry), and had the
     // pool still one function of the largest class, for the classes' effect alone (modelled).
     const lambdaUsd = (usage: ReturnType<typeof workerLambdaUsage>) =>

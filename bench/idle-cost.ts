@@ -130,6 +130,17 @@ export function idleCostOf(template: { Resources: Record<string, Resource> }): I
   const runningFargate = ofType('AWS::ECS::Service').filter(
     (service) => Number(service.Properties?.DesiredCount ?? 1) > 0,
   );
+  // Only SQS mappings long-poll while idle; the task events' DynamoDB stream mapping is polled by
+  // Lambda at no charge (DynamoDB pricing: stream reads by Lambda triggers are free).
+  const sqsMappings = ofType('AWS::Lambda::EventSourceMapping').filter(
+    (mapping) => !JSON.stringify(mapping.Properties?.EventSourceArn ?? '').includes('StreamArn'),
+  );
+  const streamMappings = ofType('AWS::Lambda::EventSourceMapping').length - sqsMappings.length;
+  // The task events' failure queues, read by every drain beside the dead-letter queues.
+  const eventQueuesDrained = ofType('AWS::SQS::Queue').filter((queue) =>
+    /task-events-failed|webhook-deliveries-dlq/.test(JSON.stringify(queue.Properties?.QueueName ?? '')),
+  ).length;
+  const drainedQueues = DRAINED_DEAD_LETTER_QUEUES.length + eventQueuesDrained;
   const memories = (runs: Periodic[]) => [...new Set(runs.map((run) => run.memoryMiB))].join(', ');
   const lines: IdleCostLine[] = [
     {
@@ -165,8 +176,8 @@ export function idleCostOf(template: { Resources: Record<string, Resource> }): I
       usdPerMonth: ((tickRuns * TICK_READ_UNITS) / 1e6) * LIST_PRICES.dynamoReadPerMillionUnits,
     },
     {
-      item: `SQS receives of the drains (${DRAINED_DEAD_LETTER_QUEUES.length} dead-letter queues a drain)`,
-      usdPerMonth: ((drainRuns * DRAINED_DEAD_LETTER_QUEUES.length) / 1e6) * LIST_PRICES.sqsPerMillionRequests,
+      item: `SQS receives of the drains (${drainedQueues} dead-letter and task-event queues a drain)`,
+      usdPerMonth: ((drainRuns * drainedQueues) / 1e6) * LIST_PRICES.sqsPerMillionRequests,
     },
     {
       item: 'Custom metrics (SchedulerLoopCompleted from every tick)',
@@ -187,10 +198,16 @@ export function idleCostOf(template: { Resources: Record<string, Resource> }): I
         IDLE_PRICES.xrayTracesPerMillion,
     },
     {
-      item: `SQS receives of idle Lambda event source mappings (${ofType('AWS::Lambda::EventSourceMapping').length})`,
-      usdPerMonth:
-        ((ofType('AWS::Lambda::EventSourceMapping').length * ESM_IDLE_RECEIVES_PER_MONTH) / 1e6) *
-        LIST_PRICES.sqsPerMillionRequests,
+      item: `SQS receives of idle Lambda event source mappings (${sqsMappings.length})`,
+      usdPerMonth: ((sqsMappings.length * ESM_IDLE_RECEIVES_PER_MONTH) / 1e6) * LIST_PRICES.sqsPerMillionRequests,
+    },
+    {
+      item: `DynamoDB stream reads of the task events function (${streamMappings} mapping; not billed)`,
+      usdPerMonth: 0,
+    },
+    {
+      item: `Task event bus (${ofType('AWS::Events::EventBus').length}; billed per event put, none idle)`,
+      usdPerMonth: 0,
     },
     // The scheduler polls no queue while idle. Fargate: a worker only while work waits (scaling from 0).
     {

@@ -15,7 +15,16 @@ import { type ConfigInput, parseConfig, type SchedulerConfig } from '../runtime/
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Entry modules the stack wires up, under runtime/handlers/. */
-export const HANDLERS = ['api', 'scheduler', 'worker', 'redrive', 'scheduled-submit', 'fargate-worker'] as const;
+export const HANDLERS = [
+  'api',
+  'scheduler',
+  'worker',
+  'redrive',
+  'scheduled-submit',
+  'fargate-worker',
+  'task-events',
+  'webhook-delivery',
+] as const;
 
 export const missingHandlers = (root = REPO_ROOT): string[] =>
   HANDLERS.filter((name) => !existsSync(path.join(root, 'runtime', 'handlers', `${name}.ts`)));

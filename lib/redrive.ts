@@ -1,7 +1,9 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { EVENT_QUEUES_ENV } from '../runtime/events/dead-letters.ts';
 import { DRAIN_VISIBILITY_SECONDS } from '../runtime/worker/redrive.ts';
 import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-function.ts';
 import { schedulerInvokeRole } from './scheduler-invoke-role.ts';
@@ -20,6 +22,16 @@ export interface RedriveProps {
   readonly drainEvery?: Duration;
   /** @default Duration.seconds(60) */
   readonly timeout?: Duration;
+  /**
+   * The task events' failure queues (lib/task-events.ts), read by every drain and counted in
+   * DeadLettered: batches the stream gave up on, and webhook deliveries dead-lettered (moved back
+   * to the delivery queue, so a webhook is retried until it takes them). @default - none
+   */
+  readonly eventQueues?: {
+    readonly failedRecords: sqs.IQueue;
+    readonly deliveries?: sqs.IQueue;
+    readonly deliveryDeadLetters?: sqs.IQueue;
+  };
 }
 
 /**
@@ -59,8 +71,25 @@ export class Redrive extends Construct {
       return source.deadLetterQueue;
     });
 
+    const eventQueues = props.eventQueues;
+    const eventQueueUrls = eventQueues
+      ? {
+          failedRecords: eventQueues.failedRecords.queueUrl,
+          ...(eventQueues.deliveries && eventQueues.deliveryDeadLetters
+            ? {
+                deliveries: eventQueues.deliveries.queueUrl,
+                deliveryDeadLetters: eventQueues.deliveryDeadLetters.queueUrl,
+              }
+            : {}),
+        }
+      : undefined;
+    const base = handlerProps(props.runtime, 'redrive');
     this.handler = new RuntimeFunction(this, 'Handler', {
-      ...handlerProps(props.runtime, 'redrive'),
+      ...base,
+      environment: {
+        ...base.environment,
+        ...(eventQueueUrls ? { [EVENT_QUEUES_ENV]: Stack.of(scope).toJsonString(eventQueueUrls) } : {}),
+      },
       description: 'Task scheduler redrive: drains the worker and tier dead-letter queues on a schedule',
       memorySize: 256,
       timeout,
@@ -68,6 +97,11 @@ export class Redrive extends Construct {
     const fn = this.handler.function;
     props.tasksTable.grantReadWriteData(fn);
     for (const queue of deadLetterQueues) queue.grantConsumeMessages(fn);
+    if (eventQueues) {
+      eventQueues.failedRecords.grantConsumeMessages(fn);
+      eventQueues.deliveryDeadLetters?.grantConsumeMessages(fn);
+      eventQueues.deliveries?.grantSendMessages(fn);
+    }
     for (const tier of props.tierQueues) tier.queue.grantSendMessages(fn);
     props.completionsQueue.queue.grantSendMessages(fn);
     // A drain that fails is replaced by the next one; the alarms watch the function's errors

@@ -16,6 +16,7 @@ import { Redrive } from './redrive.ts';
 import type { RuntimeSettings } from './runtime-function.ts';
 import { SchedulerLoop } from './scheduler-loop.ts';
 import { TaskApi } from './task-api.ts';
+import { TaskEvents } from './task-events.ts';
 import { constructId, TaskQueues } from './task-queues.ts';
 import { TaskTables } from './task-tables.ts';
 
@@ -45,12 +46,14 @@ export class TaskSchedulerStack extends Stack {
   /** Absent when the configuration has no schedules. */
   public readonly schedules?: NightlySchedules;
   public readonly monitoring: Monitoring;
+  public readonly events: TaskEvents;
 
   constructor(scope: Construct, id: string, props: TaskSchedulerStackProps) {
     super(scope, id, props);
     const { config } = props;
     const projectRoot = props.projectRoot ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-    const configJson = JSON.stringify(config);
+    // Webhook secrets go to Secrets Manager (lib/task-events.ts), never into functions' environments.
+    const configJson = JSON.stringify(withoutWebhookSecrets(config));
 
     this.tables = new TaskTables(this, 'Tables', { deletionProtection: config.deploy.deletionProtection });
     this.queues = new TaskQueues(this, 'Queues', { namePrefix: this.stackName });
@@ -122,8 +125,21 @@ export class TaskSchedulerStack extends Stack {
     this.exampleStores.grantUse(this.fargateWorkers.taskDefinition.taskRole);
     this.exampleStores.acknowledgeGrants(this);
 
+    this.events = new TaskEvents(this, 'Events', {
+      runtime,
+      tasksTable,
+      webhooks: config.events.webhooks,
+      namePrefix: this.stackName,
+    });
+
     this.redrive = new Redrive(this, 'Redrive', {
       runtime: announcing,
+      eventQueues: {
+        failedRecords: this.events.failedRecords,
+        ...(this.events.deliveryQueue && this.events.deliveryDeadLetters
+          ? { deliveries: this.events.deliveryQueue, deliveryDeadLetters: this.events.deliveryDeadLetters }
+          : {}),
+      },
       tasksTable,
       workerQueues: workers,
       tierQueues: tiers,
@@ -178,6 +194,10 @@ export class TaskSchedulerStack extends Stack {
         "Task table grants cover the table's own indexes (by tenant, by tenant and state, active tasks), named in resources.ts; no other table is reachable.",
     });
 
+    new CfnOutput(this, 'EventBusName', {
+      value: this.events.bus.eventBusName,
+      description: 'Task state changes (source task-scheduler, detail-type Task State Change)',
+    });
     new CfnOutput(this, 'ApiUrl', { value: this.api.url, description: 'Base URL of the HTTP API (SigV4 required)' });
     new CfnOutput(this, 'TasksTableName', { value: tasksTable.tableName });
     new CfnOutput(this, 'ControlTableName', { value: controlTable.tableName });
@@ -205,4 +225,15 @@ export function retentionDays(days: number): logs.RetentionDays {
     throw new Error(`deploy.logRetentionDays: ${days} is longer than CloudWatch Logs allows (${allowed.at(-1)} days)`);
   }
   return match as logs.RetentionDays;
+}
+
+/** The configuration as the functions get it: webhook secrets replaced by a placeholder. */
+export function withoutWebhookSecrets(config: SchedulerConfig): SchedulerConfig {
+  return {
+    ...config,
+    events: {
+      ...config.events,
+      webhooks: config.events.webhooks.map((webhook) => ({ ...webhook, secret: { secretArn: 'in-secrets-manager' } })),
+    },
+  } as SchedulerConfig;
 }

@@ -42,6 +42,7 @@ export function tableFrom(scope: Construct, id: string, definition: TableDefinit
     deletionProtection,
     removalPolicy: deletionProtection ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     timeToLiveAttribute: definition.ttlAttribute,
+    ...(definition.stream ? { stream: dynamodb.StreamViewType[definition.stream] } : {}),
   });
   for (const index of definition.indexes) {
     table.addGlobalSecondaryIndex({

@@ -16,6 +16,7 @@ import { hasSchedulerWork, IDLE_STOP_MS, STOP_GRACE_MS } from '../runtime/schedu
 import { Scheduler } from '../runtime/scheduler/scheduler.ts';
 import { runSchedulerLoop, type SchedulerLoopEnd } from '../runtime/scheduler/scheduler-loop.ts';
 import type { TaskServices, TaskTypeRegistry } from '../runtime/task-types/define.ts';
+import { flushTraces } from '../runtime/telemetry/tracing.ts';
 import { QueueWorker } from '../runtime/worker/queue-worker.ts';
 import { consoleLogger } from './console-logger.ts';
 import { DataDirInUseError, isLevelLocked, lockDataDir } from './data-dir-lock.ts';
@@ -315,6 +316,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         expiry.stop(),
         relay.stop(),
       ]);
+      // Spans still buffered leave now (OTEL_EXPORTER_OTLP_ENDPOINT set; nothing otherwise).
+      await flushTraces().catch(() => undefined);
       await emulators.stop();
       lock?.release();
     },

@@ -348,6 +348,8 @@ export const LIST_PRICES = {
   apiGatewayHttpPerMillion: 1.0,
   stepFunctionsPerMillionTransitions: 25,
   eventBridgePerMillionEvents: 1.0,
+  /** SQS FIFO queues (the webhook deliveries), us-east-1 list price. */
+  sqsFifoPerMillionRequests: 0.5,
 } as const;
 
 export type Prices = { readonly [K in keyof typeof LIST_PRICES]: number };
@@ -362,6 +364,7 @@ export interface UsagePerTask {
   readonly apiRequests: number;
   readonly eventBridgeEvents?: number;
   readonly stateTransitions?: number;
+  readonly sqsFifoRequests?: number;
 }
 
 export interface CostLine {
@@ -390,6 +393,7 @@ export function costPerMillionTasks(usage: UsagePerTask, prices: Prices = LIST_P
     line('Lambda GB-s', usage.lambdaGbSeconds, prices.lambdaPerGbSecond * 1e6),
     line('API Gateway HTTP requests', usage.apiRequests, prices.apiGatewayHttpPerMillion),
     line('EventBridge events', usage.eventBridgeEvents ?? 0, prices.eventBridgePerMillionEvents),
+    line('SQS FIFO requests', usage.sqsFifoRequests ?? 0, prices.sqsFifoPerMillionRequests),
     line('Step Functions transitions', usage.stateTransitions ?? 0, prices.stepFunctionsPerMillionTransitions),
   ].filter((l) => l.perTask > 0);
   return { lines, usdPerMillionTasks: lines.reduce((sum, l) => sum + l.usdPerMillionTasks, 0) };

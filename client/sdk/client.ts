@@ -74,6 +74,8 @@ interface RequestOptions {
   /** Safe to send again when no answer (or a transient one) came back. */
   readonly repeatable: boolean;
   readonly signal?: AbortSignal | undefined;
+  /** Headers beyond accept and content-type (signed with the rest). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
@@ -117,9 +119,16 @@ export class SchedulerClient {
     }
   }
 
-  /** Submit a task; resolves with it QUEUED (or, for a repeated idempotency key, the original task). */
-  async submit(input: SubmitTaskInput, options: { signal?: AbortSignal | undefined } = {}): Promise<Task> {
-    return (await this.#submit(input, options.signal)).task;
+  /**
+   * Submit a task; resolves with it QUEUED (or, for a repeated idempotency key, the original task).
+   * `traceparent` (W3C trace context, e.g. from your tracer's active span) is sent as the header
+   * of that name: the task's spans continue your trace (docs/events.md).
+   */
+  async submit(
+    input: SubmitTaskInput,
+    options: { signal?: AbortSignal | undefined; traceparent?: string | undefined } = {},
+  ): Promise<Task> {
+    return (await this.#submit(input, options.signal, options.traceparent)).task;
   }
 
   /** Submit several tasks, at most `concurrency` at a time; never rejects: each input gets an outcome. */
@@ -143,9 +152,14 @@ export class SchedulerClient {
     return outcomes;
   }
 
-  async #submit(input: SubmitTaskInput, signal: AbortSignal | undefined): Promise<{ task: Task; created: boolean }> {
+  async #submit(
+    input: SubmitTaskInput,
+    signal: AbortSignal | undefined,
+    traceparent?: string | undefined,
+  ): Promise<{ task: Task; created: boolean }> {
     const { status, body } = await this.#request<Task>('POST', 'v1/tasks', {
       body: input,
+      ...(traceparent ? { headers: { traceparent } } : {}),
       // With a key the server answers a repeat with the original task, so a retry is harmless.
       repeatable: input.idempotencyKey !== undefined,
       signal,
@@ -276,7 +290,7 @@ export class SchedulerClient {
       const canRetry = options.repeatable && attempt < this.#maxRetries;
       let response: Response;
       try {
-        response = await this.#send(method, url, text, options.signal);
+        response = await this.#send(method, url, text, options.signal, options.headers);
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         if (canRetry) {
@@ -310,8 +324,15 @@ export class SchedulerClient {
     }
   }
 
-  async #send(method: string, url: URL, body: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+  async #send(
+    method: string,
+    url: URL,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    extraHeaders: Readonly<Record<string, string>> = {},
+  ): Promise<Response> {
     let headers: Record<string, string> = {
+      ...extraHeaders,
       accept: 'application/json',
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
     };

@@ -27,6 +27,7 @@ import {
   tenantSettingsSchema,
 } from './schemas.ts';
 import { statusRoute } from './status.ts';
+import { traceparentOf } from './trace-context.ts';
 import {
   errorResponseSchema,
   fitToBudget,
@@ -93,9 +94,9 @@ const submitTask = defineRoute({
     },
     ...errors(400, 403, 409, 413, 415),
   },
-  async handle({ body, services, requireTenant }) {
+  async handle({ body, services, requireTenant, event }) {
     await requireTenant(body.tenantId);
-    const { created, task } = await services.tasks.submit(body);
+    const { created, task } = await services.tasks.submit(body, { traceparent: traceparentOf(event) });
     return { status: created ? 202 : 200, body: presentTask(task) };
   },
 });

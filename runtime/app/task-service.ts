@@ -4,6 +4,7 @@
  * stores and queues. Handlers stay thin: parse, call this, map errors to responses.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { SpanKind } from '@opentelemetry/api';
 import type { ControlStore, StoredTenant } from '../adapters/control-store.ts';
 import type { QueueClient } from '../adapters/queues.ts';
 import type { ListTasksQuery, TaskPage, TaskStore } from '../adapters/task-store.ts';
@@ -25,6 +26,7 @@ import {
 } from '../core/task.ts';
 import { LAMBDA_WORKER } from '../infra/resources.ts';
 import type { TaskTypeRegistry } from '../task-types/define.ts';
+import { startTaskSpan } from '../telemetry/tracing.ts';
 import { IntakePromises } from './intake-promises.ts';
 import { explainWait, type WaitInfo } from './wait.ts';
 
@@ -45,6 +47,15 @@ export interface SubmitInput {
   readonly delaySeconds?: number | undefined;
   /** ISO 8601 instant. */
   readonly runAt?: string | undefined;
+}
+
+export interface SubmitOptions {
+  /**
+   * The caller's W3C `traceparent` (the request's header): the task's spans continue its trace.
+   * An invalid one is ignored, as the W3C trace context specification asks. The batch submit
+   * passes each item the request's, the same way (runtime/api/trace-context.ts).
+   */
+  readonly traceparent?: string | undefined;
 }
 
 export interface SubmitResult {
@@ -114,12 +125,29 @@ export class TaskService {
    * nothing and returns the original; a repeat with a different body is refused (409).
    * If announcing fails after the write, reconciliation finds the QUEUED task and announces it.
    */
-  async submit(input: SubmitInput): Promise<SubmitResult> {
+  async submit(input: SubmitInput, options: SubmitOptions = {}): Promise<SubmitResult> {
     const now = this.#now();
     const spec = this.resolveSpec(input, now);
     const requestHash = hashRequest(effectiveRequest(input, spec));
     const taskId = input.idempotencyKey ? idempotentTaskId(input.tenantId, input.idempotencyKey) : newTaskId();
-    const { created, task } = await this.#deps.store.create(createTask(taskId, spec, now, requestHash));
+    // The caller's trace goes on in a submit span; the task keeps its traceparent (not part of
+    // the request's hash: a replay from another trace is the same request).
+    const span = await startTaskSpan(
+      'task.submit',
+      options.traceparent,
+      { 'task.id': taskId, 'task.tenant': input.tenantId, 'task.type': input.type },
+      { kind: SpanKind.SERVER },
+    );
+    const traced = span.traceparent ? { ...spec, traceparent: span.traceparent } : spec;
+    let created: boolean;
+    let task: Task;
+    try {
+      ({ created, task } = await this.#deps.store.create(createTask(taskId, traced, now, requestHash)));
+    } catch (error) {
+      span.end({ error: error instanceof Error ? error.message : String(error) });
+      throw error;
+    }
+    span.end({ attributes: { 'task.created': created } });
     // Tasks stored before the hash covered the effective request carry the hash of the input as given.
     if (!created && task.requestHash !== requestHash && task.requestHash !== hashRequest(input)) {
       throw new IdempotencyConflictError(task);

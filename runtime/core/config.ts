@@ -141,6 +141,12 @@ export const configSchema = z.strictObject({
       alarmEmail: z.email().optional(),
       /** A CloudWatch dashboard ($3 a month; an account's first three are free). Alarms are always created. */
       dashboard: z.boolean().default(false),
+      /**
+       * Backlog metrics (QueuedTasks, OldestWaitingSeconds) of their own for this many of the
+       * largest tenant-tiers, while they have a backlog: each is a custom metric, $0.30 a month
+       * prorated by the hour it is published. 0: per tier only.
+       */
+      tenantMetrics: z.number().int().min(0).max(100).default(10),
     })
     .default({
       stackName: 'TaskScheduler',
@@ -149,6 +155,7 @@ export const configSchema = z.strictObject({
       callers: {},
       allowAnyCaller: false,
       dashboard: false,
+      tenantMetrics: 10,
     }),
 });
 

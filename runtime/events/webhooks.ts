@@ -40,7 +40,8 @@ export function localWebhookTargets(webhooks: readonly WebhookConfig[]): Webhook
   }));
 }
 
-export const webhookTakes = (target: WebhookTarget, event: TaskEvent): boolean => matchesFilters(target.filters, event);
+export const webhookTakes = (target: { readonly filters?: WebhookFilters | undefined }, event: TaskEvent): boolean =>
+  matchesFilters(target.filters, event);
 
 /** The body of an event's POST: the event as JSON, exactly the bytes signed. */
 export const webhookBody = (event: TaskEvent): string => JSON.stringify(event);
@@ -73,4 +74,18 @@ export async function postWebhook(
   if (response.status < 200 || response.status >= 300) {
     throw new WebhookDeliveryError(target.url, event.id, response.status);
   }
+}
+
+/** A webhook as the stack hands it to the AWS functions: its secret stays in Secrets Manager. */
+export interface DeployedWebhook {
+  readonly index: number;
+  readonly url: string;
+  readonly secretArn: string;
+  readonly filters?: WebhookFilters | undefined;
+}
+
+/** The webhooks the stack set in WEBHOOKS (none when unset). */
+export function deployedWebhooksFromEnvironment(env: NodeJS.ProcessEnv = process.env): DeployedWebhook[] {
+  const raw = env.WEBHOOKS;
+  return raw ? (JSON.parse(raw) as DeployedWebhook[]) : [];
 }

@@ -9,6 +9,7 @@ import { requestMethod, requestPath } from '../api/request.ts';
 import { createApiRouter } from '../api/router.ts';
 import { servicesFromEnvironment } from '../app/wiring.ts';
 import { METRIC } from '../infra/telemetry.ts';
+import { flushTraces } from '../telemetry/tracing.ts';
 import { logger, metrics } from './observability.ts';
 
 const services = servicesFromEnvironment();
@@ -31,6 +32,8 @@ export const handler = async (
   if (context) logger.addContext(context);
   const started = Date.now();
   const result = await router(event);
+  // Spans of this request (submit) leave before the invocation ends; nothing when no endpoint is set.
+  await flushTraces();
   logger.info('request', {
     method: requestMethod(event),
     path: requestPath(event),

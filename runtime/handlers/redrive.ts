@@ -8,6 +8,7 @@
  */
 import type { Context } from 'aws-lambda';
 import { servicesFromEnvironment } from '../app/wiring.ts';
+import { drainEventDeadLetters, eventQueuesFromEnvironment } from '../events/dead-letters.ts';
 import { METRIC } from '../infra/telemetry.ts';
 import { type DrainReport, drainDeadLetters } from '../worker/redrive.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
@@ -26,6 +27,14 @@ export async function handler(_event: unknown, context: Context): Promise<DrainR
       logger: taskLogger,
     });
     if (report.received > 0) logger.warn('dead letters drained', { ...report });
+    const eventQueues = eventQueuesFromEnvironment();
+    if (eventQueues) {
+      const events = await drainEventDeadLetters(servicesFromEnvironment().clients.sqs, eventQueues, {
+        onReceived: (count) => metrics.addMetric(METRIC.deadLettered, 'Count', count),
+        logger: taskLogger,
+      });
+      if (events.failedRecords + events.redelivered > 0) logger.warn('task event dead letters', { ...events });
+    }
     return report;
   } finally {
     metrics.publishStoredMetrics();

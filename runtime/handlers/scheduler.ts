@@ -11,6 +11,7 @@
  */
 import type { Context } from 'aws-lambda';
 import { invokeScheduler, servicesFromEnvironment } from '../app/wiring.ts';
+import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import { DIMENSION, METRIC } from '../infra/telemetry.ts';
 import {
   DUE_HORIZON_MS,
@@ -22,6 +23,7 @@ import {
 } from '../scheduler/activation.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { lambdaInvocationTiming, runSchedulerLoop, SCHEDULER_LEASE } from '../scheduler/scheduler-loop.ts';
+import { flushTraces } from '../telemetry/tracing.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
 
 /** How often the oldest waiting age per tier is sampled from the scheduler's snapshot. */
@@ -47,6 +49,8 @@ export const handler = async (event: SchedulerEvent | undefined, context: Contex
   let unregisteredQueued = 0;
   /** Oldest wait per tier seen in this invocation (seconds since agingFrom, from the snapshot). */
   const oldestWait = new Map<string, number>();
+  /** The latest backlog the scheduler counted (its snapshot's), published once at the end. */
+  let backlog: SchedulerSnapshot['backlog'];
   let sampledAtMs = 0;
   try {
     if (reason === 'tick') {
@@ -85,9 +89,11 @@ export const handler = async (event: SchedulerEvent | undefined, context: Contex
         const nowMs = Date.now();
         if (scheduler.heldCount > 0 && nowMs - sampledAtMs >= AGE_SAMPLE_MS) {
           sampledAtMs = nowMs;
-          for (const [tier, { waiting, oldestWaitSeconds }] of Object.entries(scheduler.snapshot().tiers)) {
+          const snapshot = scheduler.snapshot();
+          for (const [tier, { waiting, oldestWaitSeconds }] of Object.entries(snapshot.tiers)) {
             if (waiting > 0) oldestWait.set(tier, Math.max(oldestWait.get(tier) ?? 0, oldestWaitSeconds));
           }
+          backlog = snapshot.backlog;
         }
       },
       onTickError: () => {
@@ -112,7 +118,9 @@ export const handler = async (event: SchedulerEvent | undefined, context: Contex
     throw error;
   } finally {
     publishOldestWait(oldestWait);
+    publishBacklog(backlog, services.config.deploy.tenantMetrics);
     metrics.publishStoredMetrics();
+    await flushTraces();
   }
 
   function finish(run: SchedulerRun): SchedulerRun {
@@ -127,6 +135,36 @@ export const handler = async (event: SchedulerEvent | undefined, context: Contex
     return run;
   }
 };
+
+/**
+ * The real backlog (EMF through Powertools): QueuedTasks per tier on `{ service, tier }`, and for
+ * the `perTenant` largest tenant-tiers QueuedTasks and OldestWaitingSeconds on
+ * `{ service, tenant, tier }`. Nothing while there is no backlog (no metric-hours billed idle).
+ */
+export function publishBacklog(backlog: SchedulerSnapshot['backlog'], perTenant: number): void {
+  if (!backlog) return;
+  const perTier = new Map<string, number>();
+  const rows: { tenantId: string; tier: string; queued: number; oldestWaitSeconds: number }[] = [];
+  for (const [tenantId, tiers] of Object.entries(backlog)) {
+    for (const [tier, row] of Object.entries(tiers)) {
+      if (!row || row.queued === 0) continue;
+      perTier.set(tier, (perTier.get(tier) ?? 0) + row.queued);
+      rows.push({ tenantId, tier, queued: row.queued, oldestWaitSeconds: row.oldestWaitSeconds });
+    }
+  }
+  for (const [tier, queued] of perTier) {
+    const single = metrics.singleMetric();
+    single.addDimension(DIMENSION.tier, tier);
+    single.addMetric(METRIC.queuedTasks, 'Count', queued);
+  }
+  rows.sort((a, b) => b.queued - a.queued);
+  for (const row of rows.slice(0, perTenant)) {
+    const single = metrics.singleMetric();
+    single.addDimensions({ [DIMENSION.tenant]: row.tenantId, [DIMENSION.tier]: row.tier });
+    single.addMetric(METRIC.queuedTasks, 'Count', row.queued);
+    single.addMetric(METRIC.oldestWaitingSeconds, 'Seconds', Math.round(row.oldestWaitSeconds));
+  }
+}
 
 /** One data point per tier with waiting tasks, on the `{ service, tier }` dimension set. */
 function publishOldestWait(oldestWait: ReadonlyMap<string, number>): void {

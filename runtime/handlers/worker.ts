@@ -14,6 +14,7 @@ import type { PartialItemFailureResponse } from '@aws-lambda-powertools/batch/ty
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { WorkerMessage } from '../adapters/queues.ts';
 import { attemptDepsFromEnvironment, lambdaWorkerFromEnvironment, servicesFromEnvironment } from '../app/wiring.ts';
+import { flushTraces } from '../telemetry/tracing.ts';
 import { type LambdaWorkerOutcome, runLambdaWorkerMessage } from '../worker/lambda-classes.ts';
 import { countOutcome, logger, metrics, sqsBatchHandler, taskLogger } from './observability.ts';
 
@@ -51,6 +52,7 @@ export async function handler(event: SQSEvent | WorkerMessage, context: Context)
     await runMessage(event);
   } finally {
     metrics.publishStoredMetrics();
+    await flushTraces();
   }
   return undefined;
 }

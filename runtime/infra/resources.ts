@@ -22,6 +22,8 @@ export interface TableDefinition extends KeySchema {
   readonly indexes: readonly IndexDefinition[];
   /** Attribute holding an epoch-seconds expiry, for DynamoDB TTL. */
   readonly ttlAttribute?: string;
+  /** A DynamoDB stream on AWS (the emulators have none). */
+  readonly stream?: 'NEW_AND_OLD_IMAGES';
 }
 
 /**
@@ -54,6 +56,8 @@ export const TASKS_TABLE = {
   id: 'tasks',
   partitionKey: 'taskId',
   ttlAttribute: 'expiresAt',
+  // Task events on AWS: each state change read from the images (runtime/events/stream.ts).
+  stream: 'NEW_AND_OLD_IMAGES',
   indexes: [
     { indexName: 'byTenant', partitionKey: 'tenantId', sortKey: 'listKey', nonKeyAttributes: [] },
     { indexName: 'byTenantState', partitionKey: 'tenantState', sortKey: 'listKey', nonKeyAttributes: [] },
@@ -205,7 +209,26 @@ export const ENV = {
   workerMemoryMiB: 'WORKER_MEMORY_MIB',
   /** JSON object: memory class in MiB → function name, on the entry worker that hands bigger tasks on. */
   workerClassFunctions: 'WORKER_CLASS_FUNCTIONS',
+  /** Name of the task event bus (the stream function puts events on it). */
+  eventBus: 'TASK_EVENT_BUS',
+  /** URL of the webhook delivery queue (set on the stream function when webhooks are configured). */
+  webhookQueueUrl: 'WEBHOOK_QUEUE_URL',
+  /** JSON array, per configured webhook: url, filters and the Secrets Manager ARN of its secret. */
+  webhooks: 'WEBHOOKS',
 } as const;
+
+/**
+ * The webhook deliveries on AWS (docs/events.md): a FIFO queue whose message group is webhook +
+ * task, so a task's events reach each webhook in order and a failing one holds back only its own
+ * task's later events. Not created locally (the local runtime delivers from its outbox). Retried
+ * with backoff for about two days before the dead-letter queue (FIFO: its own kind).
+ */
+export const WEBHOOK_DELIVERY_QUEUE = {
+  id: 'webhook-deliveries',
+  visibilityTimeoutSeconds: 60,
+  retentionSeconds: 4 * DAY,
+  deadLetter: { id: 'webhook-deliveries-dlq', maxReceiveCount: 600, retentionSeconds: 14 * DAY },
+} as const satisfies QueueDefinition;
 
 /** Days a finished task is kept before DynamoDB TTL removes it. */
 export const FINISHED_TASK_RETENTION_DAYS = 30;

@@ -40,6 +40,14 @@ export const METRIC = {
    */
   oldestWaitingSeconds: 'OldestWaitingSeconds',
   /**
+   * The real backlog (QUEUED tasks, each tenant-tier counted up to 10,000 by the scheduler,
+   * runtime/scheduler/backlog.ts): per tier on `{ service, tier }`, and for the
+   * `deploy.tenantMetrics` largest tenant-tiers on `{ service, tenant, tier }` (with their
+   * OldestWaitingSeconds there too). Published by the scheduler while there is a backlog: for
+   * alarms, and for scaling workers on the backlog rather than on SQS depth.
+   */
+  queuedTasks: 'QueuedTasks',
+  /**
    * QUEUED tasks the registry backstop found with no registered tenant-tier and no announcement
    * left (runtime/scheduler/backstop.ts), announced again. Published only when non-zero: a crash
    * between a submit's write and its announcement, or index lag beyond G at a deregistration.
@@ -56,6 +64,8 @@ export const DIMENSION = {
   pool: 'pool',
   /** Priority tier: `critical`, `high`, `normal`, `low`. */
   tier: 'tier',
+  /** Tenant id (backlog metrics of the largest tenant-tiers only). */
+  tenant: 'tenant',
 } as const;
 
 /** Environment variables Powertools reads; the stack sets them on every function and container. */

@@ -43,7 +43,8 @@ export interface DispatchDeps {
   readonly policy: SchedulingPolicy;
   readonly intake: Intake;
   /** Counts a dispatched attempt against capacity (taskId → fence). */
-  readonly onDispatched: (task: Task, nowMs: number) => void;
+  /** `queued` is the item as it was read, still QUEUED (when it started waiting: its spans). */
+  readonly onDispatched: (task: Task, nowMs: number, queued: Task) => void;
 }
 
 /** Whether a lease (if any) leaves time to dispatch at `nowMs`. */
@@ -110,7 +111,7 @@ export async function dispatchReady(deps: DispatchDeps, now: Date, lease: HeldLe
     }
     const task = outcome.value;
     intake.windows.dispatched(ref, read.fence, nowMs);
-    deps.onDispatched(task, nowMs);
+    deps.onDispatched(task, nowMs, read);
     messages.push({ taskId: task.taskId, fence: task.fence, tenantId: task.tenantId, type: task.type, task });
     runtimes.push(task.runtime);
     dispatched++;

@@ -26,6 +26,7 @@ import { holdSecondsOf, SchedulingPolicy } from '../core/policy/index.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import type { Task, TenantSettings } from '../core/task.ts';
 import { COMPLETIONS_QUEUE } from '../infra/resources.ts';
+import { recordTaskSpan } from '../telemetry/tracing.ts';
 import { BacklogCounter, RecentlyFinishedTenants } from './backlog.ts';
 import { dispatchReady, type HeldLease, mayDispatch } from './dispatch.ts';
 import { Intake } from './intake.ts';
@@ -204,7 +205,7 @@ export class Scheduler {
         config: this.#deps.config,
         policy: this.#policy,
         intake: this.#intake,
-        onDispatched: (task, nowMs) => this.#counted(task, nowMs),
+        onDispatched: (task, nowMs, queued) => this.#counted(task, nowMs, queued),
       },
       this.#now(),
       this.#lease,
@@ -256,7 +257,23 @@ export class Scheduler {
   }
 
   /** A dispatched attempt now counts against its pool and tenant. */
-  #counted(task: Task, nowMs: number): void {
+  #counted(task: Task, nowMs: number, queued?: Task): void {
+    if (task.traceparent) {
+      // The task's wait, from when it was queued to this dispatch (tasks submitted with a traceparent).
+      const since = queued?.stateChangedAt ?? queued?.submittedAt ?? task.submittedAt;
+      recordTaskSpan(
+        'task.wait',
+        task.traceparent,
+        {
+          'task.id': task.taskId,
+          'task.tenant': task.tenantId,
+          'task.priority': task.priority,
+          'task.attempt': task.attempts + 1,
+        },
+        new Date(since),
+        new Date(nowMs),
+      ).catch(() => undefined);
+    }
     this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
     this.#backlog.dispatched(task.tenantId, task.priority);
     this.#dispatchTimes.push(nowMs);

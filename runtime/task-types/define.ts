@@ -22,6 +22,11 @@ export interface TaskContext {
   readonly maxAttempts: number;
   /** Fencing token of this attempt: pass it to external systems that support fencing. */
   readonly fence: number;
+  /**
+   * W3C `traceparent` of this attempt's `task.run` span (or of the submit, when spans are not
+   * exported), when the task was submitted with one: parent your own spans on it.
+   */
+  readonly traceparent?: string;
   /** Aborted when the task is cancelled, its lease is lost, or its timeout passes. */
   readonly signal: AbortSignal;
   /** Extend the lease (long tasks). Rejects if the attempt is no longer current. */

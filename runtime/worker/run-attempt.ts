@@ -18,6 +18,7 @@ import type { TaskLogger } from '../core/logger.ts';
 import { MAX_RESULT_BYTES, storableProblem } from '../core/storable.ts';
 import type { Task, TaskError } from '../core/task.ts';
 import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
+import { startTaskSpan } from '../telemetry/tracing.ts';
 
 export type AttemptOutcome =
   | { readonly kind: 'skipped'; readonly reason: string; readonly task?: Task | undefined }
@@ -145,6 +146,13 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
       });
   }, deps.cancelWatchMs ?? CANCEL_WATCH_MS);
 
+  // The attempt's span continues the task's trace; the handler gets its traceparent.
+  const span = await startTaskSpan('task.run', task.traceparent, {
+    'task.id': task.taskId,
+    'task.tenant': task.tenantId,
+    'task.type': task.type,
+    'task.attempt': task.attempts,
+  });
   let result: unknown;
   let failure: unknown;
   let succeeded = false;
@@ -160,6 +168,7 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
         attempt: task.attempts,
         maxAttempts: task.maxAttempts,
         fence: message.fence,
+        ...(span.traceparent ? { traceparent: span.traceparent } : {}),
         signal: controller.signal,
         heartbeat: beat,
         logger,
@@ -180,6 +189,11 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
   await deps.faults?.('handled', task);
 
   const abortReason = controller.signal.reason as AttemptAbort | undefined;
+  span.end(
+    succeeded
+      ? { attributes: { 'task.outcome': 'succeeded' } }
+      : { error: abortReason?.message ?? (failure instanceof Error ? failure.message : String(failure)) },
+  );
   if (abortReason?.kind === 'lease_lost') {
     // Another attempt owns the task now; writing anything would be a zombie write.
     return { kind: 'skipped', reason: 'lease lost during the attempt' };

@@ -92,7 +92,10 @@ describe('Least privilege per function', () => {
 
   it('redrive: the worker and tier dead-letter queues in, tiers and completions out, the task table only', () => {
     const grants = grantsFor(synth.stack.redrive.handler.role);
-    expect(resourcesFor(grants, 'sqs:ReceiveMessage')).toEqual(sorted(ids.workerDlqs, ids.tierDlqs));
+    // And the task events' failed stream batches (no webhooks in the default configuration).
+    expect(resourcesFor(grants, 'sqs:ReceiveMessage')).toEqual(
+      sorted(ids.workerDlqs, ids.tierDlqs, [logicalId(synth.stack, synth.stack.events.failedRecords)]),
+    );
     expect(resourcesFor(grants, 'sqs:SendMessage')).toEqual(sorted(ids.tiers, ids.completions));
     expect(writableTables(grants)).toEqual([ids.tasks]);
   });

@@ -31,5 +31,5 @@ describe('Idle cost model', () => {
         'EventBridge Scheduler runs (43200 ticks, 8640 dead-letter drains)',
       );
     }
-  }, 180_000); // two whole-stack synths
+  }, 300_000); // two whole-stack synths
 });

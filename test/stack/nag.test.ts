@@ -44,6 +44,21 @@ describe('cdk-nag AwsSolutionsChecks (v3)', () => {
       'an alarm e-mail and no deletion protection',
       { deploy: { alarmEmail: 'ops@example.com', deletionProtection: false } },
     ],
+    [
+      'webhooks (a secret in the configuration and one in Secrets Manager)',
+      {
+        events: {
+          webhooks: [
+            { url: 'https://hooks.example.com/a', secret: 'sixteen-chars-secret' },
+            {
+              url: 'https://hooks.example.com/b',
+              secret: { secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:hook-AbCdEf' },
+              filters: { state: ['FAILED'] },
+            },
+          ],
+        },
+      },
+    ],
   ])('finds nothing unacknowledged in the stack with %s', (_name, overrides) => {
     // Prepare
     const input = defaultConfigInput();

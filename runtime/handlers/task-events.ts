@@ -1,0 +1,97 @@
+/**
+ * The task table's stream consumer (AWS): each state change becomes an event on the task event
+ * bus (source `task-scheduler`, detail-type `Task State Change`, detail = the event), and, for each
+ * configured webhook whose filters it passes, a message on the FIFO delivery queue (group
+ * webhook + task, de-duplicated on webhook + event id). No request path pays for any of it.
+ *
+ * A failure answers with the first record not fully sent (partial batch response): Lambda retries
+ * from there, in order, so nothing is skipped and a task's events stay in order; what was sent
+ * again is at least once (the bus) or dropped by the queue's de-duplication (five minutes).
+ */
+import { createHash } from 'node:crypto';
+import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { TASK_EVENT_DETAIL_TYPE, TASK_EVENT_SOURCE, type TaskEvent } from '../core/events.ts';
+import { changesOfStream, type StreamChange } from '../events/stream.ts';
+import { type DeployedWebhook, deployedWebhooksFromEnvironment, webhookTakes } from '../events/webhooks.ts';
+import { ENV } from '../infra/resources.ts';
+import { logger } from './observability.ts';
+
+const eventBridge = new EventBridgeClient({});
+const sqs = new SQSClient({});
+const busName = process.env[ENV.eventBus];
+const queueUrl = process.env[ENV.webhookQueueUrl];
+const webhooks = deployedWebhooksFromEnvironment();
+
+/** A delivery queue message: which webhook, and the event. */
+export interface WebhookDelivery {
+  readonly webhook: number;
+  readonly event: TaskEvent;
+}
+
+export const handler = async (stream: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+  const changes = changesOfStream(stream.Records);
+  // In chunks of 10 (PutEvents' and SendMessageBatch's limit), in stream order.
+  for (let start = 0; start < changes.length; start += 10) {
+    const chunk = changes.slice(start, start + 10);
+    try {
+      await putOnBus(chunk);
+      await queueDeliveries(chunk, webhooks);
+    } catch (error) {
+      logger.warn('task events: retrying from a record', {
+        error: String(error),
+        sequenceNumber: chunk[0]!.sequenceNumber,
+      });
+      return { batchItemFailures: [{ itemIdentifier: chunk[0]!.sequenceNumber }] };
+    }
+  }
+  return { batchItemFailures: [] };
+};
+
+async function putOnBus(chunk: readonly StreamChange[]): Promise<void> {
+  if (!busName) return;
+  let entries: PutEventsRequestEntry[] = chunk.map(({ event }) => ({
+    EventBusName: busName,
+    Source: TASK_EVENT_SOURCE,
+    DetailType: TASK_EVENT_DETAIL_TYPE,
+    Time: new Date(event.time),
+    Detail: JSON.stringify(event),
+  }));
+  for (let round = 0; entries.length > 0; round++) {
+    if (round === 3) throw new Error(`PutEvents refused ${entries.length} entries three times`);
+    const response = await eventBridge.send(new PutEventsCommand({ Entries: entries }));
+    // Entries answer in request order; a failed one has an ErrorCode.
+    entries = entries.filter((_, i) => response.Entries?.[i]?.ErrorCode !== undefined);
+  }
+}
+
+/** One message per event and webhook that takes it, on the FIFO queue. */
+export async function queueDeliveries(
+  chunk: readonly StreamChange[],
+  targets: readonly DeployedWebhook[],
+): Promise<void> {
+  if (!queueUrl || targets.length === 0) return;
+  const messages = chunk.flatMap(({ event }) =>
+    targets.filter((target) => webhookTakes(target, event)).map((target) => ({ webhook: target.index, event })),
+  );
+  for (let start = 0; start < messages.length; start += 10) {
+    const batch = messages.slice(start, start + 10);
+    const response = await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: batch.map((delivery, i) => ({
+          Id: String(i),
+          MessageBody: JSON.stringify(delivery satisfies WebhookDelivery),
+          MessageGroupId: `${delivery.webhook}:${delivery.event.taskId}`,
+          MessageDeduplicationId: createHash('sha256').update(`${delivery.webhook}:${delivery.event.id}`).digest('hex'),
+        })),
+      }),
+    );
+    if ((response.Failed ?? []).length > 0) {
+      throw new Error(
+        `SendMessageBatch refused ${response.Failed!.length} webhook deliveries: ${response.Failed![0]!.Code}`,
+      );
+    }
+  }
+}
