@@ -3,6 +3,7 @@
  * npm run sim -- <scenario> [--tasks N] [--tenants M] [--seed S] [--dispatchers a,b] [--out DIR]
  * npm run sim -- chaos [--seed N | --seeds A..B | --long] [--json]   (sim/chaos/cli.ts)
  * npm run sim -- flood [--tasks N] [--tenants M] [--json]            (sim/flood/cli.ts)
+ * npm run sim -- throughput --rate R --tasks N --tenants T [--json]  (sim/chaos/throughput-cli.ts)
  * Replays a deterministic workload through our policies and peers' orderings; prints tables and
  * writes SVG charts.
  */
@@ -10,6 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runChaosCommand } from '../sim/chaos/cli.ts';
+import { runThroughputCommand } from '../sim/chaos/throughput-cli.ts';
 import { DISPATCHER_NAMES, type DispatcherName, simulate } from '../sim/engine.ts';
 import { runFloodCommand } from '../sim/flood/cli.ts';
 import { summarize } from '../sim/metrics.ts';
@@ -28,6 +30,7 @@ const HELP = `Usage: npm run sim -- <scenario|all> [options]
 
   npm run sim -- chaos --help   the production code under AWS's failure modes (sim/chaos)
   npm run sim -- flood --help   one tenant's backlog ahead of quiet tenants, production front end (sim/flood)
+  npm run sim -- throughput --help   the production scheduler's dispatch rate at AWS's latencies and limits
 
 Scenarios:
 ${SCENARIO_NAMES.map((name) => `  ${name.padEnd(16)} ${SCENARIOS[name]?.description}`).join('\n')}
@@ -109,6 +112,10 @@ const fail = (error: unknown) => {
 };
 if (process.argv[2] === 'flood') {
   runFloodCommand(process.argv.slice(3)).then((code) => {
+    process.exitCode = code;
+  }, fail);
+} else if (process.argv[2] === 'throughput') {
+  runThroughputCommand(process.argv.slice(3)).then((code) => {
     process.exitCode = code;
   }, fail);
 } else if (process.argv[2] === 'chaos') {

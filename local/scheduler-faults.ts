@@ -12,7 +12,10 @@
  * - indexLagMs: an index Query leaves out tasks written less than this long ago (the emulator's
  *   indexes are immediate; AWS's lag);
  * - schedulerRestartSeconds: the scheduler loop hands its lease back and a new one starts this
- *   often (the Lambda starts afresh every minute on AWS).
+ *   often (the Lambda starts afresh every minute on AWS);
+ * - latencyMs: `{ "dynamodb": [min, max], "sqs": [min, max] }`, a latency uniform in that range
+ *   added to every call of that service (the emulators answer in-process; AWS over a network),
+ *   half before the request reaches the emulator and half after it answered.
  */
 
 import type { HttpRequest, HttpResponse } from '@smithy/core/transport';
@@ -23,7 +26,7 @@ import { type AwsClients, createAwsClients, localEndpoints } from '../runtime/ad
 import { ConfigError } from '../runtime/core/errors.ts';
 import { seededRandom } from '../runtime/core/random.ts';
 import { TASKS_TABLE } from '../runtime/infra/resources.ts';
-import { FaultyHandler } from '../sim/aws/faults.ts';
+import { FaultyHandler, latencyRangesSchema, uniformLatency } from '../sim/aws/faults.ts';
 import { bodyText, operationOf, type RequestHandler } from '../sim/aws/http.ts';
 
 export const SCHEDULER_FAULTS_ENV = 'SCHEDULER_FAULTS';
@@ -36,6 +39,7 @@ const faultsSchema = z.strictObject({
   duplicateDeliveryRate: rate.default(0),
   indexLagMs: z.number().int().min(0).max(600_000).default(0),
   schedulerRestartSeconds: z.number().int().min(5).max(3600).optional(),
+  latencyMs: latencyRangesSchema.optional(),
 });
 
 export type SchedulerFaults = z.infer<typeof faultsSchema>;
@@ -82,6 +86,7 @@ export function faultyLocalClients(dynamodbUrl: string, sqsUrl: string, faults: 
   const transport = new FaultyHandler(new EmulatorQuirks(new NodeHttpHandler(), faults, random), {
     random,
     faults: { lostResponseRate: faults.lostResponseRate, throttleRate: faults.throttleRate },
+    latency: faults.latencyMs ? uniformLatency(faults.latencyMs) : undefined,
     onCall: ({ outcome }) => {
       injected.calls++;
       if (outcome === 'lost') injected.lostResponses++;

@@ -3,9 +3,16 @@
  * input is marshalled as the Document client marshals it (its own key nodes and options), handed
  * to the in-memory DynamoDB or SQS in wire form, and the answer (or the typed exception the SDK
  * would raise) comes back as the SDK would return it. The SDK's middleware (serialisation,
- * signing, endpoint resolution, retries) is skipped, so nothing below `send` can be injected:
- * use these only where no transport fault is (the flood scenario). The project's adapters run
- * unchanged on them.
+ * signing, endpoint resolution) is skipped, so nothing below `send` can be injected: use these
+ * only where no transport fault is (the flood and throughput scenarios). The project's adapters
+ * run unchanged on them.
+ *
+ * What the SDK does with an error the service returns is kept: each call goes through the SDK's
+ * own retry middleware and the client's own retry strategy (`@smithy/core/retry`, the client's
+ * `config`: DynamoDB 4 attempts, SQS 3, a throttle backed off by up to 1 s × 2^attempt with full
+ * jitter, a retry quota per client), so a throttled request is retried, waits and gives up as it
+ * would through the full SDK. Optionally a call takes a latency (half before the service answers,
+ * half after, as FaultyHandler does), and a component's calls can die with it (`kill`).
  *
  * Why: one call through the SDK's stack costs about a millisecond of CPU here; the flood's
  * million-task backlog is two million calls.
@@ -15,8 +22,11 @@ import { DynamoDBServiceException } from '@aws-sdk/client-dynamodb';
 import * as sqsErrors from '@aws-sdk/client-sqs';
 import { SQSServiceException } from '@aws-sdk/client-sqs';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { retryMiddleware } from '@smithy/core/retry';
+import { type HandlerExecutionContext, SMITHY_CONTEXT_KEY } from '@smithy/types';
 import { type AwsClients, createAwsClients } from '../../runtime/adapters/aws-clients.ts';
 import { DynamoDbError, type InMemoryDynamoDb } from './dynamodb.ts';
+import type { CallRecord, FaultyHandlerOptions, LatencyModel } from './faults.ts';
 import { type InMemorySqs, SqsError } from './sqs.ts';
 
 /** The subset of a lib-dynamodb command this needs (its key nodes are public fields). */
@@ -184,38 +194,129 @@ function processAllKeys(value: object, apply: Apply): unknown {
   return out;
 }
 
+export interface DirectOptions {
+  /** Milliseconds each call takes (virtual under the simulation's clock); none by default. */
+  readonly latency?: LatencyModel | undefined;
+  /** Draws for the latency model (a seeded stream per component). */
+  readonly random?: (() => number) | undefined;
+  /** Told of every call the service answered or refused (a retry is a call). */
+  readonly onCall?: ((call: CallRecord) => void) | undefined;
+  /** Told of each DynamoDB request of these operations that reaches the service (its wire input). */
+  readonly onRequest?: FaultyHandlerOptions['onRequest'] | undefined;
+}
+
+/** A component's clients and the switch that kills them with it. */
+export interface DirectComponent {
+  readonly clients: AwsClients;
+  /** The component died: no call of it is answered any more, those in flight included. */
+  kill(): void;
+  readonly dead: boolean;
+}
+
+const never = new Promise<never>(() => {});
+
 /** Clients for one component that go straight to the simulated account (no faults possible). */
-export function directClients(dynamodb: InMemoryDynamoDb, sqs: InMemorySqs): AwsClients {
+export function directClients(dynamodb: InMemoryDynamoDb, sqs: InMemorySqs, options: DirectOptions = {}): AwsClients {
+  return directComponent(dynamodb, sqs, options).clients;
+}
+
+/** directClients, with a kill switch (a crashed process, a Lambda timeout). */
+export function directComponent(
+  dynamodb: InMemoryDynamoDb,
+  sqs: InMemorySqs,
+  options: DirectOptions = {},
+): DirectComponent {
   const clients = createAwsClients({
     region: 'us-east-1',
     credentials: { accessKeyId: 'simulated', secretAccessKey: 'simulated' },
   });
+  let dead = false;
+  const { latency, onCall } = options;
+  const random = options.random ?? Math.random;
+  /** One attempt: the latency's first half, the service, the second half; nothing once dead. */
+  const attempt = async <T>(service: 'dynamodb' | 'sqs', operation: string, serve: () => Promise<T> | T) => {
+    if (dead) return never;
+    const delay = latency?.(service, operation, random) ?? 0;
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay / 2));
+    if (dead) return never;
+    let result: T;
+    try {
+      result = await serve();
+    } catch (error) {
+      onCall?.({
+        service,
+        operation,
+        outcome: (error as { name?: string }).name === 'ProvisionedThroughputExceededException' ? 'throttled' : 'ok',
+      });
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay / 2));
+      if (dead) return never;
+      throw error;
+    }
+    onCall?.({ service, operation, outcome: 'ok' });
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay / 2));
+    if (dead) return never;
+    return result;
+  };
   // Inputs are handed over as they are: the Document client's are freshly marshalled, and the
   // simulated services keep only strings and fresh copies of what they are given.
-  const answer = (operation: string, input: Record<string, unknown>) => {
-    try {
-      return dynamodb.handle(operation, input);
-    } catch (error) {
-      throw error instanceof DynamoDbError ? dynamoDbError(error) : error;
-    }
-  };
+  const answer = (operation: string, input: Record<string, unknown>) =>
+    attempt('dynamodb', operation, () => {
+      if (options.onRequest?.operations.has(operation)) options.onRequest.listener(operation, input);
+      try {
+        return dynamodb.handle(operation, input);
+      } catch (error) {
+        throw error instanceof DynamoDbError ? dynamoDbError(error) : error;
+      }
+    });
   const documents = async (command: DocumentCommand) => {
     const input = processKeys(command.input, marshallValue, command.inputKeyNodes) as Record<string, unknown>;
-    const output = answer(operationOf(command.clientCommand), input);
+    const output = await withRetries(clients.documents.config, () => answer(operationOf(command.clientCommand), input));
     return processKeys(output, (v) => unmarshallValue(v as Record<string, unknown>), command.outputKeyNodes);
   };
-  const queues = async (command: SdkCommand, options?: { abortSignal?: AbortSignal }) => {
-    try {
-      return await sqs.handle(operationOf(command), command.input, options?.abortSignal);
-    } catch (error) {
-      throw error instanceof SqsError ? sqsError(error) : error;
-    }
-  };
+  const queues = (command: SdkCommand, sendOptions?: { abortSignal?: AbortSignal }) =>
+    withRetries(
+      clients.sqs.config,
+      () =>
+        attempt('sqs', operationOf(command), async () => {
+          try {
+            return await sqs.handle(operationOf(command), command.input, sendOptions?.abortSignal);
+          } catch (error) {
+            throw error instanceof SqsError ? sqsError(error) : error;
+          }
+        }),
+      sendOptions?.abortSignal,
+    );
   // Low-level callers' input and answer are copied (the Document path marshals and unmarshalls).
   Object.assign(clients.dynamodb, {
-    send: async (command: SdkCommand) => toWire(answer(operationOf(command), toWire(command.input))),
+    send: async (command: SdkCommand) =>
+      toWire(await withRetries(clients.dynamodb.config, () => answer(operationOf(command), toWire(command.input)))),
   });
   Object.assign(clients.documents, { send: documents });
   Object.assign(clients.sqs, { send: queues });
-  return clients;
+  return {
+    clients,
+    kill() {
+      dead = true;
+    },
+    get dead() {
+      return dead;
+    },
+  };
+}
+
+/**
+ * One call through the SDK's own retry middleware and the client's retry strategy (what `send`
+ * runs below the serialiser): retryable errors (throttling, transient) are retried after the
+ * strategy's backoff, others thrown at once, and the last error once attempts or the client's
+ * retry quota run out.
+ */
+async function withRetries<T>(config: object, call: () => Promise<T>, abortSignal?: AbortSignal): Promise<T> {
+  const context = { [SMITHY_CONTEXT_KEY]: { abortSignal } } as unknown as HandlerExecutionContext;
+  const handler = retryMiddleware(config as Parameters<typeof retryMiddleware>[0])(
+    async () => ({ response: undefined, output: { ...((await call()) as object), $metadata: {} } }),
+    context,
+  );
+  const { output } = await handler({ input: {} } as never);
+  const { $metadata: _metadata, ...rest } = output as Record<string, unknown>;
+  return rest as T;
 }

@@ -8,13 +8,28 @@
  *   still list an entry the table has moved on from, or return it with stale projected values;
  * - BatchGetItem may return some keys as UnprocessedKeys;
  * - Scans of an index read it as it stands (lag and all), a page of at most 1 MB at a time;
- * - items over 400 KB are refused.
+ * - items over 400 KB are refused;
+ * - each partition key value of the table and of every GSI serves at most 1,000 write units and
+ *   3,000 read units a second (sim/aws/capacity.ts has the model); beyond that a request is
+ *   refused with ProvisionedThroughputExceededException, which the SDK retries, and a GSI that
+ *   cannot take its write refuses the table write.
  * Expressions (conditions, key conditions, filters) are parsed and evaluated by dynalite's own
  * parser and comparator, so their semantics match the local emulator's.
  * TTL deletion is not modelled (runs are far shorter than the 30-day retention).
  */
 import { createRequire } from 'node:module';
 import type { IndexDefinition, TableDefinition } from '../../runtime/infra/resources.ts';
+import {
+  HOT_PARTITION_MESSAGE,
+  type PartitionCharge,
+  type PartitionLimits,
+  PartitionThroughput,
+  readUnits,
+  type ThroughputKind,
+  throttledResource,
+  throttlingReason,
+  writeUnits,
+} from './capacity.ts';
 import { MinHeap } from './heap.ts';
 import { type Cursor, SortedList } from './sorted-list.ts';
 
@@ -69,6 +84,11 @@ export interface DynamoDbBehaviour {
   readonly eventualLagMs: number;
   /** Chance that a BatchGetItem call leaves some of its keys unprocessed. */
   readonly unprocessedRate: number;
+  /**
+   * Per-partition throughput limits (DYNAMODB_PARTITION_LIMITS as AWS documents them); undefined:
+   * none (units are still counted). `throughput.limits` can change them during a run.
+   */
+  readonly partitionLimits?: PartitionLimits | undefined;
 }
 
 interface Version {
@@ -156,11 +176,15 @@ export class InMemoryDynamoDb {
   readonly writes: { tableName: string; atMs: number; item: AttributeMap | undefined }[] = [];
   /** Record applied writes in `writes` (the chaos driver turns it on for the tasks table). */
   recordTables = new Set<string>();
+  /** Told of every applied write (a run that keeps no history but measures as it goes). */
+  onWrite: ((tableName: string, atMs: number, item: AttributeMap | undefined) => void) | undefined;
   #writeSeq = 0;
   /** Shared stored values by their string (S) and number (N) text. */
   readonly #internedStrings = new Map<string, AttributeValue>();
   readonly #internedNumbers = new Map<string, AttributeValue>();
   readonly #parsed = new Map<string, Record<string, unknown>>();
+  /** Units consumed and requests throttled, per table, index and partition key value. */
+  readonly throughput: PartitionThroughput;
 
   constructor(tables: readonly { name: string; definition: TableDefinition }[], behaviour: DynamoDbBehaviour) {
     for (const { name, definition } of tables) {
@@ -185,6 +209,7 @@ export class InMemoryDynamoDb {
       });
     }
     this.#behaviour = behaviour;
+    this.throughput = new PartitionThroughput(behaviour.partitionLimits, behaviour.now);
   }
 
   /** Answer one operation (`target` is the X-Amz-Target operation name). */
@@ -298,6 +323,7 @@ export class InMemoryDynamoDb {
       else table.indexing.push(pending);
     }
     if (this.recordTables.has(table.name)) this.writes.push({ tableName: table.name, atMs: nowMs, item });
+    this.onWrite?.(table.name, nowMs, item);
   }
 
   /**
@@ -327,6 +353,80 @@ export class InMemoryDynamoDb {
     return stored;
   }
 
+  /**
+   * What a write draws on (sim/aws/capacity.ts): first the table's partition (the larger of the
+   * item before and after), then each index entry it adds, removes, moves or changes.
+   */
+  #writeCharges(
+    table: Table,
+    before: AttributeMap | undefined,
+    after: AttributeMap | undefined,
+    key?: AttributeMap,
+  ): PartitionCharge[] {
+    const { partitionKey } = table.definition;
+    const size = (item: AttributeMap | undefined) => (item ? dynaliteDb.itemSize(item) : 0);
+    const charges: PartitionCharge[] = [
+      {
+        key: keyText((after ?? before ?? key)![partitionKey]!),
+        units: writeUnits(Math.max(size(before), size(after))),
+      },
+    ];
+    for (const index of table.indexes.values()) {
+      const old = before && projectEntry(index, before);
+      const next = after && projectEntry(index, after);
+      if (!old && !next) continue;
+      const indexName = index.definition.indexName;
+      const { partitionKey: indexKey, sortKey } = index.definition;
+      const partitionOf = (entry: AttributeMap) => keyText(entry[indexKey]!);
+      if (
+        old &&
+        next &&
+        sameValue(old[indexKey], next[indexKey]) &&
+        (!sortKey || sameValue(old[sortKey], next[sortKey]))
+      ) {
+        // The entry stays where it is: one write if what it projects changed, none otherwise.
+        if (!sameEntry(old, next)) {
+          charges.push({
+            index: indexName,
+            key: partitionOf(next),
+            units: writeUnits(Math.max(size(old), size(next))),
+          });
+        }
+        continue;
+      }
+      if (old) charges.push({ index: indexName, key: partitionOf(old), units: writeUnits(size(old)) });
+      if (next) charges.push({ index: indexName, key: partitionOf(next), units: writeUnits(size(next)) });
+    }
+    return charges;
+  }
+
+  /** A single-item read (GetItem, one key of a BatchGetItem): at least one unit, also when missing. */
+  #itemReadCharge(
+    table: Table,
+    key: AttributeMap,
+    item: AttributeMap | undefined,
+    consistent: boolean,
+  ): PartitionCharge {
+    const partitionValue = key[table.definition.partitionKey];
+    if (!partitionValue)
+      throw new DynamoDbError('ValidationException', 'One of the required keys was not given a value');
+    return { key: keyText(partitionValue), units: readUnits(item ? dynaliteDb.itemSize(item) : 0, consistent) };
+  }
+
+  /** Take the units, or refuse the whole request as AWS does when a partition is over its limit. */
+  #admit(table: Table, kind: ThroughputKind, charges: readonly PartitionCharge[]): void {
+    const blocked = this.throughput.admit(table.name, kind, charges);
+    if (blocked) this.#throttle(table, kind, blocked);
+  }
+
+  #throttle(table: Table, kind: ThroughputKind, charge: PartitionCharge): never {
+    throw new DynamoDbError('ProvisionedThroughputExceededException', HOT_PARTITION_MESSAGE, {
+      ThrottlingReasons: [
+        { reason: throttlingReason(kind, charge.index), resource: throttledResource(table.name, charge.index) },
+      ],
+    });
+  }
+
   #conditionFails(data: Record<string, unknown>, existing: AttributeMap | undefined): boolean {
     return (
       data._condition !== undefined && !dynaliteDb.matchesExprFilter(existing ?? {}, expressionOf(data._condition))
@@ -342,7 +442,10 @@ export class InMemoryDynamoDb {
     }
     const key = this.#keyOf(table, item);
     const existing = this.#latest(table, key);
+    const charges = this.#writeCharges(table, existing, item);
     if (this.#conditionFails(data, existing)) {
+      // A failed condition still pays the table's write units (it is checked in the partition).
+      this.#admit(table, 'write', charges.slice(0, 1));
       const returnOld = data.ReturnValuesOnConditionCheckFailure === 'ALL_OLD' && existing;
       throw new DynamoDbError(
         'ConditionalCheckFailedException',
@@ -350,6 +453,7 @@ export class InMemoryDynamoDb {
         returnOld ? { Item: existing } : {},
       );
     }
+    this.#admit(table, 'write', charges);
     this.#write(table, key, this.#interned(item));
     return data.ReturnValues === 'ALL_OLD' && existing ? { Attributes: existing } : {};
   }
@@ -359,9 +463,12 @@ export class InMemoryDynamoDb {
     const table = this.#table(data.TableName);
     const key = this.#keyOf(table, data.Key as AttributeMap);
     const existing = this.#latest(table, key);
+    const charges = this.#writeCharges(table, existing, undefined, data.Key as AttributeMap);
     if (this.#conditionFails(data, existing)) {
+      this.#admit(table, 'write', charges.slice(0, 1));
       throw new DynamoDbError('ConditionalCheckFailedException', 'The conditional request failed');
     }
+    this.#admit(table, 'write', charges);
     if (existing) this.#write(table, key, undefined);
     return data.ReturnValues === 'ALL_OLD' && existing ? { Attributes: existing } : {};
   }
@@ -369,7 +476,9 @@ export class InMemoryDynamoDb {
   #getItem(input: Record<string, unknown>): Record<string, unknown> {
     const table = this.#table(input.TableName);
     const key = this.#keyOf(table, input.Key as AttributeMap);
-    const item = input.ConsistentRead === true ? this.#latest(table, key) : this.#eventual(table, key);
+    const consistent = input.ConsistentRead === true;
+    const item = consistent ? this.#latest(table, key) : this.#eventual(table, key);
+    this.#admit(table, 'read', [this.#itemReadCharge(table, input.Key as AttributeMap, item, consistent)]);
     return item ? { Item: item } : {};
   }
 
@@ -395,19 +504,34 @@ export class InMemoryDynamoDb {
     }
     const responses: Record<string, AttributeMap[]> = {};
     const unprocessed: Record<string, { Keys: AttributeMap[]; ConsistentRead?: boolean }> = {};
+    const leaveUnprocessed = (name: string, key: AttributeMap, consistent: boolean) => {
+      const entry = unprocessed[name] ?? { Keys: [], ...(consistent ? { ConsistentRead: true } : {}) };
+      entry.Keys.push(key);
+      unprocessed[name] = entry;
+    };
+    // Each key is its own read in its own partition: a hot partition leaves its keys unprocessed;
+    // only when every key was refused for throughput is the whole call throttled.
+    let throttled: { table: Table; charge: PartitionCharge } | undefined;
+    let throttledKeys = 0;
     all.forEach(({ name, key, consistent }, i) => {
       const table = this.#table(name);
       if (i >= processed) {
-        const entry = unprocessed[name] ?? { Keys: [], ...(consistent ? { ConsistentRead: true } : {}) };
-        entry.Keys.push(key);
-        unprocessed[name] = entry;
+        leaveUnprocessed(name, key, consistent);
         return;
       }
       const id = this.#keyOf(table, key);
       const item = consistent ? this.#latest(table, id) : this.#eventual(table, id);
+      const blocked = this.throughput.admit(table.name, 'read', [this.#itemReadCharge(table, key, item, consistent)]);
+      if (blocked) {
+        throttled ??= { table, charge: blocked };
+        throttledKeys++;
+        leaveUnprocessed(name, key, consistent);
+        return;
+      }
       responses[name] ??= [];
       if (item) responses[name].push(item);
     });
+    if (throttled && throttledKeys === all.length) this.#throttle(throttled.table, 'read', throttled.charge);
     return { Responses: responses, UnprocessedKeys: unprocessed };
   }
 
@@ -423,11 +547,22 @@ export class InMemoryDynamoDb {
       throw new DynamoDbError('ValidationException', 'Consistent reads are not supported on global secondary indexes');
     }
     if (!data._keyCondition) throw new DynamoDbError('ValidationException', 'KeyConditionExpression is required');
-    if (index) return this.#queryIndex(table, this.#indexState(table, index.indexName), data);
-    const keys = table.definition;
-    const entries = this.#tableEntries(table, data.ConsistentRead === true);
-    const matching = entries.filter((entry) => dynaliteDb.matchesExprFilter(entry, expressionOf(data._keyCondition)));
-    return this.#page(table, keys, matching, data);
+    const keys = index ?? table.definition;
+    const partition = partitionEquality(expressionOf(data._keyCondition), keys.partitionKey);
+    if (!partition) throw new DynamoDbError('ValidationException', 'Query condition missed key schema element');
+    let page: Page;
+    if (index) page = this.#queryIndex(table, this.#indexState(table, index.indexName), data);
+    else {
+      const entries = this.#tableEntries(table, data.ConsistentRead === true);
+      const matching = entries.filter((entry) => dynaliteDb.matchesExprFilter(entry, expressionOf(data._keyCondition)));
+      page = this.#page(table, keys, matching, data);
+    }
+    // One partition: the bytes read (before the filter) rounded up once, at least one unit.
+    const consistent = data.ConsistentRead === true;
+    this.#admit(table, 'read', [
+      { index: index?.indexName, key: keyText(partition), units: readUnits(page.bytes, consistent) },
+    ]);
+    return page.result;
   }
 
   #scan(input: Record<string, unknown>): Record<string, unknown> {
@@ -445,9 +580,14 @@ export class InMemoryDynamoDb {
           'Consistent reads are not supported on global secondary indexes',
         );
       }
-      return this.#scanIndex(table, this.#indexState(table, index.indexName), data);
+      const page = this.#scanIndex(table, this.#indexState(table, index.indexName), data);
+      this.#admit(table, 'read', scanCharges(page.evaluated, index, false));
+      return page.result;
     }
-    return this.#page(table, table.definition, this.#tableEntries(table, data.ConsistentRead === true), data);
+    const consistent = data.ConsistentRead === true;
+    const page = this.#page(table, table.definition, this.#tableEntries(table, consistent), data);
+    this.#admit(table, 'read', scanCharges(page.evaluated, table.definition, consistent));
+    return page.result;
   }
 
   /**
@@ -456,7 +596,7 @@ export class InMemoryDynamoDb {
    * here the partitions' ids, as stable), each in index order, resumed after ExclusiveStartKey;
    * then Limit, the 1 MB page and the filter.
    */
-  #scanIndex(table: Table, index: IndexState, data: Record<string, unknown>): Record<string, unknown> {
+  #scanIndex(table: Table, index: IndexState, data: Record<string, unknown>): Page {
     const { definition } = index;
     const start = data.ExclusiveStartKey as AttributeMap | undefined;
     const startPartition = start?.[definition.partitionKey]
@@ -501,7 +641,7 @@ export class InMemoryDynamoDb {
         last = entry.projected;
       }
     }
-    return this.#pageResult(table, definition, evaluated, more, last, data);
+    return { result: this.#pageResult(table, definition, evaluated, more, last, data), evaluated, bytes };
   }
 
   #tableEntries(table: Table, consistent: boolean): AttributeMap[] {
@@ -549,13 +689,11 @@ export class InMemoryDynamoDb {
           add(removals, old.partition, old.entry);
           index.entryOf.delete(key);
         }
-        // Sparse: only items carrying the index's key attributes are in it.
-        if (!item?.[definition.partitionKey] || (definition.sortKey && !item[definition.sortKey])) continue;
-        const projected: AttributeMap = {};
-        for (const name of index.projected) if (item[name] !== undefined) projected[name] = item[name];
-        const sort = definition.sortKey ? item[definition.sortKey] : undefined;
+        const projected = projectEntry(index, item);
+        if (!projected) continue;
+        const sort = definition.sortKey ? projected[definition.sortKey] : undefined;
         const entry: IndexEntry = { sort, sortText: sortTextOf(sort), tableKey: key, projected };
-        const partition = partitionIdOf(item[definition.partitionKey]!);
+        const partition = partitionIdOf(projected[definition.partitionKey]!);
         add(additions, partition, entry);
         index.entryOf.set(key, { partition, entry });
       }
@@ -580,7 +718,7 @@ export class InMemoryDynamoDb {
    * (found by binary search), resumed after ExclusiveStartKey; then Limit, the 1 MB page and the
    * filter, as #page does for a sorted list of every match.
    */
-  #queryIndex(table: Table, index: IndexState, data: Record<string, unknown>): Record<string, unknown> {
+  #queryIndex(table: Table, index: IndexState, data: Record<string, unknown>): Page {
     const { definition } = index;
     const keyCondition = expressionOf(data._keyCondition);
     const conditions: Expression[] = [];
@@ -606,7 +744,7 @@ export class InMemoryDynamoDb {
     const forward = data.ScanIndexForward !== false;
     const empty: Record<string, unknown> = { Count: 0, ScannedCount: 0 };
     if (data.Select !== 'COUNT') empty.Items = [];
-    if (!partition) return empty;
+    if (!partition) return { result: empty, evaluated: [], bytes: 0 };
 
     // Where each entry lies against the sort-key condition: below it, in it, or above it.
     const { below, above, exact } = sortRange(sortCondition);
@@ -650,7 +788,7 @@ export class InMemoryDynamoDb {
       bytes += entry.bytes;
       last = entry.projected;
     }
-    return this.#pageResult(table, definition, evaluated, more, last, data);
+    return { result: this.#pageResult(table, definition, evaluated, more, last, data), evaluated, bytes };
   }
 
   /** Sort, resume after ExclusiveStartKey, apply Limit and the 1 MB page, then the filter. */
@@ -659,7 +797,7 @@ export class InMemoryDynamoDb {
     keys: { partitionKey: string; sortKey?: string },
     entries: AttributeMap[],
     data: Record<string, unknown>,
-  ): Record<string, unknown> {
+  ): Page {
     const tableKey = (entry: AttributeMap) => this.#keyOf(table, entry);
     const order = (a: AttributeMap, b: AttributeMap) =>
       compareValues(a[keys.partitionKey], b[keys.partitionKey]) ||
@@ -685,7 +823,7 @@ export class InMemoryDynamoDb {
       last = entry;
     }
     const more = from + evaluated.length < entries.length;
-    return this.#pageResult(table, keys, evaluated, more, last, data);
+    return { result: this.#pageResult(table, keys, evaluated, more, last, data), evaluated, bytes };
   }
 
   #pageResult(
@@ -710,6 +848,67 @@ export class InMemoryDynamoDb {
     return result;
   }
 }
+
+/** A page of a Query or Scan: the answer, the entries read (before the filter) and their bytes. */
+interface Page {
+  readonly result: Record<string, unknown>;
+  readonly evaluated: AttributeMap[];
+  readonly bytes: number;
+}
+
+/** The entry an item has in an index (its projection), or undefined: the index is sparse. */
+function projectEntry(index: IndexState, item: AttributeMap | undefined): AttributeMap | undefined {
+  const { partitionKey, sortKey } = index.definition;
+  if (!item?.[partitionKey] || (sortKey && !item[sortKey])) return undefined;
+  const projected: AttributeMap = {};
+  for (const name of index.projected) if (item[name] !== undefined) projected[name] = item[name];
+  return projected;
+}
+
+const sameValue = (a: AttributeValue | undefined, b: AttributeValue | undefined): boolean =>
+  a === b || (a !== undefined && b !== undefined && JSON.stringify(a) === JSON.stringify(b));
+
+/** Two projected entries with the same attributes and values. */
+function sameEntry(a: AttributeMap, b: AttributeMap): boolean {
+  const names = Object.keys(a);
+  if (names.length !== Object.keys(b).length) return false;
+  return names.every((name) => sameValue(a[name], b[name]));
+}
+
+/** A partition key value as a report shows it: the string or number as written. */
+const keyText = (value: AttributeValue): string =>
+  typeof value.S === 'string' ? value.S : typeof value.N === 'string' ? value.N : JSON.stringify(value);
+
+/** A key condition's `partitionKey = value`: the value, or undefined when it has none. */
+function partitionEquality(keyCondition: Expression, partitionKey: string): AttributeValue | undefined {
+  const conditions: Expression[] = [];
+  const flatten = (condition: Expression) => {
+    if (condition?.type === 'and') for (const part of condition.args) flatten(part);
+    else conditions.push(condition);
+  };
+  flatten(keyCondition);
+  const match = conditions.find(
+    (condition: Expression) =>
+      condition?.type === '=' &&
+      Array.isArray(condition.args?.[0]) &&
+      condition.args[0].length === 1 &&
+      condition.args[0][0] === partitionKey,
+  );
+  return match?.args[1] as AttributeValue | undefined;
+}
+
+/** A Scan's read units, spread over the partition key values it read (their share of the bytes). */
+function scanCharges(evaluated: readonly AttributeMap[], keys: KeySchemaLike, consistent: boolean): PartitionCharge[] {
+  const bytes = new Map<string, number>();
+  for (const entry of evaluated) {
+    const key = keyText(entry[keys.partitionKey]!);
+    bytes.set(key, (bytes.get(key) ?? 0) + dynaliteDb.itemSize(entry));
+  }
+  const index = 'indexName' in keys ? (keys.indexName as string) : undefined;
+  return [...bytes].map(([key, total]) => ({ index, key, units: (total / 4096) * (consistent ? 1 : 0.5) }));
+}
+
+type KeySchemaLike = { readonly partitionKey: string; readonly indexName?: string };
 
 /** An index partition's id: `S` and a string key (the common case), any other value as JSON (`{…`). */
 const partitionIdOf = (value: AttributeValue): string =>

@@ -14,6 +14,7 @@
  */
 import type { HttpRequest, HttpResponse } from '@smithy/core/transport';
 import type { HttpHandlerOptions } from '@smithy/types';
+import { z } from 'zod';
 import { bodyText, errorResponse, operationOf, type RequestHandler, type Service } from './http.ts';
 
 export interface TransportFaults {
@@ -34,6 +35,31 @@ export const AWS_LATENCY: LatencyModel = (service, _operation, random) => {
   if (service === 'sqs') return 6 + random() * 10;
   return 10;
 };
+
+/** [min, max] ms, at most a minute (a call slower than that is an outage, not a latency). */
+const latencyRange = z
+  .tuple([z.number().min(0).max(60_000), z.number().min(0).max(60_000)])
+  .refine(([min, max]) => min <= max, 'must be [min, max] with min <= max');
+
+/**
+ * Per-service latency ranges in ms, each call uniform in [min, max]: SCHEDULER_FAULTS `latencyMs`
+ * and `npm run sim -- throughput --latency-ms`. Other keys are refused.
+ */
+export const latencyRangesSchema = z.strictObject({
+  dynamodb: latencyRange.optional(),
+  sqs: latencyRange.optional(),
+});
+export type LatencyRanges = z.infer<typeof latencyRangesSchema>;
+
+/** A latency model drawing each call's latency uniformly from its service's range (none for others). */
+export function uniformLatency(ranges: LatencyRanges): LatencyModel {
+  return (service, _operation, random) => {
+    const range = service === 'dynamodb' ? ranges.dynamodb : service === 'sqs' ? ranges.sqs : undefined;
+    if (!range) return 0;
+    const [min, max] = range;
+    return min + random() * (max - min);
+  };
+}
 
 export interface CallRecord {
   readonly service: Service;

@@ -8,6 +8,8 @@ import { type AwsClients, createAwsClients } from '../../runtime/adapters/aws-cl
 import type { Resources } from '../../runtime/app/wiring.ts';
 import { seededRandom } from '../../runtime/core/random.ts';
 import { CONTROL_TABLE, QUEUES, TABLES, TASKS_TABLE } from '../../runtime/infra/resources.ts';
+import { DYNAMODB_PARTITION_LIMITS, type PartitionLimits } from './capacity.ts';
+import { directComponent } from './direct.ts';
 import { InMemoryDynamoDb } from './dynamodb.ts';
 import {
   type CallRecord,
@@ -26,13 +28,25 @@ export interface WorldOptions {
   readonly indexLagMs: number;
   readonly eventualLagMs: number;
   readonly unprocessedRate: number;
+  /**
+   * DynamoDB's per-partition throughput (default: AWS's 1,000 write and 3,000 read units a second
+   * per partition key value); `null`: unlimited. `dynamodb.throughput.limits` changes it mid-run.
+   */
+  readonly partitionLimits?: PartitionLimits | null;
   readonly sqs: Omit<SqsBehaviour, 'random' | 'now'>;
+}
+
+/** What a driver can do to a component's calls: kill them with it, or hold them for a while. */
+export interface ComponentTransport {
+  kill(): void;
+  stall(ms: number): void;
+  readonly dead: boolean;
 }
 
 export interface Component {
   readonly name: string;
   readonly clients: AwsClients;
-  readonly transport: FaultyHandler;
+  readonly transport: ComponentTransport;
 }
 
 export class SimulatedAws {
@@ -52,6 +66,8 @@ export class SimulatedAws {
       indexLagMs: options.indexLagMs,
       eventualLagMs: options.eventualLagMs,
       unprocessedRate: options.unprocessedRate,
+      partitionLimits:
+        options.partitionLimits === null ? undefined : (options.partitionLimits ?? DYNAMODB_PARTITION_LIMITS),
     });
     this.dynamodb.recordTables.add(`sim-${TASKS_TABLE.id}`);
     this.sqs = new InMemorySqs(QUEUES, {
@@ -66,7 +82,12 @@ export class SimulatedAws {
     };
   }
 
-  /** SDK clients for one component, its faults drawn from its own seeded stream. */
+  /**
+   * SDK clients for one component, its faults and latencies drawn from its own seeded stream.
+   * `direct`: clients that hand each command to the account without the SDK's serialisation
+   * (sim/aws/direct.ts: the SDK's retries kept, about a fifth of the CPU), where no transport
+   * fault can be injected (they must be zero; a stall is refused).
+   */
   component(
     name: string,
     faults: TransportFaults,
@@ -74,10 +95,36 @@ export class SimulatedAws {
       latency?: LatencyModel | undefined;
       onCall?: ((call: CallRecord) => void) | undefined;
       onRequest?: FaultyHandlerOptions['onRequest'];
+      direct?: boolean | undefined;
     } = {},
   ): Component {
+    const random = seededRandom(this.#seed * 7919 + ++this.#components);
+    if (options.direct) {
+      if (faults.lostResponseRate > 0 || faults.throttleRate > 0) {
+        throw new Error('Direct clients cannot inject transport faults: use the SDK transport');
+      }
+      const direct = directComponent(this.dynamodb, this.sqs, {
+        latency: options.latency,
+        random,
+        onCall: options.onCall,
+        onRequest: options.onRequest,
+      });
+      return {
+        name,
+        clients: direct.clients,
+        transport: {
+          kill: () => direct.kill(),
+          stall: () => {
+            throw new Error('Direct clients cannot stall: use the SDK transport');
+          },
+          get dead() {
+            return direct.dead;
+          },
+        },
+      };
+    }
     const transport = new FaultyHandler(this.#handler, {
-      random: seededRandom(this.#seed * 7919 + ++this.#components),
+      random,
       faults,
       latency: options.latency,
       onCall: options.onCall,

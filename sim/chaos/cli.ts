@@ -4,11 +4,9 @@
  */
 import { fork } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { AWS_LATENCY, type LatencyModel } from '../aws/faults.ts';
 import { checkHistory, type Violation } from './check.ts';
 import { type History, historyDigest } from './history.ts';
 import { CHAOS_SCENARIOS, type ChaosOptions, DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
-import { measureThroughput } from './throughput.ts';
 
 export const CHAOS_HELP = `Usage: npm run sim -- chaos [options]
 
@@ -36,11 +34,6 @@ Options:
   --stalls MS      every scheduler invocation stalls once, at a random moment, for up to MS:
                    its calls are held, then land late, even after it died (default: 10 % of
                    invocations, up to 11,000, inside the lease fence's 12 s window)
-  --throughput     one scheduler's dispatch ceiling under AWS-like call latencies (DynamoDB
-                   3-9 ms, SQS 6-16 ms per call; no faults): dispatched/s at offered rates
-                   given by --rates (default 20,50,100,200) with --tasks tasks each (default 600)
-  --rates LIST     offered submits per second for --throughput
-  --latency-scale X  multiply every simulated call latency by X (default 1; 0: no latency)
   --json           print one JSON object
   -h, --help       this help
 
@@ -61,9 +54,6 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       scenario: { type: 'string' },
       'no-faults': { type: 'boolean', default: false },
       stalls: { type: 'string' },
-      throughput: { type: 'boolean', default: false },
-      rates: { type: 'string', default: '20,50,100,200' },
-      'latency-scale': { type: 'string', default: '1' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -78,25 +68,6 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       throw new Error(`--${name} must be an integer in 0..${max}`);
     return parsed;
   };
-  if (values.throughput) {
-    const rates = values.rates.split(',').map((rate) => int(rate, 'rates', 100_000));
-    const rows = await measureThroughput({
-      seed: int(values.seed ?? '1', 'seed', 2 ** 31),
-      tasks: values.tasks ? int(values.tasks, 'tasks', 100_000) : 600,
-      offeredPerSecond: rates,
-      latency: scaledLatency(Number(values['latency-scale'])),
-    });
-    if (values.json) process.stdout.write(`${JSON.stringify({ throughput: rows })}\n`);
-    else {
-      process.stdout.write('offered/s  dispatched/s  tasks  p50 wait s  p95 wait s\n');
-      for (const row of rows) {
-        process.stdout.write(
-          `${String(row.offeredPerSecond).padStart(9)}  ${String(row.dispatchedPerSecond).padStart(12)}  ${String(row.tasks).padStart(5)}  ${String(row.p50WaitSeconds).padStart(10)}  ${String(row.p95WaitSeconds).padStart(10)}\n`,
-        );
-      }
-    }
-    return 0;
-  }
   let seeds: number[];
   if (values.seeds) {
     const match = /^(\d+)\.\.(\d+)$/.exec(values.seeds);
@@ -173,6 +144,8 @@ interface SeedResult {
   readonly violations: Violation[];
   readonly stats: ReturnType<typeof checkHistory>['stats'];
   readonly calls: History['calls'];
+  /** DynamoDB requests refused for a partition's throughput (sim/aws/capacity.ts), each attempt counted. */
+  readonly partitionThrottles: number;
   readonly schedulerInvocations: number;
   readonly crashes: number;
   /** SHA-256 of what DynamoDB applied and SQS delivered: equal digests, equal histories. */
@@ -189,6 +162,7 @@ async function runSeed(seed: number, options: Omit<ChaosOptions, 'seed'>): Promi
     violations,
     stats,
     calls: history.calls,
+    partitionThrottles: history.throughput?.throttledRequests ?? 0,
     schedulerInvocations: history.schedulerInvocations,
     crashes: history.deaths.length,
     historyDigest: historyDigest(history),
@@ -260,15 +234,10 @@ function withoutOptions(argv: readonly string[], names: readonly string[]): stri
 }
 
 function describe(result: SeedResult): string {
-  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.crashes} crashes, history ${result.historyDigest}: ${result.violations.length} violations`;
+  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.partitionThrottles} over a partition's limit, ${result.crashes} crashes, history ${result.historyDigest}: ${result.violations.length} violations`;
   const lines = result.violations.map(
     (v) =>
       `  ${v.invariant} ${v.taskId ?? ''} at ${v.atSeconds}s: ${v.detail}${v.trace ? `\n    ${v.trace.join('\n    ')}` : ''}`,
   );
   return [head, ...lines].join('\n');
-}
-
-function scaledLatency(scale: number): LatencyModel {
-  if (!Number.isFinite(scale) || scale < 0) throw new Error('--latency-scale must be a number >= 0');
-  return (service, operation, random) => scale * AWS_LATENCY(service, operation, random);
 }

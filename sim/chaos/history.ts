@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Task, TenantSettings } from '../../runtime/core/task.ts';
+import type { PartitionThroughput } from '../aws/capacity.ts';
 import type { ReceiveRecord } from '../aws/sqs.ts';
 
 export interface History {
@@ -40,7 +41,10 @@ export interface History {
   finalTasks: Task[];
   messagesLeft?: Readonly<Record<string, number>>;
   schedulerInvocations: number;
+  /** Transport calls: answered, lost after they applied, throttled by the injected fault. */
   readonly calls: { ok: number; lost: number; throttled: number };
+  /** DynamoDB's units and its per-partition refusals (sim/aws/capacity.ts), once the run ended. */
+  throughput?: PartitionThroughput;
 }
 
 /**

@@ -27,12 +27,13 @@ import { NonRetryableError } from '../../runtime/core/errors.ts';
 import { createTask } from '../../runtime/core/lifecycle.ts';
 import type { TaskLogger } from '../../runtime/core/logger.ts';
 import { seededRandom } from '../../runtime/core/random.ts';
-import type { PriorityTier, Task } from '../../runtime/core/task.ts';
+import type { PriorityTier, Task, TenantSettings } from '../../runtime/core/task.ts';
 import { workerQueue } from '../../runtime/infra/resources.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { lambdaInvocationTiming, runSchedulerLoop } from '../../runtime/scheduler/scheduler-loop.ts';
 import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 import { QueueWorker } from '../../runtime/worker/queue-worker.ts';
+import type { AttributeMap } from '../aws/dynamodb.ts';
 import { type LatencyModel, NO_TRANSPORT_FAULTS, type TransportFaults } from '../aws/faults.ts';
 import { installVirtualClock } from '../aws/virtual-clock.ts';
 import { type Component, SimulatedAws } from '../aws/world.ts';
@@ -127,6 +128,34 @@ export interface ChaosOptions {
   readonly maxDelaySeconds?: number;
   /** Fraction of tasks sent to the Fargate pool (default 0.25). */
   readonly fargateShare?: number;
+  /** Fargate worker processes (default 1) and attempts each runs at once (default 4). */
+  readonly fargateWorkers?: number;
+  readonly fargateWorkerConcurrency?: number;
+  /**
+   * How components reach the simulated account: `sdk` (default), the SDK's whole stack over the
+   * transport that injects the faults; `direct`, commands handed to the account with the SDK's
+   * retries kept (sim/aws/direct.ts), for runs without transport faults that need the CPU.
+   */
+  readonly transport?: 'sdk' | 'direct';
+  /** Every tenant's settings (default: weights and quotas 1, 2, 3, 1, ... by tenant). */
+  readonly tenantSettings?: TenantSettings;
+  /** Whether some tasks are planned to fail (15 % retried, 3 % permanently; default true). */
+  readonly plannedFailures?: boolean;
+  /** Whether the client reads each accepted task back for its wait bound (default true). */
+  readonly describe?: boolean;
+  /**
+   * API Lambda environments the submits are spread over (default 1), each with its own SDK
+   * clients (and so its own retry quota), as concurrent API invocations have.
+   */
+  readonly apiEnvironments?: number;
+  /**
+   * Keep every task write and the final items in the history (default true; the checker reads
+   * them). A long measurement turns it off and watches the writes through `onTaskWrite`.
+   */
+  readonly record?: boolean;
+  readonly onTaskWrite?: (atMs: number, item: AttributeMap | undefined) => void;
+  /** Told when a client starts submitting a task (before any retry), with the task's id. */
+  readonly onSubmitStart?: (taskId: string, atMs: number) => void;
 }
 
 export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
@@ -217,7 +246,17 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     },
   });
   const tenants = Array.from({ length: options.tenants }, (_, i) => `tenant-${i}`);
-  const quotas = Object.fromEntries(tenants.map((t, i) => [t, { weight: 1 + (i % 3), maxConcurrency: 1 + (i % 3) }]));
+  const quotas = Object.fromEntries(
+    tenants.map((t, i) => [t, options.tenantSettings ?? { weight: 1 + (i % 3), maxConcurrency: 1 + (i % 3) }]),
+  );
+  const tasksTable = world.resources.tables.tasks!;
+  if (options.record === false) world.dynamodb.recordTables.delete(tasksTable);
+  if (options.onTaskWrite) {
+    const observe = options.onTaskWrite;
+    world.dynamodb.onWrite = (tableName, atMs, item) => {
+      if (tableName === tasksTable) observe(atMs, item);
+    };
+  }
   const config = parseConfig(
     {
       pools: { lambda: { concurrency: 6 }, fargate: { vcpu: 2, memoryMiB: 4096 } },
@@ -255,6 +294,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   const startedBy = new Map<string, string>();
   const component = (name: string): Component =>
     world.component(name, componentFaults, {
+      direct: options.transport === 'direct',
       latency: options.latency,
       onCall: (call) => {
         history.calls[call.outcome]++;
@@ -300,7 +340,10 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   ]);
 
   // --- API -------------------------------------------------------------------------------
-  const api = servicesFor(component('api'));
+  const apiEnvironments = Array.from({ length: Math.max(1, options.apiEnvironments ?? 1) }, (_, i) =>
+    servicesFor(component(i === 0 ? 'api' : `api-${i}`)),
+  );
+  const api = apiEnvironments[0]!;
   const priorities: PriorityTier[] = ['critical', 'high', 'normal', 'low'];
   const pending = new Set<Promise<unknown>>();
   const track = (work: Promise<unknown>) => {
@@ -327,8 +370,8 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     const payload = {
       ms: Math.floor(minMs + random() * (maxMs - minMs)),
       ...(pad === undefined ? {} : { pad }),
-      failTimes: roll < 0.15 ? 1 + Math.floor(random() * 3) : 0,
-      permanent: roll > 0.97,
+      failTimes: roll < 0.15 && options.plannedFailures !== false ? 1 + Math.floor(random() * 3) : 0,
+      permanent: roll > 0.97 && options.plannedFailures !== false,
     };
     const input = {
       tenantId,
@@ -343,11 +386,13 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     };
     const cancelAfterMs = random() < options.cancelRate ? random() * 30_000 : undefined;
     const retryAfterMs = random() < options.operatorRetryRate ? 1000 + random() * 30_000 : undefined;
+    const environment = apiEnvironments[i % apiEnvironments.length]!;
     setTimeout(() => {
+      options.onSubmitStart?.(idempotentTaskId(input.tenantId, input.idempotencyKey), Date.now());
       track(
         (async () => {
           if (crashesAfterWrite) {
-            const written = await writeWithoutAnnouncing(api, input);
+            const written = await writeWithoutAnnouncing(environment, input);
             // Stored, so it must run, though its client never heard of it (and gives no wait bound).
             if (written) {
               const atMs = Date.now();
@@ -362,12 +407,15 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
             }
             return;
           }
-          const task = await submitWithRetries(api, input);
+          const task = await submitWithRetries(environment, input);
           if (!task) {
             history.unacknowledged++;
             return;
           }
-          const described = await api.tasks.describe(task.taskId).catch(() => undefined);
+          const described =
+            options.describe === false
+              ? undefined
+              : await environment.tasks.describe(task.taskId).catch(() => undefined);
           history.accepted.push({
             taskId: task.taskId,
             tenantId,
@@ -434,7 +482,8 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     const worker = new QueueWorker({
       queues: services.queues,
       queueId: workerQueue(runtime).id,
-      maxConcurrent: runtime === 'lambda' ? (options.lambdaWorkerConcurrency ?? 1) : 4,
+      maxConcurrent:
+        runtime === 'lambda' ? (options.lambdaWorkerConcurrency ?? 1) : (options.fargateWorkerConcurrency ?? 4),
       attempt: {
         store: services.store,
         queues: services.queues,
@@ -461,12 +510,11 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     }
   };
   for (let i = 0; i < (options.lambdaWorkers ?? config.pools.lambda.concurrency); i++) startWorker('lambda');
-  startWorker('fargate');
+  for (let i = 0; i < (options.fargateWorkers ?? 1); i++) startWorker('fargate');
   // The redrive Lambda's event source mapping long-polls each dead-letter queue for 20 s.
   startDeadLetterConsumer({ ...servicesFor(component('redrive')), logger: silent, waitSeconds: 20 });
 
   // --- Run until every task has settled (or the time is up) --------------------------------
-  const tasksTable = world.resources.tables.tasks!;
   const allSettled = () => {
     if (Date.now() < START_MS + options.submitSeconds * 1000 + 1000 || pending.size > 0) return false;
     return world.dynamodb
@@ -486,11 +534,14 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
 
   history.endMs = Date.now();
   history.startedBy = startedBy;
-  history.writes = world.dynamodb.writes.map(({ atMs, item }) => ({
-    atMs,
-    task: item ? (unmarshallTask(item) as Task) : undefined,
-  }));
-  history.finalTasks = world.dynamodb.items(tasksTable).map((item) => unmarshallTask(item) as Task);
+  history.throughput = world.dynamodb.throughput;
+  if (options.record !== false) {
+    history.writes = world.dynamodb.writes.map(({ atMs, item }) => ({
+      atMs,
+      task: item ? (unmarshallTask(item) as Task) : undefined,
+    }));
+    history.finalTasks = world.dynamodb.items(tasksTable).map((item) => unmarshallTask(item) as Task);
+  }
   history.messagesLeft = Object.fromEntries(
     Object.keys(world.resources.queueUrls).map((queueId) => [queueId, world.sqs.pending(queueId).length]),
   );

@@ -4,7 +4,7 @@
  * what the same submits through the SDK leave, and refusals must reach the adapters as the
  * SDK's typed exceptions.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -28,9 +28,10 @@ const registry = new TaskTypeRegistry([
     handler: async () => ({}),
   }),
 ]);
-const newWorld = () =>
+const newWorld = (partitionLimits?: { writeUnitsPerSecond: number; readUnitsPerSecond: number }) =>
   new SimulatedAws({
     seed: 9,
+    ...(partitionLimits ? { partitionLimits } : {}),
     now: () => Date.now(),
     indexLagMs: 0,
     eventualLagMs: 0,
@@ -154,5 +155,43 @@ describe('Direct clients (the flood backlog loader)', () => {
     // Assess
     expect(refused).toBeInstanceOf(ConditionalCheckFailedException);
     expect((refused as ConditionalCheckFailedException).Item).toEqual({ taskId: { S: 't-1' }, tenantId: { S: 'a' } });
+  });
+
+  it('retry a throttled request as the SDK does: DynamoDB 4 attempts with backoff, then the typed exception', async () => {
+    // Prepare: a partition that never has a whole write unit (1 unit per 1,000 s, a bucket of a
+    // thousandth), so every attempt is throttled; on each path, under virtual time.
+    const attempts = async (clientsFor: (world: SimulatedAws) => AwsClients) => {
+      clock = installVirtualClock({ startMs: START_MS, seed: 5 });
+      const world = newWorld({ writeUnitsPerSecond: 0.001, readUnitsPerSecond: 3000 });
+      let outcome: unknown;
+      const call = clientsFor(world)
+        .documents.send(new PutCommand({ TableName: 'sim-tasks', Item: { taskId: 't-hot' } }))
+        .then(
+          () => 'written',
+          (error: unknown) => error,
+        )
+        .then((value) => {
+          outcome = value;
+        });
+      await clock.runUntil(START_MS + 60_000, () => outcome !== undefined);
+      await call;
+      const waitedMs = clock.nowMs() - START_MS;
+      clock.uninstall();
+      clock = undefined;
+      return { outcome, throttles: world.dynamodb.throughput.throttles(), waitedMs };
+    };
+
+    // Act
+    const viaSdk = await attempts((world) => world.component('api', NO_TRANSPORT_FAULTS).clients);
+    const direct = await attempts((world) => directClients(world.dynamodb, world.sqs));
+
+    // Assess: the same four attempts on the table's partition `t-hot`, backed off (throttling
+    // backoff: up to 1 s, 2 s, 4 s with full jitter), then the SDK's typed exception.
+    for (const run of [viaSdk, direct]) {
+      expect(run.outcome).toBeInstanceOf(ProvisionedThroughputExceededException);
+      expect(run.throttles).toEqual([{ table: 'sim-tasks', kind: 'write', key: 't-hot', requests: 4 }]);
+      expect(run.waitedMs).toBeGreaterThan(0);
+      expect(run.waitedMs).toBeLessThan(7000);
+    }
   });
 });
