@@ -165,6 +165,14 @@ export class InMemorySqs {
     return [...(queue?.byId.values() ?? [])].map((m) => ({ body: m.body, receiveCount: m.receiveCount }));
   }
 
+  /** Messages a receive could get now (ApproximateNumberOfMessages, exactly). */
+  visibleCount(queueId: string): number {
+    const queue = this.#queues.get(queueId);
+    if (!queue) return 0;
+    this.#reveal(queue, this.#behaviour.now());
+    return queue.byId.size - queue.hiddenDelayed - queue.hiddenInFlight;
+  }
+
   async handle(
     operation: string,
     input: Record<string, unknown>,

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { Task, TenantSettings } from '../../runtime/core/task.ts';
 import type { PartitionThroughput } from '../aws/capacity.ts';
+import type { LambdaAccount } from '../aws/lambda.ts';
 import type { ReceiveRecord } from '../aws/sqs.ts';
 
 export interface History {
@@ -45,6 +46,8 @@ export interface History {
   readonly calls: { ok: number; lost: number; throttled: number };
   /** DynamoDB's units and its per-partition refusals (sim/aws/capacity.ts), once the run ended. */
   throughput?: PartitionThroughput;
+  /** The account's Lambda concurrency: peak in use, invocations throttled. */
+  lambda?: LambdaAccount;
 }
 
 /**

@@ -35,6 +35,7 @@ import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/defin
 import { QueueWorker } from '../../runtime/worker/queue-worker.ts';
 import type { AttributeMap } from '../aws/dynamodb.ts';
 import { type LatencyModel, NO_TRANSPORT_FAULTS, type TransportFaults } from '../aws/faults.ts';
+import { LambdaAccount, type MappedEnvironment, SqsEventSourceMapping } from '../aws/lambda.ts';
 import { installVirtualClock } from '../aws/virtual-clock.ts';
 import { type Component, SimulatedAws } from '../aws/world.ts';
 import type { History } from './history.ts';
@@ -120,7 +121,14 @@ export interface ChaosOptions {
   readonly oddCharacterRate?: number;
   readonly latency?: LatencyModel;
   readonly config?: ConfigInput;
+  /**
+   * MaximumConcurrency of the Lambda pool's event source mapping (default: the pool's
+   * concurrency, as the stack sets it); the mapping scales its environments up to it
+   * (sim/aws/lambda.ts).
+   */
   readonly lambdaWorkers?: number;
+  /** The account's Lambda concurrency, shared by API, scheduler and worker invocations (default 1,000). */
+  readonly lambdaAccountConcurrency?: number;
   /** Attempts one Lambda-pool worker runs at once (default 1, as one Lambda invocation). */
   readonly lambdaWorkerConcurrency?: number;
   /** Fraction of tasks submitted with a delay (default 0.1), of up to this many seconds (default 300). */
@@ -340,6 +348,8 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   ]);
 
   // --- API -------------------------------------------------------------------------------
+  const lambda = new LambdaAccount(options.lambdaAccountConcurrency ?? 1000);
+  history.lambda = lambda;
   const apiEnvironments = Array.from({ length: Math.max(1, options.apiEnvironments ?? 1) }, (_, i) =>
     servicesFor(component(i === 0 ? 'api' : `api-${i}`)),
   );
@@ -407,7 +417,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
             }
             return;
           }
-          const task = await submitWithRetries(environment, input);
+          const task = await submitWithRetries(environment, input, lambda);
           if (!task) {
             history.unacknowledged++;
             return;
@@ -441,6 +451,8 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   // invocation starts even while the previous one still runs, and the lease decides.
   const invoke = () => {
     if (stop.signal.aborted) return;
+    // Throttled for want of account concurrency: this minute's invocation does not run.
+    if (!lambda.tryAcquire()) return;
     const n = ++history.schedulerInvocations;
     const part = component(`scheduler-${n}`);
     const services = servicesFor(part);
@@ -468,6 +480,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     void Promise.race([run, new Promise<void>((resolve) => setTimeout(resolve, LAMBDA_TIMEOUT_MS))]).then(() => {
       clearTimeout(killAt);
       if (Date.now() - startedAtMs >= LAMBDA_TIMEOUT_MS) part.transport.kill();
+      lambda.release();
     });
   };
   invoke();
@@ -475,8 +488,16 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
 
   // --- Workers -----------------------------------------------------------------------------
   let workerCount = 0;
-  const startWorker = (runtime: 'lambda' | 'fargate') => {
-    if (stop.signal.aborted) return;
+  /** One worker process: a Fargate task, or a Lambda environment of the pool's mapping. */
+  const startWorker = (runtime: 'lambda' | 'fargate'): MappedEnvironment => {
+    let end = () => {};
+    const ended = new Promise<void>((resolve) => {
+      end = resolve;
+    });
+    if (stop.signal.aborted) {
+      end();
+      return { stop() {}, ended };
+    }
     const part = component(`worker-${runtime}-${++workerCount}`);
     const services = servicesFor(part);
     const worker = new QueueWorker({
@@ -499,17 +520,34 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       logger: silent,
     });
     worker.start();
+    let retired = false;
     if (faults.workerMeanLifeSeconds > 0) {
       const lifeMs = -Math.log(1 - random()) * faults.workerMeanLifeSeconds * 1000;
       setTimeout(() => {
+        if (retired) return;
         part.transport.kill();
         history.deaths.push({ component: part.name, atMs: Date.now() });
-        // A new process (Lambda execution environment, Fargate task) takes its place.
-        setTimeout(() => startWorker(runtime), 1000 + random() * 4000);
+        end();
+        // A new Fargate task takes its place (the Lambda pool's mapping replaces its environments).
+        if (runtime === 'fargate') setTimeout(() => startWorker(runtime), 1000 + random() * 4000);
       }, lifeMs);
     }
+    return {
+      stop() {
+        retired = true;
+        void worker.stop().then(end, end);
+      },
+      ended,
+    };
   };
-  for (let i = 0; i < (options.lambdaWorkers ?? config.pools.lambda.concurrency); i++) startWorker('lambda');
+  // The Lambda pool: its event source mapping scales environments with the queue, within the account.
+  const lambdaMapping = new SqsEventSourceMapping({
+    account: lambda,
+    maximumConcurrency: options.lambdaWorkers ?? config.pools.lambda.concurrency,
+    waiting: () => world.sqs.visibleCount(workerQueue('lambda').id),
+    start: () => startWorker('lambda'),
+  });
+  lambdaMapping.start();
   for (let i = 0; i < (options.fargateWorkers ?? 1); i++) startWorker('fargate');
   // The redrive Lambda's event source mapping long-polls each dead-letter queue for 20 s.
   startDeadLetterConsumer({ ...servicesFor(component('redrive')), logger: silent, waitSeconds: 20 });
@@ -528,6 +566,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   await clock.runUntil(START_MS + options.maxSimulatedSeconds * 1000, () => settled);
   clearInterval(checker);
   clearInterval(invoker);
+  lambdaMapping.stop();
   // Nothing is stopped cleanly: the run ends where it is, as a region outage would, and what
   // is still awaiting is dropped with the virtual clock.
   stop.abort();
@@ -548,17 +587,26 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   return history;
 }
 
-/** The API client's side: a 5xx (the SDK gave up) is retried with the same idempotency key. */
+/**
+ * The API client's side: a 5xx (the SDK gave up) or a 429 (the API Lambda throttled for want of
+ * account concurrency) is retried with the same idempotency key.
+ */
 async function submitWithRetries(
   api: Services,
   input: Parameters<Services['tasks']['submit']>[0],
+  lambda: LambdaAccount,
 ): Promise<Task | undefined> {
   for (let attempt = 0; attempt < 5; attempt++) {
-    try {
-      return (await api.tasks.submit(input)).task;
-    } catch {
-      await sleep(1000 * 2 ** attempt);
+    if (lambda.tryAcquire()) {
+      try {
+        return (await api.tasks.submit(input)).task;
+      } catch {
+        // a 5xx: retried below
+      } finally {
+        lambda.release();
+      }
     }
+    await sleep(1000 * 2 ** attempt);
   }
   return undefined;
 }

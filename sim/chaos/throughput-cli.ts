@@ -82,9 +82,11 @@ export async function runThroughputCommand(argv: readonly string[]): Promise<num
         `throughput: ${result.tasks} tasks over ${result.tenants} tenants, ${result.simulatedSeconds} simulated s`,
         `  offered ${result.offeredPerSecond}/s, dispatched ${result.dispatchedPerSecond}/s (${result.dispatchedOverOffered}×)`,
         `  submit to dispatch: p50 ${result.p50WaitSeconds} s, p99 ${result.p99WaitSeconds} s, max ${result.maxWaitSeconds} s; ${result.undispatched} never dispatched, ${result.unacknowledged} submits given up`,
+        `  dispatch to start p99 ${result.p99DispatchToStartSeconds} s`,
         `  DynamoDB: ${result.writeUnitsPerTask} write and ${result.readUnitsPerTask} read units per task; ${result.throttledRequests} requests throttled${hottest.length > 0 ? ', most on:' : ''}`,
         ...hottest,
         `  peak leased ${result.peakLeased} of ${result.poolSlots} slots, ${result.peakLeasedPerTenant} of one tenant's ${result.tenantQuota} quota; ${result.schedulerInvocations} scheduler invocations`,
+        `  Lambda account concurrency: ${result.lambdaPeakConcurrency} at most, ${result.lambdaThrottles} invocations throttled`,
         '',
       ].join('\n'),
     );

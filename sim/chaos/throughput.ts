@@ -48,6 +48,11 @@ export interface ThroughputResult {
   readonly p50WaitSeconds: number;
   readonly p99WaitSeconds: number;
   readonly maxWaitSeconds: number;
+  /**
+   * DISPATCHED to RUNNING, 99th percentile: the scheduler's send of the worker message and the
+   * workers' pick-up. Small: the workers kept up.
+   */
+  readonly p99DispatchToStartSeconds: number;
   /** Tasks submitted and never dispatched by the end of the run (their client may have given up). */
   readonly undispatched: number;
   /** Submits the client gave up on after its retries (5xx each time). */
@@ -71,6 +76,9 @@ export interface ThroughputResult {
   /** Most of one tenant's tasks DISPATCHED or RUNNING at once, and the quota (below: it never bound). */
   readonly peakLeasedPerTenant: number;
   readonly tenantQuota: number;
+  /** The account's Lambda concurrency (API and scheduler here): most in use, invocations throttled. */
+  readonly lambdaPeakConcurrency: number;
+  readonly lambdaThrottles: number;
   readonly schedulerInvocations: number;
   readonly simulatedSeconds: number;
 }
@@ -90,6 +98,7 @@ export async function measureThroughput(options: ThroughputOptions): Promise<Thr
   const { tasks, rate, tenants } = options;
   const submittedAt = new Map<string, number>();
   const dispatchedAt = new Map<string, number>();
+  const startedAt = new Map<string, number>();
   const leasedState = new Map<string, string>();
   const leasedByTenant = new Map<string, number>();
   let leased = 0;
@@ -133,6 +142,7 @@ export async function measureThroughput(options: ThroughputOptions): Promise<Thr
       if (!item || typeof taskId !== 'string') return;
       const state = String(item.state?.S);
       if (state === 'DISPATCHED' && !dispatchedAt.has(taskId)) dispatchedAt.set(taskId, atMs);
+      if (state === 'RUNNING' && !startedAt.has(taskId)) startedAt.set(taskId, atMs);
       // Tasks DISPATCHED or RUNNING, in all and per tenant, as DynamoDB records them.
       const wasLeased = leasedState.has(taskId);
       const isLeased = state === 'DISPATCHED' || state === 'RUNNING';
@@ -154,6 +164,8 @@ export async function measureThroughput(options: ThroughputOptions): Promise<Thr
   const waits = [...submittedAt].map(([taskId, at]) => ((dispatchedAt.get(taskId) ?? history.endMs) - at) / 1000);
   waits.sort((a, b) => a - b);
   const pick = (q: number) => waits[Math.min(waits.length - 1, Math.floor(q * waits.length))] ?? 0;
+  const startDelays = [...startedAt].map(([taskId, at]) => (at - dispatchedAt.get(taskId)!) / 1000);
+  startDelays.sort((a, b) => a - b);
   const offeredPerSecond = mainPhaseRate(submits);
   const dispatchedPerSecond = mainPhaseRate(dispatches);
   const units = { read: 0, write: 0 };
@@ -170,6 +182,7 @@ export async function measureThroughput(options: ThroughputOptions): Promise<Thr
     p50WaitSeconds: round(pick(0.5), 3),
     p99WaitSeconds: round(pick(0.99), 3),
     maxWaitSeconds: round(waits.at(-1) ?? 0, 3),
+    p99DispatchToStartSeconds: round(startDelays[Math.floor(0.99 * (startDelays.length - 1))] ?? 0, 3),
     undispatched: submittedAt.size - dispatchedAt.size,
     unacknowledged: history.unacknowledged,
     throttledRequests: history.throughput?.throttledRequests ?? 0,
@@ -180,6 +193,8 @@ export async function measureThroughput(options: ThroughputOptions): Promise<Thr
     poolSlots: POOL_SLOTS,
     peakLeasedPerTenant,
     tenantQuota: TENANT_QUOTA,
+    lambdaPeakConcurrency: history.lambda?.peak ?? 0,
+    lambdaThrottles: history.lambda?.throttles ?? 0,
     schedulerInvocations: history.schedulerInvocations,
     simulatedSeconds: round((history.endMs - history.startMs) / 1000, 1),
   };
