@@ -29,7 +29,9 @@ Options:
                    long sweep's runs, about 1 s of CPU each);
                    backlog: one tenant at quota 1 with 30 min of work queued (tasks wait
                    past the backstop's 15-minute mark); payloads: 150 KiB payloads and characters
-                   SQS refuses raw (U+FFFE, U+FFFF) or above U+FFFF
+                   SQS refuses raw (U+FFFE, U+FFFF) or above U+FFFF; hot: one tenant (quota
+                   50) submitting 2,500 short tasks within half a second, over DynamoDB's
+                   per-partition limit for its index keys
   --no-faults      the same workload without any fault
   --stalls MS      every scheduler invocation stalls once, at a random moment, for up to MS:
                    its calls are held, then land late, even after it died (default: 10 % of

@@ -183,6 +183,20 @@ export const CHAOS_SCENARIOS = {
   short: { tasks: 20, submitSeconds: 30, maxDelaySeconds: 60 },
   backlog: { tasks: 60, tenants: 1, submitSeconds: 60, workMs: [20_000, 40_000] as const, cancelRate: 0 },
   payloads: { largePayloadRate: 0.3, oddCharacterRate: 0.3 },
+  /**
+   * One tenant submitting 2,500 short tasks within half a second (through 20 API environments):
+   * its index partitions (`byTenant`, `byTenantState`) take more than DynamoDB's 1,000 write units
+   * a second, so writes are throttled for real (sim/aws/capacity.ts) on top of the faults.
+   */
+  hot: {
+    tasks: 2500,
+    tenants: 1,
+    submitSeconds: 0.5,
+    apiEnvironments: 20,
+    tenantSettings: { weight: 1, maxConcurrency: 50 },
+    workMs: [0, 200] as const,
+    delayRate: 0,
+  },
 } satisfies Record<string, Partial<ChaosOptions>>;
 
 const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
