@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseConfig } from '../runtime/core/config.ts';
-import { DEFAULT_RESERVATION_AFTER_SKIPS, holdSecondsOf, waitBound } from '../runtime/core/policy/index.ts';
+import { holdSecondsOf, waitBound } from '../runtime/core/policy/index.ts';
 import { PRIORITY_TIERS, type Runtime, tierRank } from '../runtime/core/task.ts';
 
 const file = process.argv[2];
@@ -16,7 +16,7 @@ const hours = (seconds: number | null) =>
   seconds === null ? 'none' : `${seconds} s (${(seconds / 3600).toFixed(1)} h)`;
 process.stdout.write(
   `policy ${config.policy}, agingSeconds ${config.agingSeconds}, τ lambda ${hold.lambda} s, τ fargate ${hold.fargate} s, ` +
-    `maxConcurrency ${config.tenantDefaults.maxConcurrency}, reservationAfterSkips ${DEFAULT_RESERVATION_AFTER_SKIPS}\n`,
+    `maxConcurrency ${config.tenantDefaults.maxConcurrency}\n`,
 );
 process.stdout.write('| runtime | tier at submit | tasks ahead (k) | bound at submit |\n|---|---|---|---|\n');
 for (const runtime of ['lambda', 'fargate'] as Runtime[]) {
@@ -35,7 +35,7 @@ for (const runtime of ['lambda', 'fargate'] as Runtime[]) {
         maxConcurrency: config.tenantDefaults.maxConcurrency,
         poolHoldSeconds: hold[runtime],
         tenantHoldSeconds: Math.max(hold.lambda, hold.fargate),
-        reservationAfterSkips: DEFAULT_RESERVATION_AFTER_SKIPS,
+        reservations: true,
         fitsPool: true,
       });
       process.stdout.write(`| ${runtime} | ${tier} | ${aheadCount} | ${hours(bound.seconds)} |\n`);

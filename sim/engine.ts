@@ -43,20 +43,20 @@ export function createDispatcher(name: DispatcherName, trace: Trace): Dispatcher
     pools: trace.pools,
     tenantDefaults: { weight: 1, maxConcurrency: 1_000_000 },
     tenants,
-    // τ per pool: the trace's longest hold is the cap its tasks keep (the wait bound rests on it).
+    // τ per pool: the trace's longest timeout is the cap its tasks keep (the wait bound rests on it).
     maxHoldSeconds: maxHoldSeconds(trace),
-    ...(backfillOnly ? { reservationAfterSkips: Number.POSITIVE_INFINITY } : {}),
+    ...(backfillOnly ? { reservations: false } : {}),
   });
 }
 
-/** The longest hold of each pool's tasks in the trace, in whole seconds (at least 1). */
+/** The longest timeout of each pool's tasks in the trace (the pools' caps), whole seconds (at least 1). */
 export function maxHoldSeconds(trace: Trace): { lambda: number; fargate: number } {
   let lambda = 0;
   let fargate = 0;
   for (let i = 0; i < trace.size; i++) {
-    const hold = trace.holdMs[i] as number;
-    if (trace.runtime[i] === 0) lambda = Math.max(lambda, hold);
-    else fargate = Math.max(fargate, hold);
+    const timeout = trace.timeoutMs[i] as number;
+    if (trace.runtime[i] === 0) lambda = Math.max(lambda, timeout);
+    else fargate = Math.max(fargate, timeout);
   }
   return { lambda: Math.max(1, Math.ceil(lambda / 1000)), fargate: Math.max(1, Math.ceil(fargate / 1000)) };
 }
@@ -192,6 +192,7 @@ export function simulate(trace: Trace, name: DispatcherName, observe?: Observer)
         agingFromMs: now,
         runAtMs: now,
         seq: task,
+        holdSeconds: (trace.timeoutMs[task] as number) / 1000,
       };
       dispatcher.add(candidate);
       const tenant = trace.tenant[task] as number;

@@ -183,6 +183,7 @@ export const SCENARIOS: Record<string, Scenario> = {
       const lambdaTenants = tenantsOfKind(0);
       const smallTenants = tenantsOfKind(1);
       const bigTenants = tenantsOfKind(2);
+      // Holds are 0.5–1.5 × holdMs; the timeout is the top of that range.
       const big = { vcpu: 4, memoryMiB: 8192, holdMs: 30_000 };
       const small = { vcpu: 0.25, memoryMiB: 512, holdMs: 10_000 };
       // Fargate demand: big tasks are 5% of Fargate tasks by count.
@@ -204,6 +205,7 @@ export const SCENARIOS: Record<string, Scenario> = {
           memoryMiB: size.memoryMiB,
           arriveMs: rng.next() * horizonMs,
           holdMs: size.holdMs * (0.5 + rng.next()),
+          timeoutMs: size.holdMs * 1.5,
         });
       }
       for (let i = fargateCount; i < tasks; i++) {
@@ -252,6 +254,7 @@ export const SCENARIOS: Record<string, Scenario> = {
           memoryMiB: small.memoryMiB,
           arriveMs: rng.next() * horizonMs,
           holdMs: small.holdMs * (0.5 + rng.next()),
+          timeoutMs: small.holdMs * 1.5,
         });
       }
       for (let i = 0; i < bigCount; i++) {
@@ -263,6 +266,7 @@ export const SCENARIOS: Record<string, Scenario> = {
           memoryMiB: big.memoryMiB,
           arriveMs: (0.1 + 0.6 * rng.next()) * horizonMs,
           holdMs: big.holdMs * (0.5 + rng.next()),
+          timeoutMs: big.holdMs * 1.5,
         });
       }
       return trace.build({

@@ -22,6 +22,11 @@ export interface Trace {
   readonly memoryMiB: Int32Array;
   readonly arriveMs: Float64Array;
   readonly holdMs: Float64Array;
+  /**
+   * The longest each task may hold its pool (its timeout, ms; ≥ its hold). Scenarios that do not
+   * set one get their pool's longest hold, the cap every task keeps (the wait bound rests on it).
+   */
+  readonly timeoutMs: Float64Array;
 }
 
 export interface TaskSpec {
@@ -32,6 +37,8 @@ export interface TaskSpec {
   memoryMiB: number;
   arriveMs: number;
   holdMs: number;
+  /** Its timeout (ms); default: the pool's longest hold in the trace. */
+  timeoutMs?: number;
 }
 
 /** Collects tasks in any order and freezes them into a Trace sorted by arrival. */
@@ -44,6 +51,7 @@ export class TraceBuilder {
   readonly #memoryMiB: Int32Array;
   readonly #arriveMs: Float64Array;
   readonly #holdMs: Float64Array;
+  readonly #timeoutMs: Float64Array;
   #size = 0;
 
   constructor(capacity: number) {
@@ -55,6 +63,7 @@ export class TraceBuilder {
     this.#memoryMiB = new Int32Array(capacity);
     this.#arriveMs = new Float64Array(capacity);
     this.#holdMs = new Float64Array(capacity);
+    this.#timeoutMs = new Float64Array(capacity);
   }
 
   push(task: TaskSpec): void {
@@ -67,6 +76,8 @@ export class TraceBuilder {
     this.#memoryMiB[i] = task.memoryMiB;
     this.#arriveMs[i] = Math.round(task.arriveMs);
     this.#holdMs[i] = Math.max(1, Math.round(task.holdMs));
+    this.#timeoutMs[i] =
+      task.timeoutMs === undefined ? Number.NaN : Math.max(this.#holdMs[i] as number, Math.ceil(task.timeoutMs));
   }
 
   build(
@@ -82,6 +93,15 @@ export class TraceBuilder {
       for (let i = 0; i < n; i++) target[i] = source[sorted[i] as number] as number;
       return target;
     };
+    // A task without a timeout gets its pool's longest hold, in whole seconds.
+    const cap = [0, 0];
+    for (let i = 0; i < n; i++) {
+      const pool = this.#runtime[i] as number;
+      cap[pool] = Math.max(cap[pool] as number, Math.ceil((this.#holdMs[i] as number) / 1000) * 1000);
+    }
+    for (let i = 0; i < n; i++) {
+      if (Number.isNaN(this.#timeoutMs[i])) this.#timeoutMs[i] = cap[this.#runtime[i] as number] as number;
+    }
     return {
       ...meta,
       size: n,
@@ -92,6 +112,7 @@ export class TraceBuilder {
       memoryMiB: pick(this.#memoryMiB, new Int32Array(n)),
       arriveMs: pick(this.#arriveMs, new Float64Array(n)),
       holdMs: pick(this.#holdMs, new Float64Array(n)),
+      timeoutMs: pick(this.#timeoutMs, new Float64Array(n)),
     };
   }
 }

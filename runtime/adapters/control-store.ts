@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { RotationState } from '../core/policy/types.ts';
 import { PRIORITY_TIERS, type PriorityTier, type TenantSettings } from '../core/task.ts';
 import type { QueueScanCursor } from './task-store.ts';
 
@@ -51,6 +52,7 @@ export interface IntakeRegistration {
 const KEEPS_PROMISE = '(attribute_not_exists(scanUntilMs) OR scanUntilMs <= :scanUntilMs)';
 const leaseKey = (name: string) => `lease#${name}`;
 const SNAPSHOT_KEY = 'snapshot#scheduler';
+const ROTATION_KEY = 'rotation#scheduler';
 const SWEEP_MARKS_KEY = 'sweeps#reconciler';
 
 /**
@@ -350,6 +352,29 @@ export class ControlStore {
         Item: { pk: SNAPSHOT_KEY, kind: 'snapshot', snapshotJson: JSON.stringify(snapshot) },
       }),
     );
+  }
+
+  /**
+   * The fair-share rotation's memory (SchedulingPolicy.rotationState), so a scheduler that starts
+   * afresh (every invocation, on AWS) keeps the order. Last writer wins: only the lease holder
+   * writes it, and a late write from a predecessor only repeats an older state.
+   */
+  async putRotation(state: RotationState, at: Date): Promise<void> {
+    await this.#documents.send(
+      new PutCommand({
+        TableName: this.#tableName,
+        Item: { pk: ROTATION_KEY, kind: 'rotation', at: at.toISOString(), rotationJson: JSON.stringify(state) },
+      }),
+    );
+  }
+
+  async getRotation(): Promise<RotationState | undefined> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { pk: ROTATION_KEY }, ConsistentRead: true }),
+    );
+    if (typeof Item?.rotationJson !== 'string') return undefined;
+    const parsed = JSON.parse(Item.rotationJson) as Partial<RotationState> | null;
+    return { lambda: parsed?.lambda ?? {}, fargate: parsed?.fargate ?? {} };
   }
 
   async getSnapshot<T>(): Promise<T | undefined> {

@@ -12,7 +12,6 @@
  */
 import type { SchedulerConfig } from '../core/config.ts';
 import {
-  DEFAULT_RESERVATION_AFTER_SKIPS,
   explainWait as explainInCore,
   holdSecondsOf,
   type NoBoundReason,
@@ -82,7 +81,7 @@ export function explainWait(
     limits: {
       lambdaConcurrency: pools.lambda.concurrency,
       holdSeconds: holdSecondsOf(config),
-      reservationAfterSkips: DEFAULT_RESERVATION_AFTER_SKIPS,
+      reservations: true,
     },
   });
   return {

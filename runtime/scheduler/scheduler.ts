@@ -15,6 +15,7 @@
  *   windows below half ─▶ Query byTenantQueue ─▶ windows
  *   policy.next ─▶ consistent re-read ─▶ conditional dispatch ─▶ worker messages
  *   every few seconds: reconcile (with a page of the registry backstop), refresh tenants, publish a snapshot
+ *   and, when it changed, the fair-share rotation's memory (control table), which a restart restores
  */
 import type { ControlStore } from '../adapters/control-store.ts';
 import type { CompletionMessage, QueueClient } from '../adapters/queues.ts';
@@ -22,7 +23,7 @@ import type { TaskStore } from '../adapters/task-store.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import type { QueuedRef } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
-import { holdSecondsOf, SchedulingPolicy } from '../core/policy/index.ts';
+import { holdSecondsOf, SchedulingPolicy, taskHoldSeconds } from '../core/policy/index.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import type { Task, TenantSettings } from '../core/task.ts';
 import { COMPLETIONS_QUEUE } from '../infra/resources.ts';
@@ -75,6 +76,8 @@ export class Scheduler {
   readonly #dispatchTimes: number[] = [];
   #lastSnapshotMs = 0;
   #lastTenantRefreshMs = 0;
+  /** The rotation's memory as last written (written again only when it changed). */
+  #savedRotation: string | undefined;
   #lease: HeldLease | undefined;
   /** The tenant settings version last applied (see #bindTenantSettings). */
   #tenantsVersion: string | undefined;
@@ -157,12 +160,20 @@ export class Scheduler {
     // Recently finished work stays in view across scheduler restarts (each invocation on AWS).
     const previous = await this.#deps.control.getSnapshot<SchedulerSnapshot>();
     this.#finished.restore(previous?.recentlyFinished, this.#now().getTime());
+    // The rotation's memory first: a tenant served just before the restart does not go first again.
+    const rotation = await this.#deps.control.getRotation();
+    if (rotation) {
+      this.#policy.restoreRotation(rotation);
+      this.#savedRotation = JSON.stringify(rotation);
+    }
     await this.#intake.restore();
     const nowMs = this.#now().getTime();
     for await (const ref of this.#deps.store.listLeased()) {
       if (this.#active.has(ref.taskId)) continue;
       this.#active.set(ref.taskId, { fence: ref.fence, sinceMs: nowMs });
-      this.#policy.markActive(ref);
+      // Its timeout is not in the index: its hold counts as the pool's cap until it ends.
+      const sinceMs = Date.parse(ref.leasedAt);
+      this.#policy.markActive({ ...ref, ...(Number.isFinite(sinceMs) ? { sinceMs } : {}) });
     }
   }
 
@@ -256,7 +267,7 @@ export class Scheduler {
     return count;
   }
 
-  /** A dispatched attempt now counts against its pool and tenant. */
+  /** A dispatched attempt now counts against its pool and tenant, until its own timeout at the latest. */
   #counted(task: Task, nowMs: number, queued?: Task): void {
     if (task.traceparent) {
       // The task's wait, from when it was queued to this dispatch (tasks submitted with a traceparent).
@@ -275,6 +286,7 @@ export class Scheduler {
       ).catch(() => undefined);
     }
     this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
+    this.#policy.heldUntil(task.taskId, nowMs + taskHoldSeconds(this.#deps.config, task.timeoutSeconds) * 1000);
     this.#backlog.dispatched(task.tenantId, task.priority);
     this.#dispatchTimes.push(nowMs);
     this.#deps.onDispatch?.(task);
@@ -314,13 +326,28 @@ export class Scheduler {
     for (const task of reconciled.adopted ?? []) {
       if (this.#active.has(task.taskId) || windows.holds(task.taskId, task.tenantId, task.priority)) continue;
       this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
-      this.#policy.markActive(task);
+      const sinceMs = Date.parse(task.dispatchedAt ?? '');
+      this.#policy.markActive({
+        ...task,
+        ...(Number.isFinite(sinceMs) ? { sinceMs } : {}),
+        holdSeconds: taskHoldSeconds(this.#deps.config, task.timeoutSeconds),
+      });
     }
     await this.#backlog.maybeCount(windows.heads(), nowMs);
     if (nowMs - this.#lastSnapshotMs >= SNAPSHOT_EVERY_MS) {
       this.#lastSnapshotMs = nowMs;
-      await this.#deps.control.putSnapshot(this.snapshot());
+      await Promise.all([this.#deps.control.putSnapshot(this.snapshot()), this.#saveRotation()]);
     }
+  }
+
+  /** Persist the rotation's memory when it changed (the snapshot's pace; and on a clean stop). */
+  async #saveRotation(): Promise<void> {
+    const now = this.#now();
+    const state = this.#policy.rotationState(now.getTime());
+    const json = JSON.stringify(state);
+    if (json === this.#savedRotation) return;
+    await this.#deps.control.putRotation(state, now);
+    this.#savedRotation = json;
   }
 
   /** What the API uses to explain waits and the dashboard to draw tiers, pools and tenants. */
@@ -345,6 +372,6 @@ export class Scheduler {
    * else is handed back: the windows are a cache of the index, and the registry stays.
    */
   async releaseHeld(): Promise<void> {
-    await this.#intake.stop();
+    await Promise.all([this.#intake.stop(), this.#saveRotation()]);
   }
 }

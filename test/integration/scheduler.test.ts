@@ -157,6 +157,46 @@ describe('Class: Scheduler (against the emulators)', () => {
     expect(await settle(scheduler)).toBe(1);
   });
 
+  it('keeps the fair-share rotation across a restart: a tenant served just before it does not go first again', async () => {
+    // Prepare: one Lambda slot; tenants a, b and c submit three tasks each, a first
+    const single = {
+      ...services.config,
+      pools: { ...services.config.pools, lambda: { ...services.config.pools.lambda, concurrency: 1 } },
+    };
+    const schedulerWith = () =>
+      new Scheduler({ store: services.store, control: services.control, queues: services.queues, config: single });
+    for (const tenantId of ['a', 'b', 'c']) await submit(3, tenantId);
+    const finish = async (message: WorkerMessage) => {
+      const running = await services.store.transition(message.taskId, (t) => start(t, message.fence, new Date(), 60));
+      const done = await services.store.transition(message.taskId, (t) => succeed(t, message.fence, new Date(), 1), {
+        known: running,
+      });
+      await services.queues.reportCompletions([
+        { taskId: done.taskId, fence: message.fence, tenantId: done.tenantId, state: done.state },
+      ]);
+    };
+    const served: string[] = [];
+    const runOne = async (scheduler: Scheduler) => {
+      await settle(scheduler);
+      const [message] = await workerMessages('lambda');
+      served.push(message!.tenantId);
+      await finish(message!);
+    };
+    const first = schedulerWith();
+    await first.resume();
+    await runOne(first);
+    await runOne(first);
+    // Act: a clean handover (as the Lambda does every minute), and a fresh scheduler goes on
+    await first.releaseHeld();
+    const second = schedulerWith();
+    await second.resume();
+    await runOne(second);
+    await runOne(second);
+    await runOne(second);
+    // Assess
+    expect(served).toEqual(['a', 'b', 'c', 'a', 'b']);
+  });
+
   it('resumes after a crash from DynamoDB, not memory: a new scheduler keeps the pool limit', async () => {
     // Prepare: the first scheduler fills the pool and "crashes" (is dropped without cleanup).
     const ids = await submit(6, 'acme');

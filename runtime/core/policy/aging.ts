@@ -10,33 +10,31 @@
  * Before T it can be passed by anything of a higher effective tier. From T on it sits at the top
  * tier, where only tasks OLDER than it rank ahead of it, and older tasks are a finite set that no
  * new submission can grow (a new task is younger). So after T nothing submitted after the task
- * can pass it while it is eligible — under `fair-share`, except tenants below its tenant's
- * weighted share (that is the point of fair share), and that overtaking is bounded below.
+ * can pass it while it is eligible (under `priority` and `fifo`; `fair-share` orders tenants by
+ * share and rotation, and only a tenant's own work by tier: bound.ts).
  *
- * Maximum wait (proof sketch). Assumptions: a dispatched task holds its pool's capacity at most
- * τ_pool (timeout cap + leases, enforced at submit), so any task of the tenant at most τ_tenant
- * (the larger of the pools' τ); the task's tenant submits nothing new while it waits; no task
- * older than it is re-added (a retry of a task running now). Let k be the waiting tasks that can
- * still go first once it is top tier: the waiting tasks of its pool older than it, plus every
- * other waiting task of its tenant (they take its quota and, under fair-share, raise its share).
- * Write W = τ_tenant + τ_pool, Q its tenant's maxConcurrency, c the Lambda slots.
+ * Maximum wait under `priority` and `fifo` (proof sketch; `fair-share` has its own, bound.ts).
+ * Assumptions: a dispatched task holds its pool's capacity at most τ_pool (timeout cap + leases,
+ * enforced at submit), so any task of the tenant at most τ_tenant (the larger of the pools' τ);
+ * the task's tenant submits nothing new while it waits; no task older than it is re-added (a
+ * retry of a task running now). Let k be the waiting tasks that can still go first once it is
+ * top tier: the waiting tasks of its pool older than it, plus every other waiting task of its
+ * tenant (they take its quota). Write W = τ_tenant + τ_pool, Q its tenant's maxConcurrency, c
+ * the Lambda slots.
  *
- * Events: a start of one of the k + 1 tasks (the k and the task), or, on Fargate, a pass of one
- * of them (another task started in the pool while it was the pool's best and did not fit). Claim:
- * every window [s, s + W] after T in which the task still waits holds an event. Otherwise its
- * tenant starts nothing in the window (all its waiting tasks are among the k + 1), so by
- * s + τ_tenant it runs nothing: below quota and, under fair-share, at share 0, the minimum. From then on only the
- * k + 1 can be the pool's best (under fair-share a share-0 entry loses only to older top-tier
- * heads), so nothing starts in the pool (a start would be an event); by s + W the pool is empty,
- * its best task fits, and the scheduler (work conserving) starts it: an event. Each task has at
- * most N = reservationAfterSkips passes (then it holds the pool) and one start, so
+ * Events: a start of one of the k + 1 tasks (the k and the task). Claim: every window
+ * [s, s + W] after T in which the task still waits holds an event. Otherwise its tenant starts
+ * nothing in the window (all its waiting tasks are among the k + 1), so by s + τ_tenant it runs
+ * nothing and is below quota. From then on only the k + 1 can be the pool's best, so only they
+ * start in the pool, or (Fargate) tasks that end before the best one would fit anyway (EASY
+ * backfill, policy.ts): by s + W the tasks running at s + τ_tenant have ended, the best task
+ * fits, and the scheduler (work conserving) starts it: an event. Each task starts once, so
  *
- *     Fargate: wait ≤ (T − now) + W · (k + 1) · (N + 1)      (no bound when N = ∞)
+ *     Fargate: wait ≤ (T − now) + W · (k + 1)          (no bound with reservations off)
  *     Lambda:  wait ≤ (T − now) + W · ⌈(k + 1) / p⌉
  *
- * Lambda tasks are all one size, so there are no passes; under `priority` and `fifo` each window
- * starts p = min(c, Q) of the k + 1 (fewer than p busy slots at the window's end means one of
- * them starts), under `fair-share` p = 1. `fifo` has no aging: T = agingFrom.
+ * Lambda tasks are all one size: each window starts p = min(c, Q) of the k + 1 (fewer than p
+ * busy slots at the window's end means one of them starts). `fifo` has no aging: T = agingFrom.
  */
 import type { PolicyName } from '../config.ts';
 import type { Runtime } from '../task.ts';
@@ -64,6 +62,8 @@ export const NO_BOUND_REASONS = [
   'never_fits',
   'quota_zero',
   'not_aging_yet',
+  'not_due',
+  'tenant_backlog',
   'ahead_unknown',
   'no_reservation',
 ] as const;
@@ -87,30 +87,29 @@ export interface WaitBoundInput {
   readonly poolHoldSeconds: number;
   /** τ_tenant: the longest one task holds capacity of any pool. */
   readonly tenantHoldSeconds: number;
-  /** N: passes after which the pool's best task holds the pool (Infinity: never). */
-  readonly reservationAfterSkips: number;
+  /** EASY backfill on (policy.ts); off, a Fargate task has no bound. */
+  readonly reservations: boolean;
   /** False when the task is bigger than its whole pool. */
   readonly fitsPool: boolean;
 }
 
 export type WaitBound = { readonly seconds: number } | { readonly seconds: null; readonly why: NoBoundReason };
 
-/** Upper bound on the remaining wait in seconds (proved above), or why none holds. */
+/** Upper bound on the remaining wait in seconds under priority or fifo (proved above), or why none holds. */
 export function waitBound(input: WaitBoundInput): WaitBound {
   if (!input.fitsPool) return { seconds: null, why: 'never_fits' };
   if (input.maxConcurrency < 1) return { seconds: null, why: 'quota_zero' };
   if (input.agingFromMs > input.nowMs) return { seconds: null, why: 'not_aging_yet' };
   if (input.aheadCount === null) return { seconds: null, why: 'ahead_unknown' };
   const fargate = input.runtime === 'fargate';
-  if (fargate && !Number.isFinite(input.reservationAfterSkips)) return { seconds: null, why: 'no_reservation' };
+  if (fargate && !input.reservations) return { seconds: null, why: 'no_reservation' };
   const agingMs = input.agingSeconds * 1000;
   const promotedAt =
     input.policy === 'fifo' ? input.agingFromMs : topTierAtMs(input.baseRank, input.agingFromMs, agingMs);
   const topAt = Math.max(input.nowMs, input.runAtMs, promotedAt);
   const tasks = input.aheadCount + 1;
-  const perWindow =
-    input.policy !== 'fair-share' ? Math.max(1, Math.min(input.lambdaConcurrency, input.maxConcurrency)) : 1;
-  const windows = fargate ? tasks * (input.reservationAfterSkips + 1) : Math.ceil(tasks / perWindow);
+  const perWindow = Math.max(1, Math.min(input.lambdaConcurrency, input.maxConcurrency));
+  const windows = fargate ? tasks : Math.ceil(tasks / perWindow);
   return { seconds: (topAt - input.nowMs) / 1000 + windows * (input.poolHoldSeconds + input.tenantHoldSeconds) };
 }
 

@@ -6,7 +6,8 @@
  */
 import type { PolicyName, SchedulerConfig } from '../config.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Runtime, tierRank } from '../task.ts';
-import { effectiveRank, type NoBoundReason, topTierAtMs, waitBound } from './aging.ts';
+import { effectiveRank, type NoBoundReason, topTierAtMs, type WaitBound, waitBound } from './aging.ts';
+import { rotationBoundSeconds } from './bound.ts';
 
 /** Why a waiting task is not being dispatched right now. */
 export const WAIT_REASONS = ['delayed', 'tenant_quota', 'capacity', 'fair_share', 'priority', 'queue'] as const;
@@ -43,18 +44,45 @@ export interface WaitView {
   readonly pool: {
     /** The pool is held for another task (its best, which does not fit yet). */
     readonly heldForOther: boolean;
+    /**
+     * Fargate: the pool is reserved for another task, which goes first whether or not it fits now
+     * (bound.ts h). Defaults to `heldForOther`.
+     */
+    readonly reservedForOther?: boolean | undefined;
     /** Null when no tenant below quota has work ready in the pool. */
     readonly leader: PoolLeader | null;
     /** Set when nothing is known of the pool (no scheduler has published what goes first). */
     readonly unknown?: true | undefined;
   };
-  /** k of the bound (aging.ts): tasks that can still go first once it is top tier; null if unknown. */
+  /** priority, fifo: k of aging.ts's bound (tasks that can still go first once it is top tier); null if unknown. */
   readonly aheadCount: number | null;
+  /** fair-share: its place in its pool's rotation (bound.ts); undefined when not known or not ready. */
+  readonly rotation?: RotationView | undefined;
   readonly limits: {
     readonly lambdaConcurrency: number;
+    /** τ per pool for tasks whose own hold is not known: the pool's timeout cap plus the leases. */
     readonly holdSeconds: HoldSeconds;
-    readonly reservationAfterSkips: number;
+    /** EASY backfill on (policy.ts); off, a Fargate task has no bound. */
+    readonly reservations: boolean;
   };
+  /** What whoever filled the view takes for granted besides the bound's own assumptions, in words. */
+  readonly assumes?: readonly string[] | undefined;
+  /** Seconds added to the bound for those assumptions (the API's allowance for the scheduler's pace). */
+  readonly slackSeconds?: number | undefined;
+}
+
+/** Where a task stands in its pool's rotation, as the engine knows it or a snapshot bounds it. */
+export interface RotationView {
+  /** k: tenants (other than its own) that may go before it, each at most once. */
+  readonly ahead: number;
+  /** Tenants waiting in its pool (for messages). */
+  readonly waiting: number;
+  /** Its tenant's waiting tasks, this one included; the bound needs it to be the only one. */
+  readonly tenantWaiting: number;
+  /** When its tenant's running tasks have all ended at the latest (epoch ms). */
+  readonly tenantFreeAtMs: number;
+  /** Its pool's free steps (bound.ts `RotationBoundInput.freeBy`). */
+  readonly freeBy: readonly (readonly [number, number])[];
 }
 
 /** τ per pool: the longest one task holds that pool's capacity (timeout cap + leases). */
@@ -75,14 +103,19 @@ export interface WaitExplanation {
   readonly waitBoundSeconds: number | null;
   /** Why there is no bound, when there is none. */
   readonly noBound?: { readonly code: NoBoundReason; readonly message: string } | undefined;
+  /** What the bound takes for granted, in words (absent when there is no bound). */
+  readonly assumes?: string | undefined;
 }
 
 const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
   never_fits: 'it is bigger than its whole pool and can never start',
   quota_zero: 'its tenant may run no task (maxConcurrency 0)',
   not_aging_yet: 'it has not started aging yet; work submitted before it may still go first',
+  not_due: 'it is not due yet; tenants that start waiting before it is due join the rotation ahead of it',
+  tenant_backlog:
+    'its tenant has other work waiting: each of its turns comes after one task of every tenant in the rotation, and tenants that start waiting meanwhile join the rotation',
   ahead_unknown:
-    'the number of tasks ahead of it is not known exactly (the scheduler holds a window of the queues; the rest wait in SQS)',
+    'what is ahead of it is not known (under priority and fifo every older task of its pool counts, and the scheduler holds only a window of the queues; or no scheduler has reported its pool yet)',
   no_reservation: 'reservations are off, so smaller tasks may pass a large one without end',
 };
 
@@ -91,6 +124,11 @@ const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
  * dispatch lease (a dispatched task not started by then is taken back) and the run lease (a
  * worker that stops heartbeating loses the task within it).
  */
+/** The longest one task holds its pool: its own timeout plus the dispatch and run leases. */
+export function taskHoldSeconds(config: SchedulerConfig, timeoutSeconds: number): number {
+  return timeoutSeconds + config.scheduler.dispatchLeaseSeconds + config.scheduler.runLeaseSeconds;
+}
+
 export function holdSecondsOf(config: SchedulerConfig): HoldSeconds {
   const leases = config.scheduler.dispatchLeaseSeconds + config.scheduler.runLeaseSeconds;
   return {
@@ -106,23 +144,7 @@ export function explainWait(view: WaitView): WaitExplanation {
   const rank = policy === 'fifo' ? baseRank : effectiveRank(baseRank, task.agingFromMs, nowMs, agingMs);
   const topAtMs = policy === 'fifo' ? task.agingFromMs : topTierAtMs(baseRank, task.agingFromMs, agingMs);
   const { reason, message } = reasonFor(view, rank);
-  const hold = view.limits.holdSeconds;
-  const bound = waitBound({
-    policy,
-    runtime: task.runtime,
-    baseRank,
-    agingFromMs: task.agingFromMs,
-    runAtMs: task.runAtMs,
-    nowMs,
-    agingSeconds: view.agingSeconds,
-    aheadCount: view.aheadCount,
-    lambdaConcurrency: view.limits.lambdaConcurrency,
-    maxConcurrency: view.tenant.maxConcurrency,
-    poolHoldSeconds: hold[task.runtime],
-    tenantHoldSeconds: Math.max(hold.lambda, hold.fargate),
-    reservationAfterSkips: view.limits.reservationAfterSkips,
-    fitsPool: task.fitsPool,
-  });
+  const bound = boundOf(view, baseRank);
   return {
     reason,
     message,
@@ -131,7 +153,68 @@ export function explainWait(view: WaitView): WaitExplanation {
     topTierAtMs: topAtMs,
     waitBoundSeconds: bound.seconds,
     noBound: bound.seconds === null ? { code: bound.why, message: NO_BOUND_MESSAGES[bound.why] } : undefined,
+    assumes: bound.seconds === null ? undefined : assumptionsOf(view),
   };
+}
+
+function boundOf(view: WaitView, baseRank: number): WaitBound {
+  const { task, policy, nowMs } = view;
+  const hold = view.limits.holdSeconds;
+  if (!task.fitsPool) return { seconds: null, why: 'never_fits' };
+  if (view.tenant.maxConcurrency < 1) return { seconds: null, why: 'quota_zero' };
+  if (policy !== 'fair-share') {
+    return waitBound({
+      policy,
+      runtime: task.runtime,
+      baseRank,
+      agingFromMs: task.agingFromMs,
+      runAtMs: task.runAtMs,
+      nowMs,
+      agingSeconds: view.agingSeconds,
+      aheadCount: view.aheadCount,
+      lambdaConcurrency: view.limits.lambdaConcurrency,
+      maxConcurrency: view.tenant.maxConcurrency,
+      poolHoldSeconds: hold[task.runtime],
+      tenantHoldSeconds: Math.max(hold.lambda, hold.fargate),
+      reservations: view.limits.reservations,
+      fitsPool: task.fitsPool,
+    });
+  }
+  if (task.runAtMs > nowMs || task.agingFromMs > nowMs) return { seconds: null, why: 'not_due' };
+  if (task.runtime === 'fargate' && !view.limits.reservations) return { seconds: null, why: 'no_reservation' };
+  const rotation = view.rotation;
+  if (!rotation) return { seconds: null, why: 'ahead_unknown' };
+  if (rotation.tenantWaiting > 1) return { seconds: null, why: 'tenant_backlog' };
+  const seconds = rotationBoundSeconds({
+    runtime: task.runtime,
+    nowMs,
+    ahead: rotation.ahead,
+    tenantFreeAtMs: rotation.tenantFreeAtMs,
+    freeBy: rotation.freeBy,
+    slots: view.limits.lambdaConcurrency,
+    holdSeconds: hold[task.runtime],
+    reservedForOther: view.pool.reservedForOther ?? view.pool.heldForOther,
+  });
+  return { seconds: seconds + (view.slackSeconds ?? 0) };
+}
+
+/** The bound's assumptions in words (bound.ts A1–A3, aging.ts), then the view's own. */
+function assumptionsOf(view: WaitView): string {
+  const hold = view.limits.holdSeconds;
+  const parts =
+    view.policy === 'fair-share'
+      ? [
+          'its tenant submits nothing more (and none of its delayed work falls due) until it starts',
+          `every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda ${hold.lambda} s, fargate ${hold.fargate} s)`,
+          'a scheduler is running',
+        ]
+      : [
+          'its tenant submits nothing more until it starts',
+          `every task holds its pool at most the pool's timeout cap plus the leases (lambda ${hold.lambda} s, fargate ${hold.fargate} s)`,
+          'no task older than it is retried meanwhile',
+          'a scheduler is running',
+        ];
+  return [...parts, ...(view.assumes ?? [])].join('; ');
 }
 
 function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message: string } {
@@ -160,14 +243,20 @@ function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message:
   if (!leader || leader.taskId === task.taskId) {
     return { reason: 'queue', message: "Nothing ranks ahead of it; it starts on the scheduler's next round" };
   }
-  if (
-    view.policy === 'fair-share' &&
-    leader.tenantId !== task.tenantId &&
-    leader.weightedShare < tenant.weightedShare
-  ) {
+  if (view.policy === 'fair-share' && leader.tenantId !== task.tenantId) {
+    if (leader.weightedShare < tenant.weightedShare) {
+      return {
+        reason: 'fair_share',
+        message: `Tenant ${task.tenantId} holds a larger weighted share (${pct(tenant.weightedShare)}) than tenants with work ahead (${pct(leader.weightedShare)}); they go first`,
+      };
+    }
+    const ahead = view.rotation?.ahead;
     return {
       reason: 'fair_share',
-      message: `Tenant ${task.tenantId} holds a larger weighted share (${pct(tenant.weightedShare)}) than tenants with work ahead (${pct(leader.weightedShare)}); they go first`,
+      message:
+        ahead === undefined
+          ? `Tenants ahead of ${task.tenantId} in the ${task.runtime} pool's rotation go first, one task each`
+          : `${ahead} tenant${ahead === 1 ? '' : 's'} ahead of ${task.tenantId} in the ${task.runtime} pool's rotation go first, one task each`,
     };
   }
   if (view.policy !== 'fifo' && leader.effectiveRank < rank) {

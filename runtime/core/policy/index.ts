@@ -10,16 +10,19 @@ export {
   waitBound,
   waitBoundSeconds,
 } from './aging.ts';
+export { coarsenSteps, type RotationBoundInput, rotationBoundSeconds } from './bound.ts';
 export { capacityOf, demandOf, dominantShare, jainIndex, weightedDominantShare } from './drf.ts';
 export {
   explainWait,
   type HoldSeconds,
   holdSecondsOf,
   type PoolLeader,
+  type RotationView,
+  taskHoldSeconds,
   WAIT_REASONS,
   type WaitExplanation,
   type WaitReason,
   type WaitView,
 } from './explain.ts';
-export { DEFAULT_RESERVATION_AFTER_SKIPS, SchedulingPolicy } from './policy.ts';
+export { ROTATION_MEMORY_MS, SchedulingPolicy } from './policy.ts';
 export type * from './types.ts';

@@ -5,17 +5,25 @@
  * Order (lexicographic; smaller goes first):
  *   fifo        (agingFrom, seq)
  *   priority    (effective tier, agingFrom, seq)
- *   fair-share  (tenant's weighted dominant share, effective tier, agingFrom, seq)
- * Under fair-share the share comes first: tiers order a tenant's own work, DRF orders tenants.
- * Tier-first was tried and rejected (docs/policy.md has the numbers): tiers are chosen by the
- * tenants themselves, so a tenant flooding `critical` would starve everyone, and with aging a
- * flooding tenant's backlog ages into higher tiers and overtakes other tenants' fresh work of
- * the same tier (noisy-neighbour: quiet tenants' p99 wait 601 s tier-first vs ~1 s share-first).
- * Tiers still decide between tenants of equal share (e.g. all idle) and between a tenant's own
- * tasks; the aging bound (aging.ts) holds per tenant, and across tenants because a tenant with
- * nothing running has share 0, the minimum. Deployments that want global tiers use `priority`.
- * Hard constraints apply under every policy: a task starts only if it fits its pool's free
- * capacity and its tenant is below maxConcurrency.
+ *   fair-share  (tenant's weighted dominant share, tenant's turn in the pool's rotation)
+ *               and inside a tenant (effective tier, agingFrom, seq)
+ * Under fair-share DRF orders tenants and tiers order a tenant's own work. Tier-first was tried
+ * and rejected (docs/policy.md has the numbers): tiers are chosen by the tenants themselves, so a
+ * tenant flooding `critical` would starve everyone. Deployments that want global tiers use
+ * `priority`. Hard constraints apply under every policy: a task starts only if it fits its
+ * pool's free capacity and its tenant is below maxConcurrency.
+ *
+ * The rotation (fair-share). Equal shares are common: every tenant that runs nothing is at share
+ * 0, and with as many busy tenants as slots each one whose task just ended is back at 0. Such
+ * ties go to the tenant whose turn comes first in the pool's rotation: a tenant's turn is the
+ * later of when it was last served in the pool and when its work there became due, so serving a
+ * tenant sends it to the end, and a tenant that starts waiting joins at the end, behind every
+ * tenant already waiting (ties to arrival order). Tie-breaking by age instead made fair share
+ * FIFO across tenants (the backlog's heads are the oldest). The rotation gives the wait bound
+ * its shape (bound.ts): a tenant's only waiting task is passed by at most one task of each
+ * tenant ahead of it once its tenant runs nothing, and by no tenant that arrives later. Its
+ * memory, when each tenant was last served, is explicit (`rotationState`/`restoreRotation`), so a
+ * scheduler that starts afresh keeps the order.
  *
  * Structure (all updates O(log n)):
  *   - per tenant and pool an `Entry` holding four FIFO heaps (one per base tier) keyed by
@@ -27,16 +35,18 @@
  *     of re-sorting anything as time passes;
  *   - a heap of delayed tasks keyed by runAt.
  *
- * Large Fargate tasks (backfill with a reservation, as Slurm does). When the pool's best task
- * does not fit the free capacity, a task that fits starts instead: first another tenant's best
- * task, best first, else a smaller task behind a best task that did not fit (ranked before it),
- * so a task too big for the free capacity blocks nobody, in its tenant or any other. Each such
- * start counts a pass of the pool's best task; once passed `reservationAfterSkips` times the
- * best task holds the pool: nothing else starts there until it fits (running tasks drain within
- * their hold time). The holder is recomputed at every decision: always the best-ranked task of
- * a tenant below quota, so a better-ranked task takes over the hold and a tenant at quota holds
- * nothing. The scan inspects at most `fitScanLimit` tenants' best tasks and as many tasks behind
- * them, at most `fitScanPerTenant` per tenant, which bounds the cost of one decision.
+ * Large Fargate tasks (EASY backfill, as Slurm does). When the pool's best task does not fit the
+ * free capacity, it reserves the pool at once: its shadow time is when enough of the running
+ * tasks will have ended (each at its dispatch plus its hold: timeout and leases, or the pool's
+ * `maxHoldSeconds` when not known). Another task starts beside it only if it fits now and ends
+ * by the shadow time, so the best task starts within one drain of the tasks running when it
+ * became best. The candidates are first the other tenants' best tasks, best first, then tasks
+ * behind a best task that did not fit. The holder is recomputed at every decision: the
+ * best-ranked task of a tenant below quota (under fair-share the task holding the pool keeps it
+ * against tenants of equal share: #reservedFor). The scan inspects at most `fitScanLimit` tenants' best
+ * tasks and as many tasks behind them, at most `fitScanPerTenant` per tenant, which bounds the
+ * cost of one decision. With `reservations: false`, anything that fits starts (large tasks may
+ * starve).
  */
 import type { PolicyName } from '../config.ts';
 import { PRIORITY_TIERS, type Runtime, type TenantSettings, tierRank } from '../task.ts';
@@ -51,14 +61,19 @@ import type {
   PolicySnapshot,
   PoolSnapshot,
   ResourceVector,
+  RotationState,
   TenantSnapshot,
 } from './types.ts';
 
 const DEFAULT_MAX_HOLD_SECONDS = 300;
-/** Passes after which the pool's best task holds the pool (`reservationAfterSkips`). */
-export const DEFAULT_RESERVATION_AFTER_SKIPS = 8;
 const DEFAULT_FIT_SCAN_LIMIT = 64;
 const DEFAULT_FIT_SCAN_PER_TENANT = 8;
+/**
+ * How long the rotation remembers when a tenant that no longer waits in a pool was last served:
+ * long enough for its next window of queued work to arrive (a refill, a restart), so it does not
+ * rejoin ahead of tenants it was served before.
+ */
+export const ROTATION_MEMORY_MS = 10 * 60_000;
 
 type WaitingState = 'delayed' | 'ready' | 'unschedulable';
 
@@ -71,13 +86,14 @@ interface WaitingTask {
   state: WaitingState;
   /** Position in its tier heap or in the delayed heap (never both). */
   heapIndex: number;
-  /** Times another task was started in its pool while it was the pool's best and did not fit. */
-  skips: number;
 }
 
 interface ActiveTask {
   readonly tenant: TenantState;
   readonly demand: ResourceVector;
+  readonly pool: PoolState;
+  /** It holds its pool until then at the latest (dispatch + hold). */
+  untilMs: number;
 }
 
 /** One tenant's ready work in one pool. */
@@ -90,6 +106,11 @@ interface Entry {
   nextAgingMs: number;
   poolIndex: number;
   agingIndex: number;
+  /** Ready tasks; the entry is in its pool's rotation while this is above 0. */
+  ready: number;
+  /** Its turn in the pool's rotation (fair-share): epoch ms, then arrival order. */
+  turnMs: number;
+  turnSeq: number;
 }
 
 interface TenantState {
@@ -100,19 +121,26 @@ interface TenantState {
   active: number;
   waiting: number;
   readonly entries: Partial<Record<Runtime, Entry>>;
+  readonly running: Set<ActiveTask>;
 }
 
 interface PoolState {
   readonly runtime: Runtime;
   readonly entries: IndexedHeap<Entry>;
   waiting: number;
+  /** Tenants with ready work here (the rotation). */
+  rotation: number;
+  readonly running: Set<ActiveTask>;
+  /** When each tenant was last served here (the rotation's memory). */
+  readonly lastServedMs: Map<string, number>;
+  /** The task the pool was last reserved for (fair-share keeps it while it is valid: #reservedFor). */
+  heldFor: WaitingTask | undefined;
 }
 
-/** A task to start and, when it is not its pool's best task, the best one it passes for fit. */
+/** A task to start. */
 interface Pick {
   readonly task: WaitingTask;
   readonly entry: Entry;
-  readonly passes: WaitingTask | undefined;
 }
 
 const olderTask = (a: WaitingTask, b: WaitingTask): boolean =>
@@ -124,6 +152,12 @@ const dueSooner = (a: WaitingTask, b: WaitingTask): boolean =>
   a.candidate.runAtMs !== b.candidate.runAtMs
     ? a.candidate.runAtMs < b.candidate.runAtMs
     : a.candidate.seq < b.candidate.seq;
+
+/** When a task could first start: it is due and has begun aging. */
+const eligibleFromMs = (task: WaitingTask): number => Math.max(task.candidate.agingFromMs, task.candidate.runAtMs);
+
+const turnBefore = (a: Entry, b: Entry): boolean =>
+  a.turnMs !== b.turnMs ? a.turnMs < b.turnMs : a.turnSeq < b.turnSeq;
 
 const taskSlot = {
   get: (task: WaitingTask) => task.heapIndex,
@@ -139,11 +173,7 @@ function entryOrder(policy: PolicyName): (a: Entry, b: Entry) => boolean {
   if (policy === 'priority') {
     return (a, b) => (a.effectiveRank !== b.effectiveRank ? a.effectiveRank < b.effectiveRank : byAge(a, b));
   }
-  return (a, b) => {
-    if (a.tenant.share !== b.tenant.share) return a.tenant.share < b.tenant.share;
-    if (a.effectiveRank !== b.effectiveRank) return a.effectiveRank < b.effectiveRank;
-    return byAge(a, b);
-  };
+  return (a, b) => (a.tenant.share !== b.tenant.share ? a.tenant.share < b.tenant.share : turnBefore(a, b));
 }
 
 export class SchedulingPolicy {
@@ -154,7 +184,7 @@ export class SchedulingPolicy {
   readonly #capacity: ResourceVector;
   readonly #used: ResourceVector = zeroVector();
   readonly #holdSeconds: HoldSeconds;
-  readonly #reservationAfterSkips: number;
+  readonly #reservations: boolean;
   readonly #fitScanLimit: number;
   readonly #fitScanPerTenant: number;
   readonly #entryBefore: (a: Entry, b: Entry) => boolean;
@@ -173,6 +203,8 @@ export class SchedulingPolicy {
     },
   });
   #unschedulable = 0;
+  /** Arrival order in the rotations (ties of equal turn times). */
+  #turnSeq = 0;
   /** The latest time seen; time never runs backwards inside the policy. */
   #clockMs = Number.NEGATIVE_INFINITY;
 
@@ -184,7 +216,7 @@ export class SchedulingPolicy {
     this.#capacity = capacityOf(options.pools);
     const hold = options.maxHoldSeconds ?? DEFAULT_MAX_HOLD_SECONDS;
     this.#holdSeconds = typeof hold === 'number' ? { lambda: hold, fargate: hold } : hold;
-    this.#reservationAfterSkips = options.reservationAfterSkips ?? DEFAULT_RESERVATION_AFTER_SKIPS;
+    this.#reservations = options.reservations ?? true;
     this.#fitScanLimit = options.fitScanLimit ?? DEFAULT_FIT_SCAN_LIMIT;
     this.#fitScanPerTenant = options.fitScanPerTenant ?? DEFAULT_FIT_SCAN_PER_TENANT;
     this.#entryBefore = entryOrder(options.policy);
@@ -197,6 +229,10 @@ export class SchedulingPolicy {
         },
       }),
       waiting: 0,
+      rotation: 0,
+      running: new Set(),
+      lastServedMs: new Map(),
+      heldFor: undefined,
     });
     this.#pools = { lambda: pool('lambda'), fargate: pool('fargate') };
     this.#poolList = [this.#pools.lambda, this.#pools.fargate];
@@ -240,7 +276,6 @@ export class SchedulingPolicy {
       pool,
       state: 'ready',
       heapIndex: NOT_IN_HEAP,
-      skips: 0,
     };
     this.#waiting.set(candidate.taskId, task);
     tenant.waiting++;
@@ -267,12 +302,26 @@ export class SchedulingPolicy {
     return true;
   }
 
-  /** A task that already holds capacity (e.g. found DISPATCHED or RUNNING after a restart). */
+  /**
+   * A task that already holds capacity (e.g. found DISPATCHED or RUNNING after a restart). Its
+   * dispatch time, when given, also counts as its tenant's last service in the pool.
+   */
   markActive(task: ActiveCandidate): void {
     if (this.#active.has(task.taskId)) return;
     const waiting = this.#waiting.get(task.taskId);
     if (waiting) this.#forgetWaiting(waiting);
-    this.#activate(task.taskId, this.#tenant(task.tenantId), demandOf(task.runtime, task.resources));
+    const tenant = this.#tenant(task.tenantId);
+    const pool = this.#pools[task.runtime];
+    const sinceMs = task.sinceMs ?? (Number.isFinite(this.#clockMs) ? this.#clockMs : 0);
+    const holdSeconds = task.holdSeconds ?? this.#holdSeconds[task.runtime];
+    this.#activate(task.taskId, tenant, demandOf(task.runtime, task.resources), pool, sinceMs + holdSeconds * 1000);
+    if (task.sinceMs !== undefined) this.#served(tenant, pool, task.sinceMs);
+  }
+
+  /** An active task's hold is known better now (its timeout, read after dispatch): until then at the latest. */
+  heldUntil(taskId: string, untilMs: number): void {
+    const active = this.#active.get(taskId);
+    if (active) active.untilMs = untilMs;
   }
 
   /** An active task finished, or its dispatch failed: its capacity and quota are free again. */
@@ -280,7 +329,9 @@ export class SchedulingPolicy {
     const active = this.#active.get(taskId);
     if (!active) return false;
     this.#active.delete(taskId);
+    active.pool.running.delete(active);
     const tenant = active.tenant;
+    tenant.running.delete(active);
     tenant.active--;
     addInto(tenant.used, active.demand, -1);
     addInto(this.#used, active.demand, -1);
@@ -298,28 +349,31 @@ export class SchedulingPolicy {
       if (pick && (!best || this.#entryBefore(pick.entry, best.entry))) best = pick;
     }
     if (!best) return undefined;
-    if (best.passes) best.passes.skips++;
-    this.#forgetWaiting(best.task);
-    this.#activate(best.task.candidate.taskId, best.task.tenant, best.task.demand);
-    return best.task.candidate;
+    const { task } = best;
+    if (task.pool.heldFor === task) task.pool.heldFor = undefined;
+    this.#served(task.tenant, task.pool, this.#clockMs);
+    this.#forgetWaiting(task);
+    this.#activate(task.candidate.taskId, task.tenant, task.demand, task.pool, this.#clockMs + this.#holdMs(task));
+    return task.candidate;
   }
 
   /**
    * Why a waiting task waits at `nowMs`, its effective tier and its wait bound (`explainWait`
-   * over what the engine knows); undefined if not waiting. O(waiting): it counts the tasks ahead.
+   * over what the engine knows); undefined if not waiting. O(waiting + tenants).
    */
   explain(taskId: string, nowMs: number): (WaitExplanation & { readonly taskId: string }) | undefined {
     this.#advance(nowMs);
     const task = this.#waiting.get(taskId);
     if (!task) return undefined;
     const { candidate, tenant, pool } = task;
-    // k: its pool's older waiting tasks, and every other waiting task of its tenant (aging.ts).
+    // k of aging.ts (priority, fifo): its pool's older waiting tasks and its tenant's other ones.
     let aheadCount = 0;
     for (const other of this.#waiting.values()) {
       if (other === task) continue;
       if ((other.pool === pool && olderTask(other, task)) || other.tenant === tenant) aheadCount++;
     }
     const holder = this.#holder(pool);
+    const entry = tenant.entries[pool.runtime];
     const explanation = explainWait({
       policy: this.policy,
       agingSeconds: this.agingSeconds,
@@ -335,18 +389,32 @@ export class SchedulingPolicy {
         fitsFree: this.#fitsFree(task),
       },
       tenant: { active: tenant.active, maxConcurrency: tenant.settings.maxConcurrency, weightedShare: tenant.share },
-      pool: { heldForOther: holder !== undefined && holder !== task, leader: this.#leader(pool) },
+      pool: {
+        heldForOther: holder !== undefined && holder !== task,
+        reservedForOther: (this.#reservedFor(pool) ?? task) !== task,
+        leader: this.#leader(pool),
+      },
       aheadCount,
+      rotation:
+        task.state === 'ready' && entry
+          ? {
+              ahead: this.#turnsAhead(entry),
+              waiting: pool.rotation,
+              tenantWaiting: tenant.waiting,
+              tenantFreeAtMs: this.#busyUntil(tenant),
+              freeBy: this.#freeBy(pool),
+            }
+          : undefined,
       limits: {
         lambdaConcurrency: this.#capacity.slots,
         holdSeconds: this.#holdSeconds,
-        reservationAfterSkips: this.#reservationAfterSkips,
+        reservations: this.#reservations,
       },
     });
     return { taskId, ...explanation };
   }
 
-  /** Pool usage and per-tenant statistics at `nowMs` (O(tenants)). */
+  /** Pool usage and per-tenant statistics at `nowMs` (O(tenants + running tasks)). */
   snapshot(nowMs: number): PolicySnapshot {
     this.#advance(nowMs);
     let weightOfBusyTenants = 0;
@@ -362,6 +430,7 @@ export class SchedulingPolicy {
         usage: { lambdaSlots: tenant.used.slots, vcpu: tenant.used.milliVcpu / 1000, memoryMiB: tenant.used.memoryMiB },
         weightedDominantShare: tenant.share,
         entitlement: weightOfBusyTenants > 0 ? tenant.settings.weight / weightOfBusyTenants : 0,
+        busyUntilMs: this.#busyUntil(tenant),
       });
     }
     const lambda = this.#pools.lambda;
@@ -374,6 +443,8 @@ export class SchedulingPolicy {
         waiting: lambda.waiting,
         reservedForTaskId: null,
         leader: this.#leader(lambda),
+        rotation: lambda.rotation,
+        freeBy: this.#freeBy(lambda),
       },
       {
         runtime: 'fargate',
@@ -382,6 +453,8 @@ export class SchedulingPolicy {
         waiting: fargate.waiting,
         reservedForTaskId: this.#holder(fargate)?.candidate.taskId ?? null,
         leader: this.#leader(fargate),
+        rotation: fargate.rotation,
+        freeBy: this.#freeBy(fargate),
       },
     ];
     return {
@@ -393,6 +466,39 @@ export class SchedulingPolicy {
       pools,
       tenants,
     };
+  }
+
+  /**
+   * The rotation's memory to persist: per pool, when each tenant was last served, for tenants
+   * waiting there or served within ROTATION_MEMORY_MS (older ones are forgotten here).
+   */
+  rotationState(nowMs: number): RotationState {
+    this.#advance(nowMs);
+    const state = (pool: PoolState) => {
+      const kept: [string, number][] = [];
+      for (const [tenantId, servedMs] of pool.lastServedMs) {
+        const waitingHere = (this.#tenants.get(tenantId)?.entries[pool.runtime]?.ready ?? 0) > 0;
+        if (waitingHere || servedMs > this.#clockMs - ROTATION_MEMORY_MS) kept.push([tenantId, servedMs]);
+        else pool.lastServedMs.delete(tenantId);
+      }
+      // fromEntries defines own keys, so a tenant named `__proto__` is a key, not the prototype.
+      return Object.fromEntries(kept);
+    };
+    return { lambda: state(this.#pools.lambda), fargate: state(this.#pools.fargate) };
+  }
+
+  /** Take over a predecessor's rotation memory (a scheduler starting afresh). Later services win. */
+  restoreRotation(state: RotationState): void {
+    for (const pool of this.#poolList) {
+      for (const [tenantId, servedMs] of Object.entries(state[pool.runtime] ?? {})) {
+        if (typeof servedMs !== 'number' || !Number.isFinite(servedMs)) continue;
+        const tenant = this.#tenants.get(tenantId);
+        if (tenant) this.#served(tenant, pool, servedMs, false);
+        else if (servedMs > (pool.lastServedMs.get(tenantId) ?? Number.NEGATIVE_INFINITY)) {
+          pool.lastServedMs.set(tenantId, servedMs);
+        }
+      }
+    }
   }
 
   // ---- internals ----
@@ -412,13 +518,14 @@ export class SchedulingPolicy {
         active: 0,
         waiting: 0,
         entries: {},
+        running: new Set(),
       };
       this.#tenants.set(tenantId, tenant);
     }
     return tenant;
   }
 
-  /** Tenants with nothing waiting or running hold no state (settings are kept separately). */
+  /** Tenants with nothing waiting or running hold no state (settings and the rotation's memory are kept separately). */
   #dropIfIdle(tenant: TenantState): void {
     if (tenant.active === 0 && tenant.waiting === 0) this.#tenants.delete(tenant.tenantId);
   }
@@ -435,6 +542,9 @@ export class SchedulingPolicy {
         nextAgingMs: Number.POSITIVE_INFINITY,
         poolIndex: NOT_IN_HEAP,
         agingIndex: NOT_IN_HEAP,
+        ready: 0,
+        turnMs: Number.NEGATIVE_INFINITY,
+        turnSeq: 0,
       };
       tenant.entries[pool.runtime] = entry;
     }
@@ -444,6 +554,15 @@ export class SchedulingPolicy {
   #makeReady(task: WaitingTask): void {
     task.state = 'ready';
     const entry = this.#entry(task.tenant, task.pool);
+    if (entry.ready++ === 0) {
+      // Joins the rotation at its end: behind every tenant already waiting in the pool.
+      task.pool.rotation++;
+      entry.turnMs = Math.max(
+        task.pool.lastServedMs.get(task.tenant.tenantId) ?? Number.NEGATIVE_INFINITY,
+        eligibleFromMs(task),
+      );
+      entry.turnSeq = ++this.#turnSeq;
+    }
     (entry.tiers[task.baseRank] as IndexedHeap<WaitingTask>).push(task);
     this.#refresh(entry);
   }
@@ -457,12 +576,31 @@ export class SchedulingPolicy {
     else {
       const entry = this.#entry(task.tenant, task.pool);
       (entry.tiers[task.baseRank] as IndexedHeap<WaitingTask>).remove(task);
+      if (--entry.ready === 0) task.pool.rotation--;
       this.#refresh(entry);
     }
   }
 
-  #activate(taskId: string, tenant: TenantState, demand: ResourceVector): void {
-    this.#active.set(taskId, { tenant, demand });
+  /**
+   * A tenant was served in a pool at `atMs` (a dispatch, or one found running): it remembers it,
+   * and if it still waits there its turn moves to the end of the rotation.
+   */
+  #served(tenant: TenantState, pool: PoolState, atMs: number, newTurn = true): void {
+    if (atMs < (pool.lastServedMs.get(tenant.tenantId) ?? Number.NEGATIVE_INFINITY)) return;
+    pool.lastServedMs.set(tenant.tenantId, atMs);
+    const entry = tenant.entries[pool.runtime];
+    // Its turn is already later when its work there became due after `atMs`.
+    if (!entry || entry.ready === 0 || entry.turnMs > atMs || (!newTurn && entry.turnMs === atMs)) return;
+    entry.turnMs = atMs;
+    if (newTurn) entry.turnSeq = ++this.#turnSeq;
+    this.#refresh(entry);
+  }
+
+  #activate(taskId: string, tenant: TenantState, demand: ResourceVector, pool: PoolState, untilMs: number): void {
+    const active: ActiveTask = { tenant, demand, pool, untilMs };
+    this.#active.set(taskId, active);
+    pool.running.add(active);
+    tenant.running.add(active);
     tenant.active++;
     addInto(tenant.used, demand, 1);
     addInto(this.#used, demand, 1);
@@ -545,55 +683,138 @@ export class SchedulingPolicy {
     return fits(task.demand, this.#used, this.#capacity);
   }
 
+  #holdMs(task: WaitingTask): number {
+    return (task.candidate.holdSeconds ?? this.#holdSeconds[task.pool.runtime]) * 1000;
+  }
+
+  /** Tenants in the entry's pool rotation whose turn comes before the entry's. O(tenants). */
+  #turnsAhead(entry: Entry): number {
+    let ahead = 0;
+    for (const tenant of this.#tenants.values()) {
+      const other = tenant.entries[entry.pool.runtime];
+      if (other && other !== entry && other.ready > 0 && turnBefore(other, entry)) ahead++;
+    }
+    return ahead;
+  }
+
+  /** When the tenant's running tasks have all ended at the latest. */
+  #busyUntil(tenant: TenantState): number {
+    let until = this.#clockMs;
+    for (const active of tenant.running) until = Math.max(until, active.untilMs);
+    return until;
+  }
+
+  /** The pool's free steps (types.ts `PoolSnapshot.freeBy`) from its running tasks' holds. */
+  #freeBy(pool: PoolState): [number, number][] {
+    const now = this.#clockMs;
+    const ends = [...pool.running].map((active) => Math.max(now, active.untilMs)).sort((a, b) => a - b);
+    if (pool.runtime === 'fargate') return [[1, ends.at(-1) ?? now]];
+    const steps: [number, number][] = [];
+    const free = this.#capacity.slots - this.#used.slots;
+    if (free > 0) steps.push([free, now]);
+    ends.forEach((end, i) => {
+      steps.push([free + i + 1, end]);
+    });
+    return steps;
+  }
+
   /**
-   * The task holding the pool, if any: the pool's best-ranked task (over tenants below quota) when
-   * it does not fit and has been passed `reservationAfterSkips` times. Recomputed at every
-   * decision (as Slurm's backfill does each cycle), so a reservation never outlives its reason: it
-   * moves to a better-ranked task when one appears and lapses while its tenant is at quota.
+   * The task holding the pool, if any: the task the Fargate pool is reserved for (#reservedFor)
+   * when it does not fit the free capacity.
    */
   #holder(pool: PoolState): WaitingTask | undefined {
-    const best = pool.entries.peek()?.head;
-    if (!best || best.skips < this.#reservationAfterSkips || this.#fitsFree(best)) return undefined;
-    return best;
+    const task = this.#reservedFor(pool);
+    return task && !this.#fitsFree(task) ? task : undefined;
+  }
+
+  /**
+   * Who the Fargate pool is for, if reservations are on: the best-ranked task of a tenant below
+   * quota, recomputed at every decision (as Slurm's backfill does each cycle), so a reservation
+   * moves to a better-ranked task and lapses while its tenant is at quota. Under fair-share one
+   * exception: the task the pool was last reserved for keeps it against tenants of equal share
+   * (ahead of it only by their turn) while it is still its tenant's best waiting task and its
+   * tenant is below quota. Otherwise a tenant whose running tasks all end at once, freeing the
+   * pool, would be back at share 0 with its earlier turn and take the drained pool over, and the
+   * large task would wait for another drain.
+   */
+  #reservedFor(pool: PoolState): WaitingTask | undefined {
+    if (pool.runtime !== 'fargate' || !this.#reservations) return undefined;
+    const top = pool.entries.peek();
+    const best = top?.head;
+    if (!top || !best) return undefined;
+    const held = pool.heldFor;
+    if (this.policy !== 'fair-share' || !held || held === best) return best;
+    const entry = held.tenant.entries.fargate;
+    const valid =
+      this.#waiting.get(held.candidate.taskId) === held &&
+      entry?.head === held &&
+      pool.entries.has(entry) &&
+      !(top.tenant.share < held.tenant.share);
+    return valid ? held : best;
+  }
+
+  /**
+   * When `task` would fit at the latest if nothing else started: the running tasks end one by one
+   * at their holds' ends, and it fits once enough of them have.
+   */
+  #shadowMs(pool: PoolState, task: WaitingTask): number {
+    const used = { ...this.#used };
+    const running = [...pool.running].sort((a, b) => a.untilMs - b.untilMs);
+    for (const active of running) {
+      addInto(used, active.demand, -1);
+      if (fits(task.demand, used, this.#capacity)) return active.untilMs;
+    }
+    return Number.POSITIVE_INFINITY;
   }
 
   #pickInPool(pool: PoolState): Pick | undefined {
     if (pool.entries.size === 0 || !this.#hasRoom(pool)) return undefined;
-    const top = pool.entries.peek() as Entry;
-    const best = top.head as WaitingTask;
-    if (this.#fitsFree(best)) return { task: best, entry: top, passes: undefined };
-    if (best.skips >= this.#reservationAfterSkips) return undefined; // the pool is held for it
-    // The best task does not fit: backfill. First the other tenants' best tasks, each inspected
-    // once, best first; a tenant whose best task does not fit is remembered...
-    const passedOver: Entry[] = [top];
+    const reserved = this.#reservedFor(pool);
+    const first = reserved ?? ((pool.entries.peek() as Entry).head as WaitingTask);
+    const firstEntry = this.#entry(first.tenant, pool);
+    // The reservation lasts from one decision to the next only while its task does not fit.
+    pool.heldFor = reserved && !this.#fitsFree(reserved) ? reserved : undefined;
+    if (!pool.heldFor && this.#fitsFree(first)) return { task: first, entry: firstEntry };
+    // It does not fit. With reservations it holds the pool: only what ends before it would fit
+    // anyway may start beside it.
+    const shadowMs = reserved ? this.#shadowMs(pool, reserved) : Number.POSITIVE_INFINITY;
+    const startsBeside = (task: WaitingTask) =>
+      this.#fitsFree(task) && (shadowMs === Number.POSITIVE_INFINITY || this.#clockMs + this.#holdMs(task) <= shadowMs);
+    // First the other tenants' best tasks, each inspected once, best first; a tenant whose best
+    // task does not qualify is remembered...
+    const passedOver: Entry[] = [firstEntry];
     let found: Entry | undefined;
     for (const entry of pool.entries.ordered()) {
-      if (entry === top) continue;
+      if (entry === firstEntry) continue;
       if (passedOver.length >= this.#fitScanLimit) break;
-      if (this.#fitsFree(entry.head as WaitingTask)) {
+      if (startsBeside(entry.head as WaitingTask)) {
         found = entry;
         break;
       }
       passedOver.push(entry);
     }
-    // ...and searched for a smaller task behind it (it ranks before `found`), at most
-    // `fitScanPerTenant` tasks per tenant (Slurm's bf_max_job_user), so one tenant's long queue
-    // of tasks that do not fit cannot use the whole scan.
+    // ...and searched for a task behind it (it ranks before `found`), at most `fitScanPerTenant`
+    // tasks per tenant (Slurm's bf_max_job_user), so one tenant's long queue of tasks that do not
+    // fit cannot use the whole scan.
     let budget = this.#fitScanLimit;
     for (const entry of passedOver) {
-      const inner = this.#firstFitBehindHead(entry, Math.min(budget, this.#fitScanPerTenant));
-      if (inner.task) return { task: inner.task, entry, passes: best };
+      const inner = this.#firstBehindHead(entry, Math.min(budget, this.#fitScanPerTenant), startsBeside);
+      if (inner.task) return { task: inner.task, entry };
       budget -= inner.inspected;
       if (budget <= 0) break;
     }
-    return found ? { task: found.head as WaitingTask, entry: found, passes: best } : undefined;
+    return found ? { task: found.head as WaitingTask, entry: found } : undefined;
   }
 
   /**
-   * The best task of an entry after its head that fits the free capacity, inspecting at most
-   * `budget` tasks in the entry's own order (effective tier, then age): a merge of its tier heaps.
+   * The best task of an entry after its head that qualifies, inspecting at most `budget` tasks in
+   * the entry's own order (effective tier, then age): a merge of its tier heaps.
    */
-  #firstFitBehindHead(entry: Entry, budget: number): { task: WaitingTask | undefined; inspected: number } {
+  #firstBehindHead(
+    entry: Entry,
+    budget: number,
+    qualifies: (task: WaitingTask) => boolean,
+  ): { task: WaitingTask | undefined; inspected: number } {
     const cursors = entry.tiers.map((tier) => {
       const walk = tier.ordered();
       const first = walk.next();
@@ -622,7 +843,7 @@ export class SchedulingPolicy {
       next.task = advanced.done ? undefined : advanced.value;
       if (task === entry.head) continue;
       inspected++;
-      if (this.#fitsFree(task)) return { task, inspected };
+      if (qualifies(task)) return { task, inspected };
     }
     return { task: undefined, inspected };
   }

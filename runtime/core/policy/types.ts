@@ -19,10 +19,20 @@ export interface Candidate {
   readonly runAtMs: number;
   /** Arrival order, the last tie-breaker (any increasing number, e.g. a submit counter). */
   readonly seq: number;
+  /**
+   * The longest it holds its pool once dispatched (its timeout plus the leases), in seconds, when
+   * known; else the pool's `maxHoldSeconds`. Backfill beside a reservation and the wait bound use it.
+   */
+  readonly holdSeconds?: number | undefined;
 }
 
 /** A task that already holds capacity (dispatched or running). */
-export type ActiveCandidate = Pick<Candidate, 'taskId' | 'tenantId' | 'runtime' | 'resources'>;
+export interface ActiveCandidate extends Pick<Candidate, 'taskId' | 'tenantId' | 'runtime' | 'resources'> {
+  /** When it was dispatched (epoch ms); default: the engine's clock. */
+  readonly sinceMs?: number | undefined;
+  /** As `Candidate.holdSeconds`: it holds its pool until `sinceMs + holdSeconds` at the latest. */
+  readonly holdSeconds?: number | undefined;
+}
 
 /** Pool capacities (the configuration's `pools`, or any object with these fields). */
 export interface Pools {
@@ -38,16 +48,16 @@ export interface PolicyOptions {
   readonly tenants?: Readonly<Record<string, TenantSettings>>;
   /**
    * τ: the longest one dispatched task holds its pool's capacity, per pool or one for both (the
-   * pool's timeout cap plus the leases; `holdSecondsOf(config)`). Only the wait bound uses it;
-   * the bound is as sound as this number. Default 300.
+   * pool's timeout cap plus the leases; `holdSecondsOf(config)`), for tasks whose own
+   * `holdSeconds` is not known. The wait bound and backfill rest on it. Default 300.
    */
   readonly maxHoldSeconds?: number | HoldSeconds;
   /**
-   * The best-ranked task of a pool that does not fit may be passed by smaller tasks at most this
-   * many times; then it holds the pool (nothing else starts there until it fits). Default 8.
-   * `Infinity` disables reservations (pure backfill: large tasks may starve).
+   * EASY backfill (default true): a Fargate pool's best task that does not fit reserves the pool
+   * at once, and only tasks that end before it would fit anyway start beside it. False: pure
+   * backfill (anything that fits starts; large tasks may starve, and get no wait bound).
    */
-  readonly reservationAfterSkips?: number;
+  readonly reservations?: boolean;
   /**
    * How many tenants' best tasks one decision inspects at most looking for one that fits a
    * partly-full Fargate pool, and how many tasks behind those best tasks (beyond, the pool waits
@@ -74,6 +84,14 @@ export interface PoolSnapshot {
   readonly reservedForTaskId: string | null;
   /** The task that goes first in the pool now (what `explainWait` compares against), or null. */
   readonly leader: PoolLeader | null;
+  /** Tenants with work ready in the pool (its rotation), at quota or not. */
+  readonly rotation: number;
+  /**
+   * When the pool's capacity frees at the latest, from the running tasks' own holds: ascending
+   * steps `[n, atMs]`, "by atMs at least n slots are free" (Lambda; n up to the pool's slots), or
+   * one step `[1, atMs]`, "every running task has ended by atMs" (Fargate).
+   */
+  readonly freeBy: readonly (readonly [number, number])[];
 }
 
 export interface TenantSnapshot {
@@ -89,6 +107,8 @@ export interface TenantSnapshot {
   readonly weightedDominantShare: number;
   /** weight / sum of weights of tenants that are backlogged or active: the share it is owed. */
   readonly entitlement: number;
+  /** When its running tasks have all ended at the latest (epoch ms; `nowMs` when none runs). */
+  readonly busyUntilMs: number;
 }
 
 export interface PolicySnapshot {
@@ -100,4 +120,15 @@ export interface PolicySnapshot {
   readonly unschedulable: number;
   readonly pools: readonly PoolSnapshot[];
   readonly tenants: readonly TenantSnapshot[];
+}
+
+/**
+ * The rotation's memory (SchedulingPolicy.rotationState): per pool, when each tenant was last
+ * served there (epoch ms). A scheduler that starts afresh restores it, so a tenant served just
+ * before a restart does not go first again; everything else of the rotation is derived from the
+ * waiting tasks themselves.
+ */
+export interface RotationState {
+  readonly lambda: Readonly<Record<string, number>>;
+  readonly fargate: Readonly<Record<string, number>>;
 }

@@ -58,7 +58,7 @@ describe('Function: waitBound', () => {
     maxConcurrency: 100,
     poolHoldSeconds: 60,
     tenantHoldSeconds: 100,
-    reservationAfterSkips: 8,
+    reservations: true,
     fitsPool: true,
   };
 
@@ -69,13 +69,11 @@ describe('Function: waitBound', () => {
     expect(bound).toBe(900 + 2 * 160);
   });
 
-  it('starts one task per window under fair-share, and allows N passes per task on Fargate', () => {
+  it('starts one of the k + 1 tasks per window on Fargate (a reservation drains the pool at once)', () => {
     // Act
-    const fair = waitBoundSeconds({ ...base, policy: 'fair-share' });
     const fargate = waitBoundSeconds({ ...base, runtime: 'fargate' });
     // Assess
-    expect(fair).toBe(900 + 10 * 160);
-    expect(fargate).toBe(900 + 10 * 9 * 160);
+    expect(fargate).toBe(900 + 10 * 160);
   });
 
   it('says why when no bound holds', () => {
@@ -84,7 +82,7 @@ describe('Function: waitBound', () => {
     expect(waitBound({ ...base, maxConcurrency: 0 })).toEqual({ seconds: null, why: 'quota_zero' });
     expect(waitBound({ ...base, agingFromMs: 5000, runAtMs: 5000 })).toEqual({ seconds: null, why: 'not_aging_yet' });
     expect(waitBound({ ...base, aheadCount: null })).toEqual({ seconds: null, why: 'ahead_unknown' });
-    expect(waitBound({ ...base, runtime: 'fargate', reservationAfterSkips: Infinity })).toEqual({
+    expect(waitBound({ ...base, runtime: 'fargate', reservations: false })).toEqual({
       seconds: null,
       why: 'no_reservation',
     });

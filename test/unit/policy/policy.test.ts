@@ -171,38 +171,43 @@ describe('Class: SchedulingPolicy', () => {
       expect(policy.explain('a2', 100)?.reason).toBe('tenant_quota');
     });
 
-    it('does not let a Fargate task that does not fit block smaller tasks or the Lambda pool', () => {
-      // Prepare
+    it('does not let a Fargate task that does not fit block the Lambda pool, or smaller tasks that end before it could start', () => {
+      // Prepare: 2 of 4 vCPU run until 300 s; big (4 vCPU) goes first and reserves the pool
       const policy = makePolicy({ pools: { slots: 1, vcpu: 4, memoryMiB: 8 * GB } });
       policy.markActive({
         taskId: 'running',
         tenantId: 'x',
         runtime: 'fargate',
         resources: { vcpu: 2, memoryMiB: 1024 },
+        sinceMs: 0,
+        holdSeconds: 300,
       });
       policy.add(
         candidate({ taskId: 'big', tenantId: 'big', runtime: 'fargate', resources: { vcpu: 4, memoryMiB: 1024 } }),
       );
-      policy.add(
+      const small = (taskId: string, holdSeconds: number) =>
         candidate({
-          taskId: 'small',
-          tenantId: 'small',
+          taskId,
+          tenantId: taskId,
           runtime: 'fargate',
           resources: { vcpu: 1, memoryMiB: 1024 },
           agingFromMs: 5,
-        }),
-      );
+          holdSeconds,
+        });
+      policy.add(small('short', 60));
+      policy.add(small('long', 600));
       policy.add(candidate({ taskId: 'fn', tenantId: 'fn', agingFromMs: 9 }));
       // Act
       const started = drain(policy, 10).map((c) => c.taskId);
-      // Assess
-      expect(started.sort()).toEqual(['fn', 'small']);
+      // Assess: the short one ends (by 70 s) before big could start (300 s); the long one would delay it
+      expect(started.sort()).toEqual(['fn', 'short']);
       expect(policy.explain('big', 10)?.reason).toBe('capacity');
+      expect(policy.snapshot(10).pools[1]?.reservedForTaskId).toBe('big');
     });
 
     it('does not let a large task of a tenant block its smaller tasks behind it', () => {
       // Prepare
-      const policy = makePolicy({ pools: { vcpu: 4, memoryMiB: 8 * GB }, reservationAfterSkips: Infinity });
+      const policy = makePolicy({ pools: { vcpu: 4, memoryMiB: 8 * GB }, reservations: false });
       policy.markActive({
         taskId: 'running',
         tenantId: 'other',
@@ -221,35 +226,44 @@ describe('Class: SchedulingPolicy', () => {
       expect(started).toEqual(['small']);
     });
 
-    it('reserves the pool for a large task after it was passed reservationAfterSkips times', () => {
-      // Prepare: a stream of small tasks from another tenant keeps the pool partly busy
-      const policy = makePolicy({ pools: { vcpu: 4, memoryMiB: 8 * GB }, reservationAfterSkips: 3 });
+    it('reserves the pool for a large task at once: it starts when the tasks running then have ended', () => {
+      // Prepare: a stream of small 3 s tasks from another tenant keeps the pool partly busy
+      const policy = makePolicy({ pools: { vcpu: 4, memoryMiB: 8 * GB } });
       const small = (i: number) =>
         candidate({
           taskId: `s${i}`,
           tenantId: 'small',
           runtime: 'fargate',
           resources: { vcpu: 1, memoryMiB: 512 },
-          agingFromMs: i,
+          agingFromMs: Math.max(0, i - 2) * 1000,
+          runAtMs: Math.max(0, i - 2) * 1000,
+          holdSeconds: 3,
         });
+      const ends = new Map<string, number>();
+      const log: string[] = [];
+      const step = (nowMs: number) => {
+        for (const [taskId, at] of ends) {
+          if (at > nowMs) continue;
+          policy.release(taskId);
+          ends.delete(taskId);
+        }
+        for (const c of drain(policy, nowMs)) {
+          log.push(c.taskId);
+          ends.set(c.taskId, nowMs + 3000);
+        }
+      };
       for (let i = 0; i < 3; i++) policy.add(small(i));
-      drain(policy, 0);
+      step(0);
       policy.add(
         candidate({ taskId: 'big', tenantId: 'big', runtime: 'fargate', resources: { vcpu: 4, memoryMiB: 1024 } }),
       );
-      // Act: each time one small task ends, another small one could start but big cannot fit
-      const log: string[] = [];
-      let next = 3;
-      for (let round = 0; round < 8; round++) {
-        const runningSmall = policy.snapshot(round).tenants.find((t) => t.tenantId === 'small')?.active ?? 0;
-        if (runningSmall > 0) policy.release(`s${next - 3}`);
-        policy.add(small(next++));
-        for (const c of drain(policy, round)) log.push(c.taskId);
-        if (log.includes('big')) break;
+      // Act: a new small task every second
+      for (let t = 1; t <= 10 && !log.includes('big'); t++) {
+        policy.add(small(t + 2));
+        step(t * 1000);
       }
-      // Assess: three smalls passed it, then the pool drained and big started
-      expect(log.filter((id) => id.startsWith('s'))).toHaveLength(3);
-      expect(log.at(-1)).toBe('big');
+      // Assess: nothing passed it; it started when the three running at its arrival had ended
+      expect(log.slice(0, 4)).toEqual(['s0', 's1', 's2', 'big']);
     });
   });
 
@@ -338,18 +352,25 @@ describe('Class: SchedulingPolicy', () => {
       policy.add(candidate({ taskId: 'queued', tenantId: 'a', priority: 'low' }));
       // Act
       const beforeRun = policy.explain('queued', 0);
-      policy.add(candidate({ taskId: 'hi', tenantId: 'b', priority: 'high' }));
-      const behindHigher = policy.explain('queued', 0);
-      policy.markActive({ taskId: 'r1', tenantId: 'a', runtime: 'lambda', resources: { vcpu: 1, memoryMiB: 1 } });
-      policy.add(candidate({ taskId: 'b-low', tenantId: 'b', priority: 'low', agingFromMs: 1 }));
+      policy.add(candidate({ taskId: 'hi', tenantId: 'a', priority: 'high' }));
+      const behindHigher = policy.explain('queued', 0); // its own tenant's higher tier goes first
       policy.remove('hi');
-      const behindLighter = policy.explain('queued', 0);
+      policy.add(candidate({ taskId: 'b-first', tenantId: 'b', priority: 'low', agingFromMs: 0 }));
+      policy.add(candidate({ taskId: 'c-later', tenantId: 'c', priority: 'critical', agingFromMs: 1 }));
+      const inRotation = policy.explain('c-later', 1); // a and b joined the rotation before c, whatever the tier
+      policy.remove('c-later');
+      policy.markActive({ taskId: 'r1', tenantId: 'a', runtime: 'lambda', resources: { vcpu: 1, memoryMiB: 1 } });
+      const behindLighter = policy.explain('queued', 1);
       policy.markActive({ taskId: 'r2', tenantId: 'c', runtime: 'lambda', resources: { vcpu: 1, memoryMiB: 1 } });
-      const full = policy.explain('queued', 0);
+      const full = policy.explain('queued', 1);
       // Assess
       expect(policy.explain('delayed', 0)?.reason).toBe('delayed');
       expect(beforeRun?.reason).toBe('queue'); // nothing ranks ahead of it: not "priority"
       expect(behindHigher?.reason).toBe('priority');
+      expect(inRotation).toMatchObject({
+        reason: 'fair_share',
+        message: "2 tenants ahead of c in the lambda pool's rotation go first, one task each",
+      });
       expect(behindLighter?.reason).toBe('fair_share');
       expect(full).toMatchObject({ reason: 'capacity', baseTier: 'low', effectiveTier: 'low' });
       expect(full?.waitBoundSeconds).toBeGreaterThan(0);

@@ -1,6 +1,8 @@
 /**
- * Reservations and the fit scan (issue 12, items 1–3): each test below failed on the engine that
- * kept a sticky reservation per pool and let one tenant's queue use the whole scan.
+ * Reservations and the fit scan. Issue 12 (items 1–3): the first three tests failed on the engine
+ * that kept a sticky reservation per pool and let one tenant's queue use the whole scan. Issue 22
+ * (item 3, EASY backfill): the whole-pool test failed on the engine that reserved only after 8
+ * passes (the task started 60 s after submit where one drain is 20 s).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -81,18 +83,15 @@ describe('Class: SchedulingPolicy', () => {
       const firstSeq = candidate({ taskId: 'seq-probe' }).seq + 1;
       for (let i = 0; i < 4; i++) stream();
       sim.step(0);
-      // "holder" asks for the whole pool and is passed until it reserves it...
+      // "holder" asks for the whole pool and reserves it at once...
       sim.add(fargate('held', 'holder', 4));
-      for (let t = 1; t <= 10; t++) {
-        stream();
-        sim.step(t * 1000);
-      }
-      expect(policy.snapshot(10_000).pools[1]?.reservedForTaskId).toBe('held');
+      sim.step(500);
+      expect(policy.snapshot(500).pools[1]?.reservedForTaskId).toBe('held');
       // ...then fills its quota with Lambda work that never ends: its reservation cannot be used.
-      sim.add(candidate({ taskId: 'holder-lambda', tenantId: 'holder', agingFromMs: 10_000 }));
-      sim.add(fargate('whole', 'other', 4, { agingFromMs: 10_000, runAtMs: 10_000 }));
+      sim.add(candidate({ taskId: 'holder-lambda', tenantId: 'holder', agingFromMs: 500 }));
+      sim.add(fargate('whole', 'other', 4, { agingFromMs: 500, runAtMs: 500 }));
       // Act
-      for (let t = 11; t <= 120 && !sim.started.has('whole'); t++) {
+      for (let t = 1; t <= 120 && !sim.started.has('whole'); t++) {
         stream();
         sim.step(t * 1000);
       }
@@ -100,6 +99,35 @@ describe('Class: SchedulingPolicy', () => {
       expect(sim.started.has('holder-lambda')).toBe(true);
       expect(sim.started.get('whole')).toBeDefined();
       expect(sim.keptPromises('whole')).toBe(true);
+    });
+
+    it('starts a whole-pool task within one drain, however long the stream beside it (the issue’s live case)', () => {
+      // Prepare: pool 4 vCPU. "stream" submits a 1 vCPU task of 20 s (timeout 30 s) every 5 s;
+      // "quota" has a 4 vCPU task waiting while at its quota; "whole" submits a 4 vCPU task at 25 s.
+      const policy = makePolicy({
+        pools: { vcpu: 4, memoryMiB: 4096 },
+        maxHoldSeconds: 60,
+        tenants: { quota: { weight: 1, maxConcurrency: 1 } },
+      });
+      const sim = new Stepper(policy, ['whole'], (task) => (task.runtime === 'lambda' ? Infinity : 20_000));
+      sim.add(candidate({ taskId: 'quota-lambda', tenantId: 'quota' }));
+      sim.add(fargate('quota-big', 'quota', 4));
+      let streamed = 0;
+      // Act
+      for (let t = 0; t <= 300 && !sim.started.has('whole'); t++) {
+        if (t % 5 === 0) {
+          sim.add(
+            fargate(`s${streamed++}`, 'stream', 1, { agingFromMs: t * 1000, runAtMs: t * 1000, holdSeconds: 30 }),
+          );
+        }
+        if (t === 25) sim.add(fargate('whole', 'whole', 4, { agingFromMs: 25_000, runAtMs: 25_000, holdSeconds: 30 }));
+        sim.step(t * 1000);
+      }
+      // Assess: the tasks running at 25 s end by 40 s (20 s each, one every 5 s); nothing else starts
+      const waited = (sim.started.get('whole') as number) - 25_000;
+      expect(waited).toBeLessThanOrEqual(20_000);
+      expect(sim.keptPromises('whole')).toBe(true);
+      expect(sim.promised.get('whole')?.length).toBeGreaterThan(0);
     });
 
     it('reserves for the best-ranked task that does not fit, not for a younger one that reserved earlier', () => {
@@ -127,24 +155,30 @@ describe('Class: SchedulingPolicy', () => {
   describe('Method: next (fit scan)', () => {
     it('does not let one tenant’s queue of tasks that do not fit use the whole scan', () => {
       // Prepare: 16 vCPU, 10 in use; "big" (first in line) has 70 tasks of 8 vCPU, "small" 24 of 0.25 vCPU.
-      const setUp = (reservationAfterSkips: number) => {
-        const policy = makePolicy({ pools: { vcpu: 16, memoryMiB: 32_768 }, reservationAfterSkips });
-        for (let i = 0; i < 10; i++) policy.markActive(fargate(`busy${i}`, 'busy', 1));
+      const setUp = (reservations: boolean) => {
+        const policy = makePolicy({ pools: { vcpu: 16, memoryMiB: 32_768 }, reservations, maxHoldSeconds: 60 });
+        for (let i = 0; i < 10; i++) policy.markActive({ ...fargate(`busy${i}`, 'busy', 1), sinceMs: 0 });
         for (let i = 0; i < 70; i++) policy.add(fargate(`big${i}`, 'big', 8));
         for (let i = 0; i < 24; i++) {
-          policy.add(fargate(`small${i}`, 'small', 0.25, { resources: { vcpu: 0.25, memoryMiB: 256 } }));
+          policy.add(
+            fargate(`small${i}`, 'small', 0.25, {
+              resources: { vcpu: 0.25, memoryMiB: 256 },
+              holdSeconds: i < 4 ? 30 : 90,
+            }),
+          );
         }
         return policy;
       };
-      const backfillOnly = setUp(Infinity);
-      const reserving = setUp(8);
+      const backfillOnly = setUp(false);
+      const reserving = setUp(true);
       // Act
       const all = drain(backfillOnly, 0);
       const some = drain(reserving, 0);
-      // Assess: small tasks fill the free 6 vCPU; with reservations, big0 holds the pool after 8 passes.
+      // Assess: small tasks fill the free 6 vCPU; with reservations big0 holds the pool at once and
+      // only the small tasks that end before the running ones (60 s) start beside it.
       expect(all.map((task) => task.tenantId)).toEqual(Array(24).fill('small'));
       expect(backfillOnly.snapshot(0).pools[1]?.used.vcpu).toBe(16);
-      expect(some.map((task) => task.tenantId)).toEqual(Array(8).fill('small'));
+      expect(some.map((task) => task.taskId)).toEqual(['small0', 'small1', 'small2', 'small3']);
       expect(reserving.snapshot(0).pools[1]?.reservedForTaskId).toBe('big0');
     });
 
@@ -161,7 +195,7 @@ describe('Class: SchedulingPolicy', () => {
           fc.integer({ min: 0, max: 15 }),
           (queues, busy) => {
             // Prepare: each tenant's queue in arrival order, so its first task is its best.
-            const policy = makePolicy({ pools: { vcpu: 16, memoryMiB: 16_384 }, reservationAfterSkips: Infinity });
+            const policy = makePolicy({ pools: { vcpu: 16, memoryMiB: 16_384 }, reservations: false });
             for (let i = 0; i < busy; i++) policy.markActive(fargate(`busy${i}`, 'busy', 1));
             queues.forEach((sizes, t) => {
               sizes.forEach((size, i) => {

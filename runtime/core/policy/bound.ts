@@ -1,0 +1,122 @@
+/**
+ * The wait bound under `fair-share`: DRF with a rotation among equal shares.
+ *
+ * The rule (policy.ts). Per pool, tenants with ready work form a rotation: each has a turn, the
+ * later of when it was last served in the pool and when its work there became due. The pool's
+ * next task comes from the tenant with the smallest weighted dominant share (DRF, over every
+ * pool), ties going to the earliest turn (then arrival order); inside a tenant, tiers with aging
+ * pick the task. Serving a tenant moves its turn to now (the end of the rotation); a tenant that
+ * starts waiting joins at the end, behind every tenant already waiting there.
+ *
+ * Claim. Let X wait in pool p at time t₀, the only waiting task of its tenant x, fitting p. Let
+ * k be the tenants with ready work in p at t₀ whose turn is before x's. Assume (A1) x submits
+ * nothing more and nothing more of x becomes due while X waits; (A2) a dispatched task holds its
+ * pool at most its hold: its timeout plus the dispatch and run leases, enforced at submit (τ_p
+ * for a task whose own hold is not known: the pool's timeout cap plus the leases); (A3) the
+ * scheduler runs. Then X starts by
+ *
+ *     t₁ = the time x's running tasks have all ended (t₀ if none runs),
+ *     Lambda (c slots):  the (r + 1)-th smallest of the slots' first free times e_s, plus q·τ,
+ *                        k = q·c + r, where e_s is the end of the task in slot s at t₀ (t₀ for
+ *                        a free slot) when t₁ = t₀, and t₁ + τ for every slot when t₁ > t₀ (a
+ *                        task may end early and its slot be refilled before t₁);
+ *     Fargate:           E + (k + h)·τ, E = every task running at t₀ ended (t₁ = t₀), or the
+ *                        later of that and t₁ + τ (t₁ > t₀); h = 1 if the pool is reserved for
+ *                        another task at t₀ or t₁ > t₀, else 0.
+ *
+ * Proof. (1) From t₁ on, x runs nothing (A1: X is all it has), so its share is 0, the least
+ * possible: no tenant holding capacity goes before X in p, and X's key (0, turn) stays put.
+ * (2) No tenant that starts waiting after t₀ goes before X: it joins with a turn after x's
+ * (ties to arrival order), and x's turn does not move while X waits. (3) Each of the k tenants
+ * goes before X at most once: once served, its turn is later than x's. (4) Lambda: after t₁,
+ * every slot that frees goes to X or to one of the k (work conserving, X fits any free slot, and
+ * nothing else ranks before X); the slot's task at t₁ ends by e_s and each later one holds it
+ * at most τ, so the (k + 1)-th free slot after t₁, which X must get, frees by the stated time.
+ * Fargate: the pool is reserved for its best task when that does not fit (EASY), and only
+ * tasks that end before it would fit anyway start beside it, so it starts by the time every task
+ * running when it reserved has ended. Under fair-share the reservation stays with its task
+ * against tenants of equal share (policy.ts #reservedFor), so after t₁ the pool is reserved for
+ * X, for one of the k, or for the task that held it at t₁ (at most one, and only if the pool was
+ * held at t₀ or t₁ > t₀: with x at share 0 from t₀ no other task becomes best before X). The
+ * first start is by E; after each start the next reserved task starts within τ (every running
+ * task then ends within τ of that start). With k + h + 1 starts at most, X starts by
+ * E + (k + h)·τ.   ∎
+ *
+ * Each tenant counts once, whatever its weight or its backlog: the rotation is what makes the
+ * bound a number of tenants, not of tasks. A tenant with other waiting work gets no bound here:
+ * after each of its turns it goes to the end, behind tenants that joined meanwhile, and those
+ * may keep coming (fair share among them is the point). A delayed task gets none either until
+ * it is due: tenants that start waiting before then join ahead of it.
+ */
+import type { Runtime } from '../task.ts';
+
+export interface RotationBoundInput {
+  readonly runtime: Runtime;
+  readonly nowMs: number;
+  /** k: tenants that may go before it, each at most once. */
+  readonly ahead: number;
+  /** t₁: when its tenant's running tasks have all ended at the latest (`nowMs` when none runs). */
+  readonly tenantFreeAtMs: number;
+  /**
+   * When the pool's running tasks end at the latest, as ascending steps `[n, atMs]` ("by atMs at
+   * least n slots are free", the last step at the pool's size for Lambda), or Fargate's one step
+   * `[1, drainAtMs]`. A coarser (later) description gives a larger, still sound, bound.
+   */
+  readonly freeBy: readonly (readonly [number, number])[];
+  /** c: the Lambda pool's slots. */
+  readonly slots: number;
+  /** τ: the longest a task dispatched from now on may hold the pool, seconds. */
+  readonly holdSeconds: number;
+  /** Fargate: the pool is reserved for another task now. */
+  readonly reservedForOther?: boolean | undefined;
+}
+
+/** The bound proved above, seconds from `nowMs`. */
+export function rotationBoundSeconds(input: RotationBoundInput): number {
+  const { nowMs, ahead, holdSeconds } = input;
+  const holdMs = holdSeconds * 1000;
+  const t1 = Math.max(nowMs, input.tenantFreeAtMs);
+  const last = (steps: readonly (readonly [number, number])[]) => steps.at(-1)?.[1] ?? nowMs;
+  if (input.runtime === 'fargate') {
+    const drainMs = Math.max(nowMs, last(input.freeBy));
+    const first = t1 > nowMs ? Math.max(drainMs, t1 + holdMs) : drainMs;
+    const held = input.reservedForOther || t1 > nowMs ? 1 : 0;
+    return (first + (ahead + held) * holdMs - nowMs) / 1000;
+  }
+  const slots = Math.max(1, input.slots);
+  const ends = slotEnds(input.freeBy, slots, nowMs);
+  const firstEnds = (t1 > nowMs ? ends.map((end) => Math.max(end, t1 + holdMs)) : ends).sort((a, b) => a - b);
+  const rounds = Math.floor(ahead / slots);
+  const within = ahead - rounds * slots;
+  return ((firstEnds[within] as number) + rounds * holdMs - nowMs) / 1000;
+}
+
+/** One end per slot from the steps; slots the steps leave out end with the last step. */
+function slotEnds(steps: readonly (readonly [number, number])[], slots: number, nowMs: number): number[] {
+  const ends: number[] = [];
+  let counted = 0;
+  for (const [count, atMs] of steps) {
+    for (; counted < Math.min(count, slots); counted++) ends.push(Math.max(nowMs, atMs));
+  }
+  const tail = Math.max(nowMs, steps.at(-1)?.[1] ?? nowMs);
+  for (; counted < slots; counted++) ends.push(tail);
+  return ends;
+}
+
+/**
+ * A compact, conservative form of Lambda free steps for publishing: the steps at 1, 2, 4, 8, …
+ * slots and at the pool's size, each with the time of the latest step it covers (so any count
+ * between two published ones reads the later time, never an earlier one).
+ */
+export function coarsenSteps(
+  steps: readonly (readonly [number, number])[],
+  slots: number,
+): (readonly [number, number])[] {
+  const ends = slotEnds(steps, slots, Number.NEGATIVE_INFINITY);
+  const out: [number, number][] = [];
+  for (let n = 1; ; n = Math.min(slots, n * 2)) {
+    out.push([n, ends[n - 1] as number]);
+    if (n >= slots) break;
+  }
+  return out;
+}
