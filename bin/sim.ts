@@ -42,6 +42,8 @@ Options:
   --dispatchers LIST   comma-separated, from: ${DISPATCHER_NAMES.join(', ')}
                        (default ${DEFAULT_DISPATCHERS.join(',')}); fair-share, priority and fifo are our
                        SchedulingPolicy, the others are peers' orderings (sim/baselines.ts)
+  --bounds             also compute, for fair-share, the wait bound the API would give at each
+                       submit (app/wait.ts over a snapshot up to 2 s old) and report it against the waits
   --out DIR            where to write SVG charts and a Markdown report (default $DATA_DIR/sim,
                        i.e. .data/sim; docs/sim holds the published run: --out docs/sim)
   --no-write           print only
@@ -59,6 +61,7 @@ function main(): void {
       // Under the data directory, not docs/: a trial run must not overwrite the published figures.
       out: { type: 'string', default: join(process.env.DATA_DIR || '.data', 'sim') },
       'no-write': { type: 'boolean', default: false },
+      bounds: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -88,7 +91,7 @@ function main(): void {
       seed: int(values.seed, 'seed', 2 ** 31),
     });
     const runs = dispatchers.map((dispatcher) => {
-      const run = simulate(trace, dispatcher);
+      const run = simulate(trace, dispatcher, undefined, { apiBounds: values.bounds });
       return { run, summary: summarize(trace, run) };
     });
     const text = renderText(trace, runs);

@@ -8,8 +8,11 @@ import { POLICIES, type PolicyName } from '../runtime/core/config.ts';
 import { capacityOf, jainIndex } from '../runtime/core/policy/drf.ts';
 import { SchedulingPolicy } from '../runtime/core/policy/policy.ts';
 import type { Candidate } from '../runtime/core/policy/types.ts';
+import { ApiBoundModel, type RunningTask } from './api-bound.ts';
 import { BASELINE_NAMES, type BaselineName, createBaseline, type Dispatcher } from './baselines.ts';
-import { type Trace, tierName } from './trace.ts';
+import { maxHoldSeconds, type Trace, tierName } from './trace.ts';
+
+export { maxHoldSeconds };
 
 /** Our policies with reservations off (pure backfill): to measure what reservations buy. */
 export const BACKFILL_ONLY = ['fair-share-backfill', 'priority-backfill'] as const;
@@ -27,7 +30,14 @@ export interface RunResult {
   readonly jain: number;
   /** Per tenant, mean weighted dominant share while it had work waiting. */
   readonly meanShareWhileBacklogged: Float64Array;
+  /** With `apiBounds`: per task, the maxWaitSeconds the API would have given at submit, ms (NaN: none). */
+  readonly boundMs?: Float64Array;
   readonly wallMs: number;
+}
+
+export interface SimulateOptions {
+  /** Compute what the API would answer at each submit (fair-share only; sim/api-bound.ts). */
+  readonly apiBounds?: boolean;
 }
 
 export function createDispatcher(name: DispatcherName, trace: Trace): Dispatcher {
@@ -47,18 +57,6 @@ export function createDispatcher(name: DispatcherName, trace: Trace): Dispatcher
     maxHoldSeconds: maxHoldSeconds(trace),
     ...(backfillOnly ? { reservations: false } : {}),
   });
-}
-
-/** The longest timeout of each pool's tasks in the trace (the pools' caps), whole seconds (at least 1). */
-export function maxHoldSeconds(trace: Trace): { lambda: number; fargate: number } {
-  let lambda = 0;
-  let fargate = 0;
-  for (let i = 0; i < trace.size; i++) {
-    const timeout = trace.timeoutMs[i] as number;
-    if (trace.runtime[i] === 0) lambda = Math.max(lambda, timeout);
-    else fargate = Math.max(fargate, timeout);
-  }
-  return { lambda: Math.max(1, Math.ceil(lambda / 1000)), fargate: Math.max(1, Math.ceil(fargate / 1000)) };
 }
 
 /** Called at every instant after arrivals and completions, before dispatching (tests use it). */
@@ -116,9 +114,21 @@ class Completions {
   }
 }
 
-export function simulate(trace: Trace, name: DispatcherName, observe?: Observer): RunResult {
+export function simulate(
+  trace: Trace,
+  name: DispatcherName,
+  observe?: Observer,
+  options: SimulateOptions = {},
+): RunResult {
   const started = performance.now();
   const dispatcher = createDispatcher(name, trace);
+  const api =
+    options.apiBounds && dispatcher instanceof SchedulingPolicy && dispatcher.policy === 'fair-share'
+      ? new ApiBoundModel(trace, dispatcher)
+      : undefined;
+  const boundMs = api ? new Float64Array(trace.size).fill(Number.NaN) : undefined;
+  /** Per tenant, its running tasks (for the API's describe), only with `apiBounds`. */
+  const runningOf = api ? trace.tenantIds.map(() => new Map<number, RunningTask>()) : undefined;
   const n = trace.size;
   const tenantCount = trace.tenantIds.length;
   const waitMs = new Float64Array(n).fill(Number.NaN);
@@ -179,6 +189,7 @@ export function simulate(trace: Trace, name: DispatcherName, observe?: Observer)
       const task = completions.pop();
       dispatcher.release(String(task));
       account(task, -1);
+      runningOf?.[trace.tenant[task] as number]?.delete(task);
     }
     while (arrived < n && (trace.arriveMs[arrived] as number) <= now) {
       const task = arrived++;
@@ -197,6 +208,12 @@ export function simulate(trace: Trace, name: DispatcherName, observe?: Observer)
       dispatcher.add(candidate);
       const tenant = trace.tenant[task] as number;
       waiting[tenant] = (waiting[tenant] as number) + 1;
+      if (api && boundMs && runningOf) {
+        const bound = api.atSubmit(candidate, now, waiting[tenant] as number, [
+          ...(runningOf[tenant] as Map<number, RunningTask>).values(),
+        ]);
+        if (bound !== null) boundMs[task] = bound * 1000;
+      }
     }
     observe?.(dispatcher, now, arrived);
     for (let next = dispatcher.next(now); next; next = dispatcher.next(now)) {
@@ -207,10 +224,15 @@ export function simulate(trace: Trace, name: DispatcherName, observe?: Observer)
       account(task, 1);
       const hold = trace.holdMs[task] as number;
       completions.push(now + hold, task);
+      runningOf?.[tenant]?.set(task, {
+        dispatchedAtMs: now,
+        timeoutSeconds: Math.ceil((trace.timeoutMs[task] as number) / 1000),
+      });
       if (trace.runtime[task] === 0) lambdaBusy += hold;
       else fargateBusy += hold * (trace.vcpu[task] as number);
       lastFinish = Math.max(lastFinish, now + hold);
     }
+    api?.afterDecisions(now);
     if (now >= nextSampleMs) {
       sample();
       nextSampleMs = now + sampleEveryMs;
@@ -231,6 +253,7 @@ export function simulate(trace: Trace, name: DispatcherName, observe?: Observer)
     },
     jain: jainSamples ? jainSum / jainSamples : 1,
     meanShareWhileBacklogged,
+    ...(boundMs ? { boundMs } : {}),
     wallMs: performance.now() - started,
   };
 }

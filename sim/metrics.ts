@@ -74,3 +74,49 @@ export function summarize(trace: Trace, run: RunResult): RunSummary {
     wallSeconds: run.wallMs / 1000,
   };
 }
+
+export interface BoundStats {
+  /** Tasks given a bound at submit, and of those, whose tenant then submitted nothing before they started. */
+  readonly given: number;
+  readonly checked: number;
+  /** Checked bounds the start came after (a defect: should be 0). */
+  readonly broken: number;
+  /** bound / actual wait (the wait at least 1 s), over the checked bounds. */
+  readonly ratio: { readonly p50: number; readonly p90: number; readonly max: number } | null;
+}
+
+/** The API's bounds at submit against the waits, for the tasks `include` selects. */
+export function boundStats(trace: Trace, run: RunResult, include: (task: number) => boolean = () => true): BoundStats {
+  const boundMs = run.boundMs;
+  if (!boundMs) return { given: 0, checked: 0, broken: 0, ratio: null };
+  // A1 of the bound: its tenant submits nothing more until it starts.
+  const nextArrival = new Float64Array(trace.size).fill(Number.POSITIVE_INFINITY);
+  const lastSeen = new Map<number, number>();
+  for (let i = trace.size - 1; i >= 0; i--) {
+    const tenant = trace.tenant[i] as number;
+    const later = lastSeen.get(tenant);
+    if (later !== undefined) nextArrival[i] = trace.arriveMs[later] as number;
+    lastSeen.set(tenant, i);
+  }
+  let given = 0;
+  let broken = 0;
+  const ratios: number[] = [];
+  for (let i = 0; i < trace.size; i++) {
+    const bound = boundMs[i] as number;
+    if (Number.isNaN(bound) || !include(i)) continue;
+    given++;
+    const wait = run.waitMs[i] as number;
+    const startMs = (trace.arriveMs[i] as number) + wait;
+    if ((nextArrival[i] as number) < startMs) continue;
+    if (wait > bound) broken++;
+    ratios.push(bound / Math.max(1000, wait));
+  }
+  ratios.sort((a, b) => a - b);
+  const at = (q: number) => ratios[Math.min(ratios.length - 1, Math.ceil(q * ratios.length) - 1)] as number;
+  return {
+    given,
+    checked: ratios.length,
+    broken,
+    ratio: ratios.length ? { p50: at(0.5), p90: at(0.9), max: ratios.at(-1) as number } : null,
+  };
+}

@@ -2,7 +2,7 @@
 import { groupedLogBarChart } from '../report/chart.ts';
 import { formatTable } from '../report/table.ts';
 import type { RunResult } from './engine.ts';
-import { type RunSummary, type WaitStats, waitStats } from './metrics.ts';
+import { boundStats, type RunSummary, type WaitStats, waitStats } from './metrics.ts';
 import type { Trace } from './trace.ts';
 
 const seconds = (value: number) =>
@@ -92,6 +92,29 @@ export function renderText(trace: Trace, runs: readonly { run: RunResult; summar
     ),
     { markdown: true },
   );
+  const withBounds = runs.filter(({ run }) => run.boundMs);
+  const { names, groupOf } = tenantGroups(trace);
+  const bounds = withBounds.length
+    ? formatTable(
+        ['dispatcher', 'given', 'checked', 'broken', 'bound / wait p50', 'p90', 'max'],
+        withBounds.flatMap(({ run, summary }) =>
+          names.map((group, g) => {
+            const b = boundStats(trace, run, (i) => groupOf[trace.tenant[i] as number] === g);
+            const ratio = (value: number | undefined) => (value === undefined ? '-' : `${value.toFixed(0)}×`);
+            return [
+              `${summary.dispatcher} · ${group}`,
+              `${b.given}`,
+              `${b.checked}`,
+              `${b.broken}`,
+              ratio(b.ratio?.p50),
+              ratio(b.ratio?.p90),
+              ratio(b.ratio?.max),
+            ];
+          }),
+        ),
+        { markdown: true },
+      )
+    : undefined;
   return [
     `## ${trace.scenario}: ${trace.size.toLocaleString('en')} tasks, ${trace.tenantIds.length.toLocaleString('en')} tenants`,
     '',
@@ -105,6 +128,14 @@ export function renderText(trace: Trace, runs: readonly { run: RunResult; summar
     '',
     perGroup,
     '',
+    ...(bounds
+      ? [
+          "The API's wait bound at submit (sim/api-bound.ts: app/wait.ts over a snapshot up to 2 s old), for tasks that are their tenant's only waiting one; checked when the tenant then submitted nothing before the task started; the wait counted at least 1 s:",
+          '',
+          bounds,
+          '',
+        ]
+      : []),
   ].join('\n');
 }
 

@@ -118,3 +118,15 @@ export class TraceBuilder {
 }
 
 export const tierName = (tier: number) => PRIORITY_TIERS[tier] ?? 'normal';
+
+/** The longest timeout of each pool's tasks in the trace (the pools' caps), whole seconds (at least 1). */
+export function maxHoldSeconds(trace: Trace): { lambda: number; fargate: number } {
+  let lambda = 0;
+  let fargate = 0;
+  for (let i = 0; i < trace.size; i++) {
+    const timeout = trace.timeoutMs[i] as number;
+    if (trace.runtime[i] === 0) lambda = Math.max(lambda, timeout);
+    else fargate = Math.max(fargate, timeout);
+  }
+  return { lambda: Math.max(1, Math.ceil(lambda / 1000)), fargate: Math.max(1, Math.ceil(fargate / 1000)) };
+}

@@ -559,6 +559,11 @@ export class TaskStore {
     return this.getMany(ids);
   }
 
+  /** A tenant's DISPATCHED and RUNNING tasks as the items are now (the index may lag by about a second). */
+  async leasedOf(tenantId: string): Promise<Task[]> {
+    return [...(await this.#leasedTasksOf(tenantId)).values()].filter((task) => LEASED_STATES.includes(task.state));
+  }
+
   /** A tenant's DISPATCHED and RUNNING tasks counted by state, from one read of its leased items. */
   async countLeasedStatesOf(tenantId: string): Promise<Partial<Record<TaskState, number>>> {
     const counts: Partial<Record<TaskState, number>> = {};

@@ -51,14 +51,21 @@ export const EXAMPLE_SUBMIT = {
   idempotencyKey: 'invoice-inv-1042',
 };
 
+/**
+ * What GET /v1/tasks/{id} answers for EXAMPLE_TASK 7 s after its submit, with the Lambda pool full
+ * and 12 other tenants waiting in it (test/api/wait-example.ts; openapi.test.ts checks that the
+ * code gives exactly this).
+ */
 export const EXAMPLE_WAIT = {
   reason: 'capacity',
-  message: 'Waiting for a free slot in the lambda pool (50 of 50 in use)',
+  message: 'The lambda pool has no room for it now',
   effectiveTier: 'normal',
-  waitedSeconds: 4.2,
-  secondsToTopTier: 895.8,
-  maxWaitSeconds: 900,
-  asOf: '2026-12-01T09:00:04.000Z',
+  waitedSeconds: 7,
+  secondsToTopTier: 593,
+  maxWaitSeconds: 25,
+  assumes:
+    "its tenant submits nothing more (and none of its delayed work falls due) until it starts; every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda 1080 s, fargate 86580 s); a scheduler is running; it counts the 12 other tenants waiting in the lambda pool at the scheduler's snapshot of 09:00:06 UTC, and its tenant's running tasks then (its tenant submits nothing after it); its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second); the scheduler acts on a freed slot within 2 s and hands over (every minute on AWS) within 5 s; a crash or a stall beyond that is not included",
+  asOf: '2026-12-01T09:00:06.000Z',
 };
 
 export const EXAMPLE_TENANT_SETTINGS = { weight: 2, maxConcurrency: 20 };

@@ -53,7 +53,14 @@ export const waitSchema = z
     effectiveTier: z.enum(PRIORITY_TIERS),
     waitedSeconds: z.number(),
     secondsToTopTier: z.number(),
-    maxWaitSeconds: z.number().nullable().meta({ description: 'Upper bound on the remaining wait; null when none' }),
+    maxWaitSeconds: z
+      .number()
+      .nullable()
+      .meta({ description: 'Upper bound on the remaining wait, seconds; null when none (see noBound)' }),
+    assumes: z
+      .string()
+      .optional()
+      .meta({ description: 'What maxWaitSeconds takes for granted, in words; it holds while they do' }),
     noBound: z
       .object({ code: z.enum(NO_BOUND_REASONS), message: z.string() })
       .optional()

@@ -28,7 +28,7 @@ import { LAMBDA_WORKER } from '../infra/resources.ts';
 import type { TaskTypeRegistry } from '../task-types/define.ts';
 import { startTaskSpan } from '../telemetry/tracing.ts';
 import { IntakePromises } from './intake-promises.ts';
-import { explainWait, type WaitInfo } from './wait.ts';
+import { explainWait, needsRunningTasks, type WaitInfo } from './wait.ts';
 
 /**
  * A submit request after schema validation (the API's zod schema produces exactly this: a field
@@ -260,11 +260,18 @@ export class TaskService {
     const task = await this.#deps.store.get(taskId);
     if (!task) return undefined;
     if (task.state !== 'QUEUED') return { task };
-    const [snapshot, tenant] = await Promise.all([
-      this.#deps.control.getSnapshot<SchedulerSnapshot>(),
+    const { store, control, config } = this.#deps;
+    const [snapshot, tenant, waiting] = await Promise.all([
+      control.getSnapshot<SchedulerSnapshot>(),
       this.tenantSettings(task.tenantId),
+      // Whether it is its tenant's only waiting task (the wait bound needs it).
+      store.countByTenantState(task.tenantId, 'QUEUED', 2),
     ]);
-    return { task, wait: explainWait(task, { config: this.#deps.config, tenant, snapshot, now: this.#now() }) };
+    // Its tenant's running tasks, when the snapshot predates its arrival (app/wait.ts).
+    const running = needsRunningTasks(task, snapshot, config) ? await store.leasedOf(task.tenantId) : undefined;
+    // The index may not show it yet: it is waiting, so at least one.
+    const facts = { waiting: Math.max(1, waiting), running };
+    return { task, wait: explainWait(task, { config, tenant, snapshot, now: this.#now(), facts }) };
   }
 
   async list(query: ListTasksQuery): Promise<TaskPage> {

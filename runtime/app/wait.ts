@@ -1,27 +1,50 @@
 /**
  * Explaining a wait in the API. The API Lambda does not share memory with the scheduler, so the
- * scheduler publishes a small snapshot (control table) every few seconds; this module fills the
- * core's `WaitView` from the task, its tenant's settings and that snapshot, and the core's
- * `explainWait` (runtime/core/policy/explain.ts) decides the reason, the message and the bound,
- * exactly as it does for the engine.
+ * scheduler publishes a small snapshot (control table) every 2 s; this module fills the core's
+ * `WaitView` from the task, its tenant's settings, that snapshot and two facts the describe reads
+ * (how many tasks its tenant has waiting; its tenant's running tasks, when needed), and the
+ * core's `explainWait` (runtime/core/policy/explain.ts) decides the reason, the message and the
+ * bound, exactly as it does for the engine.
  *
- * The snapshot cannot say how many tasks are ahead of a task: the scheduler holds a window of
- * the tier queues, the rest wait in SQS, and SQS counts are approximate. So the API gives no
- * bound (`maxWaitSeconds: null`, `noBound.code: ahead_unknown`) rather than one that could be
- * broken; docs/policy.md gives the bound's formula and its value in the default configuration.
+ * The bound (fair-share; runtime/core/policy/bound.ts) is proved from an instant t₀ at which the
+ * task is in its pool's rotation:
+ *
+ * - the snapshot's instant, when the task was in the rotation then: its tenant listed with one
+ *   waiting task, and the task due INTAKE_ALLOWANCE_MS before the snapshot. The snapshot gives k
+ *   (the tenants waiting in the pool, less its own), when the slots free (the running tasks'
+ *   holds) and when its tenant's running tasks end;
+ * - else the latest instant it joins (now, or its due time + INTAKE_ALLOWANCE_MS). Then k also
+ *   counts the tenants that may have joined since the snapshot (as many as joined in the minute
+ *   before it: an assumption, said so), every slot frees by then + τ, and its tenant's running
+ *   tasks are read from the store.
+ *
+ * To the core's bound it adds the scheduler's pace: SCHEDULER_PACE_SECONDS per round of the proof
+ * and HANDOVER_SECONDS per started minute (the Lambda hands over every minute). Under `priority`
+ * and `fifo` it gives none: every older task of the pool counts there, and no process counts them.
  */
 import type { SchedulerConfig } from '../core/config.ts';
 import {
   explainWait as explainInCore,
   holdSecondsOf,
   type NoBoundReason,
+  type RotationView,
+  rotationBoundSeconds,
+  taskHoldSeconds,
   WAIT_REASONS,
   type WaitReason,
 } from '../core/policy/index.ts';
+import { ownEntry } from '../core/records.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import type { PriorityTier, Task, TenantSettings } from '../core/task.ts';
 
 export { WAIT_REASONS, type WaitReason };
+
+/** A due task is in the scheduler's engine within this long (announcement, receive, intake). */
+export const INTAKE_ALLOWANCE_MS = 5_000;
+/** How long the scheduler may take to act on a freed slot (a completion's trip, a tick). */
+export const SCHEDULER_PACE_SECONDS = 2;
+/** What one handover costs (settle after the predecessor's lease, rebuild); one per started minute. */
+export const HANDOVER_SECONDS = 5;
 
 export interface WaitInfo {
   readonly reason: WaitReason;
@@ -33,26 +56,52 @@ export interface WaitInfo {
   readonly secondsToTopTier: number;
   /** Upper bound on the remaining wait in seconds, or null when none can be given (see noBound). */
   readonly maxWaitSeconds: number | null;
+  /** What the bound takes for granted, in words (with a bound). */
+  readonly assumes?: string | undefined;
   /** Why there is no bound, when there is none. */
   readonly noBound?: { readonly code: NoBoundReason; readonly message: string } | undefined;
   /** Time the snapshot the explanation rests on was taken. */
   readonly asOf?: string | undefined;
 }
 
+/** What the describe read besides the task and the snapshot. */
+export interface TenantFacts {
+  /** Its tenant's QUEUED tasks, counted up to 2 (1: the task is its only waiting one). */
+  readonly waiting: number;
+  /** Its tenant's dispatched and running tasks, when read (`needsRunningTasks`). */
+  readonly running?: readonly Pick<Task, 'dispatchedAt' | 'runAt' | 'timeoutSeconds'>[] | undefined;
+}
+
+/** Whether the bound needs the tenant's running tasks read from the store (the snapshot cannot say). */
+export function needsRunningTasks(
+  task: Task,
+  snapshot: SchedulerSnapshot | undefined,
+  config: SchedulerConfig,
+): boolean {
+  return config.policy === 'fair-share' && snapshot?.rotation !== undefined && !inRotationAt(task, snapshot);
+}
+
 export function explainWait(
   task: Task,
-  input: { config: SchedulerConfig; tenant: TenantSettings; snapshot: SchedulerSnapshot | undefined; now: Date },
+  input: {
+    config: SchedulerConfig;
+    tenant: TenantSettings;
+    snapshot: SchedulerSnapshot | undefined;
+    now: Date;
+    facts?: TenantFacts | undefined;
+  },
 ): WaitInfo {
   const { config, tenant, snapshot, now } = input;
   const nowMs = now.getTime();
   const agingFromMs = Date.parse(task.agingFrom);
-  const share = snapshot?.tenants[task.tenantId];
+  const share = ownEntry(snapshot?.tenants, task.tenantId);
   const pools = config.pools;
   const fitsPool =
     task.runtime === 'lambda' ||
     (task.resources.vcpu <= pools.fargate.vcpu && task.resources.memoryMiB <= pools.fargate.memoryMiB);
   const queue = snapshot?.queue?.[task.runtime];
   const heldFor = queue?.heldForTaskId ?? null;
+  const rotation = snapshot && input.facts ? rotationOf(task, snapshot, config, input.facts, nowMs) : undefined;
   const explanation = explainInCore({
     policy: config.policy,
     agingSeconds: config.agingSeconds,
@@ -74,15 +123,19 @@ export function explainWait(
     },
     pool: {
       heldForOther: heldFor !== null && heldFor !== task.taskId,
+      reservedForOther: rotation?.reservedForOther,
       leader: queue?.leader ?? null,
       unknown: queue ? undefined : true,
     },
     aheadCount: null,
+    rotation: rotation?.view,
     limits: {
       lambdaConcurrency: pools.lambda.concurrency,
       holdSeconds: holdSecondsOf(config),
       reservations: true,
     },
+    assumes: rotation?.assumes,
+    slackSeconds: rotation?.slackSeconds,
   });
   return {
     reason: explanation.reason,
@@ -90,10 +143,105 @@ export function explainWait(
     effectiveTier: explanation.effectiveTier,
     waitedSeconds: round(Math.max(0, (nowMs - agingFromMs) / 1000)),
     secondsToTopTier: round(Math.max(0, (explanation.topTierAtMs - nowMs) / 1000)),
-    maxWaitSeconds: explanation.waitBoundSeconds === null ? null : round(explanation.waitBoundSeconds),
+    maxWaitSeconds: explanation.waitBoundSeconds === null ? null : roundUp(explanation.waitBoundSeconds),
+    assumes: explanation.assumes,
     noBound: explanation.noBound,
     asOf: snapshot?.at,
   };
+}
+
+/** The task was in its pool's rotation at the snapshot's instant (see the header). */
+function inRotationAt(task: Task, snapshot: SchedulerSnapshot): boolean {
+  const atMs = Date.parse(snapshot.at);
+  const dueMs = Math.max(Date.parse(task.runAt), Date.parse(task.agingFrom));
+  return ownEntry(snapshot.tenants, task.tenantId)?.queued === 1 && dueMs + INTAKE_ALLOWANCE_MS <= atMs;
+}
+
+function rotationOf(
+  task: Task,
+  snapshot: SchedulerSnapshot,
+  config: SchedulerConfig,
+  facts: TenantFacts,
+  nowMs: number,
+): { view: RotationView; reservedForOther: boolean; assumes: string[]; slackSeconds: number } | undefined {
+  const published = snapshot.rotation;
+  if (!published) return undefined;
+  const pool = published[task.runtime];
+  const atMs = Date.parse(snapshot.at);
+  const holdMs = holdSecondsOf(config)[task.runtime] * 1000;
+  const slots = task.runtime === 'lambda' ? config.pools.lambda.concurrency : 1;
+  const at = snapshot.at.slice(11, 19);
+  let view: RotationView;
+  let reservedForOther: boolean;
+  const assumes: string[] = [];
+  if (inRotationAt(task, snapshot)) {
+    // t₀ = the snapshot's instant: its tenant is one of the `waiting`, and nothing that joined later is ahead.
+    const busyFor = ownEntry(published.busyFor, task.tenantId);
+    view = {
+      ahead: Math.max(0, pool.waiting - 1),
+      waiting: pool.waiting,
+      tenantWaiting: facts.waiting,
+      tenantFreeAtMs: atMs + (busyFor ?? 0) * 1000,
+      freeBy: pool.freeBy.map(([n, seconds]) => [n, atMs + seconds * 1000] as const),
+      asOfMs: atMs,
+    };
+    reservedForOther = pool.reservedFor !== null && pool.reservedFor !== task.taskId;
+    assumes.push(
+      `it counts the ${pool.waiting - 1} other tenant${pool.waiting === 2 ? '' : 's'} waiting in the ${task.runtime} pool at the scheduler's snapshot of ${at} UTC, and its tenant's running tasks then (its tenant submits nothing after it)`,
+    );
+  } else {
+    // t₀ = the latest instant it joins; tenants may have joined since the snapshot, slots been refilled.
+    if (facts.running === undefined) return undefined;
+    const dueMs = Math.max(Date.parse(task.runAt), Date.parse(task.agingFrom));
+    const joinsMs = Math.max(nowMs, dueMs + INTAKE_ALLOWANCE_MS);
+    const tenantFreeAtMs = Math.max(
+      joinsMs,
+      ...(facts.running ?? []).map(
+        (running) =>
+          Date.parse(running.dispatchedAt ?? running.runAt) + taskHoldSeconds(config, running.timeoutSeconds) * 1000,
+      ),
+    );
+    view = {
+      ahead: pool.waiting + pool.joinedLastMinute,
+      waiting: pool.waiting,
+      tenantWaiting: facts.waiting,
+      tenantFreeAtMs,
+      freeBy: [[slots, joinsMs + holdMs]],
+      asOfMs: joinsMs,
+    };
+    reservedForOther = true;
+    assumes.push(
+      `the scheduler takes it in within ${INTAKE_ALLOWANCE_MS / 1000} s of its being due`,
+      `no more tenants start waiting in the ${task.runtime} pool between the scheduler's snapshot of ${at} UTC and then than the ${pool.joinedLastMinute} that did in the minute before it (it counts ${view.ahead} tenants ahead)`,
+    );
+  }
+  // The scheduler's pace: a lag per round of the proof, and a handover per started minute of the
+  // wait (the handovers' own time included).
+  const core =
+    ((view.asOfMs ?? nowMs) - nowMs) / 1000 +
+    rotationBoundSeconds({
+      runtime: task.runtime,
+      nowMs: view.asOfMs ?? nowMs,
+      ahead: view.ahead,
+      tenantFreeAtMs: view.tenantFreeAtMs,
+      freeBy: view.freeBy,
+      slots: config.pools.lambda.concurrency,
+      holdSeconds: holdMs / 1000,
+      reservedForOther,
+    });
+  const pace = SCHEDULER_PACE_SECONDS * roundsOf(task.runtime, view.ahead, slots);
+  const handovers = Math.ceil(Math.max(0, core + pace) / (60 - HANDOVER_SECONDS));
+  const slackSeconds = pace + HANDOVER_SECONDS * handovers;
+  assumes.push(
+    "its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second)",
+    `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s and hands over (every minute on AWS) within ${HANDOVER_SECONDS} s; a crash or a stall beyond that is not included`,
+  );
+  return { view, reservedForOther, assumes, slackSeconds };
+}
+
+/** Rounds of the proof: how often a freed slot must be acted on. */
+function roundsOf(runtime: Task['runtime'], ahead: number, slots: number): number {
+  return runtime === 'lambda' ? Math.floor(ahead / slots) + 1 : ahead + 2;
 }
 
 function fitsFree(snapshot: SchedulerSnapshot, task: Task): boolean {
@@ -105,3 +253,5 @@ function fitsFree(snapshot: SchedulerSnapshot, task: Task): boolean {
 }
 
 const round = (seconds: number) => Math.round(seconds * 10) / 10;
+/** Up to the tenth: a bound is never rounded down. */
+const roundUp = (seconds: number) => Math.ceil(seconds * 10) / 10;

@@ -76,4 +76,34 @@ export interface SchedulerSnapshot {
     readonly windowSeconds: number;
     readonly tenants: Readonly<Record<string, RecentlyFinished>>;
   };
+  /** What the API's wait bound needs (runtime/core/policy/bound.ts); absent before issue 22. */
+  readonly rotation?: RotationSnapshot;
+}
+
+/**
+ * The fair-share rotation as the wait bound needs it: a few numbers per pool, and per tenant that
+ * runs something one number, so the item grows little with the tenants listed.
+ */
+export interface RotationSnapshot {
+  readonly lambda: PoolRotation;
+  readonly fargate: PoolRotation;
+  /** Per listed tenant that runs something: its running tasks have all ended by then, seconds after `at`. */
+  readonly busyFor: Readonly<Record<string, number>>;
+  /** `tenants` lists every tenant with work waiting or running (none left out for the cap). */
+  readonly complete: boolean;
+}
+
+export interface PoolRotation {
+  /** Tenants with work ready in the pool: its rotation. */
+  readonly waiting: number;
+  /** Tenants (each counted once) that joined the pool's rotation in the minute before `at`. */
+  readonly joinedLastMinute: number;
+  /**
+   * When the pool's running tasks end at the latest, as steps `[n, seconds after at]`: by then at
+   * least n slots are free (Lambda, at 1, 2, 4, … slots and the pool's size), or every running
+   * task has ended (Fargate, one step).
+   */
+  readonly freeBy: readonly (readonly [number, number])[];
+  /** The task the pool is reserved for (it goes first whether or not it fits yet), if any. */
+  readonly reservedFor: string | null;
 }

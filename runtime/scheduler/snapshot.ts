@@ -6,8 +6,8 @@
 
 import type { SchedulerConfig } from '../core/config.ts';
 import type { IntakeWindows } from '../core/intake/index.ts';
-import type { SchedulingPolicy } from '../core/policy/index.ts';
-import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
+import { coarsenSteps, type PoolSnapshot, type SchedulingPolicy } from '../core/policy/index.ts';
+import type { PoolRotation, SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import { PRIORITY_TIERS, type PriorityTier } from '../core/task.ts';
 
 /** Tenants listed at most: the busiest. */
@@ -59,6 +59,22 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
       },
     ]),
   );
+  const busyFor: Record<string, number> = Object.fromEntries(
+    busiest.filter((tenant) => tenant.active > 0).map((tenant) => [tenant.tenantId, secondsAfter(tenant.busyUntilMs)]),
+  );
+  function secondsAfter(ms: number): number {
+    return Math.max(0, Math.ceil((ms - nowMs) / 1000));
+  }
+  const rotationOf = (pool: PoolSnapshot | undefined, slots: number): PoolRotation => {
+    const steps = pool?.freeBy ?? [];
+    const coarse = pool?.runtime === 'lambda' ? coarsenSteps(steps, slots) : steps.slice(-1);
+    return {
+      waiting: pool?.rotation ?? 0,
+      joinedLastMinute: pool?.joinedLastMinute ?? 0,
+      freeBy: coarse.map(([n, atMs]) => [n, secondsAfter(atMs)] as const),
+      reservedFor: pool?.reservedFor ?? null,
+    };
+  };
   return {
     at: new Date(nowMs).toISOString(),
     policy: policy.policy,
@@ -80,6 +96,12 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
     },
     ...(sources.backlog ? { backlog: sources.backlog } : {}),
     ...(sources.recentlyFinished ? { recentlyFinished: sources.recentlyFinished } : {}),
+    rotation: {
+      lambda: rotationOf(lambda, pools.lambda.concurrency),
+      fargate: rotationOf(fargate, 1),
+      busyFor,
+      complete: busiest.length === policy.tenants.length,
+    },
   };
 }
 

@@ -12,7 +12,14 @@
  *                  became QUEUED, two per hour it waited, one per 30 receives (a replaced
  *                  message), and two more for retried sends (duplicates a waiting task
  *                  collects every minute are a cost that grows with the backlog);
- * - wait-bound:    a task is dispatched within the maxWaitSeconds the API gave for it.
+ * - wait-bound:    a task is dispatched within every maxWaitSeconds the API gave for it while its
+ *                  assumptions held (app/wait.ts): checked unless its tenant queued more work, or
+ *                  had work fall due, before the task started; extended by the time no scheduler
+ *                  could dispatch because one crashed or stalled (planned handovers are in the bound);
+ * - rotation:      fair share rotates: while a tenant's only task waits in the Lambda pool (its
+ *                  tenant running nothing), no other tenant starts two tasks there before it, from
+ *                  when a scheduler's engine took it in; one more per scheduler crash or stall
+ *                  meanwhile (the rotation's memory is written every 2 s).
  */
 import { TIER_QUEUES } from '../../runtime/infra/resources.ts';
 import type { History } from './history.ts';
@@ -24,7 +31,8 @@ export type Invariant =
   | 'quota'
   | 'receives'
   | 'announcements'
-  | 'wait-bound';
+  | 'wait-bound'
+  | 'rotation';
 
 export interface Violation {
   readonly invariant: Invariant;
@@ -46,7 +54,19 @@ export interface CheckSummary {
     readonly cancelled: number;
     readonly unfinished: number;
     readonly handlerRuns: number;
-    readonly waitBounds: { readonly given: number; readonly none: number };
+    readonly waitBounds: {
+      /** Bounds given (a number), and how many were checked: the others' assumptions did not hold. */
+      readonly given: number;
+      readonly checked: number;
+      readonly assumptionBroken: number;
+      /** Answers without a bound, by reason. */
+      readonly none: number;
+      readonly noneBy: Readonly<Record<string, number>>;
+      /** Of the checked bounds, the median and the largest of bound / actual wait (the wait at least 1 s). */
+      readonly ratio: { readonly median: number; readonly max: number } | null;
+    };
+    /** Solo tasks checked for the rotation, and the most starts of one other tenant ahead of one. */
+    readonly rotation: { readonly checked: number; readonly mostStartsOfOneTenantAhead: number };
     readonly maxReceivesOfOneMessage: Readonly<Record<string, number>>;
     readonly deadLettered: Readonly<Record<string, number>>;
     readonly mostTierMessagesForOneTask: number;
@@ -240,26 +260,107 @@ export function checkHistory(history: History): CheckSummary {
   }
 
   // --- wait-bound ---
+  const outages = schedulerOutages(history);
+  /** When each tenant's tasks entered QUEUED, and when waiting ones fell due (A1 of the bound). */
+  const queuedEvents = new Map<string, { taskId: string; atMs: number }[]>();
+  for (const [taskId, writes] of writesByTask) {
+    writes.forEach(({ atMs, task }, i) => {
+      if (task.state !== 'QUEUED') return;
+      const events = queuedEvents.get(task.tenantId) ?? [];
+      if (i === 0 || writes[i - 1]!.task.state !== 'QUEUED') events.push({ taskId, atMs });
+      const dueMs = Date.parse(task.runAt);
+      if (dueMs > atMs) events.push({ taskId, atMs: dueMs });
+      queuedEvents.set(task.tenantId, events);
+    });
+  }
   let given = 0;
-  let none = 0;
-  for (const accepted of history.accepted) {
-    if (accepted.maxWaitSeconds === null) {
-      none++;
+  let checked = 0;
+  let assumptionBroken = 0;
+  const noneBy: Record<string, number> = {};
+  const ratios: number[] = [];
+  for (const bound of history.bounds) {
+    if (bound.maxWaitSeconds === null) {
+      noneBy[bound.noBound ?? 'none'] = (noneBy[bound.noBound ?? 'none'] ?? 0) + 1;
       continue;
     }
     given++;
-    const writes = writesByTask.get(accepted.taskId) ?? [];
-    const deadline = accepted.boundAtMs + accepted.maxWaitSeconds * 1000 + WAIT_BOUND_SLACK_MS;
-    const first = writes.find(({ task }) => task.state !== 'QUEUED');
-    const firstAt = first?.atMs ?? history.endMs;
-    if (firstAt > deadline) {
+    const writes = writesByTask.get(bound.taskId) ?? [];
+    const left = writes.find(({ atMs, task }) => atMs >= bound.atMs && task.state !== 'QUEUED');
+    const leftAt = left?.atMs ?? history.endMs;
+    if (left?.task.state === 'CANCELLED') continue;
+    const more = (queuedEvents.get(bound.tenantId) ?? []).some(
+      (event) => event.taskId !== bound.taskId && event.atMs > bound.atMs && event.atMs < leftAt,
+    );
+    if (more) {
+      assumptionBroken++;
+      continue;
+    }
+    checked++;
+    const deadline = extendedBy(outages, bound.atMs, bound.atMs + bound.maxWaitSeconds * 1000 + WAIT_BOUND_SLACK_MS);
+    if (left) ratios.push(bound.maxWaitSeconds / Math.max(1, (left.atMs - bound.atMs) / 1000));
+    if (leftAt > deadline) {
       violations.push({
         invariant: 'wait-bound',
-        taskId: accepted.taskId,
-        tenantId: accepted.tenantId,
+        taskId: bound.taskId,
+        tenantId: bound.tenantId,
         atSeconds: sec(deadline),
-        detail: `given maxWaitSeconds ${accepted.maxWaitSeconds} at t=${sec(accepted.boundAtMs)}s; ${first ? `left QUEUED (${first.task.state}) at t=${sec(first.atMs)}s` : 'never left QUEUED'}`,
-        trace: traceOf(accepted.taskId),
+        detail: `given maxWaitSeconds ${bound.maxWaitSeconds} at t=${sec(bound.atMs)}s (deadline with outages t=${sec(deadline)}s); ${left ? `left QUEUED (${left.task.state}) at t=${sec(left.atMs)}s` : 'never left QUEUED'}`,
+        trace: traceOf(bound.taskId),
+      });
+    }
+  }
+  ratios.sort((a, b) => a - b);
+  const none = Object.values(noneBy).reduce((sum, n) => sum + n, 0);
+
+  // --- rotation ---
+  const tasksOfTenant = new Map<string, Set<string>>();
+  for (const [taskId, writes] of writesByTask) {
+    const tenantId = writes[0]!.task.tenantId;
+    tasksOfTenant.set(tenantId, (tasksOfTenant.get(tenantId) ?? new Set()).add(taskId));
+  }
+  const lambdaDispatches: { atMs: number; taskId: string; tenantId: string }[] = [];
+  const previousState = new Map<string, string>();
+  for (const { atMs, task } of history.writes) {
+    if (!task) continue;
+    const before = previousState.get(task.taskId);
+    previousState.set(task.taskId, task.state);
+    if (task.state === 'DISPATCHED' && before === 'QUEUED' && task.runtime === 'lambda') {
+      lambdaDispatches.push({ atMs, taskId: task.taskId, tenantId: task.tenantId });
+    }
+  }
+  const upsets = (fromMs: number, toMs: number) =>
+    outages.filter((outage) => outage.fromMs < toMs && outage.toMs > fromMs).length;
+  let rotationChecked = 0;
+  let mostAhead = 0;
+  const firstBound = new Map<string, (typeof history.bounds)[number]>();
+  for (const bound of history.bounds) if (!firstBound.has(bound.taskId)) firstBound.set(bound.taskId, bound);
+  for (const bound of firstBound.values()) {
+    if ((tasksOfTenant.get(bound.tenantId)?.size ?? 0) !== 1 || bound.maxWaitSeconds === null) continue;
+    const writes = writesByTask.get(bound.taskId) ?? [];
+    if (writes[0]?.task.runtime !== 'lambda') continue;
+    const dispatched = writes.find(({ task }) => task.state === 'DISPATCHED');
+    if (!dispatched) continue;
+    const admittedMs = history.admitted.get(bound.taskId);
+    if (admittedMs === undefined) continue;
+    const fromMs = Math.max(bound.atMs, admittedMs);
+    if (dispatched.atMs <= fromMs) continue;
+    rotationChecked++;
+    const starts = new Map<string, number>();
+    for (const d of lambdaDispatches) {
+      if (d.atMs <= fromMs || d.atMs >= dispatched.atMs || d.tenantId === bound.tenantId) continue;
+      starts.set(d.tenantId, (starts.get(d.tenantId) ?? 0) + 1);
+    }
+    const allowed = 1 + upsets(fromMs, dispatched.atMs);
+    for (const [tenantId, count] of starts) {
+      mostAhead = Math.max(mostAhead, count);
+      if (count <= allowed) continue;
+      violations.push({
+        invariant: 'rotation',
+        taskId: bound.taskId,
+        tenantId: bound.tenantId,
+        atSeconds: sec(dispatched.atMs),
+        detail: `tenant ${tenantId} started ${count} Lambda tasks between t=${sec(fromMs)}s and this one-task tenant's start at t=${sec(dispatched.atMs)}s (at most ${allowed}: one, and one per scheduler crash or stall meanwhile)`,
+        trace: traceOf(bound.taskId),
       });
     }
   }
@@ -273,12 +374,74 @@ export function checkHistory(history: History): CheckSummary {
       cancelled,
       unfinished,
       handlerRuns: history.runs.length,
-      waitBounds: { given, none },
+      waitBounds: {
+        given,
+        checked,
+        assumptionBroken,
+        none,
+        noneBy,
+        ratio: ratios.length
+          ? {
+              median: Math.round((ratios[Math.floor((ratios.length - 1) / 2)] as number) * 10) / 10,
+              max: Math.round((ratios.at(-1) as number) * 10) / 10,
+            }
+          : null,
+      },
+      rotation: { checked: rotationChecked, mostStartsOfOneTenantAhead: mostAhead },
       maxReceivesOfOneMessage: maxReceives,
       deadLettered,
       mostTierMessagesForOneTask: mostAnnouncements,
     },
   };
+}
+
+/** How long after a crash or during a stall no scheduler dispatches: until a lease is taken again, and its settle. */
+const RESUME_AFTER_LEASE_MS = 2_000 + 3_000;
+
+/**
+ * Intervals in which no scheduler could dispatch for a reason the bound does not include: from a
+ * scheduler crash until the next lease is taken (plus the settle time and a resume), and stalls.
+ */
+function schedulerOutages(history: History): { fromMs: number; toMs: number }[] {
+  const intervals: { fromMs: number; toMs: number }[] = [];
+  for (const death of history.deaths) {
+    if (!death.component.startsWith('scheduler-')) continue;
+    const next = history.leases.find((lease) => lease.atMs > death.atMs);
+    intervals.push({ fromMs: death.atMs, toMs: (next?.atMs ?? history.endMs) + RESUME_AFTER_LEASE_MS });
+  }
+  for (const stall of history.stalls) {
+    const next = history.leases.find((lease) => lease.atMs > stall.fromMs);
+    // A stalled holder may lose its lease: then until the next is taken, as after a crash.
+    intervals.push({
+      fromMs: stall.fromMs,
+      toMs: Math.max(stall.toMs, (next?.atMs ?? stall.toMs) + RESUME_AFTER_LEASE_MS),
+    });
+  }
+  return intervals.sort((a, b) => a.fromMs - b.fromMs);
+}
+
+/** `deadlineMs` pushed back by the outage time between `fromMs` and it (and by the outages that then fall inside). */
+function extendedBy(outages: readonly { fromMs: number; toMs: number }[], fromMs: number, deadlineMs: number): number {
+  let deadline = deadlineMs;
+  for (let changed = true; changed; ) {
+    changed = false;
+    let covered = 0;
+    let cursor = fromMs;
+    for (const outage of outages) {
+      const start = Math.max(outage.fromMs, cursor);
+      const end = Math.min(outage.toMs, deadline);
+      if (end > start) {
+        covered += end - start;
+        cursor = end;
+      }
+    }
+    const next = deadlineMs + covered;
+    if (next > deadline) {
+      deadline = next;
+      changed = true;
+    }
+  }
+  return deadline;
 }
 
 function safeTaskId(body: string): string | undefined {

@@ -31,7 +31,9 @@ Options:
                    past the backstop's 15-minute mark); payloads: 150 KiB payloads and characters
                    SQS refuses raw (U+FFFE, U+FFFF) or above U+FFFF; hot: one tenant (quota
                    50) submitting 2,500 short tasks within half a second, over DynamoDB's
-                   per-partition limit for its index keys
+                   per-partition limit for its index keys; rotation: 4 tenants queue a backlog in
+                   20 s while 60 one-task tenants submit over 120 s (fair share's rotation and the
+                   wait bound, asked at submit and again 3-8 s later)
   --no-faults      the same workload without any fault
   --stalls MS      every scheduler invocation stalls once, at a random moment, for up to MS:
                    its calls are held, then land late, even after it died (default: 10 % of
@@ -123,6 +125,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       tasks: results.reduce((sum, r) => sum + r.tasks, 0),
       simulatedSeconds: results.reduce((sum, r) => sum + r.simulatedSeconds, 0),
       seedsWithViolations: results.filter((r) => r.violations.length > 0).map((r) => r.seed),
+      waitBounds: sumBounds(results),
       violations,
       jobs,
       wallSeconds,
@@ -132,8 +135,9 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
     const failing = results.filter((r) => r.violations.length > 0);
     const tasks = results.reduce((sum, r) => sum + r.tasks, 0);
     const simulated = results.reduce((sum, r) => sum + r.simulatedSeconds, 0);
+    const bounds = sumBounds(results);
     process.stdout.write(
-      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
+      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked (${bounds.assumptionBroken} with their tenant submitting more before the start), ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
     );
   }
   return violations.length > 0 ? 1 : 0;
@@ -235,8 +239,22 @@ function withoutOptions(argv: readonly string[], names: readonly string[]): stri
   return kept;
 }
 
+/** The wait-bound and rotation checks of many runs, added up. */
+function sumBounds(results: readonly SeedResult[]) {
+  const sum = (pick: (r: SeedResult) => number) => results.reduce((total, r) => total + pick(r), 0);
+  return {
+    given: sum((r) => r.stats.waitBounds.given),
+    checked: sum((r) => r.stats.waitBounds.checked),
+    assumptionBroken: sum((r) => r.stats.waitBounds.assumptionBroken),
+    none: sum((r) => r.stats.waitBounds.none),
+    rotationChecked: sum((r) => r.stats.rotation.checked),
+    mostStartsOfOneTenantAhead: Math.max(0, ...results.map((r) => r.stats.rotation.mostStartsOfOneTenantAhead)),
+  };
+}
+
 function describe(result: SeedResult): string {
-  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.partitionThrottles} over a partition's limit, ${result.crashes} crashes, history ${result.historyDigest}: ${result.violations.length} violations`;
+  const { waitBounds, rotation } = result.stats;
+  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.partitionThrottles} over a partition's limit, ${result.crashes} crashes, ${waitBounds.checked} of ${waitBounds.given} wait bounds checked, ${rotation.checked} rotations checked, history ${result.historyDigest}: ${result.violations.length} violations`;
   const lines = result.violations.map(
     (v) =>
       `  ${v.invariant} ${v.taskId ?? ''} at ${v.atSeconds}s: ${v.detail}${v.trace ? `\n    ${v.trace.join('\n    ')}` : ''}`,

@@ -23,6 +23,23 @@ export interface History {
     readonly maxWaitSeconds: number | null;
     readonly boundAtMs: number;
   }[];
+  /**
+   * Every wait bound the API gave (or why not) when a client asked: right after each submit, and
+   * in some scenarios again a few seconds later while the task still waited.
+   */
+  readonly bounds: {
+    readonly taskId: string;
+    readonly tenantId: string;
+    readonly atMs: number;
+    readonly maxWaitSeconds: number | null;
+    readonly noBound?: string | undefined;
+  }[];
+  /** When a scheduler's engine first took each task in (the harness watches SchedulingPolicy.add). */
+  readonly admitted: Map<string, number>;
+  /** Scheduler leases taken (each invocation's, by owner), to tell when none could dispatch. */
+  readonly leases: { readonly atMs: number; readonly owner: string }[];
+  /** Scheduler invocations' stalls (their calls held), [from, to). */
+  readonly stalls: { readonly fromMs: number; readonly toMs: number; readonly component: string }[];
   /** Submits the client gave up on (never acknowledged; the task may still exist). */
   unacknowledged: number;
   /** Every handler run that began. */

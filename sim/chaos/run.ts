@@ -164,6 +164,15 @@ export interface ChaosOptions {
   readonly onTaskWrite?: (atMs: number, item: AttributeMap | undefined) => void;
   /** Told when a client starts submitting a task (before any retry), with the task's id. */
   readonly onSubmitStart?: (taskId: string, atMs: number) => void;
+  /**
+   * Fraction of tasks each submitted by a tenant of its own (`solo-<i>`, one task ever: its only
+   * waiting task, which the API gives a wait bound), spread over the submit window; the others
+   * go to the regular tenants, within `crowdSubmitSeconds` when set (a backlog). Default 0.
+   */
+  readonly soloShare?: number;
+  readonly crowdSubmitSeconds?: number;
+  /** Ask for each waiting task again 3–8 s after its submit, as a polling client would. */
+  readonly describeAgain?: boolean;
 }
 
 export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
@@ -196,6 +205,21 @@ export const CHAOS_SCENARIOS = {
     tenantSettings: { weight: 1, maxConcurrency: 50 },
     workMs: [0, 200] as const,
     delayRate: 0,
+  },
+  /**
+   * Fair share's rotation and the wait bound under faults and restarts (issue 22): 4 tenants queue
+   * a backlog in the first 20 s; 60 one-task tenants submit over 120 s beside it, each given a
+   * bound (and asked again later); Lambda only, no delays, so the bounds are the checker's.
+   */
+  rotation: {
+    tasks: 100,
+    tenants: 4,
+    soloShare: 0.6,
+    crowdSubmitSeconds: 20,
+    delayRate: 0,
+    fargateShare: 0,
+    describeAgain: true,
+    cancelRate: 0,
   },
 } satisfies Record<string, Partial<ChaosOptions>>;
 
@@ -296,6 +320,10 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     endMs: START_MS,
     tenants: quotas,
     accepted: [],
+    bounds: [],
+    admitted: new Map(),
+    leases: [],
+    stalls: [],
     runs: [],
     starts: [],
     deaths: [],
@@ -380,9 +408,30 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   // Its own stream, so adding the fault left every other draw of a seed where it was.
   const submitCrashRandom = seededRandom(seed * 7919 + 17);
   const stallRandom = seededRandom(seed * 7919 + 29);
-  submitAt.forEach((atMs, i) => {
+  // The same for the rotation scenario's draws (one-task tenants, a backlog, asking again).
+  const rotationRandom = seededRandom(seed * 7919 + 43);
+  let solos = 0;
+  const describeAndRecord = async (environment: Services, taskId: string, tenantId: string) => {
+    const described = await environment.tasks.describe(taskId).catch(() => undefined);
+    if (!described?.wait) return undefined;
+    history.bounds.push({
+      taskId,
+      tenantId,
+      atMs: Date.now(),
+      maxWaitSeconds: described.wait.maxWaitSeconds,
+      noBound: described.wait.noBound?.code,
+    });
+    return described;
+  };
+  submitAt.forEach((submitMs, i) => {
     const crashesAfterWrite = submitCrashRandom() < (faults.submitCrashRate ?? 0);
-    const tenantId = tenants[Math.floor(random() * tenants.length)]!;
+    const regularTenant = tenants[Math.floor(random() * tenants.length)]!;
+    const solo = (options.soloShare ?? 0) > 0 && rotationRandom() < (options.soloShare ?? 0);
+    const tenantId = solo ? `solo-${solos++}` : regularTenant;
+    const atMs =
+      !solo && options.crowdSubmitSeconds !== undefined
+        ? START_MS + ((submitMs - START_MS) * options.crowdSubmitSeconds) / options.submitSeconds
+        : submitMs;
     const roll = random();
     const [minMs, maxMs] = options.workMs ?? [200, 8200];
     const pad =
@@ -437,9 +486,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
             return;
           }
           const described =
-            options.describe === false
-              ? undefined
-              : await environment.tasks.describe(task.taskId).catch(() => undefined);
+            options.describe === false ? undefined : await describeAndRecord(environment, task.taskId, tenantId);
           history.accepted.push({
             taskId: task.taskId,
             tenantId,
@@ -448,6 +495,10 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
             maxWaitSeconds: described?.wait?.maxWaitSeconds ?? null,
             boundAtMs: Date.now(),
           });
+          if (options.describeAgain) {
+            const againMs = 3_000 + rotationRandom() * 5_000;
+            track(sleep(againMs).then(() => describeAndRecord(environment, task.taskId, tenantId)));
+          }
           if (cancelAfterMs === undefined) return;
           await sleep(cancelAfterMs);
           const cancelled = await api.tasks.cancel(task.taskId).catch(() => undefined);
@@ -479,7 +530,10 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     if (stallRandom() < (faults.schedulerStallRate ?? 0)) {
       const stallAtMs = stallRandom() * LAMBDA_TIMEOUT_MS;
       const stallMs = stallRandom() * (faults.schedulerStallMaxMs ?? 0);
-      setTimeout(() => part.transport.stall(stallMs), stallAtMs);
+      setTimeout(() => {
+        history.stalls.push({ fromMs: Date.now(), toMs: Date.now() + stallMs, component: part.name });
+        part.transport.stall(stallMs);
+      }, stallAtMs);
     }
     const run = runSchedulerLoop({
       control: services.control,
@@ -487,8 +541,25 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       ownerId: `lambda-${n}`,
       ...lambdaInvocationTiming(remaining),
       logger: silent,
-      createScheduler: () =>
-        new Scheduler({ store: services.store, control: services.control, queues: services.queues, config }),
+      onLease: (event) => {
+        if (event === 'acquired') history.leases.push({ atMs: Date.now(), owner: `lambda-${n}` });
+      },
+      createScheduler: () => {
+        const scheduler = new Scheduler({
+          store: services.store,
+          control: services.control,
+          queues: services.queues,
+          config,
+        });
+        // The harness watches when the engine takes a task in (the rotation check's start).
+        const engine = scheduler.policy;
+        const add = engine.add.bind(engine);
+        engine.add = (candidate) => {
+          if (!history.admitted.has(candidate.taskId)) history.admitted.set(candidate.taskId, Date.now());
+          return add(candidate);
+        };
+        return scheduler;
+      },
     });
     // The invocation ends when its loop returns, or at its timeout (a crashed one never returns).
     void Promise.race([run, new Promise<void>((resolve) => setTimeout(resolve, LAMBDA_TIMEOUT_MS))]).then(() => {

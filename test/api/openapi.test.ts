@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { EXAMPLE_WAIT } from '../../runtime/api/examples.ts';
 import { buildOpenApiDocument } from '../../runtime/api/openapi.ts';
 import { API_ROUTES } from '../../runtime/api/routes.ts';
+import { explainWait } from '../../runtime/app/wait.ts';
+import { exampleWaitFixture } from './wait-example.ts';
 
 interface Document {
   openapi: string;
@@ -22,6 +25,15 @@ interface Document {
 const document = buildOpenApiDocument(API_ROUTES) as unknown as Document;
 
 describe('Function: buildOpenApiDocument', () => {
+  it('shows a Wait example the code gives: the explanation of the situation it describes', () => {
+    // Prepare
+    const { task, input } = exampleWaitFixture();
+    // Act
+    const wait = explainWait(task, input);
+    // Assess
+    expect(wait).toEqual(EXAMPLE_WAIT);
+  });
+
   it('is OpenAPI 3.1', () => {
     expect(document.openapi).toBe('3.1.0');
   });

@@ -111,7 +111,7 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
     });
   });
 
-  it('ages one tier per agingSeconds, and gives no bound because the tasks ahead are not all known', () => {
+  it('ages one tier per agingSeconds, and gives no bound without the tenant facts the describe reads', () => {
     // A low task (rank 3) that waited 130 s with agingSeconds 60 competes as high and reaches
     // critical at 180 s.
     const wait = explainWait(task('low'), { config, tenant, snapshot: snapshot(), now: at(130) });
@@ -123,5 +123,105 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
     const wait = explainWait(task('normal'), { config, tenant, snapshot: undefined, now: at(1) });
     expect(wait).toMatchObject({ reason: 'queue', maxWaitSeconds: null });
     expect(wait.message).toMatch(/not reported what is ahead/);
+  });
+
+  describe('the wait bound (fair-share, runtime/core/policy/bound.ts)', () => {
+    // τ for a Lambda task not yet dispatched: the cap 900 s + dispatch lease 30 s + run lease 30 s.
+    const TAU = 960;
+    const rotation = (overrides: Partial<NonNullable<SchedulerSnapshot['rotation']>['lambda']> = {}) => ({
+      lambda: {
+        waiting: 3,
+        joinedLastMinute: 1,
+        freeBy: [
+          [1, 10],
+          [2, 20],
+          [4, 30],
+        ] as [number, number][],
+        reservedFor: null,
+        ...overrides,
+      },
+      fargate: { waiting: 0, joinedLastMinute: 0, freeBy: [[1, 0]] as [number, number][], reservedFor: null },
+      busyFor: {},
+      complete: true,
+    });
+    const inRotation = (at6: number) =>
+      snapshot({
+        at: at(at6).toISOString(),
+        tenants: { acme: { running: 0, queued: 1, weight: 1, maxConcurrency: 2, dominantShare: 0, entitlement: 0.5 } },
+        rotation: rotation(),
+      });
+
+    it("gives a tenant's only waiting task a number from the snapshot it was in: one task per tenant ahead", () => {
+      // Prepare: submitted at 0, in the snapshot of 6 s (3 tenants waiting: 2 ahead), described at 7 s.
+      // Act
+      const wait = explainWait(task('normal'), {
+        config,
+        tenant,
+        snapshot: inRotation(6),
+        now: at(7),
+        facts: { waiting: 1 },
+      });
+      // Assess: the 3rd slot frees by 6 + 30 s (2 tenants ahead, 4 slots); + 2 s pace + one 5 s handover
+      expect(wait.maxWaitSeconds).toBe(29 + 2 + 5);
+      expect(wait.assumes).toMatch(
+        /2 other tenants waiting in the lambda pool at the scheduler's snapshot of 00:00:06 UTC/,
+      );
+      expect(wait.assumes).toMatch(/its tenant submits nothing more/);
+    });
+
+    it('counts the tenants that may have joined since, and every slot refilled, for a task the snapshot predates', () => {
+      // Prepare: submitted at 0, the snapshot of 0 s does not hold it, described at 1 s.
+      const stale = snapshot({ rotation: rotation() });
+      // Act
+      const wait = explainWait(task('normal'), {
+        config,
+        tenant,
+        snapshot: stale,
+        now: at(1),
+        facts: { waiting: 1, running: [] },
+      });
+      // Assess: it joins by 5 s; 3 + 1 tenants ahead on 4 slots: every slot frees by 5 s + τ, then
+      // once more within τ (2 rounds: 2 × 2 s pace)
+      const core = 4 + 2 * TAU;
+      expect(wait.maxWaitSeconds).toBe(core + 4 + 5 * Math.ceil((core + 4) / 55));
+      expect(wait.assumes).toMatch(/no more tenants start waiting in the lambda pool .* than the 1 that did/);
+    });
+
+    it("waits for its tenant's running tasks first: they end at their own timeouts", () => {
+      // Prepare: its tenant runs a task dispatched at 0 with a 100 s timeout
+      const stale = snapshot({ rotation: rotation({ waiting: 0, joinedLastMinute: 0 }) });
+      const running = [{ dispatchedAt: at(0).toISOString(), runAt: at(0).toISOString(), timeoutSeconds: 100 }];
+      // Act
+      const wait = explainWait(task('normal'), {
+        config,
+        tenant,
+        snapshot: stale,
+        now: at(1),
+        facts: { waiting: 1, running },
+      });
+      // Assess: its tenant runs nothing by 160 s (100 + leases); every slot frees by then + τ
+      const core = 160 + TAU - 1;
+      expect(wait.maxWaitSeconds).toBe(core + 2 + 5 * Math.ceil((core + 2) / 55));
+    });
+
+    it('gives none to a task whose tenant has other work waiting, or under priority', () => {
+      const backlog = explainWait(task('normal'), {
+        config,
+        tenant,
+        snapshot: inRotation(6),
+        now: at(7),
+        facts: { waiting: 2 },
+      });
+      const priority = explainWait(task('normal'), {
+        config: { ...config, policy: 'priority' },
+        tenant,
+        snapshot: inRotation(6),
+        now: at(7),
+        facts: { waiting: 1 },
+      });
+      expect(backlog).toMatchObject({ maxWaitSeconds: null, noBound: { code: 'tenant_backlog' } });
+      expect(priority).toMatchObject({ maxWaitSeconds: null, noBound: { code: 'ahead_unknown' } });
+      expect(backlog.assumes).toBeUndefined();
+    });
   });
 });

@@ -83,6 +83,11 @@ export interface RotationView {
   readonly tenantFreeAtMs: number;
   /** Its pool's free steps (bound.ts `RotationBoundInput.freeBy`). */
   readonly freeBy: readonly (readonly [number, number])[];
+  /**
+   * The instant this describes (t₀ of the proof; default `nowMs`): an older snapshot's, or the
+   * latest instant the task can join the rotation. The bound is proved from there.
+   */
+  readonly asOfMs?: number | undefined;
 }
 
 /** τ per pool: the longest one task holds that pool's capacity (timeout cap + leases). */
@@ -185,9 +190,10 @@ function boundOf(view: WaitView, baseRank: number): WaitBound {
   const rotation = view.rotation;
   if (!rotation) return { seconds: null, why: 'ahead_unknown' };
   if (rotation.tenantWaiting > 1) return { seconds: null, why: 'tenant_backlog' };
-  const seconds = rotationBoundSeconds({
+  const asOfMs = rotation.asOfMs ?? nowMs;
+  const fromAsOf = rotationBoundSeconds({
     runtime: task.runtime,
-    nowMs,
+    nowMs: asOfMs,
     ahead: rotation.ahead,
     tenantFreeAtMs: rotation.tenantFreeAtMs,
     freeBy: rotation.freeBy,
@@ -195,7 +201,8 @@ function boundOf(view: WaitView, baseRank: number): WaitBound {
     holdSeconds: hold[task.runtime],
     reservedForOther: view.pool.reservedForOther ?? view.pool.heldForOther,
   });
-  return { seconds: seconds + (view.slackSeconds ?? 0) };
+  const seconds = (asOfMs - nowMs) / 1000 + fromAsOf + (view.slackSeconds ?? 0);
+  return { seconds: Math.max(0, seconds) };
 }
 
 /** The bound's assumptions in words (bound.ts A1–A3, aging.ts), then the view's own. */

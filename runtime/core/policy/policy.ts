@@ -135,6 +135,8 @@ interface PoolState {
   readonly lastServedMs: Map<string, number>;
   /** The task the pool was last reserved for (fair-share keeps it while it is valid: #reservedFor). */
   heldFor: WaitingTask | undefined;
+  /** Tenants that joined the rotation in the last minute, by when they last did (oldest first). */
+  readonly joins: Map<string, number>;
 }
 
 /** A task to start. */
@@ -233,6 +235,7 @@ export class SchedulingPolicy {
       running: new Set(),
       lastServedMs: new Map(),
       heldFor: undefined,
+      joins: new Map(),
     });
     this.#pools = { lambda: pool('lambda'), fargate: pool('fargate') };
     this.#poolList = [this.#pools.lambda, this.#pools.fargate];
@@ -444,6 +447,8 @@ export class SchedulingPolicy {
         reservedForTaskId: null,
         leader: this.#leader(lambda),
         rotation: lambda.rotation,
+        joinedLastMinute: this.#joinedLastMinute(lambda),
+        reservedFor: null,
         freeBy: this.#freeBy(lambda),
       },
       {
@@ -454,6 +459,8 @@ export class SchedulingPolicy {
         reservedForTaskId: this.#holder(fargate)?.candidate.taskId ?? null,
         leader: this.#leader(fargate),
         rotation: fargate.rotation,
+        joinedLastMinute: this.#joinedLastMinute(fargate),
+        reservedFor: this.#reservedFor(fargate)?.candidate.taskId ?? null,
         freeBy: this.#freeBy(fargate),
       },
     ];
@@ -557,6 +564,9 @@ export class SchedulingPolicy {
     if (entry.ready++ === 0) {
       // Joins the rotation at its end: behind every tenant already waiting in the pool.
       task.pool.rotation++;
+      task.pool.joins.delete(task.tenant.tenantId);
+      task.pool.joins.set(task.tenant.tenantId, this.#clockMs);
+      if (task.pool.joins.size > 4096) this.#joinedLastMinute(task.pool);
       entry.turnMs = Math.max(
         task.pool.lastServedMs.get(task.tenant.tenantId) ?? Number.NEGATIVE_INFINITY,
         eligibleFromMs(task),
@@ -695,6 +705,16 @@ export class SchedulingPolicy {
       if (other && other !== entry && other.ready > 0 && turnBefore(other, entry)) ahead++;
     }
     return ahead;
+  }
+
+  /** Tenants that joined in the last minute; older joins are forgotten. */
+  #joinedLastMinute(pool: PoolState): number {
+    const since = this.#clockMs - 60_000;
+    for (const [tenantId, atMs] of pool.joins) {
+      if (atMs > since) break;
+      pool.joins.delete(tenantId);
+    }
+    return pool.joins.size;
   }
 
   /** When the tenant's running tasks have all ended at the latest. */

@@ -86,6 +86,10 @@ export interface PoolSnapshot {
   readonly leader: PoolLeader | null;
   /** Tenants with work ready in the pool (its rotation), at quota or not. */
   readonly rotation: number;
+  /** Tenants (each counted once) that joined the rotation in the minute before `nowMs`. */
+  readonly joinedLastMinute: number;
+  /** The task the pool is reserved for, whether or not it fits yet (Fargate), or null. */
+  readonly reservedFor: string | null;
   /**
    * When the pool's capacity frees at the latest, from the running tasks' own holds: ascending
    * steps `[n, atMs]`, "by atMs at least n slots are free" (Lambda; n up to the pool's slots), or

@@ -1,0 +1,98 @@
+/**
+ * What the API would answer at submit: `maxWaitSeconds` from runtime/app/wait.ts (the same code)
+ * over a snapshot the scheduler published at most 2 s before, built from the engine as the
+ * scheduler builds it (runtime/scheduler/snapshot.ts), with the tenant's waiting count and
+ * running tasks as the describe reads them. The engine alone has no scheduler pace or handovers;
+ * the API's allowance for them is included all the same, since it is what the API reports.
+ */
+import { explainWait } from '../runtime/app/wait.ts';
+import { parseConfig, type SchedulerConfig } from '../runtime/core/config.ts';
+import type { IntakeWindows } from '../runtime/core/intake/index.ts';
+import type { SchedulingPolicy } from '../runtime/core/policy/policy.ts';
+import type { Candidate } from '../runtime/core/policy/types.ts';
+import type { SchedulerSnapshot } from '../runtime/core/scheduler-snapshot.ts';
+import type { Task } from '../runtime/core/task.ts';
+import { buildSnapshot } from '../runtime/scheduler/snapshot.ts';
+import { maxHoldSeconds, type Trace } from './trace.ts';
+
+/** The scheduler publishes its snapshot this often. */
+export const PUBLISH_EVERY_MS = 2_000;
+/** The least leases the configuration allows (5 s each); the simulated tasks hold no lease. */
+const LEASE_SECONDS = 5;
+
+const NO_WINDOWS = {
+  refs: () => [][Symbol.iterator](),
+  oldestAgingFromMs: () => new Map(),
+} as unknown as IntakeWindows;
+
+/** A running task as the describe reads it. */
+export interface RunningTask {
+  readonly dispatchedAtMs: number;
+  readonly timeoutSeconds: number;
+}
+
+export class ApiBoundModel {
+  readonly config: SchedulerConfig;
+  readonly #engine: SchedulingPolicy;
+  #snapshot: SchedulerSnapshot | undefined;
+  #nextPublishMs = Number.NEGATIVE_INFINITY;
+
+  constructor(trace: Trace, engine: SchedulingPolicy) {
+    this.#engine = engine;
+    const caps = maxHoldSeconds(trace);
+    // Tenant settings come from the engine (the API reads them per tenant); not configured here.
+    this.config = parseConfig(
+      {
+        policy: 'fair-share',
+        agingSeconds: trace.agingSeconds,
+        pools: {
+          lambda: { concurrency: trace.pools.lambda.concurrency, maxTimeoutSeconds: Math.min(900, caps.lambda) },
+          fargate: { ...trace.pools.fargate, maxTimeoutSeconds: caps.fargate },
+        },
+        tenantDefaults: { weight: 1, maxConcurrency: 100_000 },
+        scheduler: { dispatchLeaseSeconds: LEASE_SECONDS, runLeaseSeconds: LEASE_SECONDS, bufferSize: 10 },
+      },
+      'simulated configuration',
+    );
+  }
+
+  /** After the engine's decisions at `nowMs`: publish a snapshot when one is due, as the scheduler does. */
+  afterDecisions(nowMs: number): void {
+    if (nowMs < this.#nextPublishMs) return;
+    this.#snapshot = buildSnapshot(
+      { policy: this.#engine, windows: NO_WINDOWS, pools: this.config.pools, dispatchesLastMinute: 0 },
+      nowMs,
+    );
+    this.#nextPublishMs = nowMs + PUBLISH_EVERY_MS;
+  }
+
+  /** `maxWaitSeconds` for a task just submitted at `nowMs`, or null. */
+  atSubmit(candidate: Candidate, nowMs: number, tenantWaiting: number, running: readonly RunningTask[]): number | null {
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const task = {
+      taskId: candidate.taskId,
+      tenantId: candidate.tenantId,
+      priority: candidate.priority,
+      runtime: candidate.runtime,
+      resources: candidate.resources,
+      agingFrom: iso(candidate.agingFromMs),
+      runAt: iso(candidate.runAtMs),
+      state: 'QUEUED',
+    } as Task;
+    const facts = {
+      waiting: tenantWaiting,
+      running: running.map((r) => ({
+        dispatchedAt: iso(r.dispatchedAtMs),
+        runAt: iso(r.dispatchedAtMs),
+        timeoutSeconds: r.timeoutSeconds,
+      })),
+    };
+    return explainWait(task, {
+      config: this.config,
+      tenant: this.#engine.tenantSettings(candidate.tenantId),
+      snapshot: this.#snapshot,
+      now: new Date(nowMs),
+      facts,
+    }).maxWaitSeconds;
+  }
+}
