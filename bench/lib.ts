@@ -93,6 +93,7 @@ export interface SubmitSpec {
   readonly payload?: unknown;
   readonly priority?: 'critical' | 'high' | 'normal' | 'low';
   readonly runtime?: 'lambda' | 'fargate';
+  readonly resources?: { readonly vcpu: number; readonly memoryMiB: number };
 }
 
 export interface SubmittedTask {

@@ -12,6 +12,7 @@ import { runIntakeLive } from './intake-live.ts';
 import { runLocalE2E } from './local-e2e.ts';
 import { runLocalMemory } from './local-memory.ts';
 import { runPolicyBench } from './policy.ts';
+import { runRotationLive } from './rotation-live.ts';
 
 const BENCHES: {
   readonly name: string;
@@ -26,6 +27,7 @@ const BENCHES: {
   { name: 'local-memory', run: runLocalMemory, onlyWhenNamed: true },
   { name: 'intake-live', run: runIntakeLive, onlyWhenNamed: true },
   { name: 'faults-live', run: runFaultsLiveBench, onlyWhenNamed: true },
+  { name: 'rotation-live', run: runRotationLive, onlyWhenNamed: true },
 ];
 
 const quick = process.argv.includes('--quick');

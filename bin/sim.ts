@@ -4,6 +4,7 @@
  * npm run sim -- chaos [--seed N | --seeds A..B | --long] [--json]   (sim/chaos/cli.ts)
  * npm run sim -- flood [--tasks N] [--tenants M] [--json]            (sim/flood/cli.ts)
  * npm run sim -- throughput --rate R --tasks N --tenants T [--json]  (sim/chaos/throughput-cli.ts)
+ * npm run sim -- replay --trace FILE [--json] [--baseline B] [--config FILE]   (sim/replay.ts)
  * Replays a deterministic workload through our policies and peers' orderings; prints tables and
  * writes SVG charts.
  */
@@ -15,6 +16,7 @@ import { runThroughputCommand } from '../sim/chaos/throughput-cli.ts';
 import { DISPATCHER_NAMES, type DispatcherName, simulate } from '../sim/engine.ts';
 import { runFloodCommand } from '../sim/flood/cli.ts';
 import { summarize } from '../sim/metrics.ts';
+import { runReplayCommand } from '../sim/replay.ts';
 import { renderCharts, renderText } from '../sim/report.ts';
 import { buildScenario, SCENARIO_NAMES, SCENARIOS } from '../sim/scenarios.ts';
 
@@ -31,6 +33,7 @@ const HELP = `Usage: npm run sim -- <scenario|all> [options]
   npm run sim -- chaos --help   the production code under AWS's failure modes (sim/chaos)
   npm run sim -- flood --help   one tenant's backlog ahead of quiet tenants, production front end (sim/flood)
   npm run sim -- throughput --help   the production scheduler's dispatch rate at AWS's latencies and limits
+  npm run sim -- replay --help  a trace's arrivals (yours: tasks trace export) through the engine (sim/replay.ts)
 
 Scenarios:
 ${SCENARIO_NAMES.map((name) => `  ${name.padEnd(16)} ${SCENARIOS[name]?.description}`).join('\n')}
@@ -121,6 +124,12 @@ if (process.argv[2] === 'flood') {
   runThroughputCommand(process.argv.slice(3)).then((code) => {
     process.exitCode = code;
   }, fail);
+} else if (process.argv[2] === 'replay') {
+  try {
+    process.exitCode = runReplayCommand(process.argv.slice(3), (text) => process.stdout.write(text));
+  } catch (error) {
+    fail(error);
+  }
 } else if (process.argv[2] === 'chaos') {
   runChaosCommand(process.argv.slice(3)).then((code) => {
     process.exitCode = code;

@@ -37,23 +37,25 @@ export class ApiBoundModel {
   #snapshot: SchedulerSnapshot | undefined;
   #nextPublishMs = Number.NEGATIVE_INFINITY;
 
-  constructor(trace: Trace, engine: SchedulingPolicy) {
+  constructor(trace: Trace, engine: SchedulingPolicy, config?: SchedulerConfig) {
     this.#engine = engine;
     const caps = maxHoldSeconds(trace);
     // Tenant settings come from the engine (the API reads them per tenant); not configured here.
-    this.config = parseConfig(
-      {
-        policy: 'fair-share',
-        agingSeconds: trace.agingSeconds,
-        pools: {
-          lambda: { concurrency: trace.pools.lambda.concurrency, maxTimeoutSeconds: Math.min(900, caps.lambda) },
-          fargate: { ...trace.pools.fargate, maxTimeoutSeconds: caps.fargate },
+    this.config =
+      config ??
+      parseConfig(
+        {
+          policy: 'fair-share',
+          agingSeconds: trace.agingSeconds,
+          pools: {
+            lambda: { concurrency: trace.pools.lambda.concurrency, maxTimeoutSeconds: Math.min(900, caps.lambda) },
+            fargate: { ...trace.pools.fargate, maxTimeoutSeconds: caps.fargate },
+          },
+          tenantDefaults: { weight: 1, maxConcurrency: 100_000 },
+          scheduler: { dispatchLeaseSeconds: LEASE_SECONDS, runLeaseSeconds: LEASE_SECONDS, bufferSize: 10 },
         },
-        tenantDefaults: { weight: 1, maxConcurrency: 100_000 },
-        scheduler: { dispatchLeaseSeconds: LEASE_SECONDS, runLeaseSeconds: LEASE_SECONDS, bufferSize: 10 },
-      },
-      'simulated configuration',
-    );
+        'simulated configuration',
+      );
   }
 
   /** After the engine's decisions at `nowMs`: publish a snapshot when one is due, as the scheduler does. */

@@ -4,10 +4,10 @@
  * exactly as the scheduler loop does. Deterministic: same trace, same result.
  */
 
-import { POLICIES, type PolicyName } from '../runtime/core/config.ts';
+import { POLICIES, type PolicyName, type SchedulerConfig } from '../runtime/core/config.ts';
 import { capacityOf, jainIndex } from '../runtime/core/policy/drf.ts';
 import { SchedulingPolicy } from '../runtime/core/policy/policy.ts';
-import type { Candidate } from '../runtime/core/policy/types.ts';
+import type { Candidate, PolicyOptions } from '../runtime/core/policy/types.ts';
 import { ApiBoundModel, type RunningTask } from './api-bound.ts';
 import { BASELINE_NAMES, type BaselineName, createBaseline, type Dispatcher } from './baselines.ts';
 import { maxHoldSeconds, type Trace, tierName } from './trace.ts';
@@ -38,6 +38,12 @@ export interface RunResult {
 export interface SimulateOptions {
   /** Compute what the API would answer at each submit (fair-share only; sim/api-bound.ts). */
   readonly apiBounds?: boolean;
+  /** Our engine configured as the scheduler configures it (replay), instead of from the trace. */
+  readonly engine?: PolicyOptions;
+  /** The configuration the API answers with (replay); default: one derived from the trace. */
+  readonly config?: SchedulerConfig;
+  /** Each task's hold as the scheduler tells the engine (replay: timeout + leases); default its timeout. */
+  readonly holdSeconds?: (task: number) => number;
 }
 
 export function createDispatcher(name: DispatcherName, trace: Trace): Dispatcher {
@@ -121,10 +127,11 @@ export function simulate(
   options: SimulateOptions = {},
 ): RunResult {
   const started = performance.now();
-  const dispatcher = createDispatcher(name, trace);
+  const baseline = (BASELINE_NAMES as readonly string[]).includes(name);
+  const dispatcher = options.engine && !baseline ? new SchedulingPolicy(options.engine) : createDispatcher(name, trace);
   const api =
     options.apiBounds && dispatcher instanceof SchedulingPolicy && dispatcher.policy === 'fair-share'
-      ? new ApiBoundModel(trace, dispatcher)
+      ? new ApiBoundModel(trace, dispatcher, options.config)
       : undefined;
   const boundMs = api ? new Float64Array(trace.size).fill(Number.NaN) : undefined;
   /** Per tenant, its running tasks (for the API's describe), only with `apiBounds`. */
@@ -203,7 +210,7 @@ export function simulate(
         agingFromMs: now,
         runAtMs: now,
         seq: task,
-        holdSeconds: (trace.timeoutMs[task] as number) / 1000,
+        holdSeconds: options.holdSeconds?.(task) ?? (trace.timeoutMs[task] as number) / 1000,
       };
       dispatcher.add(candidate);
       const tenant = trace.tenant[task] as number;

@@ -26,6 +26,7 @@ import { retryCommand } from './commands/retry.ts';
 import { schedulesCommand } from './commands/schedules.ts';
 import { submitCommand } from './commands/submit.ts';
 import { tenantsCommand } from './commands/tenants.ts';
+import { traceCommand } from './commands/trace.ts';
 import { watchCommand } from './commands/watch.ts';
 import { ansiStyle, plainStyle } from './format.ts';
 
@@ -42,6 +43,7 @@ const COMMANDS: Record<string, Command> = {
   tenants: tenantsCommand,
   redrive: redriveCommand,
   schedules: schedulesCommand,
+  trace: traceCommand,
   dashboard: dashboardCommand,
   watch: watchCommand,
 };
