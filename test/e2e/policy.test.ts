@@ -314,7 +314,14 @@ describe('Scheduling policy on the local runtime', () => {
       }
     }
     await until(() => gates.size === 4, 60_000);
-    await submit(s, { tenantId: 'quiet', type: 'test.work', payload: { ms: 0, tag: 'quiet' } });
+    const quiet = await submit(s, { tenantId: 'quiet', type: 'test.work', payload: { ms: 0, tag: 'quiet' } });
+    // Its tenant's only waiting task: the API gives it a bound (checked below that it holds).
+    const askedAtMs = Date.now();
+    const { wait } = (await (await fetch(`${s.url}/v1/tasks/${quiet.taskId}`)).json()) as {
+      wait: { maxWaitSeconds: number | null; assumes?: string };
+    };
+    expect(wait.maxWaitSeconds).toEqual(expect.any(Number));
+    expect(wait.assumes).toMatch(/its tenant submits nothing more/);
     // Until the scheduler has taken it in: the snapshot it publishes lists the quiet tenant.
     await untilAsync(async () => {
       const snapshot = await s.runtime.services.control.getSnapshot<SchedulerSnapshot>();
@@ -334,6 +341,7 @@ describe('Scheduling policy on the local runtime', () => {
     expect(after).toContain('quiet');
     expect(beforeQuiet.length).toBeLessThanOrEqual(crowd.length);
     expect(new Set(beforeQuiet.map((tag) => tag.split('-')[0])).size).toBe(beforeQuiet.length);
+    expect(run.startedAt.get('quiet')).toBeLessThanOrEqual(askedAtMs + (wait.maxWaitSeconds as number) * 1000);
   }, 120_000);
 });
 
