@@ -173,3 +173,105 @@ export class SqsEventSourceMapping {
     }
   }
 }
+
+/** What a simulated invocation's handler gets of Lambda's context. */
+export interface SimulatedContext {
+  readonly functionName: string;
+  readonly awsRequestId: string;
+  getRemainingTimeInMillis(): number;
+}
+
+/** One invocation as the function runs it: its handler's promise, and how to stop it dead. */
+export interface RunningInvocation {
+  readonly done: Promise<unknown>;
+  /** The invocation is stopped where it is (its timeout): none of its calls is answered any more. */
+  kill(): void;
+}
+
+export interface SimulatedFunctionOptions<E> {
+  readonly name: string;
+  readonly account: LambdaAccount;
+  /** The function's timeout: an invocation still running then is stopped. */
+  readonly timeoutMs: number;
+  /**
+   * How long Lambda keeps an asynchronous event it could not start for want of concurrency
+   * (the function's maximum event age), retrying after 1 s, 2 s, 4 s... as AWS does.
+   */
+  readonly maxEventAgeMs: number;
+  /** Start the handler on `event` (a new execution environment each time). */
+  readonly run: (event: E, context: SimulatedContext) => RunningInvocation;
+}
+
+/**
+ * A Lambda function invoked asynchronously (InvocationType Event): each event starts an
+ * invocation at once if the account has concurrency free, else waits and is retried until its
+ * maximum age, then dropped. An invocation holds a unit of concurrency until its handler returns
+ * (or throws; asynchronous retries of a failed handler are off, as the stack configures the
+ * scheduler) or its timeout stops it.
+ */
+export class SimulatedFunction<E> {
+  readonly #options: SimulatedFunctionOptions<E>;
+  #invocations = 0;
+  #running = 0;
+  #timedOut = 0;
+  #dropped = 0;
+
+  constructor(options: SimulatedFunctionOptions<E>) {
+    this.#options = options;
+  }
+
+  /** Invocations started, running now, stopped by the timeout, events dropped unstarted. */
+  get invocations(): number {
+    return this.#invocations;
+  }
+  get running(): number {
+    return this.#running;
+  }
+  get timedOut(): number {
+    return this.#timedOut;
+  }
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  /** Lambda's Invoke with InvocationType Event: accepted at once, run when concurrency allows. */
+  invokeAsync(event: E): void {
+    this.#attempt(event, Date.now(), 0);
+  }
+
+  #attempt(event: E, queuedAtMs: number, retries: number): void {
+    const { account, maxEventAgeMs, timeoutMs, name } = this.#options;
+    if (!account.tryAcquire()) {
+      const delayMs = 1000 * 2 ** retries;
+      if (Date.now() + delayMs - queuedAtMs > maxEventAgeMs) {
+        this.#dropped++;
+        return;
+      }
+      setTimeout(() => this.#attempt(event, queuedAtMs, retries + 1), delayMs);
+      return;
+    }
+    const n = ++this.#invocations;
+    this.#running++;
+    const startedAtMs = Date.now();
+    const invocation = this.#options.run(event, {
+      functionName: name,
+      awsRequestId: `${name}-${n}`,
+      getRemainingTimeInMillis: () => startedAtMs + timeoutMs - Date.now(),
+    });
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      this.#running--;
+      account.release();
+    };
+    const timer = setTimeout(() => {
+      if (ended) return;
+      this.#timedOut++;
+      invocation.kill();
+      end();
+    }, timeoutMs);
+    invocation.done.then(end, end);
+  }
+}

@@ -153,6 +153,7 @@ interface SeedResult {
   /** DynamoDB requests refused for a partition's throughput (sim/aws/capacity.ts), each attempt counted. */
   readonly partitionThrottles: number;
   readonly schedulerInvocations: number;
+  readonly scheduler: History['scheduler'];
   readonly crashes: number;
   /** SHA-256 of what DynamoDB applied and SQS delivered: equal digests, equal histories. */
   readonly historyDigest: string;
@@ -170,6 +171,7 @@ async function runSeed(seed: number, options: Omit<ChaosOptions, 'seed'>): Promi
     calls: history.calls,
     partitionThrottles: history.throughput?.throttledRequests ?? 0,
     schedulerInvocations: history.schedulerInvocations,
+    scheduler: history.scheduler,
     crashes: history.deaths.length,
     historyDigest: historyDigest(history),
   };

@@ -59,6 +59,12 @@ export interface History {
   finalTasks: Task[];
   messagesLeft?: Readonly<Record<string, number>>;
   schedulerInvocations: number;
+  /**
+   * The scheduler function's invocations by the event that started them (wake, tick, handover)
+   * and by how the handler said they ended (idle, handed-over, lease-held, live-elsewhere,
+   * nothing-due...); crashed and timed-out ones end nowhere.
+   */
+  readonly scheduler: { invoked: Record<string, number>; ended: Record<string, number> };
   /** Transport calls: answered, lost after they applied, throttled by the injected fault. */
   readonly calls: { ok: number; lost: number; throttled: number };
   /** DynamoDB's units and its per-partition refusals (sim/aws/capacity.ts), once the run ended. */

@@ -5,10 +5,14 @@
  * - API: TaskService.submit (idempotency key per request, retried by the "client" on a 5xx),
  *   describe (the wait bound it gives), cancel and operator retry; some submits crash between
  *   the task's write and its announcement, and their client gives up (the registry backstop's case).
- * - Scheduler: the scheduler Lambda as deployed — an invocation every minute (no reserved
- *   concurrency: they may overlap, the lease decides), each a new Scheduler under
- *   runSchedulerLoop that ticks until 15 s before its 75 s timeout and hands the lease back;
- *   some invocations crash at a random moment (the Lambda then times out).
+ * - Scheduler: the deployed handler (runtime/handlers/scheduler.ts) on a simulated Lambda
+ *   function (sim/aws/lambda.ts: 5-minute timeout, asynchronous invokes, the account's
+ *   concurrency): woken by the API, workers and redrive when they announce work and no lease is
+ *   live, ticked every minute as the safety net, stopping when idle, handing over to a fresh
+ *   invocation before its timeout; no reserved concurrency, so invocations may overlap and the
+ *   lease decides. Some invocations crash at a random moment (the Lambda then times out).
+ * - Lambda: the account's concurrency shared by the API's submits, the scheduler and the Lambda
+ *   pool, whose event source mapping scales its environments with the queue.
  * - Workers: QueueWorkers running runAttempt on both pools; each worker process dies at a
  *   random moment (its in-flight calls never answered) and is replaced.
  * - Dead letters: the dead-letter consumer settling worker dead letters (redriveDeadLetter).
@@ -18,6 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
 import { idempotentTaskId } from '../../runtime/app/task-service.ts';
@@ -28,14 +33,18 @@ import { createTask } from '../../runtime/core/lifecycle.ts';
 import type { TaskLogger } from '../../runtime/core/logger.ts';
 import { seededRandom } from '../../runtime/core/random.ts';
 import type { PriorityTier, Task, TenantSettings } from '../../runtime/core/task.ts';
+import {
+  type SchedulerHandlerLogger,
+  type SchedulerHandlerMetrics,
+  schedulerHandler,
+} from '../../runtime/handlers/scheduler.ts';
 import { workerQueue } from '../../runtime/infra/resources.ts';
-import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
-import { lambdaInvocationTiming, runSchedulerLoop } from '../../runtime/scheduler/scheduler-loop.ts';
+import type { SchedulerEvent } from '../../runtime/scheduler/activation.ts';
 import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 import { QueueWorker } from '../../runtime/worker/queue-worker.ts';
 import type { AttributeMap } from '../aws/dynamodb.ts';
 import { type LatencyModel, NO_TRANSPORT_FAULTS, type TransportFaults } from '../aws/faults.ts';
-import { LambdaAccount, type MappedEnvironment, SqsEventSourceMapping } from '../aws/lambda.ts';
+import { LambdaAccount, type MappedEnvironment, SimulatedFunction, SqsEventSourceMapping } from '../aws/lambda.ts';
 import { installVirtualClock } from '../aws/virtual-clock.ts';
 import { type Component, SimulatedAws } from '../aws/world.ts';
 import type { History } from './history.ts';
@@ -224,11 +233,20 @@ export const CHAOS_SCENARIOS = {
 } satisfies Record<string, Partial<ChaosOptions>>;
 
 const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
-/** The scheduler Lambda: started every minute, 75 s timeout, hands back 15 s before it. */
-const INVOCATION_EVERY_MS = 60_000;
-const LAMBDA_TIMEOUT_MS = 75_000;
+/** The scheduler Lambda's safety-net tick (EventBridge Scheduler, rate 1 minute). */
+const TICK_EVERY_MS = 60_000;
+/** The scheduler function's timeout and maximum event age, as lib/scheduler-loop.ts deploys it. */
+export const SCHEDULER_TIMEOUT_MS = 300_000;
+const SCHEDULER_MAX_EVENT_AGE_MS = 60_000;
 
 const silent: TaskLogger = { info() {}, warn() {}, error() {} };
+/** Powertools' logger and metrics as the scheduler handler uses them, saying nothing. */
+const silentHandlerLogger: SchedulerHandlerLogger = { addContext() {}, info() {}, warn() {} };
+const silentMetrics: SchedulerHandlerMetrics = {
+  addMetric() {},
+  singleMetric: () => ({ addDimension() {}, addDimensions() {}, addMetric() {} }),
+  publishStoredMetrics() {},
+};
 
 const workPayload = z.strictObject({
   ms: z.number().int().min(0),
@@ -334,6 +352,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     deadLettered: world.sqs.deadLettered,
     finalTasks: [],
     schedulerInvocations: 0,
+    scheduler: { invoked: {}, ended: {} },
     calls: { ok: 0, lost: 0, throttled: 0 },
   };
   const componentFaults: TransportFaults = {
@@ -360,12 +379,20 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         },
       },
     });
-  const servicesFor = (part: Component): Services =>
+  /**
+   * A component's services. `wakes`: what announces work wakes the scheduler function when no
+   * scheduler holds the lease (the stack sets SCHEDULER_FUNCTION on every function but the
+   * scheduler's own).
+   */
+  const servicesFor = (part: Component, wakes = true): Services =>
     buildServices({
       config,
       clients: part.clients,
       resources: world.resources,
       registry,
+      ...(wakes
+        ? { wakeScheduler: async () => schedulerFunction.invokeAsync({ reason: 'wake' }), logger: silent }
+        : {}),
     });
 
   const registry = new TaskTypeRegistry([
@@ -511,65 +538,66 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   });
 
   // --- Scheduler Lambda --------------------------------------------------------------------
+  // The deployed handler (runtime/handlers/scheduler.ts) on a simulated Lambda function: woken by
+  // what announces work, ticked every minute as a safety net, stopping when idle, handing over to
+  // a fresh invocation before its timeout; no reserved concurrency, so invocations may overlap
+  // and the lease decides. Each invocation is a new execution environment (its own clients);
+  // some crash at a random moment (then the Lambda times out) or stall.
   const stop = new AbortController();
-  // No reserved concurrency (a new account's quota of 10 cannot grant any): a minute's
-  // invocation starts even while the previous one still runs, and the lease decides.
-  const invoke = () => {
-    if (stop.signal.aborted) return;
-    // Throttled for want of account concurrency: this minute's invocation does not run.
-    if (!lambda.tryAcquire()) return;
-    const n = ++history.schedulerInvocations;
-    const part = component(`scheduler-${n}`);
-    const services = servicesFor(part);
-    const startedAtMs = Date.now();
-    const remaining = () => startedAtMs + LAMBDA_TIMEOUT_MS - Date.now();
-    const crashAtMs = random() < faults.schedulerCrashRate ? random() * LAMBDA_TIMEOUT_MS : undefined;
-    const killAt = setTimeout(() => part.transport.kill(), crashAtMs ?? LAMBDA_TIMEOUT_MS);
-    if (crashAtMs !== undefined) history.deaths.push({ component: part.name, atMs: startedAtMs + crashAtMs });
-    // Its own stream, so every other draw of a seed stays where it was.
-    if (stallRandom() < (faults.schedulerStallRate ?? 0)) {
-      const stallAtMs = stallRandom() * LAMBDA_TIMEOUT_MS;
-      const stallMs = stallRandom() * (faults.schedulerStallMaxMs ?? 0);
-      setTimeout(() => {
-        history.stalls.push({ fromMs: Date.now(), toMs: Date.now() + stallMs, component: part.name });
-        part.transport.stall(stallMs);
-      }, stallAtMs);
-    }
-    const run = runSchedulerLoop({
-      control: services.control,
-      signal: stop.signal,
-      ownerId: `lambda-${n}`,
-      ...lambdaInvocationTiming(remaining),
-      logger: silent,
-      onLease: (event) => {
-        if (event === 'acquired') history.leases.push({ atMs: Date.now(), owner: `lambda-${n}` });
-      },
-      createScheduler: () => {
-        const scheduler = new Scheduler({
-          store: services.store,
-          control: services.control,
-          queues: services.queues,
-          config,
-        });
+  const schedulerFunction: SimulatedFunction<SchedulerEvent> = new SimulatedFunction<SchedulerEvent>({
+    name: 'scheduler',
+    account: lambda,
+    timeoutMs: SCHEDULER_TIMEOUT_MS,
+    maxEventAgeMs: SCHEDULER_MAX_EVENT_AGE_MS,
+    run: (event, context) => {
+      const n = ++history.schedulerInvocations;
+      const part = component(`scheduler-${n}`);
+      const services = servicesFor(part, false);
+      const startedAtMs = Date.now();
+      const crashAtMs = random() < faults.schedulerCrashRate ? random() * SCHEDULER_TIMEOUT_MS : undefined;
+      const killAt = crashAtMs === undefined ? undefined : setTimeout(() => part.transport.kill(), crashAtMs);
+      if (crashAtMs !== undefined) history.deaths.push({ component: part.name, atMs: startedAtMs + crashAtMs });
+      // Its own stream, so every other draw of a seed stays where it was.
+      if (stallRandom() < (faults.schedulerStallRate ?? 0)) {
+        const stallAtMs = stallRandom() * SCHEDULER_TIMEOUT_MS;
+        const stallMs = stallRandom() * (faults.schedulerStallMaxMs ?? 0);
+        setTimeout(() => {
+          history.stalls.push({ fromMs: Date.now(), toMs: Date.now() + stallMs, component: part.name });
+          part.transport.stall(stallMs);
+        }, stallAtMs);
+      }
+      const handler = schedulerHandler({
+        services: () => services,
+        handOver: async (_context, handover) => schedulerFunction.invokeAsync(handover),
+        logger: silentHandlerLogger,
+        metrics: silentMetrics,
+        taskLogger: silent,
+        onLease: (leaseEvent) => {
+          if (leaseEvent === 'acquired') history.leases.push({ atMs: Date.now(), owner: `lambda-${n}` });
+        },
         // The harness watches when the engine takes a task in (the rotation check's start).
-        const engine = scheduler.policy;
-        const add = engine.add.bind(engine);
-        engine.add = (candidate) => {
-          if (!history.admitted.has(candidate.taskId)) history.admitted.set(candidate.taskId, Date.now());
-          return add(candidate);
-        };
-        return scheduler;
-      },
-    });
-    // The invocation ends when its loop returns, or at its timeout (a crashed one never returns).
-    void Promise.race([run, new Promise<void>((resolve) => setTimeout(resolve, LAMBDA_TIMEOUT_MS))]).then(() => {
-      clearTimeout(killAt);
-      if (Date.now() - startedAtMs >= LAMBDA_TIMEOUT_MS) part.transport.kill();
-      lambda.release();
-    });
-  };
-  invoke();
-  const invoker = setInterval(invoke, INVOCATION_EVERY_MS);
+        onScheduler: (scheduler) => {
+          const engine = scheduler.policy;
+          const add = engine.add.bind(engine);
+          engine.add = (candidate) => {
+            if (!history.admitted.has(candidate.taskId)) history.admitted.set(candidate.taskId, Date.now());
+            return add(candidate);
+          };
+        },
+      });
+      const reason = event.reason ?? 'tick';
+      history.scheduler.invoked[reason] = (history.scheduler.invoked[reason] ?? 0) + 1;
+      const done = handler(event, context as unknown as Context)
+        .then((run) => {
+          history.scheduler.ended[run.ended] = (history.scheduler.ended[run.ended] ?? 0) + 1;
+        })
+        .finally(() => clearTimeout(killAt));
+      return { done, kill: () => part.transport.kill() };
+    },
+  });
+  const ticker = setInterval(() => {
+    if (!stop.signal.aborted) schedulerFunction.invokeAsync({ reason: 'tick' });
+  }, TICK_EVERY_MS);
 
   // --- Workers -----------------------------------------------------------------------------
   let workerCount = 0;
@@ -636,6 +664,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   for (let i = 0; i < (options.fargateWorkers ?? 1); i++) startWorker('fargate');
   // The redrive Lambda's event source mapping long-polls each dead-letter queue for 20 s.
   startDeadLetterConsumer({ ...servicesFor(component('redrive')), logger: silent, waitSeconds: 20 });
+  // Workers' retries and the redrive announce work too: they wake it (servicesFor's default).
 
   // --- Run until every task has settled (or the time is up) --------------------------------
   const allSettled = () => {
@@ -650,7 +679,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   }, 10_000);
   await clock.runUntil(START_MS + options.maxSimulatedSeconds * 1000, () => settled);
   clearInterval(checker);
-  clearInterval(invoker);
+  clearInterval(ticker);
   lambdaMapping.stop();
   // Nothing is stopped cleanly: the run ends where it is, as a region outage would, and what
   // is still awaiting is dropped with the virtual clock.
