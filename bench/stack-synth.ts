@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { App } from 'aws-cdk-lib';
+import { App, type Environment } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { TaskSchedulerStack } from '../lib/task-scheduler-stack.ts';
 import { type ConfigInput, parseConfig, type SchedulerConfig } from '../runtime/core/config.ts';
@@ -75,6 +75,8 @@ export interface SynthOptions {
   readonly config?: ConfigInput;
   /** Run esbuild (slow). @default false */
   readonly bundle?: boolean;
+  /** The account and region, as bin/app.ts passes them when the CLI knows them. @default environment-agnostic */
+  readonly env?: Environment;
 }
 
 export function synthesize(options: SynthOptions = {}): Synthesized {
@@ -88,6 +90,7 @@ export function synthesize(options: SynthOptions = {}): Synthesized {
   const stack = new TaskSchedulerStack(app, config.deploy.stackName, {
     config,
     projectRoot: options.bundle ? REPO_ROOT : projectFixture(),
+    ...(options.env ? { env: options.env } : {}),
   });
   return { app, stack, template: Template.fromStack(stack), config };
 }

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { deployEnvironment } from '../lib/deploy-environment.ts';
 import { TaskSchedulerStack } from '../lib/task-scheduler-stack.ts';
 import { parseConfig, type SchedulerConfig } from '../runtime/core/config.ts';
 import { ENV } from '../runtime/infra/resources.ts';
@@ -40,13 +41,13 @@ try {
   process.exit(1);
 }
 
+// The account and region: from the CLI, or CDK_DEPLOY_ACCOUNT / CDK_DEPLOY_REGION (lib/deploy-environment.ts).
+const { env, notice } = deployEnvironment(process.env, config.deploy.stackName);
+if (notice) console.error(notice);
 new TaskSchedulerStack(app, config.deploy.stackName, {
   config,
   description: 'Serverless distributed task scheduler (API Gateway, DynamoDB, SQS, Lambda, Fargate)',
-  // Environment-agnostic unless the CLI knows the target account, so `cdk synth` works offline.
-  ...(process.env.CDK_DEFAULT_ACCOUNT && process.env.CDK_DEFAULT_REGION
-    ? { env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION } }
-    : {}),
+  ...(env ? { env } : {}),
 });
 // Every synth (and so every deploy) is checked against the AWS Solutions rules; acknowledged
 // findings carry their reason next to the resource (Validations.of(...).acknowledge).

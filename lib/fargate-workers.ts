@@ -1,7 +1,7 @@
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ArnFormat, Duration, Names, RemovalPolicy, Stack, Stage, Validations } from 'aws-cdk-lib';
+import { Duration, Fn, Names, RemovalPolicy, Stack, Stage, Validations } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -154,17 +154,22 @@ export class FargateWorkers extends Construct {
     for (const tier of props.tierQueues) tier.queue.grantSendMessages(tasksRole);
     // Task scale-in protection while a worker runs attempts (runtime/worker/scale-in-protection.ts):
     // the ECS agent calls these with the task role, for this cluster's tasks only.
+    // Written with CloudFormation's pseudo parameters rather than Stack.formatArn, which renders
+    // `arn:aws:ecs:eu-west-1:123456789012:…` once the stack names its account and region and
+    // `arn:${AWS::Partition}:…` when it does not: this way the ARN always names the account and
+    // region the stack is deployed into, and the cdk-nag finding acknowledged below (cdk-nag v3
+    // matches acknowledgements by exact id, no patterns) reads the same in both forms.
+    const stack = Stack.of(this);
+    const clusterLogicalId = stack.resolve(
+      stack.getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster),
+    ) as string;
+    const taskArns = Fn.sub(
+      `arn:\${AWS::Partition}:ecs:\${AWS::Region}:\${AWS::AccountId}:task/\${${clusterLogicalId}}/*`,
+    );
     tasksRole.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['ecs:UpdateTaskProtection', 'ecs:GetTaskProtection'],
-        resources: [
-          Stack.of(this).formatArn({
-            service: 'ecs',
-            resource: 'task',
-            resourceName: `${this.cluster.clusterName}/*`,
-            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-          }),
-        ],
+        resources: [taskArns],
       }),
     );
 
@@ -220,7 +225,7 @@ export class FargateWorkers extends Construct {
         'The environment holds resource names, queue URLs and the non-secret scheduler configuration; there are no credentials to move to Secrets Manager.',
     });
     Validations.of(this.taskDefinition).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<${Stack.of(this).getLogicalId(this.cluster.node.defaultChild as ecs.CfnCluster)}>/*]`,
+      id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<${clusterLogicalId}>/*]`,
       reason:
         "Task scale-in protection is set by each worker task on itself; task ids are not known before the tasks run, so the grant covers this cluster's tasks only.",
     });

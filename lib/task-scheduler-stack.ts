@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type CfnElement, CfnOutput, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { type CfnElement, CfnOutput, Fn, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
@@ -47,6 +47,17 @@ export class TaskSchedulerStack extends Stack {
   public readonly schedules?: NightlySchedules;
   public readonly monitoring: Monitoring;
   public readonly events: TaskEvents;
+
+  /**
+   * The region's first two availability zones, chosen by CloudFormation when it deploys
+   * (`Fn::GetAZs`), as an environment-agnostic stack has them. The CDK's default for a stack that
+   * names its account and region is a context lookup (EC2 DescribeAvailabilityZones), which needs
+   * credentials at synth and a cdk.context.json entry per account and region; only the Fargate
+   * workers' default VPC asks for zones, and any two of the region's zones serve it.
+   */
+  public override get availabilityZones(): string[] {
+    return [Fn.select(0, Fn.getAzs()), Fn.select(1, Fn.getAzs())];
+  }
 
   constructor(scope: Construct, id: string, props: TaskSchedulerStackProps) {
     super(scope, id, props);

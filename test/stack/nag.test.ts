@@ -38,7 +38,14 @@ describe('cdk-nag AwsSolutionsChecks (v3)', () => {
     expect(rules).toContain('AwsSolutions-SQS2');
   });
 
-  it.each([
+  // bin/app.ts builds the environment-agnostic form unless the CLI knows an account (every real
+  // deploy), and then the environment-specific one: ARNs render differently, and an
+  // acknowledgement written for one form's ARN would not match the other's.
+  const forms = [
+    ['environment-agnostic', undefined],
+    ['environment-specific (123456789012, eu-west-1)', { account: '123456789012', region: 'eu-west-1' }],
+  ] as const;
+  const configs = [
     ['the default configuration', {}],
     [
       'an alarm e-mail and no deletion protection',
@@ -59,23 +66,31 @@ describe('cdk-nag AwsSolutionsChecks (v3)', () => {
         },
       },
     ],
-  ])('finds nothing unacknowledged in the stack with %s', (_name, overrides) => {
-    // Prepare
-    const input = defaultConfigInput();
-    const config = parseConfig({
-      ...input,
-      ...overrides,
-      deploy: { ...input.deploy, ...(overrides as { deploy?: object }).deploy },
-    });
+  ] as const;
+  it.each(forms.flatMap(([form, env]) => configs.map(([name, overrides]) => [form, name, overrides, env] as const)))(
+    'finds nothing unacknowledged in the %s stack with %s',
+    (_form, _name, overrides, env) => {
+      // Prepare
+      const input = defaultConfigInput();
+      const config = parseConfig({
+        ...input,
+        ...overrides,
+        deploy: { ...input.deploy, ...(overrides as { deploy?: object }).deploy },
+      });
 
-    // Act
-    const { error, report } = synthWithNag((app) => {
-      new TaskSchedulerStack(app, config.deploy.stackName, { config, projectRoot: projectFixture() });
-    });
+      // Act
+      const { error, report } = synthWithNag((app) => {
+        new TaskSchedulerStack(app, config.deploy.stackName, {
+          config,
+          projectRoot: projectFixture(),
+          ...(env ? { env } : {}),
+        });
+      });
 
-    // Assess
-    const nag = report.pluginReports.filter((plugin) => plugin.pluginName === 'AwsSolutions');
-    expect(nag.flatMap((plugin) => plugin.violations)).toEqual([]);
-    expect(error).toBeUndefined();
-  });
+      // Assess
+      const nag = report.pluginReports.filter((plugin) => plugin.pluginName === 'AwsSolutions');
+      expect(nag.flatMap((plugin) => plugin.violations)).toEqual([]);
+      expect(error).toBeUndefined();
+    },
+  );
 });
