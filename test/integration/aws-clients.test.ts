@@ -1,0 +1,84 @@
+/**
+ * S3 addressing against AWS-compatible endpoints set in the environment (issue 23): with
+ * AWS_ENDPOINT_URL(_S3) naming localhost or an IP address, a bucket cannot be a subdomain
+ * (`bucket.localhost` does not resolve), so requests must use path style. The deployed workers
+ * build their clients from the environment alone (createAwsClients() in wiring.ts), so this is
+ * what the examples' S3 reads and writes do against moto or LocalStack.
+ */
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createAwsClients, s3NeedsPathStyle } from '../../runtime/adapters/aws-clients.ts';
+
+const VARIABLES = ['AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3', 'AWS_IGNORE_CONFIGURED_ENDPOINT_URLS'] as const;
+const saved = Object.fromEntries(VARIABLES.map((name) => [name, process.env[name]]));
+
+afterEach(() => {
+  for (const name of VARIABLES) {
+    if (saved[name] === undefined) delete process.env[name];
+    else process.env[name] = saved[name];
+  }
+});
+
+/** The URL the client would send a GetObject to (the request is stopped before it leaves). */
+async function requestUrl(s3: S3Client): Promise<string> {
+  let url = '';
+  s3.middlewareStack.add(
+    () => async (args) => {
+      const request = args.request as { protocol: string; hostname: string; port?: number; path: string };
+      url = `${request.protocol}//${request.hostname}${request.port ? `:${request.port}` : ''}${request.path}`;
+      throw new Error('stopped before sending');
+    },
+    { step: 'finalizeRequest', priority: 'low' },
+  );
+  await expect(s3.send(new GetObjectCommand({ Bucket: 'my-bucket', Key: 'a/b.json' }))).rejects.toThrow(
+    'stopped before sending',
+  );
+  return url;
+}
+
+describe('createAwsClients: S3 addressing', () => {
+  it.each([
+    ['AWS_ENDPOINT_URL_S3', 'http://localhost:4566', 'http://localhost:4566/my-bucket/a/b.json'],
+    ['AWS_ENDPOINT_URL', 'http://127.0.0.1:5000', 'http://127.0.0.1:5000/my-bucket/a/b.json'],
+    ['AWS_ENDPOINT_URL', 'http://moto:5000', 'http://moto:5000/my-bucket/a/b.json'],
+  ])('%s=%s: path style (%s)', async (variable, endpoint, expected) => {
+    // Prepare
+    process.env[variable] = endpoint;
+    const { s3 } = createAwsClients({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+
+    // Act
+    const url = await requestUrl(s3);
+
+    // Assess
+    expect(url).toBe(expected);
+  });
+
+  it('keeps virtual hosts where every subdomain resolves (LocalStack’s s3.localhost.localstack.cloud) and on AWS', async () => {
+    process.env.AWS_ENDPOINT_URL_S3 = 'http://s3.localhost.localstack.cloud:4566';
+    const local = createAwsClients({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+    expect(await requestUrl(local.s3)).toBe('http://my-bucket.s3.localhost.localstack.cloud:4566/a/b.json');
+
+    delete process.env.AWS_ENDPOINT_URL_S3;
+    const aws = createAwsClients({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+    expect(await requestUrl(aws.s3)).toBe('https://my-bucket.s3.eu-west-1.amazonaws.com/a/b.json');
+  });
+
+  it('decides from the variable the SDK itself reads: the S3 one over the general one, none when told to ignore them', () => {
+    expect(s3NeedsPathStyle(undefined, { AWS_ENDPOINT_URL: 'http://localhost:1' })).toBe(true);
+    expect(
+      s3NeedsPathStyle(undefined, {
+        AWS_ENDPOINT_URL: 'http://localhost:1',
+        AWS_ENDPOINT_URL_S3: 'https://s3.example.com',
+      }),
+    ).toBe(false);
+    expect(s3NeedsPathStyle(undefined, { AWS_ENDPOINT_URL: 'http://[::1]:4566' })).toBe(true);
+    expect(
+      s3NeedsPathStyle(undefined, {
+        AWS_ENDPOINT_URL: 'http://localhost:1',
+        AWS_IGNORE_CONFIGURED_ENDPOINT_URLS: 'true',
+      }),
+    ).toBe(false);
+    expect(s3NeedsPathStyle('http://127.0.0.1:9', {})).toBe(true);
+    expect(s3NeedsPathStyle(undefined, {})).toBe(false);
+  });
+});
