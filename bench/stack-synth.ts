@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App, type Environment } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
 import { TaskSchedulerStack } from '../lib/task-scheduler-stack.ts';
 import { type ConfigInput, parseConfig, type SchedulerConfig } from '../runtime/core/config.ts';
 
@@ -77,6 +78,8 @@ export interface SynthOptions {
   readonly bundle?: boolean;
   /** The account and region, as bin/app.ts passes them when the CLI knows them. @default environment-agnostic */
   readonly env?: Environment;
+  /** An image name for the Fargate workers instead of the Dockerfile (bin/app.ts's context fargateWorkerImage). */
+  readonly fargateWorkerImage?: string;
 }
 
 export function synthesize(options: SynthOptions = {}): Synthesized {
@@ -91,6 +94,9 @@ export function synthesize(options: SynthOptions = {}): Synthesized {
     config,
     projectRoot: options.bundle ? REPO_ROOT : projectFixture(),
     ...(options.env ? { env: options.env } : {}),
+    ...(options.fargateWorkerImage
+      ? { fargateWorkerImage: ecs.ContainerImage.fromRegistry(options.fargateWorkerImage) }
+      : {}),
   });
   return { app, stack, template: Template.fromStack(stack), config };
 }

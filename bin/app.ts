@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { deployEnvironment } from '../lib/deploy-environment.ts';
 import { TaskSchedulerStack } from '../lib/task-scheduler-stack.ts';
@@ -44,10 +45,20 @@ try {
 // The account and region: from the CLI, or CDK_DEPLOY_ACCOUNT / CDK_DEPLOY_REGION (lib/deploy-environment.ts).
 const { env, notice } = deployEnvironment(process.env, config.deploy.stackName);
 if (notice) console.error(notice);
+// `--context fargateWorkerImage=REPOSITORY[:TAG]`: run the Fargate workers from an image built
+// elsewhere instead of building the Dockerfile at deploy time (which needs Docker).
+const imageName: unknown = app.node.tryGetContext('fargateWorkerImage');
+if (imageName !== undefined && (typeof imageName !== 'string' || imageName === '')) {
+  console.error('--context fargateWorkerImage: expected an image name (REPOSITORY[:TAG])');
+  process.exit(1);
+}
+if (imageName)
+  console.error(`Fargate worker image: ${imageName} (context fargateWorkerImage), not built from the Dockerfile`);
 new TaskSchedulerStack(app, config.deploy.stackName, {
   config,
   description: 'Serverless distributed task scheduler (API Gateway, DynamoDB, SQS, Lambda, Fargate)',
   ...(env ? { env } : {}),
+  ...(imageName ? { fargateWorkerImage: ecs.ContainerImage.fromRegistry(imageName) } : {}),
 });
 // Every synth (and so every deploy) is checked against the AWS Solutions rules; acknowledged
 // findings carry their reason next to the resource (Validations.of(...).acknowledge).

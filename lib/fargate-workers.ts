@@ -42,6 +42,13 @@ export interface FargateWorkersProps {
   readonly tasksPerWorker?: number;
   /** @default ecs.CpuArchitecture.ARM64 (Graviton: about 20 % cheaper per vCPU-hour) */
   readonly cpuArchitecture?: ecs.CpuArchitecture;
+  /**
+   * The worker image, when it is built elsewhere (a release pipeline's image in ECR; a placeholder
+   * where no Docker can build one, as the moto deployment check does). It must run
+   * `runtime/handlers/fargate-worker.ts` as the repository's Dockerfile does.
+   * @default - built at deploy time from the repository's Dockerfile and the worker's esbuild bundle
+   */
+  readonly image?: ecs.ContainerImage;
 }
 
 /** Fargate task sizes: CPU units → allowed memory (MiB) range and step. */
@@ -92,7 +99,7 @@ export class FargateWorkers extends Construct {
   public readonly tasksPerWorker: number;
   /** Messages waiting plus messages being worked on: what the service scales on. */
   public readonly backlog: cloudwatch.MathExpression;
-  /** Bytes of the image's build context (bundle, source map, native modules); 0 when bundling is skipped. */
+  /** Bytes of the image's build context (bundle, source map, native modules); 0 when bundling is skipped or `image` given. */
   public readonly imageContextBytes: number;
 
   constructor(scope: Construct, id: string, props: FargateWorkersProps) {
@@ -130,13 +137,19 @@ export class FargateWorkers extends Construct {
       retention: props.runtime.logRetention,
       removalPolicy: RemovalPolicy.RETAIN,
     });
-    const imageContext = this.imageContext(props.runtime.projectRoot, architecture);
-    this.imageContextBytes = imageContext.bytes;
-    this.container = this.taskDefinition.addContainer('Worker', {
-      // The worker alone, bundled at synth like the Lambdas; Docker builds it only at deploy time.
-      image: ecs.ContainerImage.fromAsset(imageContext.dir, {
+    // The worker alone, bundled at synth like the Lambdas; Docker builds it only at deploy time.
+    let image = props.image;
+    let imageContextBytes = 0;
+    if (!image) {
+      const context = this.imageContext(props.runtime.projectRoot, architecture);
+      imageContextBytes = context.bytes;
+      image = ecs.ContainerImage.fromAsset(context.dir, {
         platform: architecture === ecs.CpuArchitecture.ARM64 ? Platform.LINUX_ARM64 : Platform.LINUX_AMD64,
-      }),
+      });
+    }
+    this.imageContextBytes = imageContextBytes;
+    this.container = this.taskDefinition.addContainer('Worker', {
+      image,
       logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'worker', logGroup: this.logGroup }),
       environment: {
         ...props.runtime.environment,

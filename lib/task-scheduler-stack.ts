@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type CfnElement, CfnOutput, Fn, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import type * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
@@ -28,6 +29,11 @@ export interface TaskSchedulerStackProps extends StackProps {
    * @default the directory above lib/
    */
   readonly projectRoot?: string;
+  /**
+   * The Fargate worker image, when built elsewhere (FargateWorkersProps.image).
+   * @default - built at deploy time from the repository's Dockerfile
+   */
+  readonly fargateWorkerImage?: ecs.ContainerImage;
 }
 
 /**
@@ -131,6 +137,7 @@ export class TaskSchedulerStack extends Stack {
       completionsQueue: completions,
       tierQueues: tiers,
       pool: config.pools.fargate,
+      ...(props.fargateWorkerImage ? { image: props.fargateWorkerImage } : {}),
     });
     for (const worker of this.lambdaWorkers.functions) this.exampleStores.grantUse(worker.function);
     this.exampleStores.grantUse(this.fargateWorkers.taskDefinition.taskRole);

@@ -5,7 +5,7 @@
  *
  * Looked for, in order: on PATH (a pyenv shim counts only if it runs: a shim whose selected Python
  * lacks the tool fails), then every `$PYENV_ROOT/versions/<version>/bin/<name>` (PYENV_ROOT
- * defaults to ~/.pyenv), newest version first. Each candidate is run once with `--version`.
+ * defaults to ~/.pyenv), newest version first. Each candidate is run once (`--version`) to prove it runs.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -21,6 +21,8 @@ export interface FindOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** @default 60 s: a pyenv shim on a loaded machine is slow to start */
   readonly timeoutMs?: number;
+  /** What proves the tool runs. @default ['--version'] (moto_server has only --help) */
+  readonly probe?: readonly string[];
 }
 
 /** Compare `3.11.7` with `3.9.18` as versions, not strings; non-numeric names last. */
@@ -53,13 +55,14 @@ export function findPythonTool(name: string, options: FindOptions = {}): PythonT
   const found = candidates(name, env);
   const failures: string[] = [];
   for (const command of found) {
-    const run = spawnSync(command, ['--version'], { env, encoding: 'utf8', timeout: options.timeoutMs ?? 60_000 });
+    const probe = options.probe ?? ['--version'];
+    const run = spawnSync(command, [...probe], { env, encoding: 'utf8', timeout: options.timeoutMs ?? 60_000 });
     if (run.status === 0) {
       const version = `${run.stdout}${run.stderr}`.trim().split('\n')[0] ?? '';
       return { found: true, command, version };
     }
     const why = run.error ? run.error.message : `exit ${run.status ?? run.signal}`;
-    failures.push(`${command} --version failed (${why})`);
+    failures.push(`${command} ${probe.join(' ')} failed (${why})`);
   }
   const pyenvRoot = env.PYENV_ROOT || '~/.pyenv';
   return {

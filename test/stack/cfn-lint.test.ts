@@ -46,7 +46,7 @@ describe('cfn-lint', () => {
     console.log(notRunLine('cfn-lint over the synthesized templates', cfnLint));
     it('is not installed here, and the reason is one the locator gives', () => {
       // Not a skip: the line above says what did not run; this asserts the locator's answer.
-      expect(cfnLint.reason).toMatch(/no cfn-lint on PATH|--version failed/);
+      expect(cfnLint.reason).toMatch(/no cfn-lint on PATH|failed \(/);
     });
     return;
   }

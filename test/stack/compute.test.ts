@@ -301,3 +301,23 @@ describe('Construct: Redrive', () => {
     );
   });
 });
+
+describe('Construct: FargateWorkers', () => {
+  it('builds the worker image from the Dockerfile by default, and takes an image built elsewhere instead', () => {
+    // Prepare: the default stack (synthesized above) and one given an image name.
+    const given = synthesize({ fargateWorkerImage: 'registry.example.com/fargate-worker:1.2.3' });
+    const imageOf = (s: Synthesized) =>
+      (
+        s.template.toJSON().Resources[logicalId(s.stack, s.stack.fargateWorkers.taskDefinition)].Properties
+          .ContainerDefinitions as { Image: unknown }[]
+      )[0]?.Image;
+
+    // Assess: the default is the asset (an ECR image in the bootstrap repository, built at deploy).
+    expect(JSON.stringify(imageOf(synth))).toContain('cdk-hnb659fds-container-assets');
+    expect(imageOf(given)).toBe('registry.example.com/fargate-worker:1.2.3');
+    expect(given.stack.fargateWorkers.imageContextBytes).toBe(0);
+    // No Docker image asset left to build or publish.
+    const assets = given.app.synth().getStackByName(given.stack.stackName).assets;
+    expect(assets.filter((asset) => asset.packaging === 'container-image')).toEqual([]);
+  });
+});
