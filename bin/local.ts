@@ -8,6 +8,8 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { consoleLogger } from '../local/console-logger.ts';
 import { DataDirInUseError } from '../local/data-dir-lock.ts';
+import { ExternalAwsError } from '../local/emulators.ts';
+import { describeExternalAws, externalAwsFromEnvironment } from '../local/external-aws.ts';
 import { configPathFrom, loadConfig } from '../local/load-config.ts';
 import { startLocalServer } from '../local/server.ts';
 import { LOCAL_RETENTION_SECONDS } from '../local/task-expiry.ts';
@@ -26,6 +28,11 @@ Environment:
   TASK_RETENTION_SECONDS
                     how long finished tasks are kept before they expire (default 3600; on AWS
                     DynamoDB's TTL expires them after 30 days)
+  AWS_ENDPOINT_URL  an AWS-compatible endpoint (moto_server, LocalStack) to keep the tables,
+                    queues and the examples' bucket at, instead of the embedded emulators
+                    (created where missing); or per service: AWS_ENDPOINT_URL_DYNAMODB,
+                    AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3 (all three). AWS_REGION (default
+                    us-east-1) and credentials as for the AWS CLI (dummy ones when none are set)
 
 Ctrl-C stops after the running tasks finish; a second Ctrl-C stops at once (those tasks are
 recovered on the next start, as after a kill).`;
@@ -65,16 +72,15 @@ async function main(): Promise<void> {
       `TASK_RETENTION_SECONDS must be a whole number of seconds, 1 or more, got "${process.env.TASK_RETENTION_SECONDS}".`,
     );
   }
-  const endpoint = Object.keys(process.env).find((name) => name.startsWith('AWS_ENDPOINT_URL'));
-  if (endpoint) {
-    // Documented for the CDK CLI, the seed script and `tasks redrive`, not for this command.
-    logger.warn(`${endpoint} is set but npm start always runs its embedded emulators: ignoring it`);
-  }
+  // AWS_ENDPOINT_URL (or per service): the tables and queues at that endpoint, no emulators.
+  const externalAws = externalAwsFromEnvironment(process.env);
+  if (externalAws) logger.info(describeExternalAws(externalAws));
   const dataDir = resolve(process.env.DATA_DIR || '.data');
   let server: Awaited<ReturnType<typeof startLocalServer>>;
   try {
-    server = await startLocalServer({ config, dataDir, port, host, logger, retentionSeconds });
+    server = await startLocalServer({ config, dataDir, port, host, logger, retentionSeconds, externalAws });
   } catch (error) {
+    if (error instanceof ExternalAwsError) throw new StartError(error.message);
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') {
       throw new StartError(

@@ -12,21 +12,33 @@ import {
   DescribeTableCommand,
   type DynamoDBClient,
   ResourceNotFoundException,
+  type TableDescription,
+  UpdateTableCommand,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 // dynalite ships no types; its factory returns a node http.Server.
 import dynalite from 'dynalite';
 import { startFauxqs } from 'fauxqs';
-import { type AwsClients, createAwsClients, localEndpoints } from '../runtime/adapters/aws-clients.ts';
+import {
+  type AwsClients,
+  type AwsEndpoints,
+  createAwsClients,
+  localEndpoints,
+} from '../runtime/adapters/aws-clients.ts';
 import { QUEUES, type QueueDefinition, TABLES, type TableDefinition } from '../runtime/infra/resources.ts';
 import { createTableInput } from '../runtime/infra/table-input.ts';
 import { closeDynaliteIterators } from './dynalite-iterators.ts';
+import { type ExternalAws, externalEndpoints } from './external-aws.ts';
 import { type IndexRepairResult, markDynaliteStoreClean, prepareDynaliteStore } from './index-repair.ts';
 
 export interface Emulators {
   readonly clients: AwsClients;
+  /** What `clients` were built from (endpoints, region, credentials). */
+  readonly endpoints: AwsEndpoints;
   readonly dynamodbUrl: string;
   readonly sqsUrl: string;
+  /** Set when the tables and queues live at an external AWS-compatible endpoint (no emulator runs). */
+  readonly external?: ExternalAws | undefined;
   /** Physical table names by table id. */
   readonly tables: Readonly<Record<string, string>>;
   /** Queue URLs by queue id. */
@@ -72,13 +84,15 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
   );
   const sqsUrl = `http://${urlHost(host)}:${sqsServer.port}`;
 
-  const clients = createAwsClients(localEndpoints(dynamodbUrl, sqsUrl));
+  const endpoints = localEndpoints(dynamodbUrl, sqsUrl);
+  const clients = createAwsClients(endpoints);
   const tables: Record<string, string> = {};
   for (const table of TABLES) tables[table.id] = await ensureTable(clients.dynamodb, table, `${prefix}-${table.id}`);
   const queueUrls = await ensureQueues(clients.sqs, QUEUES);
 
   return {
     clients,
+    endpoints,
     dynamodbUrl,
     sqsUrl,
     tables,
@@ -94,6 +108,52 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
       if (dynamoPath && closed) markDynaliteStoreClean(dynamoPath);
     },
   };
+}
+
+/**
+ * The same tables and queues at an external AWS-compatible endpoint (local/external-aws.ts):
+ * created from the shared definitions where missing, an existing table given the indexes it
+ * lacks; nothing is started here and stop() only closes the clients.
+ */
+export async function connectExternalAws(external: ExternalAws, options: { prefix?: string } = {}): Promise<Emulators> {
+  const prefix = options.prefix ?? 'scheduler';
+  const endpoints = externalEndpoints(external);
+  const clients = createAwsClients(endpoints);
+  try {
+    const tables: Record<string, string> = {};
+    for (const table of TABLES) tables[table.id] = await ensureTable(clients.dynamodb, table, `${prefix}-${table.id}`);
+    const queueUrls = await ensureQueues(clients.sqs, QUEUES);
+    return {
+      clients,
+      endpoints,
+      dynamodbUrl: external.dynamodb,
+      sqsUrl: external.sqs,
+      external,
+      tables,
+      queueUrls,
+      async stop() {
+        clients.dynamodb.destroy();
+        clients.sqs.destroy();
+        clients.s3.destroy();
+      },
+    };
+  } catch (error) {
+    clients.dynamodb.destroy();
+    clients.sqs.destroy();
+    clients.s3.destroy();
+    throw new ExternalAwsError(external, error);
+  }
+}
+
+/** The external endpoint could not be reached or refused the set-up: one line naming it. */
+export class ExternalAwsError extends Error {
+  constructor(external: ExternalAws, cause: unknown) {
+    const reason = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    super(`Cannot set up the tables and queues at ${external.dynamodb} (${external.variables.join(', ')}): ${reason}`, {
+      cause,
+    });
+    this.name = 'ExternalAwsError';
+  }
 }
 
 const WILDCARDS = new Set(['0.0.0.0', '::', '']);
@@ -134,16 +194,49 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-/** The CreateTable input for a table definition (also what the CDK construct mirrors). */
+/**
+ * The table as the definition says (createTableInput, which the CDK construct mirrors): created
+ * when missing; an existing table given each index it lacks (a store written by an older
+ * version), one UpdateTable at a time as DynamoDB allows, waiting until the index is ACTIVE.
+ * dynalite cannot add an index; its store is brought up to date beforehand (index-repair.ts).
+ */
 async function ensureTable(client: DynamoDBClient, table: TableDefinition, tableName: string): Promise<string> {
+  const input = createTableInput(table, tableName);
+  let existing: TableDescription | undefined;
   try {
-    await client.send(new DescribeTableCommand({ TableName: tableName }));
-    return tableName;
+    existing = (await client.send(new DescribeTableCommand({ TableName: tableName }))).Table;
   } catch (error) {
     if (!(error instanceof ResourceNotFoundException)) throw error;
   }
-  await client.send(new CreateTableCommand(createTableInput(table, tableName)));
+  if (!existing) {
+    await client.send(new CreateTableCommand(input));
+    return tableName;
+  }
+  const present = new Set((existing.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName));
+  for (const index of input.GlobalSecondaryIndexes ?? []) {
+    if (present.has(index.IndexName)) continue;
+    await client.send(
+      new UpdateTableCommand({
+        TableName: tableName,
+        AttributeDefinitions: input.AttributeDefinitions,
+        GlobalSecondaryIndexUpdates: [{ Create: index }],
+      }),
+    );
+    await waitForIndex(client, tableName, index.IndexName!);
+  }
   return tableName;
+}
+
+/** Polls until the new index is ACTIVE (at most INDEX_WAIT_MS; an endpoint building it for longer is refused). */
+const INDEX_WAIT_MS = 10 * 60_000;
+async function waitForIndex(client: DynamoDBClient, tableName: string, indexName: string): Promise<void> {
+  for (let waited = 0; waited < INDEX_WAIT_MS; waited += 1_000) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    const status = Table?.GlobalSecondaryIndexes?.find((index) => index.IndexName === indexName)?.IndexStatus;
+    if (status === undefined || status === 'ACTIVE') return;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+  throw new Error(`index ${indexName} of ${tableName} was not ACTIVE after ${INDEX_WAIT_MS / 60_000} minutes`);
 }
 
 async function ensureQueues(client: SQSClient, queues: readonly QueueDefinition[]): Promise<Record<string, string>> {

@@ -11,7 +11,8 @@ export const RUNTIME_FILE = 'runtime.json';
 export interface RuntimeDescription {
   readonly pid: number;
   readonly url: string;
-  readonly endpoints: { readonly dynamodb: string; readonly sqs: string };
+  /** The emulators' (or the external endpoint's) URLs; `region` absent in files of older versions (us-east-1). */
+  readonly endpoints: { readonly dynamodb: string; readonly sqs: string; readonly region?: string };
   readonly tables: Readonly<Record<string, string>>;
   readonly queueUrls: Readonly<Record<string, string>>;
   readonly config: SchedulerConfig;

@@ -1,6 +1,7 @@
 /**
  * The whole system on one machine (`npm start`): the embedded DynamoDB and SQS emulators
- * (persisted under DATA_DIR, so a restart — even after kill -9 — resumes every task), the HTTP
+ * (persisted under DATA_DIR, so a restart — even after kill -9 — resumes every task), or an
+ * external AWS-compatible endpoint in their place (`externalAws`), the HTTP
  * API, the scheduler loop, the Lambda and Fargate worker pools with their configured capacity,
  * and the configured schedules. The same handlers, stores and definitions as on AWS.
  */
@@ -21,7 +22,8 @@ import { QueueWorker } from '../runtime/worker/queue-worker.ts';
 import { consoleLogger } from './console-logger.ts';
 import { DataDirInUseError, isLevelLocked, lockDataDir } from './data-dir-lock.ts';
 import { startDeadLetterConsumer } from './dead-letter-consumer.ts';
-import { type Emulators, startEmulators } from './emulators.ts';
+import { connectExternalAws, type Emulators, startEmulators } from './emulators.ts';
+import type { ExternalAws } from './external-aws.ts';
 import { LocalLambdaPool, type OutcomeObserver } from './lambda-pool.ts';
 import { startScheduleRunner, validateSchedules } from './schedule-runner.ts';
 import { faultyLocalClients, type SchedulerFaults, schedulerFaultsFromEnvironment } from './scheduler-faults.ts';
@@ -33,6 +35,11 @@ export interface LocalRuntimeOptions {
   readonly dataDir?: string | undefined;
   /** Bind address of the emulators. @default '127.0.0.1' */
   readonly host?: string | undefined;
+  /**
+   * Keep the tables and queues at this AWS-compatible endpoint (moto's server, LocalStack) instead
+   * of starting the embedded emulators (local/external-aws.ts). @default the emulators
+   */
+  readonly externalAws?: ExternalAws | undefined;
   readonly logger?: TaskLogger | undefined;
   readonly registry?: TaskTypeRegistry | undefined;
   /** Services handed to task handlers (example data stores). */
@@ -85,10 +92,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const lock = options.dataDir ? lockDataDir(options.dataDir) : undefined;
   let emulators: Emulators;
   try {
-    emulators = await startEmulators({
-      dataDir: options.dataDir,
-      host: options.host,
-    });
+    emulators = options.externalAws
+      ? await connectExternalAws(options.externalAws)
+      : await startEmulators({
+          dataDir: options.dataDir,
+          host: options.host,
+        });
   } catch (error) {
     lock?.release();
     throw isLevelLocked(error) && options.dataDir
@@ -110,7 +119,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   let relay: OutboxRelay | undefined;
   const services = buildServices({
     config,
-    clients: faults ? faultyLocalClients(emulators.dynamodbUrl, emulators.sqsUrl, faults) : emulators.clients,
+    clients: faults ? faultyLocalClients(emulators.endpoints, faults) : emulators.clients,
     resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
     registry: options.registry,
     onChange: (task) =>

@@ -22,7 +22,7 @@ import type { HttpRequest, HttpResponse } from '@smithy/core/transport';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { HttpHandlerOptions } from '@smithy/types';
 import { z } from 'zod';
-import { type AwsClients, createAwsClients, localEndpoints } from '../runtime/adapters/aws-clients.ts';
+import { type AwsClients, type AwsEndpoints, createAwsClients } from '../runtime/adapters/aws-clients.ts';
 import { ConfigError } from '../runtime/core/errors.ts';
 import { seededRandom } from '../runtime/core/random.ts';
 import { TASKS_TABLE } from '../runtime/infra/resources.ts';
@@ -80,8 +80,8 @@ export function injectedFaults(): Readonly<InjectedFaults> {
   return { ...injected };
 }
 
-/** Clients to the emulators whose transport injects the faults. */
-export function faultyLocalClients(dynamodbUrl: string, sqsUrl: string, faults: SchedulerFaults): AwsClients {
+/** Clients to the emulators (or an external endpoint) whose transport injects the faults. */
+export function faultyLocalClients(endpoints: AwsEndpoints, faults: SchedulerFaults): AwsClients {
   const random = seededRandom(faults.seed);
   const transport = new FaultyHandler(new EmulatorQuirks(new NodeHttpHandler(), faults, random), {
     random,
@@ -93,7 +93,7 @@ export function faultyLocalClients(dynamodbUrl: string, sqsUrl: string, faults: 
       if (outcome === 'throttled') injected.throttled++;
     },
   });
-  return createAwsClients({ ...localEndpoints(dynamodbUrl, sqsUrl), requestHandler: transport });
+  return createAwsClients({ ...endpoints, requestHandler: transport });
 }
 
 /** What the emulators never do, added around the real HTTP handler: duplicates and index lag. */

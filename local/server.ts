@@ -11,6 +11,7 @@ import type { TaskLogger } from '../runtime/core/logger.ts';
 import type { TaskTypeRegistry } from '../runtime/task-types/define.ts';
 import { ensureExampleResources } from '../runtime/task-types/examples/resources.ts';
 import { seedExampleData } from '../runtime/task-types/examples/seed-data.ts';
+import type { ExternalAws } from './external-aws.ts';
 import { type HttpServer, startHttpServer } from './http-server.ts';
 import type { OutcomeObserver } from './lambda-pool.ts';
 import { type LocalRuntime, startLocalRuntime } from './runtime.ts';
@@ -21,6 +22,8 @@ export interface LocalServerOptions {
   readonly dataDir?: string;
   readonly port?: number;
   readonly host?: string;
+  /** Tables and queues at an AWS-compatible endpoint instead of the emulators (local/external-aws.ts). */
+  readonly externalAws?: ExternalAws | undefined;
   readonly logger?: TaskLogger;
   /** Create the example bucket and tables and write sample data. Default true. */
   readonly examples?: boolean;
@@ -49,6 +52,7 @@ export async function startLocalServer(options: LocalServerOptions): Promise<Loc
     config: options.config,
     dataDir: options.dataDir,
     host: options.host,
+    externalAws: options.externalAws,
     logger: options.logger,
     summaryEverySeconds: options.summaryEverySeconds,
     onOutcome: options.onOutcome,
@@ -101,7 +105,11 @@ function describeRuntime(url: string, runtime: LocalRuntime): RuntimeDescription
   return {
     pid: process.pid,
     url,
-    endpoints: { dynamodb: emulators.dynamodbUrl, sqs: emulators.sqsUrl },
+    endpoints: {
+      dynamodb: emulators.dynamodbUrl,
+      sqs: emulators.sqsUrl,
+      region: emulators.endpoints.region ?? 'us-east-1',
+    },
     tables: emulators.tables,
     queueUrls: emulators.queueUrls,
     config: services.config,

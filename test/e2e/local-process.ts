@@ -69,9 +69,11 @@ export function spawnLocal(options: { env?: Record<string, string>; args?: strin
 }
 
 /** Starts and waits for "scheduler running at URL". */
-export async function startLocal(options: { env?: Record<string, string>; args?: string[] } = {}) {
+export async function startLocal(
+  options: { env?: Record<string, string>; args?: string[]; startTimeoutMs?: number } = {},
+) {
   const local = spawnLocal(options);
-  const [, url] = await local.waitFor(/scheduler running at (http:\/\/\S+)/);
+  const [, url] = await local.waitFor(/scheduler running at (http:\/\/\S+)/, options.startTimeoutMs);
   return { ...local, url: url! };
 }
 

@@ -136,7 +136,11 @@ async function redriveLocal(
   mode: 'move' | 'settle',
   limit: number | undefined,
 ): Promise<number> {
-  const clients = createAwsClients(localEndpoints(local.endpoints.dynamodb, local.endpoints.sqs));
+  const clients = createAwsClients({
+    ...localEndpoints(local.endpoints.dynamodb, local.endpoints.sqs),
+    // An npm start against an external endpoint keeps its queues in that endpoint's region.
+    ...(local.endpoints.region ? { region: local.endpoints.region } : {}),
+  });
   try {
     const services =
       mode === 'settle'
