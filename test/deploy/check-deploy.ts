@@ -240,6 +240,7 @@ export async function runDeployCheck(options: DeployCheckOptions): Promise<Deplo
           .map(([type, count]) => `${type} ×${count}`)
           .join(', ')}`,
     );
+    for (const note of stack.notes) log(`deploy check: ${note}`);
     log(
       `deploy check: stack outputs from ${stack.outputsSource}` +
         (stack.outputsUnavailable.length > 0

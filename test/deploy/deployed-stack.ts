@@ -46,6 +46,8 @@ export interface DeployedStack {
   /** The Fargate worker container's environment, from the deployed task definition. */
   readonly fargateEnvironment: Readonly<Record<string, string>>;
   readonly schedules: readonly DeployedSchedule[];
+  /** What was read or left aside differently from the rest, for the check's output. */
+  readonly notes: readonly string[];
 }
 
 interface TemplateResource {
@@ -123,12 +125,31 @@ export async function readDeployedStack(options: {
       if (target && typeof retries === 'number') asyncRetries.set(target, retries);
     }
 
+    const notes: string[] = [];
+    const stackArn = stack.StackId ?? '';
     const functions: DeployedFunction[] = [];
     for (const [logicalId, resource] of resources) {
       if (resource.Type !== 'AWS::Lambda::Function') continue;
       const name = physicalIds[logicalId];
       if (!name) throw new Error(`moto created no function for ${logicalId}`);
-      const configuration = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: name }));
+      let configuration: {
+        Handler?: string | undefined;
+        FunctionArn?: string | undefined;
+        Environment?: { Variables?: Record<string, string> | undefined } | undefined;
+        Timeout?: number | undefined;
+        MemorySize?: number | undefined;
+      };
+      try {
+        configuration = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: name }));
+      } catch (error) {
+        // moto 5.2 fails to serialise a function whose environment holds the Ref of an
+        // AWS::Events::EventBus (it keeps the bus object, not its name): read the deployed
+        // template instead, evaluated over the physical ids, as CloudFormation resolved it.
+        configuration = fromTemplate(resource.Properties ?? {}, name, stackArn, physicalIds, template.Resources);
+        notes.push(
+          `${logicalId}: configuration from the deployed template (moto's GetFunctionConfiguration failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)})`,
+        );
+      }
       const key = String((resource.Properties?.Code as { S3Key?: unknown } | undefined)?.S3Key ?? '');
       const assetDir = path.join(cloudAssembly, `asset.${key.replace(/\.zip$/, '')}`);
       const [moduleName, exportName] = splitHandler(configuration.Handler ?? 'index.handler');
@@ -152,7 +173,13 @@ export async function readDeployedStack(options: {
     const eventSourceMappings: EventSourceMapping[] = [];
     for await (const page of paginateListEventSourceMappings({ client: lambda }, {})) {
       for (const mapping of page.EventSourceMappings ?? []) {
-        if (!mapping.FunctionArn || !mapping.EventSourceArn?.startsWith('arn:aws:sqs:')) continue;
+        if (!mapping.FunctionArn) continue;
+        if (!mapping.EventSourceArn?.startsWith('arn:aws:sqs:')) {
+          notes.push(
+            `event source mapping ${mapping.EventSourceArn} -> ${mapping.FunctionArn.split(':').at(-1)}: not played (only SQS mappings are)`,
+          );
+          continue;
+        }
         eventSourceMappings.push({
           uuid: mapping.UUID ?? '',
           functionName: mapping.FunctionArn.split(':').at(-1)!,
@@ -210,6 +237,7 @@ export async function readDeployedStack(options: {
       eventSourceMappings,
       fargateEnvironment,
       schedules,
+      notes,
     };
   } finally {
     cloudformation.destroy();
@@ -218,17 +246,54 @@ export async function readDeployedStack(options: {
   }
 }
 
-/** An output's value: literals, Ref (a resource's physical id) and Fn::Join; anything else is unknown. */
-function evaluate(value: unknown, physicalIds: Readonly<Record<string, string>>): string | undefined {
+/**
+ * A template value as CloudFormation resolved it: literals, Ref (the resource's physical id; for a
+ * resource moto keeps none for, such as an AWS::Events::EventBus, its Name property, which is what
+ * CloudFormation's Ref returns for a bus) and Fn::Join; anything else is unknown.
+ */
+function evaluate(
+  value: unknown,
+  physicalIds: Readonly<Record<string, string>>,
+  resources: Readonly<Record<string, TemplateResource>> = {},
+): string | undefined {
   if (typeof value === 'string') return value;
   const ref = refOf(value);
-  if (ref !== undefined) return physicalIds[ref];
+  if (ref !== undefined) {
+    const name = resources[ref]?.Properties?.Name;
+    return physicalIds[ref] ?? (typeof name === 'string' ? name : undefined);
+  }
   if (value && typeof value === 'object' && 'Fn::Join' in value) {
     const [separator, parts] = (value as { 'Fn::Join': [string, unknown[]] })['Fn::Join'];
-    const evaluated = parts.map((part) => evaluate(part, physicalIds));
+    const evaluated = parts.map((part) => evaluate(part, physicalIds, resources));
     return evaluated.every((part) => part !== undefined) ? evaluated.join(separator) : undefined;
   }
   return undefined;
+}
+
+/** A function's configuration as the deployed template gives it (see readDeployedStack). */
+function fromTemplate(
+  properties: Record<string, unknown>,
+  name: string,
+  stackArn: string,
+  physicalIds: Readonly<Record<string, string>>,
+  resources: Readonly<Record<string, TemplateResource>>,
+) {
+  const [, , , region, account] = stackArn.split(':');
+  const variables = ((properties.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ??
+    {}) as Record<string, unknown>;
+  const environment: Record<string, string> = {};
+  for (const [key, value] of Object.entries(variables)) {
+    const evaluated = evaluate(value, physicalIds, resources);
+    if (evaluated === undefined) throw new Error(`${name}: environment variable ${key} cannot be evaluated`);
+    environment[key] = evaluated;
+  }
+  return {
+    Handler: typeof properties.Handler === 'string' ? properties.Handler : 'index.handler',
+    FunctionArn: `arn:aws:lambda:${region}:${account}:function:${name}`,
+    Environment: { Variables: environment },
+    Timeout: typeof properties.Timeout === 'number' ? properties.Timeout : 3,
+    MemorySize: typeof properties.MemorySize === 'number' ? properties.MemorySize : 128,
+  };
 }
 
 function splitHandler(handler: string): [string, string] {

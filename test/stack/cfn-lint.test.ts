@@ -62,7 +62,7 @@ describe('cfn-lint', () => {
       env: { account: '123456789012', region: 'eu-west-1' },
     },
     {
-      name: 'environment-agnostic, alarm e-mail, dashboard, no deletion protection',
+      name: 'environment-agnostic, alarm e-mail, dashboard, webhooks, no deletion protection',
       region: 'us-east-1',
       config: {
         ...defaultConfigInput(),
@@ -71,6 +71,15 @@ describe('cfn-lint', () => {
           alarmEmail: 'ops@example.com',
           dashboard: true,
           deletionProtection: false,
+        },
+        events: {
+          webhooks: [
+            { url: 'https://hooks.example.com/a', secret: 'sixteen-chars-secret' },
+            {
+              url: 'https://hooks.example.com/b',
+              secret: { secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:hook-AbCdEf' },
+            },
+          ],
         },
       },
     },
