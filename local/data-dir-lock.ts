@@ -28,23 +28,31 @@ export class DataDirInUseError extends Error {
 
 export interface DataDirLock {
   release(): void;
+  /**
+   * Set when the lock was left by a process that is gone (killed, crashed, a second Ctrl-C):
+   * the previous run did not stop cleanly, and whatever it held on this data is abandoned.
+   */
+  readonly abandonedBy?: { readonly pid: number | undefined };
 }
 
 export function lockDataDir(dataDir: string): DataDirLock {
   mkdirSync(dataDir, { recursive: true });
   const path = join(dataDir, LOCK_FILE);
+  let abandonedBy: { pid: number | undefined } | undefined;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(path, 'wx');
       writeSync(fd, `${process.pid}\n`);
       closeSync(fd);
-      return { release: () => releaseIfOurs(path) };
+      return { release: () => releaseIfOurs(path), ...(abandonedBy ? { abandonedBy } : {}) };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const holder = readPid(path);
     if (holder !== undefined && holder !== process.pid && isAlive(holder)) throw new DataDirInUseError(dataDir, holder);
-    rmSync(path, { force: true }); // left by a process that is gone (or by ourselves): take it over
+    // Left by a process that is gone (our own pid: an earlier process that had it): take it over.
+    abandonedBy = { pid: holder };
+    rmSync(path, { force: true });
   }
   throw new DataDirInUseError(dataDir, readPid(path));
 }

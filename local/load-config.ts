@@ -10,24 +10,32 @@ import { ConfigError } from '../runtime/core/errors.ts';
 
 export const DEFAULT_CONFIG_PATH = 'config/default.json';
 
-export function configPathFrom(argv: readonly string[], env: NodeJS.ProcessEnv): string | undefined {
-  const index = argv.findIndex((arg) => arg === '--config' || arg.startsWith('--config='));
-  if (index >= 0) {
-    const arg = argv[index]!;
-    const value = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[index + 1];
-    if (!value) throw new ConfigError('--config needs a path', { problems: ['--config: missing path'] });
-    return value;
+/**
+ * The configuration file to read: `flag` (`--config PATH`), else what npm kept of a `--config`
+ * given without `--`, else SCHEDULER_CONFIG, else config/default.json when present. Arguments
+ * left over (`positionals`) are refused, except the path npm passed on.
+ */
+export function configPathFrom(
+  flag: string | undefined,
+  positionals: readonly string[],
+  env: NodeJS.ProcessEnv,
+): string | undefined {
+  if (flag !== undefined) {
+    if (!flag) throw new ConfigError('--config needs a path', { problems: ['--config: missing path'] });
+    if (positionals.length > 0) throw unexpected(positionals);
+    return flag;
   }
-  const positionals = argv.filter((arg) => !arg.startsWith('-'));
   const fromNpm = npmConfigFlag(env, positionals);
   if (fromNpm) return fromNpm;
-  if (positionals.length > 0) {
-    throw new ConfigError(`Unexpected argument ${positionals.join(' ')}; the configuration is given as --config PATH`, {
-      problems: positionals.map((arg) => `${arg}: unexpected argument`),
-    });
-  }
+  if (positionals.length > 0) throw unexpected(positionals);
   if (env.SCHEDULER_CONFIG) return env.SCHEDULER_CONFIG;
   return existsSync(DEFAULT_CONFIG_PATH) ? DEFAULT_CONFIG_PATH : undefined;
+}
+
+function unexpected(positionals: readonly string[]): ConfigError {
+  return new ConfigError(`Unexpected argument ${positionals.join(' ')}; the configuration is given as --config PATH`, {
+    problems: positionals.map((arg) => `${arg}: unexpected argument`),
+  });
 }
 
 /**

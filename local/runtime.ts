@@ -19,12 +19,13 @@ import { runSchedulerLoop, type SchedulerLoopEnd } from '../runtime/scheduler/sc
 import type { TaskServices, TaskTypeRegistry } from '../runtime/task-types/define.ts';
 import { flushTraces } from '../runtime/telemetry/tracing.ts';
 import { QueueWorker } from '../runtime/worker/queue-worker.ts';
-import { consoleLogger } from './console-logger.ts';
+import { consoleLogger, taskLineThrottle } from './console-logger.ts';
 import { DataDirInUseError, isLevelLocked, lockDataDir } from './data-dir-lock.ts';
 import { startDeadLetterConsumer } from './dead-letter-consumer.ts';
 import { connectExternalAws, type Emulators, startEmulators } from './emulators.ts';
 import type { ExternalAws } from './external-aws.ts';
 import { LocalLambdaPool, type OutcomeObserver } from './lambda-pool.ts';
+import { recoverAbandonedAttempts } from './recovery.ts';
 import { startScheduleRunner, validateSchedules } from './schedule-runner.ts';
 import { faultyLocalClients, type SchedulerFaults, schedulerFaultsFromEnvironment } from './scheduler-faults.ts';
 import { LOCAL_RETENTION_SECONDS, startTaskExpiry } from './task-expiry.ts';
@@ -79,6 +80,8 @@ export interface LocalRuntime {
   schedulerRunning(): boolean;
   /** How many times announced work or the tick started a stopped scheduler. */
   schedulerWakes(): number;
+  /** Attempts running in this process (both pools, handed-off Lambda classes included). */
+  running(): number;
   stop(): Promise<void>;
 }
 
@@ -111,6 +114,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   }
   if (faults) logger.warn('SCHEDULER_FAULTS: injecting AWS failure modes', { ...faults });
   const scaleToZero = options.scaleToZero ?? true;
+  // Per-task lines, thinned out under load (console-logger.ts); handlers log through `logger`.
+  const taskLines = taskLineThrottle(logger);
+  const taskLineFlush = setInterval(() => taskLines.flush(), 1000);
+  taskLineFlush.unref();
   const stopping = new AbortController();
   let current: Scheduler | undefined;
   let loop: Promise<SchedulerLoopEnd> | undefined;
@@ -122,8 +129,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     clients: faults ? faultyLocalClients(emulators.endpoints, faults) : emulators.clients,
     resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
     registry: options.registry,
+    // Submitted (or retried) is detail; an operator's cancel is news.
     onChange: (task) =>
-      logger.info(
+      (task.state === 'QUEUED' ? (taskLines.debug ?? (() => {})) : taskLines.info).call(
+        taskLines,
         `task ${task.state}${task.cancelRequested && task.state === 'RUNNING' ? ' (cancel requested)' : ''}`,
         {
           taskId: task.taskId,
@@ -141,6 +150,25 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   relay = new OutboxRelay({ store: services.store, webhooks, logger });
   try {
     validateSchedules(config.schedules, services.tasks, new Date());
+    if (lock?.abandonedBy && !options.externalAws) {
+      // The previous process on this DATA_DIR died holding attempts: take them back now, before
+      // this one's scheduler and workers start (recovery.ts says why that is safe: the store is
+      // inside DATA_DIR, under the lock). At an external endpoint another process may share the
+      // tables, so there the attempts' leases lapse instead.
+      const { recovered } = await recoverAbandonedAttempts({
+        store: services.store,
+        // The scheduler starts right after, and finds them: the announcements wake nothing.
+        queues: new QueueClient(services.clients.sqs, emulators.queueUrls),
+        config,
+        now: () => new Date(),
+      });
+      if (recovered.length > 0) {
+        logger.warn(
+          `recovered ${recovered.length} task${recovered.length === 1 ? '' : 's'} the previous run (pid ${lock.abandonedBy.pid ?? 'unknown'}) left DISPATCHED or RUNNING`,
+          { queued: recovered.filter((task) => task.state === 'QUEUED').length },
+        );
+      }
+    }
   } catch (error) {
     await emulators.stop();
     lock?.release();
@@ -180,7 +208,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           config,
           logger,
           onDispatch: (task) =>
-            logger.info('task DISPATCHED', { taskId: task.taskId, tenant: task.tenantId, pool: task.runtime }),
+            taskLines.debug?.('task DISPATCHED', { taskId: task.taskId, tenant: task.tenantId, pool: task.runtime }),
         });
         return current;
       },
@@ -244,6 +272,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       config,
       services: taskServices,
       logger,
+      lifecycleLogger: taskLines,
     };
     lambdaPool = new LocalLambdaPool({
       queues: services.queues,
@@ -312,19 +341,24 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     scheduler: () => current,
     schedulerRunning: () => loop !== undefined,
     schedulerWakes: () => wakes,
+    running: () => workers.reduce((sum, worker) => sum + worker.inFlight, 0) + (lambdaPool?.handedOff ?? 0),
     async stop() {
       if (summaryTimer) clearInterval(summaryTimer);
       if (tick) clearInterval(tick);
+      clearInterval(taskLineFlush);
       schedules.stop();
+      // Nothing starts once stopping began: the scheduler dispatches nothing more (its tick
+      // checks the signal, also mid-poll) and the workers stop receiving at once, while the
+      // attempts already running finish. A task dispatched but not started stays DISPATCHED;
+      // the next start recovers it.
       stopping.abort();
-      while (loop) await loop;
-      await Promise.all([
+      const workersStopped = Promise.all([
         ...workers.filter((worker) => worker !== lambdaPool?.entry).map((worker) => worker.stop()),
         lambdaPool?.stop(),
-        deadLetters.stop(),
-        expiry.stop(),
-        relay.stop(),
       ]);
+      while (loop) await loop;
+      await Promise.all([workersStopped, deadLetters.stop(), expiry.stop(), relay.stop()]);
+      taskLines.flush();
       // Spans still buffered leave now (OTEL_EXPORTER_OTLP_ENDPOINT set; nothing otherwise).
       await flushTraces().catch(() => undefined);
       await emulators.stop();

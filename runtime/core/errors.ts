@@ -153,11 +153,27 @@ export class SchedulerFencedError extends SchedulerError {
   }
 }
 
-/** Thrown by a task handler to fail the task without further attempts. */
+/** Marks a NonRetryableError whichever copy of this package made it (Symbol.for is process-wide). */
+const NON_RETRYABLE = Symbol.for('serverless-task-scheduler.NonRetryableError');
+
+/**
+ * Thrown by a task handler to fail the task without further attempts. Recognised by `instanceof`
+ * across copies of this package: a task module imports the installed package while `npm start`
+ * runs this repository's sources, and a bundle may carry a second copy; a plain class check would
+ * take their errors for retryable ones.
+ */
 export class NonRetryableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'NonRetryableError';
+    Object.defineProperty(this, NON_RETRYABLE, { value: true });
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // A subclass keeps the ordinary prototype check for itself.
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class instanceof was asked about (a subclass or this one)
+    if (this !== NonRetryableError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[NON_RETRYABLE] === true;
   }
 }
 

@@ -37,6 +37,7 @@ export type TransitionName =
   | 'cancel'
   | 'requestCancel'
   | 'expireLease'
+  | 'abandon'
   | 'deadLetter'
   | 'retry';
 
@@ -301,6 +302,36 @@ export function expireLease(task: Task, now: Date, backoffMs: number): Transitio
     return plan('expireLease', task, now, ['DISPATCHED'], { state: 'QUEUED' }, ['leaseExpiresAt', 'dispatchedAt']);
   }
   return settleFailedAttempt('expireLease', task, now, LEASE_EXPIRED_ERROR, backoffMs);
+}
+
+export const HOLDER_GONE_ERROR: TaskError = {
+  name: 'WorkerGone',
+  message: 'The process running the attempt stopped (crash or kill); the attempt was abandoned',
+  retryable: true,
+};
+
+/**
+ * Recovery of the attempt `fence` when the process holding its lease is known to be gone (the
+ * local runtime's previous process, found dead at the next start), at once instead of when the
+ * lease runs out. The same outcome as expireLease; fenced, so a later attempt is never touched.
+ */
+export function abandon(task: Task, fence: number, now: Date, backoffMs: number): TransitionPlan {
+  requireFence(task, fence, ['DISPATCHED', 'RUNNING']);
+  if (task.state === 'DISPATCHED') {
+    if (task.cancelRequested) {
+      return plan(
+        'abandon',
+        task,
+        now,
+        ['DISPATCHED'],
+        { state: 'CANCELLED', finishedAt: iso(now.getTime()) },
+        ['leaseExpiresAt'],
+        fence,
+      );
+    }
+    return plan('abandon', task, now, ['DISPATCHED'], { state: 'QUEUED' }, ['leaseExpiresAt', 'dispatchedAt'], fence);
+  }
+  return settleFailedAttempt('abandon', task, now, HOLDER_GONE_ERROR, backoffMs, fence);
 }
 
 export const DEAD_LETTERED_ERROR: TaskError = {

@@ -4,6 +4,8 @@
  * the core so that whoever logs depends on this interface, not on the task-handler API.
  */
 export interface TaskLogger {
+  /** Detail shown only when asked for (LOG_LEVEL=debug locally, POWERTOOLS_LOG_LEVEL on AWS). */
+  debug?(message: string, extra?: Record<string, unknown>): void;
   info(message: string, extra?: Record<string, unknown>): void;
   warn(message: string, extra?: Record<string, unknown>): void;
   error(message: string, extra?: Record<string, unknown>): void;

@@ -45,6 +45,8 @@ export interface DispatchDeps {
   /** Counts a dispatched attempt against capacity (taskId → fence). */
   /** `queued` is the item as it was read, still QUEUED (when it started waiting: its spans). */
   readonly onDispatched: (task: Task, nowMs: number, queued: Task) => void;
+  /** True once the scheduler is stopping: nothing more is dispatched (checked again before the writes). */
+  readonly stopped?: () => boolean;
 }
 
 /** Whether a lease (if any) leaves time to dispatch at `nowMs`. */
@@ -55,7 +57,7 @@ export function mayDispatch(lease: HeldLease | undefined, nowMs: number): boolea
 /** Ask the policy for every task that can start now, and dispatch them together. */
 export async function dispatchReady(deps: DispatchDeps, now: Date, lease: HeldLease | undefined): Promise<number> {
   const nowMs = now.getTime();
-  if (!mayDispatch(lease, nowMs)) return 0;
+  if (!mayDispatch(lease, nowMs) || deps.stopped?.()) return 0;
   const { store, queues, config, policy, intake } = deps;
   const picked: QueuedRef[] = [];
   for (let candidate = policy.next(nowMs); candidate; candidate = policy.next(nowMs)) {
@@ -80,6 +82,15 @@ export async function dispatchReady(deps: DispatchDeps, now: Date, lease: HeldLe
     } else {
       ready.push({ ref, task });
     }
+  }
+
+  if (deps.stopped?.()) {
+    // Shutdown began during the read: the picks wait in their windows, written nothing.
+    for (const { ref } of ready) {
+      policy.release(ref.taskId);
+      intake.returned(ref);
+    }
+    return 0;
   }
 
   // Every write is waited for, failed or not: one that lands after another failed must still

@@ -122,6 +122,8 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
         const idleWait = idle.shortenWait(configuredIdleWait, now().getTime());
         const result = await scheduler.tick({
           waitSeconds: options.waitSeconds ?? 1,
+          // A stop during the tick's long poll dispatches nothing more (Ctrl-C, the Lambda's end).
+          signal,
           ...(idleWait === undefined ? {} : { idleWaitSeconds: idleWait }),
         });
         options.onTick?.(result, scheduler);

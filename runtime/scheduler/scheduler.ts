@@ -191,9 +191,11 @@ export class Scheduler {
    * One scheduling round. With `waitSeconds` > 0 it long-polls: the completions queue while it
    * holds tasks waiting for capacity and no tier was left with announcements, else the tier
    * queues for `idleWaitSeconds` (default `waitSeconds`); a tier poll ends as soon as a message
-   * arrives.
+   * arrives. Once `signal` aborts (shutdown began, even during the poll) it dispatches nothing.
    */
-  async tick(options: { waitSeconds?: number; idleWaitSeconds?: number } = {}): Promise<TickResult> {
+  async tick(
+    options: { waitSeconds?: number; idleWaitSeconds?: number; signal?: AbortSignal } = {},
+  ): Promise<TickResult> {
     const waitSeconds = options.waitSeconds ?? 0;
     // Under a promise, work may arrive unannounced: no long tier poll, so the rereads keep pace.
     const idle =
@@ -217,6 +219,7 @@ export class Scheduler {
         policy: this.#policy,
         intake: this.#intake,
         onDispatched: (task, nowMs, queued) => this.#counted(task, nowMs, queued),
+        ...(options.signal ? { stopped: () => options.signal!.aborted } : {}),
       },
       this.#now(),
       this.#lease,

@@ -63,6 +63,13 @@ export interface TaskTypeDefinition<Payload = unknown> {
   handler(payload: Payload, context: TaskContext): Promise<unknown>;
 }
 
+/**
+ * Marks what defineTaskType made, so a task module's entries are checked at load (modules.ts).
+ * Symbol.for, not a module-local symbol: a task module may import another copy of this package
+ * (the installed one) than the runtime that loads it (this repository's sources).
+ */
+const TASK_TYPE = Symbol.for('serverless-task-scheduler.TaskType');
+
 /** Define a task type; the payload type is inferred from the schema. */
 export function defineTaskType<Schema extends z.ZodType>(definition: {
   type: string;
@@ -74,7 +81,17 @@ export function defineTaskType<Schema extends z.ZodType>(definition: {
   if (!/^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*$/.test(definition.type)) {
     throw new Error(`Task type name "${definition.type}" must be dotted lower-case words, e.g. "reports.weekly-sales"`);
   }
-  return definition as TaskTypeDefinition<z.output<Schema>>;
+  if (typeof definition.handler !== 'function') {
+    throw new Error(`Task type "${definition.type}": handler must be a function`);
+  }
+  const defined = { ...definition };
+  Object.defineProperty(defined, TASK_TYPE, { value: true });
+  return Object.freeze(defined) as TaskTypeDefinition<z.output<Schema>>;
+}
+
+/** Whether `value` was made by defineTaskType (by any copy of this package). */
+export function isTaskTypeDefinition(value: unknown): value is AnyTaskTypeDefinition {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[TASK_TYPE] === true;
 }
 
 /** A definition of any payload type (the registry stores them side by side). */

@@ -1,10 +1,17 @@
 /**
- * The task types this deployment runs. Add your own here (see docs/task-types.md).
+ * The task types this deployment runs: the built-in demo and example types, and the types of
+ * the user's task modules (modules.ts) beside them.
  */
-import { TaskTypeRegistry } from './define.ts';
+import { type AnyTaskTypeDefinition, TaskTypeRegistry } from './define.ts';
 import { DEMO_TASK_TYPES } from './demo.ts';
 import { EXAMPLE_TASK_TYPES } from './examples/index.ts';
 
-export function defaultRegistry(): TaskTypeRegistry {
-  return new TaskTypeRegistry([...DEMO_TASK_TYPES, ...EXAMPLE_TASK_TYPES]);
+/** The types that ship with the scheduler; a task module may not reuse their names. */
+export const BUILT_IN_TASK_TYPES: readonly AnyTaskTypeDefinition[] = [...DEMO_TASK_TYPES, ...EXAMPLE_TASK_TYPES];
+
+export const BUILT_IN_TASK_TYPE_NAMES: readonly string[] = BUILT_IN_TASK_TYPES.map((definition) => definition.type);
+
+/** The built-in types and `extra` (the task modules' types, checked by modules.ts). */
+export function defaultRegistry(extra: readonly AnyTaskTypeDefinition[] = []): TaskTypeRegistry {
+  return new TaskTypeRegistry([...BUILT_IN_TASK_TYPES, ...extra]);
 }

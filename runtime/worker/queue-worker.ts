@@ -130,8 +130,29 @@ export class QueueWorker {
         await sleep(500);
         continue;
       }
+      if (!this.#running) {
+        // Received as the worker was told to stop: start nothing more; the messages go back now.
+        await this.#handBack(messages);
+        break;
+      }
       for (const message of messages) this.#track(this.#handle(message, visibilitySeconds));
     }
+  }
+
+  async #handBack(messages: readonly ReceivedMessage<WorkerMessage>[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.#options.queues
+      .changeVisibility(
+        this.#options.queueId,
+        messages.map((message) => message.receiptHandle),
+        0,
+      )
+      .catch((error: unknown) =>
+        this.#options.logger?.warn('handing messages back failed', {
+          queueId: this.#options.queueId,
+          error: String(error),
+        }),
+      );
   }
 
   #track(work: Promise<void>): void {

@@ -38,6 +38,12 @@ export interface AttemptDeps {
    * reports across attempts). Absent: sent on its own, as the Lambda pool does.
    */
   readonly reportCompletion?: (report: CompletionMessage) => void;
+  /**
+   * Where the attempt's own lines go (started at debug; finished at info, failed at warn).
+   * Default `logger`, which handlers get as `ctx.logger`; the local runtime thins these out
+   * under load without touching the handlers' lines.
+   */
+  readonly lifecycleLogger?: TaskLogger;
   /** Called after each successful heartbeat (the Fargate pool extends message visibility here). */
   readonly onHeartbeat?: (task: Task) => Promise<void>;
   /** How often a running attempt looks for a cancel request (default CANCEL_WATCH_MS). */
@@ -71,6 +77,7 @@ class AttemptAbort extends Error {
 export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Promise<AttemptOutcome> {
   const now = deps.now ?? (() => new Date());
   const logger = deps.logger ?? silentLogger;
+  const lifecycle = deps.lifecycleLogger ?? logger;
   const { store, config } = deps;
   const { runLeaseSeconds } = config.scheduler;
 
@@ -95,7 +102,7 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
     throw error;
   }
   await deps.faults?.('started', task);
-  logger.info('task RUNNING', { taskId: task.taskId, attempt: task.attempts, fence: task.fence });
+  lifecycle.debug?.('task RUNNING', { taskId: task.taskId, attempt: task.attempts, fence: task.fence });
 
   const controller = new AbortController();
   const abort = (reason: AttemptAbort) => {
@@ -221,8 +228,9 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
     throw error;
   }
   await deps.faults?.('settled', settled);
-  logger.info(`task ${settled.state}`, {
+  (settled.state === 'FAILED' ? lifecycle.warn : lifecycle.info).call(lifecycle, `task ${settled.state}`, {
     taskId: settled.taskId,
+    type: settled.type,
     attempt: settled.attempts,
     ...(settled.error && settled.state !== 'SUCCEEDED' ? { error: settled.error.message } : {}),
   });

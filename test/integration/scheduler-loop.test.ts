@@ -66,3 +66,34 @@ describe('Function: runSchedulerLoop', () => {
     expect(resumedAtMs - startedMs).toBeLessThan(30_000);
   });
 });
+
+describe('Function: runSchedulerLoop, stopping', () => {
+  it('hands its signal to the tick: a stop during a tick dispatches nothing more (issue 28)', async () => {
+    // Prepare: a task ready to go; the stop arrives while the tick runs (its long poll, on AWS or Ctrl-C).
+    const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo', payload: {} });
+    const stop = new AbortController();
+    let ticks = 0;
+
+    // Act
+    await runSchedulerLoop({
+      control: services.control,
+      signal: stop.signal,
+      waitSeconds: 0,
+      indexSettleMs: 0,
+      createScheduler: () => {
+        const scheduler = newScheduler();
+        const tick = scheduler.tick.bind(scheduler);
+        scheduler.tick = (options) => {
+          ticks++;
+          stop.abort();
+          return tick(options);
+        };
+        return scheduler;
+      },
+    });
+
+    // Assess
+    expect(ticks).toBe(1);
+    expect((await services.store.get(task.taskId))?.state).toBe('QUEUED');
+  });
+});

@@ -219,6 +219,25 @@ describe('Class: Scheduler (against the emulators)', () => {
     expect(states.filter((s) => s === 'DISPATCHED')).toHaveLength(3);
   });
 
+  it('dispatches nothing once its stop signal aborted, even mid-tick, and keeps the work (issue 28)', async () => {
+    // Prepare: work held and capacity free, then the stop arrives (Ctrl-C during the tick's poll).
+    const ids = await submit(4, 'acme');
+    const scheduler = newScheduler();
+    await scheduler.resume();
+    const stopping = new AbortController();
+    stopping.abort();
+
+    // Act
+    let dispatched = 0;
+    for (let i = 0; i < 4; i++) dispatched += (await scheduler.tick({ signal: stopping.signal })).dispatched;
+
+    // Assess: nothing written, nothing sent, and the same scheduler dispatches it all without the signal.
+    expect(dispatched).toBe(0);
+    expect([...(await services.store.getMany(ids)).values()].map((t) => t.state)).toEqual(Array(4).fill('QUEUED'));
+    expect(await workerMessages('lambda')).toEqual([]);
+    expect(await settle(scheduler)).toBe(3);
+  });
+
   it('does not dispatch a task cancelled while held', async () => {
     const [id] = await submit(1, 'acme', { delaySeconds: 2 });
     const scheduler = newScheduler();

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { InvalidTransitionError, StaleAttemptError } from '../../runtime/core/errors.ts';
 import {
+  abandon,
   acknowledgeCancel,
   cancel,
   createTask,
@@ -159,6 +160,38 @@ describe('Module: lifecycle', () => {
       const task = running(createTask('t1', spec({ maxAttempts: 1 }), T0));
       const plan = expireLease(task, at(61), 0);
       expect(plan.next).toMatchObject({ state: 'FAILED', error: { name: 'LeaseExpired' } });
+    });
+  });
+
+  describe('Function: abandon', () => {
+    it('takes back the attempt of a gone holder at once, lease or not: DISPATCHED queued, RUNNING retried', () => {
+      const dispatched = dispatch(createTask('t1', spec(), T0), T0, 120).next;
+      const task = running(createTask('t2', spec({ maxAttempts: 3 }), T0));
+
+      expect(abandon(dispatched, dispatched.fence, T0, 0)).toMatchObject({
+        precondition: { states: ['DISPATCHED'], fence: dispatched.fence, version: dispatched.version },
+        next: { state: 'QUEUED', attempts: 0 },
+      });
+      const plan = abandon(task, task.fence, at(1), 2_000);
+      expect(plan.precondition).toEqual({ states: ['RUNNING'], fence: task.fence, version: task.version });
+      expect(plan.next).toMatchObject({ state: 'QUEUED', runAt: at(3).toISOString(), error: { name: 'WorkerGone' } });
+      expect(plan.next.leaseExpiresAt).toBeUndefined();
+    });
+
+    it('fails the task when it was the last attempt, and cancels it when a cancel was requested', () => {
+      const last = running(createTask('t1', spec({ maxAttempts: 1 }), T0));
+      const cancelled = { ...dispatch(createTask('t2', spec(), T0), T0, 120).next, cancelRequested: true };
+
+      expect(abandon(last, last.fence, T0, 0).next).toMatchObject({ state: 'FAILED', error: { retryable: true } });
+      expect(abandon(cancelled, cancelled.fence, T0, 0).next).toMatchObject({ state: 'CANCELLED' });
+    });
+
+    it('refuses another attempt than the one named, and a task no longer leased', () => {
+      const task = running();
+      const done = succeed(task, task.fence, T0, null).next;
+
+      expect(() => abandon(task, task.fence - 1, T0, 0)).toThrow(StaleAttemptError);
+      expect(() => abandon(done, task.fence, T0, 0)).toThrow(StaleAttemptError);
     });
   });
 

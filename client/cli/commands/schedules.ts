@@ -26,7 +26,7 @@ Options:
     if (sub !== 'list' && sub !== 'run') throw new UsageError('Give a subcommand: list or run', ctx.name);
     const env = ctx.io.env ?? process.env;
     const configFlag = str(ctx, 'config');
-    const { config, source } = loadConfig(configPathFrom(configFlag ? ['--config', configFlag] : [], env));
+    const { config, source } = loadConfig(configPathFrom(configFlag, [], env));
     const now = new Date();
     if (sub === 'list') {
       if (name) throw new UsageError(`Unexpected argument "${name}"`, ctx.name);

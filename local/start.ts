@@ -1,0 +1,247 @@
+/**
+ * What `npm start` (bin/local.ts) and `tasks dev` (the installed package's command) share: their
+ * options, the checks made before anything starts, the start itself and Ctrl-C.
+ *
+ *   --config PATH        configuration (else SCHEDULER_CONFIG, else config/default.json)
+ *   --task-types PATH    a task module (runtime/task-types/modules.ts); repeatable
+ *   --port N             HTTP port (else PORT, else 3000)
+ *
+ * Environment: PORT, HOST, DATA_DIR, SCHEDULER_CONFIG, TASK_RETENTION_SECONDS, LOG_LEVEL,
+ * AWS_ENDPOINT_URL(_DYNAMODB|_SQS|_S3).
+ */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { SchedulerConfig } from '../runtime/core/config.ts';
+import { ConfigError } from '../runtime/core/errors.ts';
+import type { TaskLogger } from '../runtime/core/logger.ts';
+import type { AnyTaskTypeDefinition } from '../runtime/task-types/define.ts';
+import { BUILT_IN_TASK_TYPE_NAMES, defaultRegistry } from '../runtime/task-types/index.ts';
+import { loadTaskModules } from '../runtime/task-types/modules.ts';
+import { LogLevelError } from './console-logger.ts';
+import { DataDirInUseError } from './data-dir-lock.ts';
+import { ExternalAwsError } from './emulators.ts';
+import { describeExternalAws, externalAwsFromEnvironment } from './external-aws.ts';
+import { configPathFrom, loadConfig } from './load-config.ts';
+import { type LocalServer, startLocalServer } from './server.ts';
+import { LOCAL_RETENTION_SECONDS } from './task-expiry.ts';
+
+/** The two commands that start the local system, as the user typed them (for messages). */
+export type StartCommandName = 'npm start' | 'tasks dev';
+
+export const START_OPTIONS = {
+  config: { type: 'string' },
+  'task-types': { type: 'string', multiple: true },
+  port: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export function startUsage(command: StartCommandName): string {
+  const invoke = command === 'npm start' ? 'npm start [--' : 'tasks dev [';
+  return `Usage: ${invoke} [--task-types PATH ...] [--config PATH] [--port N]]
+
+Runs the scheduler locally: embedded DynamoDB and SQS emulators, the HTTP API, the scheduler,
+the Lambda and Fargate worker pools and the configured schedules.
+
+Options:
+  --task-types PATH  a task module: a .js/.mjs/.ts file whose default export is an array of task
+                     types made with defineTaskType; repeat for more modules. Its types run
+                     beside the built-in ones and are checked before anything starts
+  --config PATH      configuration file (default $SCHEDULER_CONFIG, else config/default.json)
+  --port N           HTTP port (default $PORT, else 3000)
+
+Environment:
+  PORT              HTTP port (default 3000)
+  HOST              bind address of the HTTP API and the emulators (default 127.0.0.1)
+  DATA_DIR          where state persists (default .data); a restart resumes every task
+  SCHEDULER_CONFIG  configuration file (default config/default.json)
+  TASK_RETENTION_SECONDS
+                    how long finished tasks are kept before they expire (default 3600; on AWS
+                    DynamoDB's TTL expires them after 30 days)
+  AWS_ENDPOINT_URL  an AWS-compatible endpoint (moto_server, LocalStack) to keep the tables,
+                    queues and the examples' bucket at, instead of the embedded emulators
+                    (created where missing); or per service: AWS_ENDPOINT_URL_DYNAMODB,
+                    AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3 (all three). AWS_REGION (default
+                    us-east-1) and credentials as for the AWS CLI (dummy ones when none are set)
+  LOG_LEVEL         debug (every state change of every task), info (default: a line per
+                    finished task, fewer under load, and a summary), warn, error or silent
+
+Ctrl-C stops after the running tasks finish; a second Ctrl-C stops at once (those tasks are
+recovered on the next start, as after a kill).`;
+}
+
+/** A refusal the user can act on: printed as one line, no stack. */
+export class StartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartError';
+  }
+}
+
+/** Whether `error` is one of the refusals printed as their message alone. */
+export function isStartRefusal(error: unknown): error is Error {
+  return (
+    error instanceof StartError ||
+    error instanceof DataDirInUseError ||
+    error instanceof ConfigError ||
+    error instanceof LogLevelError
+  );
+}
+
+export interface StartSettings {
+  readonly config: SchedulerConfig;
+  /** Where the configuration came from (a path, or "built-in defaults"). */
+  readonly source: string;
+  /** The task modules' types (checked), and the modules as given. */
+  readonly taskTypes: readonly AnyTaskTypeDefinition[];
+  readonly taskModules: readonly string[];
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly retentionSeconds: number;
+}
+
+/**
+ * Parse and check everything before anything starts: options, configuration, task modules, and
+ * the schedules against the task types (the latter when the runtime starts). `undefined`: help.
+ */
+export async function startSettings(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  command: StartCommandName,
+): Promise<StartSettings | undefined> {
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof START_OPTIONS; allowPositionals: true }>>;
+  try {
+    // Strict: a mistyped option is refused, not ignored.
+    parsed = parseArgs({ args: [...argv], options: START_OPTIONS, strict: true, allowPositionals: true });
+  } catch (error) {
+    throw new StartError(
+      `${(error as Error).message}. See: ${command === 'npm start' ? 'npm start -- --help' : 'tasks dev --help'}`,
+    );
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return undefined;
+  if (command === 'npm start' && env.npm_lifecycle_event) {
+    // `npm start --port 3001` (no `--`): npm keeps the flag for itself and passes only the value.
+    for (const [flag, variable] of [
+      ['--port', 'npm_config_port'],
+      ['--task-types', 'npm_config_task_types'],
+    ] as const) {
+      if (env[variable]) throw new StartError(`npm kept ${flag} for itself: write npm start -- ${flag} ...`);
+    }
+  }
+  if (command === 'tasks dev' && positionals.length > 0) {
+    throw new StartError(`Unexpected argument ${positionals.join(' ')}. See: tasks dev --help`);
+  }
+  const { config, source } = loadConfig(configPathFrom(values.config, positionals, env));
+  const port = portFrom(values.port, env.PORT);
+  const host = env.HOST || '127.0.0.1';
+  const retentionSeconds = Number(env.TASK_RETENTION_SECONDS ?? LOCAL_RETENTION_SECONDS);
+  if (!Number.isInteger(retentionSeconds) || retentionSeconds < 1) {
+    throw new StartError(
+      `TASK_RETENTION_SECONDS must be a whole number of seconds, 1 or more, got "${env.TASK_RETENTION_SECONDS}".`,
+    );
+  }
+  const taskModules = values['task-types'] ?? [];
+  const taskTypes = await loadTaskModules(taskModules, BUILT_IN_TASK_TYPE_NAMES);
+  return {
+    config,
+    source,
+    taskTypes,
+    taskModules,
+    port,
+    host,
+    dataDir: resolve(env.DATA_DIR || '.data'),
+    retentionSeconds,
+  };
+}
+
+function portFrom(flag: string | undefined, variable: string | undefined): number {
+  const [text, name] = flag !== undefined ? [flag, '--port'] : [variable ?? '3000', 'PORT'];
+  const port = Number(text);
+  if (!/^[0-9]+$/.test(text.trim()) || !Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new StartError(`${name} must be an integer 0-65535, got "${text}".`);
+  }
+  return port;
+}
+
+/**
+ * Start the local system with `settings`; Ctrl-C (SIGINT) or SIGTERM stops it after the running
+ * tasks finish, a second one at once (exit 130). Resolves once it serves.
+ */
+export async function runLocalSystem(
+  settings: StartSettings,
+  logger: TaskLogger,
+  command: StartCommandName,
+): Promise<LocalServer> {
+  const { config, port, host, dataDir } = settings;
+  // AWS_ENDPOINT_URL (or per service): the tables and queues at that endpoint, no emulators.
+  const externalAws = externalAwsFromEnvironment(process.env);
+  if (externalAws) logger.info(describeExternalAws(externalAws));
+  let server: LocalServer;
+  try {
+    server = await startLocalServer({
+      config,
+      dataDir,
+      port,
+      host,
+      logger,
+      retentionSeconds: settings.retentionSeconds,
+      registry: defaultRegistry(settings.taskTypes),
+      externalAws,
+    });
+  } catch (error) {
+    if (error instanceof ExternalAwsError) throw new StartError(error.message);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
+      const again = command === 'npm start' ? `npm start -- --port ${port + 1}` : `tasks dev --port ${port + 1}`;
+      throw new StartError(
+        `Port ${port} on ${host} is already in use (another ${command}?): stop it, or pick another, e.g. ${again}.`,
+      );
+    }
+    if (code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      throw new StartError(
+        `Cannot listen on ${host}:${port} (${code}): set HOST and --port to an address of this machine.`,
+      );
+    }
+    throw error;
+  }
+  logger.info(`scheduler running at ${server.url}`, { config: settings.source, dataDir, policy: config.policy });
+  if (settings.taskTypes.length > 0) {
+    logger.info(`task types from ${settings.taskModules.join(', ')}`, {
+      types: settings.taskTypes.map((definition) => definition.type).join(','),
+    });
+  }
+  const example = settings.taskTypes[0]?.type ?? 'demo.sleep';
+  const payload = settings.taskTypes[0] ? '{}' : '{"ms":500}';
+  logger.info(
+    `try: curl -s -X POST ${server.url}/v1/tasks -H 'content-type: application/json' -d '{"tenantId":"acme","type":"${example}","payload":${payload}}'`,
+  );
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    const count = server.runtime.running();
+    if (stopping) {
+      // Like a kill: the tasks' leases are recovered by the next start.
+      logger.warn(
+        `${signal} again: stopping now; ${plural(count, 'running task')} will be recovered on the next start`,
+      );
+      process.exit(130);
+    }
+    stopping = true;
+    logger.info(
+      count === 0
+        ? `${signal}: stopping`
+        : `${signal}: stopping; waiting for ${plural(count, 'running task')} to finish (at most their timeout). Ctrl-C again stops now; the next start recovers them`,
+    );
+    await server.stop();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  return server;
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
