@@ -5,6 +5,15 @@
  */
 import { runCli } from '../client/cli/run.ts';
 
+// `tasks list --all --json | head`: the reader has gone, nothing is left to say; end quietly
+// (as a Unix tool killed by SIGPIPE would) instead of an unhandled EPIPE with a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
+}
+
 const stopping = new AbortController();
 // First Ctrl-C stops `watch` / `submit --wait` cleanly (cursor restored); a second one exits.
 process.on('SIGINT', () => {

@@ -20,6 +20,8 @@ export interface CliIo {
   readonly columns?: () => number;
   /** Aborted on Ctrl-C: `watch` and `submit --wait` stop. */
   readonly signal?: AbortSignal;
+  /** Where the API is when nothing says otherwise. @default DEFAULT_ENDPOINT */
+  readonly defaultEndpoint?: string;
   /** Reads `--payload @file`. @default fs.readFile */
   readonly readFile?: (path: string) => Promise<string>;
 }
@@ -43,7 +45,8 @@ export const GLOBAL_OPTIONS = {
 } as const;
 
 export const GLOBAL_HELP = `Global options:
-  --endpoint URL   API base URL (default $SCHEDULER_ENDPOINT or ${DEFAULT_ENDPOINT});
+  --endpoint URL   API base URL (default $SCHEDULER_ENDPOINT, else the local runtime running on
+                   $DATA_DIR (default .data, from its runtime.json), else ${DEFAULT_ENDPOINT});
                    a non-local endpoint is signed with SigV4 using the standard AWS credentials
   --region R       signing region (default: from an execute-api URL, else $AWS_REGION)
   --json           machine-readable output (errors go to stderr as {"error":{...}})
@@ -65,6 +68,11 @@ export interface CommandContext {
   readonly style: Style;
   readonly io: CliIo;
   client(): SchedulerClient;
+  /**
+   * When the API did not answer and nothing named it (no --endpoint, no SCHEDULER_ENDPOINT, no
+   * local runtime found): how the CLI finds one and how to point it. Otherwise undefined.
+   */
+  unreachableHint(error: unknown): string | undefined;
   print(value: unknown, human: () => string): void;
 }
 

@@ -7,7 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { SchedulerClient } from '../sdk/client.ts';
-import { SchedulerApiError, SchedulerClientError } from '../sdk/errors.ts';
+import { SchedulerApiError, SchedulerClientError, SchedulerConnectionError } from '../sdk/errors.ts';
 import {
   type CliIo,
   type Command,
@@ -29,6 +29,7 @@ import { tenantsCommand } from './commands/tenants.ts';
 import { traceCommand } from './commands/trace.ts';
 import { watchCommand } from './commands/watch.ts';
 import { ansiStyle, plainStyle } from './format.ts';
+import { localRuntimeFile, readLocalRuntime } from './local-runtime.ts';
 
 export type { CliIo };
 export { DEFAULT_ENDPOINT };
@@ -90,6 +91,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     return 2;
   }
   let json = rest.includes('--json');
+  let hintFor: ((error: unknown) => string | undefined) | undefined;
   try {
     let parsed: ReturnType<typeof parseArgs>;
     try {
@@ -110,6 +112,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     const style = io.isTTY && !json && env.NO_COLOR === undefined ? ansiStyle : plainStyle;
     let client: SchedulerClient | undefined;
+    const endpoint = endpointOf(values, env, io.defaultEndpoint ?? DEFAULT_ENDPOINT);
     const context: CommandContext = {
       name,
       values,
@@ -118,34 +121,53 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       style,
       io,
       client() {
-        client ??= createClient(values, env, name);
+        client ??= createClient(endpoint.url, values.region as string | undefined, name);
         return client;
+      },
+      unreachableHint(error) {
+        return endpoint.guessed && error instanceof SchedulerConnectionError
+          ? pointingHint(env, error.endpoint)
+          : undefined;
       },
       print(value, human) {
         io.stdout(`${json ? JSON.stringify(value, null, 2) : human()}\n`);
       },
     };
+    hintFor = (error) => context.unreachableHint(error);
     return await command.run(context);
   } catch (error) {
-    return reportError(error, json, io);
+    return reportError(error, json, io, hintFor?.(error));
   }
 }
 
-function createClient(
+/** Where the API is: --endpoint, else SCHEDULER_ENDPOINT, else the local runtime on DATA_DIR, else port 3000. */
+function endpointOf(
   values: Record<string, string | boolean | undefined>,
   env: Readonly<Record<string, string | undefined>>,
-  command: string,
-): SchedulerClient {
-  const endpoint = (values.endpoint as string | undefined) ?? env.SCHEDULER_ENDPOINT ?? DEFAULT_ENDPOINT;
+  fallback: string,
+): { url: string; guessed: boolean } {
+  const given = (values.endpoint as string | undefined) ?? env.SCHEDULER_ENDPOINT;
+  if (given !== undefined) return { url: given, guessed: false };
+  const local = readLocalRuntime(env);
+  if (local) return { url: local.url, guessed: false };
+  return { url: fallback, guessed: true };
+}
+
+function createClient(endpoint: string, region: string | undefined, command: string): SchedulerClient {
   try {
-    return new SchedulerClient({ endpoint, region: values.region as string | undefined });
+    return new SchedulerClient({ endpoint, region });
   } catch (error) {
     if (error instanceof SchedulerClientError) throw new UsageError(error.message, command);
     throw error;
   }
 }
 
-function reportError(error: unknown, json: boolean, io: CliIo): number {
+/** Said when the default endpoint did not answer: how the CLI finds a runtime, and how to point it. */
+function pointingHint(env: Readonly<Record<string, string | undefined>>, endpoint: string): string {
+  return `No local runtime found at ${localRuntimeFile(env)} and none answers on ${endpoint}: start one (npm start, or tasks dev), run this where it runs (or with its DATA_DIR), or point the CLI at the API: --endpoint URL or SCHEDULER_ENDPOINT=URL.`;
+}
+
+function reportError(error: unknown, json: boolean, io: CliIo, hint?: string): number {
   if (error instanceof UsageError) {
     const hint = error.command ? `Run "tasks ${error.command} --help" for usage.` : 'Run "tasks --help" for usage.';
     io.stderr(`error: ${error.message}\n${hint}\n`);
@@ -164,6 +186,10 @@ function reportError(error: unknown, json: boolean, io: CliIo): number {
   if (io.signal?.aborted) return 130;
   const message = error instanceof Error ? error.message : String(error);
   const code = error instanceof SchedulerClientError ? error.name : 'unexpected_error';
-  io.stderr(json ? `${JSON.stringify({ error: { code, message } })}\n` : `error: ${message}\n`);
+  io.stderr(
+    json
+      ? `${JSON.stringify({ error: { code, message, ...(hint ? { hint } : {}) } })}\n`
+      : `error: ${message}\n${hint ? `${hint}\n` : ''}`,
+  );
   return 1;
 }

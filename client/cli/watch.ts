@@ -132,6 +132,8 @@ export interface WatchOptions {
   readonly tenants?: readonly string[] | undefined;
   readonly write: (text: string) => void;
   readonly signal?: AbortSignal | undefined;
+  /** A line shown under a failure to read the status (how to point the CLI at the API). */
+  readonly hint?: ((error: unknown) => string | undefined) | undefined;
 }
 
 /** Returns the exit code: 0, or 1 when `--once` could not read the status. */
@@ -162,9 +164,10 @@ export async function watch(options: WatchOptions): Promise<number> {
         if (signal?.aborted) break;
         failed = true;
         const message = error instanceof Error ? error.message : String(error);
+        const hint = options.hint?.(error);
         frame = options.json
-          ? JSON.stringify({ error: { message } })
-          : `${options.render.style.state('FAILED', 'cannot read status')}: ${message}\n(retrying every ${duration(options.intervalMs / 1000)}; Ctrl-C to quit)`;
+          ? JSON.stringify({ error: { message, ...(hint ? { hint } : {}) } })
+          : `${options.render.style.state('FAILED', 'cannot read status')}: ${message}\n${hint ? `${hint}\n` : ''}(retrying every ${duration(options.intervalMs / 1000)}; Ctrl-C to quit)`;
       }
       write(`${options.redraw && !options.json ? CLEAR_SCREEN : ''}${frame}\n`);
       if (options.once) return failed ? 1 : 0;

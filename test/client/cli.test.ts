@@ -1,3 +1,7 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type CliIo, runCli } from '../../client/cli/run.ts';
@@ -171,6 +175,74 @@ describe('Function: runCli', () => {
       // Assess
       expect(run.code).toBe(1);
       expect(run.stderr).toContain('Cannot reach the scheduler at http://127.0.0.1:9');
+    });
+  });
+
+  describe('Finding the local runtime (issue 28)', () => {
+    it('talks to the runtime running on DATA_DIR, whatever its port, with no --endpoint', async () => {
+      // Prepare: what a runtime on another port writes to DATA_DIR/runtime.json while it runs.
+      const dataDir = mkdtempSync(join(tmpdir(), 'cli-runtime-'));
+      writeFileSync(join(dataDir, 'runtime.json'), JSON.stringify({ pid: process.pid, url: server.url }));
+      const { taskId } = JSON.parse(
+        (await cli(['submit', '--tenant', 'acme', '--type', 'demo.echo', '--json'])).stdout,
+      ) as { taskId: string };
+
+      // Act
+      const run = await cli(['get', taskId, '--json'], {
+        env: { DATA_DIR: dataDir },
+        defaultEndpoint: 'http://127.0.0.1:9',
+      });
+
+      // Assess
+      expect(run.code).toBe(0);
+      expect((JSON.parse(run.stdout) as { taskId: string }).taskId).toBe(taskId);
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it('says how to point it when no runtime is found and nothing answers on the default port', async () => {
+      // Prepare: runtime.json left by a runtime that was killed (its pid is gone).
+      const dataDir = mkdtempSync(join(tmpdir(), 'cli-runtime-'));
+      writeFileSync(join(dataDir, 'runtime.json'), JSON.stringify({ pid: 2 ** 22 + 1, url: server.url }));
+
+      // Act
+      const run = await cli(['watch', '--once'], { env: { DATA_DIR: dataDir }, defaultEndpoint: 'http://127.0.0.1:9' });
+      const get = await cli(['get', 'tsk_1'], { env: { DATA_DIR: dataDir }, defaultEndpoint: 'http://127.0.0.1:9' });
+      const given = await cli(['get', 'tsk_1', '--endpoint', 'http://127.0.0.1:9']);
+
+      // Assess
+      expect(run.code).toBe(1);
+      expect(run.stdout).toContain('Cannot reach the scheduler at http://127.0.0.1:9');
+      expect(run.stdout).toContain(
+        `No local runtime found at ${join(dataDir, 'runtime.json')} and none answers on http://127.0.0.1:9: start one (npm start, or tasks dev), run this where it runs (or with its DATA_DIR), or point the CLI at the API: --endpoint URL or SCHEDULER_ENDPOINT=URL.`,
+      );
+      expect(get.code).toBe(1);
+      expect(get.stderr).toContain(`No local runtime found at ${join(dataDir, 'runtime.json')}`);
+      expect(given.stderr).not.toContain('No local runtime found');
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+  });
+
+  describe('The process (bin/cli.ts)', () => {
+    it('ends quietly when the reader of its output goes away (`tasks list --all --json | head`, issue 28)', async () => {
+      // Prepare: tasks to list, and a reader that has closed its end before the first write.
+      for (let i = 0; i < 3; i++) await cli(['submit', '--tenant', 'piped', '--type', 'demo.echo']);
+      const child = spawn(
+        process.execPath,
+        ['--experimental-strip-types', '--no-warnings', 'bin/cli.ts', 'list', '--tenant', 'piped', '--all', '--json'],
+        { env: { ...process.env, SCHEDULER_ENDPOINT: server.url }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+
+      // Act
+      const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+
+      // Assess
+      expect(stderr).toBe('');
+      expect(code).toBe(0);
     });
   });
 

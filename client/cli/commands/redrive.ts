@@ -2,14 +2,13 @@
  * `tasks redrive`: the dead-letter queues, directly with AWS credentials (deployed) or on the
  * emulators of a running `npm start` (local), through the same code as the redrive Lambda.
  */
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { RUNTIME_FILE, type RuntimeDescription } from '../../../local/runtime-file.ts';
+import type { RuntimeDescription } from '../../../local/runtime-file.ts';
 import { createAwsClients, localEndpoints } from '../../../runtime/adapters/aws-clients.ts';
 import { buildServices, configFromEnvironment, resourcesFromEnvironment } from '../../../runtime/app/wiring.ts';
 import { ENV } from '../../../runtime/infra/resources.ts';
 import { type RedriveReport, redriveDeadLetters } from '../../../runtime/ops/redrive.ts';
 import { type Command, type CommandContext, integer, noPositionals, oneOf, str, UsageError } from '../command.ts';
+import { localRuntimeFile, readLocalRuntime } from '../local-runtime.ts';
 
 export const redriveCommand: Command = {
   summary: 'Redrive the dead-letter queues (operators, with AWS credentials)',
@@ -82,26 +81,6 @@ function formatRedrive(report: RedriveReport): string {
       return `${queue.deadLetterQueueId} -> ${queue.sourceQueueId}: ${what}${queue.errors > 0 ? `, ${queue.errors} left (errors)` : ''}`;
     })
     .join('\n');
-}
-
-/** What `npm start` wrote to DATA_DIR/runtime.json, when that process is still alive. */
-function readLocalRuntime(env: Readonly<Record<string, string | undefined>>): RuntimeDescription | undefined {
-  let description: RuntimeDescription;
-  try {
-    description = JSON.parse(readFileSync(localRuntimeFile(env), 'utf8')) as RuntimeDescription;
-  } catch {
-    return undefined;
-  }
-  try {
-    process.kill(description.pid, 0);
-  } catch {
-    return undefined; // left by a runtime that was killed
-  }
-  return description;
-}
-
-function localRuntimeFile(env: Readonly<Record<string, string | undefined>>): string {
-  return resolve(env.DATA_DIR || '.data', RUNTIME_FILE);
 }
 
 /** Redrive (deployed or local alike), print the report; exit code 1 when a queue had errors. */

@@ -45,6 +45,7 @@ With --json: one status object per line (NDJSON) per refresh.`,
       tenants,
       write: ctx.io.stdout,
       signal: ctx.io.signal,
+      hint: (error) => ctx.unreachableHint(error),
     });
   },
 };
