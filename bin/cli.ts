@@ -16,10 +16,13 @@ for (const stream of [process.stdout, process.stderr]) {
 
 const stopping = new AbortController();
 // First Ctrl-C stops `watch` / `submit --wait` cleanly (cursor restored); a second one exits.
-process.on('SIGINT', () => {
-  if (stopping.signal.aborted) process.exit(130);
-  stopping.abort(new Error('interrupted'));
-});
+// `tasks dev` handles Ctrl-C itself, as `npm start` does (local/start.ts).
+if (process.argv[2] !== 'dev') {
+  process.on('SIGINT', () => {
+    if (stopping.signal.aborted) process.exit(130);
+    stopping.abort(new Error('interrupted'));
+  });
+}
 
 const code = await runCli(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),

@@ -2,12 +2,8 @@
  * What `npm start` (bin/local.ts) and `tasks dev` (the installed package's command) share: their
  * options, the checks made before anything starts, the start itself and Ctrl-C.
  *
- *   --config PATH        configuration (else SCHEDULER_CONFIG, else config/default.json)
- *   --task-types PATH    a task module (runtime/task-types/modules.ts); repeatable
- *   --port N             HTTP port (else PORT, else 3000)
- *
- * Environment: PORT, HOST, DATA_DIR, SCHEDULER_CONFIG, TASK_RETENTION_SECONDS, LOG_LEVEL,
- * AWS_ENDPOINT_URL(_DYNAMODB|_SQS|_S3).
+ * The options and their help are in start-options.ts (the command line reads them without
+ * loading the emulators).
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -23,51 +19,8 @@ import { ExternalAwsError } from './emulators.ts';
 import { describeExternalAws, externalAwsFromEnvironment } from './external-aws.ts';
 import { configPathFrom, loadConfig } from './load-config.ts';
 import { type LocalServer, startLocalServer } from './server.ts';
+import { START_OPTIONS, type StartCommandName } from './start-options.ts';
 import { LOCAL_RETENTION_SECONDS } from './task-expiry.ts';
-
-/** The two commands that start the local system, as the user typed them (for messages). */
-export type StartCommandName = 'npm start' | 'tasks dev';
-
-export const START_OPTIONS = {
-  config: { type: 'string' },
-  'task-types': { type: 'string', multiple: true },
-  port: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-export function startUsage(command: StartCommandName): string {
-  const invoke = command === 'npm start' ? 'npm start [--' : 'tasks dev [';
-  return `Usage: ${invoke} [--task-types PATH ...] [--config PATH] [--port N]]
-
-Runs the scheduler locally: embedded DynamoDB and SQS emulators, the HTTP API, the scheduler,
-the Lambda and Fargate worker pools and the configured schedules.
-
-Options:
-  --task-types PATH  a task module: a .js/.mjs/.ts file whose default export is an array of task
-                     types made with defineTaskType; repeat for more modules. Its types run
-                     beside the built-in ones and are checked before anything starts
-  --config PATH      configuration file (default $SCHEDULER_CONFIG, else config/default.json)
-  --port N           HTTP port (default $PORT, else 3000)
-
-Environment:
-  PORT              HTTP port (default 3000)
-  HOST              bind address of the HTTP API and the emulators (default 127.0.0.1)
-  DATA_DIR          where state persists (default .data); a restart resumes every task
-  SCHEDULER_CONFIG  configuration file (default config/default.json)
-  TASK_RETENTION_SECONDS
-                    how long finished tasks are kept before they expire (default 3600; on AWS
-                    DynamoDB's TTL expires them after 30 days)
-  AWS_ENDPOINT_URL  an AWS-compatible endpoint (moto_server, LocalStack) to keep the tables,
-                    queues and the examples' bucket at, instead of the embedded emulators
-                    (created where missing); or per service: AWS_ENDPOINT_URL_DYNAMODB,
-                    AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_S3 (all three). AWS_REGION (default
-                    us-east-1) and credentials as for the AWS CLI (dummy ones when none are set)
-  LOG_LEVEL         debug (every state change of every task), info (default: a line per
-                    finished task, fewer under load, and a summary), warn, error or silent
-
-Ctrl-C stops after the running tasks finish; a second Ctrl-C stops at once (those tasks are
-recovered on the next start, as after a kill).`;
-}
 
 /** A refusal the user can act on: printed as one line, no stack. */
 export class StartError extends Error {
@@ -100,6 +53,13 @@ export interface StartSettings {
   readonly retentionSeconds: number;
 }
 
+/** The options as parsed (START_OPTIONS): `npm start` parses them here, `tasks` with its own. */
+export interface StartOptionValues {
+  readonly config?: string | undefined;
+  readonly 'task-types'?: readonly string[] | undefined;
+  readonly port?: string | undefined;
+}
+
 /**
  * Parse and check everything before anything starts: options, configuration, task modules, and
  * the schedules against the task types (the latter when the runtime starts). `undefined`: help.
@@ -120,6 +80,16 @@ export async function startSettings(
   }
   const { values, positionals } = parsed;
   if (values.help) return undefined;
+  return startSettingsFrom(values, positionals, env, command);
+}
+
+/** {@link startSettings} for options already parsed. */
+export async function startSettingsFrom(
+  values: StartOptionValues,
+  positionals: readonly string[],
+  env: NodeJS.ProcessEnv,
+  command: StartCommandName,
+): Promise<StartSettings> {
   if (command === 'npm start' && env.npm_lifecycle_event) {
     // `npm start --port 3001` (no `--`): npm keeps the flag for itself and passes only the value.
     for (const [flag, variable] of [
@@ -245,3 +215,5 @@ export async function runLocalSystem(
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
+
+export { type StartCommandName, startUsage } from './start-options.ts';

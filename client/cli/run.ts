@@ -19,6 +19,7 @@ import {
 } from './command.ts';
 import { cancelCommand } from './commands/cancel.ts';
 import { dashboardCommand } from './commands/dashboard.ts';
+import { devCommand } from './commands/dev.ts';
 import { getCommand } from './commands/get.ts';
 import { listCommand } from './commands/list.ts';
 import { redriveCommand } from './commands/redrive.ts';
@@ -47,6 +48,7 @@ const COMMANDS: Record<string, Command> = {
   trace: traceCommand,
   dashboard: dashboardCommand,
   watch: watchCommand,
+  dev: devCommand,
 };
 
 function mainHelp(): string {

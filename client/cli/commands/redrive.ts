@@ -3,10 +3,8 @@
  * emulators of a running `npm start` (local), through the same code as the redrive Lambda.
  */
 import type { RuntimeDescription } from '../../../local/runtime-file.ts';
-import { createAwsClients, localEndpoints } from '../../../runtime/adapters/aws-clients.ts';
-import { buildServices, configFromEnvironment, resourcesFromEnvironment } from '../../../runtime/app/wiring.ts';
 import { ENV } from '../../../runtime/infra/resources.ts';
-import { type RedriveReport, redriveDeadLetters } from '../../../runtime/ops/redrive.ts';
+import type { RedriveReport } from '../../../runtime/ops/redrive.ts';
 import { type Command, type CommandContext, integer, noPositionals, oneOf, str, UsageError } from '../command.ts';
 import { localRuntimeFile, readLocalRuntime } from '../local-runtime.ts';
 
@@ -40,7 +38,7 @@ Options:
     const env = ctx.io.env ?? process.env;
     if (!env[ENV.queueUrls]) {
       const local = readLocalRuntime(env);
-      if (local) return redriveLocal(ctx, local, mode, limit);
+      if (local) return redriveLocal(ctx, await redriveModules(), local, mode, limit);
     }
     const missing = [ENV.queueUrls, ...(mode === 'settle' ? [ENV.tasksTable, ENV.controlTable] : [])].filter(
       (name) => !env[name],
@@ -59,14 +57,29 @@ Options:
     }
     // Credentials, region and endpoints come from the SDK's default chain (AWS_PROFILE, SSO,
     // AWS_REGION, AWS_ENDPOINT_URL_SQS, …), as for the aws CLI; --region overrides the region.
-    const clients = createAwsClients({ region: str(ctx, 'region') });
+    const m = await redriveModules();
+    const clients = m.createAwsClients({ region: str(ctx, 'region') });
     const services =
       mode === 'settle'
-        ? buildServices({ config: configFromEnvironment(env), clients, resources: resourcesFromEnvironment(env) })
+        ? m.buildServices({ config: m.configFromEnvironment(env), clients, resources: m.resourcesFromEnvironment(env) })
         : undefined;
-    return redriveAndReport(ctx, { sqs: clients.sqs, queueUrls, mode, limit, services });
+    return redriveAndReport(ctx, m, { sqs: clients.sqs, queueUrls, mode, limit, services });
   },
 };
+
+/**
+ * The redrive Lambda's code and the AWS SDK clients, loaded when the command runs: they are
+ * optional peer dependencies of the installed package, absent from a client-only install.
+ */
+async function redriveModules() {
+  const [clients, wiring, ops] = await Promise.all([
+    import('../../../runtime/adapters/aws-clients.ts'),
+    import('../../../runtime/app/wiring.ts'),
+    import('../../../runtime/ops/redrive.ts'),
+  ]);
+  return { ...clients, ...wiring, ...ops };
+}
+type RedriveModules = Awaited<ReturnType<typeof redriveModules>>;
 
 function formatRedrive(report: RedriveReport): string {
   if (report.queues.length === 0) return 'No dead-letter queues to redrive.';
@@ -86,16 +99,17 @@ function formatRedrive(report: RedriveReport): string {
 /** Redrive (deployed or local alike), print the report; exit code 1 when a queue had errors. */
 async function redriveAndReport(
   ctx: CommandContext,
+  m: RedriveModules,
   input: {
-    sqs: ReturnType<typeof createAwsClients>['sqs'];
+    sqs: ReturnType<RedriveModules['createAwsClients']>['sqs'];
     queueUrls: Record<string, string>;
     mode: 'move' | 'settle';
     limit: number | undefined;
-    services: ReturnType<typeof buildServices> | undefined;
+    services: ReturnType<RedriveModules['buildServices']> | undefined;
   },
 ): Promise<number> {
   const { services } = input;
-  const report = await redriveDeadLetters({
+  const report = await m.redriveDeadLetters({
     sqs: input.sqs,
     queueUrls: input.queueUrls,
     mode: input.mode,
@@ -111,25 +125,26 @@ async function redriveAndReport(
 
 async function redriveLocal(
   ctx: CommandContext,
+  m: RedriveModules,
   local: RuntimeDescription,
   mode: 'move' | 'settle',
   limit: number | undefined,
 ): Promise<number> {
-  const clients = createAwsClients({
-    ...localEndpoints(local.endpoints.dynamodb, local.endpoints.sqs),
+  const clients = m.createAwsClients({
+    ...m.localEndpoints(local.endpoints.dynamodb, local.endpoints.sqs),
     // An npm start against an external endpoint keeps its queues in that endpoint's region.
     ...(local.endpoints.region ? { region: local.endpoints.region } : {}),
   });
   try {
     const services =
       mode === 'settle'
-        ? buildServices({
+        ? m.buildServices({
             config: local.config,
             clients,
             resources: { tables: local.tables, queueUrls: local.queueUrls },
           })
         : undefined;
-    return await redriveAndReport(ctx, { sqs: clients.sqs, queueUrls: local.queueUrls, mode, limit, services });
+    return await redriveAndReport(ctx, m, { sqs: clients.sqs, queueUrls: local.queueUrls, mode, limit, services });
   } finally {
     clients.dynamodb.destroy();
     clients.sqs.destroy();

@@ -1,9 +1,6 @@
 /**
  * `tasks schedules list|run`: the configured schedules, or fire one now through the API.
  */
-import { configPathFrom, loadConfig } from '../../../local/load-config.ts';
-import { scheduledSubmitInput } from '../../../runtime/app/scheduled.ts';
-import { parseAwsCron } from '../../../runtime/core/cron.ts';
 import type { SubmitTaskInput } from '../../sdk/types.ts';
 import { type Command, str, UsageError } from '../command.ts';
 import { formatTask } from '../format.ts';
@@ -25,6 +22,13 @@ Options:
     if (rest.length > 0) throw new UsageError(`Unexpected argument "${rest[0]}"`, ctx.name);
     if (sub !== 'list' && sub !== 'run') throw new UsageError('Give a subcommand: list or run', ctx.name);
     const env = ctx.io.env ?? process.env;
+    // Loaded here, not with the command line: cron-parser is an optional peer dependency of the
+    // installed package, which a client-only install does not have.
+    const [{ configPathFrom, loadConfig }, { scheduledSubmitInput }, { parseAwsCron }] = await Promise.all([
+      import('../../../local/load-config.ts'),
+      import('../../../runtime/app/scheduled.ts'),
+      import('../../../runtime/core/cron.ts'),
+    ]);
     const configFlag = str(ctx, 'config');
     const { config, source } = loadConfig(configPathFrom(configFlag, [], env));
     const now = new Date();

@@ -16,8 +16,10 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { z } from 'zod';
+import { NonRetryableError } from '../../core/errors.ts';
 import { EXAMPLE_BUCKET } from '../../infra/example-resources.ts';
 import { defineTaskType } from '../define.ts';
+import { loadSharp, SHARP_MISSING } from './sharp.ts';
 import { exampleStores } from './stores.ts';
 
 export const THUMBNAILS_PREFIX = 'thumbnails/';
@@ -56,7 +58,8 @@ export const photoResize = defineTaskType({
   async handler({ bucket: requestedBucket, prefix, sizes, skipUnchanged }, ctx) {
     const { aws, names } = exampleStores(ctx, [EXAMPLE_BUCKET.id]);
     // Loaded on demand: sharp is native, and only the processes that resize need to carry it.
-    const { default: sharp } = await import('sharp');
+    const sharp = await loadSharp();
+    if (!sharp) throw new NonRetryableError(SHARP_MISSING);
     const bucket = requestedBucket ?? names[EXAMPLE_BUCKET.id];
     const send = { abortSignal: ctx.signal };
     let photos = 0;

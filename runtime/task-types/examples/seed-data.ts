@@ -6,7 +6,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import sharp from 'sharp';
 import { seededRandom } from '../../core/random.ts';
 import {
   EXAMPLE_BUCKET,
@@ -15,6 +14,7 @@ import {
   EXAMPLE_SALES_TABLE,
 } from '../../infra/example-resources.ts';
 import { addDays } from './dates.ts';
+import { loadSharp, SHARP_MISSING } from './sharp.ts';
 import type { ExampleResourceNames } from './stores.ts';
 
 /** What the sample data covers: submit the examples with these values. */
@@ -119,7 +119,9 @@ export async function seedExampleData(
 
   const bucket = names[EXAMPLE_BUCKET.id];
   const objects: string[] = [];
-  for (const photo of SAMPLE.photos) {
+  // Without sharp (an optional peer of the installed package) there are no sample photos.
+  const photos = (await loadSharp()) ? SAMPLE.photos : [];
+  for (const photo of photos) {
     const key = `${SAMPLE.photoPrefix}${photo.name}`;
     const body = await samplePhoto(photo.width, photo.height, photo.colour);
     await clients.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: 'image/png' }));
@@ -146,6 +148,8 @@ export async function samplePhoto(
   colour: { r: number; g: number; b: number },
 ): Promise<Buffer> {
   const band = `<svg width="${width}" height="${height}"><polygon points="0,${height} ${width * 0.4},0 ${width * 0.6},0 ${width * 0.2},${height}" fill="white" fill-opacity="0.6"/></svg>`;
+  const sharp = await loadSharp();
+  if (!sharp) throw new Error(SHARP_MISSING);
   return sharp({ create: { width, height, channels: 3, background: colour } })
     .composite([{ input: Buffer.from(band) }])
     .png()
