@@ -17,11 +17,19 @@ export const LOCAL_RUNTIME_PEERS = [
   '@aws-sdk/client-s3',
   '@aws-sdk/client-sqs',
   '@aws-sdk/lib-dynamodb',
+  '@opentelemetry/api',
   '@smithy/node-http-handler',
   'cron-parser',
   'dynalite',
   'fauxqs',
   'level',
+] as const;
+
+/** What exports spans, loaded only when OTEL_EXPORTER_OTLP_ENDPOINT is set (runtime/telemetry/tracing.ts). */
+export const TRACING_PEERS = [
+  '@opentelemetry/exporter-trace-otlp-http',
+  '@opentelemetry/resources',
+  '@opentelemetry/sdk-trace-base',
 ] as const;
 
 const PACKAGE_NAME = 'serverless-task-scheduler';

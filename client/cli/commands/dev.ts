@@ -6,7 +6,7 @@
  */
 import { START_HELP, START_OPTIONS, START_SUMMARY, startSynopsis } from '../../../local/start-options.ts';
 import { type Command, UsageError } from '../command.ts';
-import { installCommand, installPeers, LOCAL_RUNTIME_PEERS, missingPeers, peerSpecs } from '../peers.ts';
+import { installCommand, installPeers, LOCAL_RUNTIME_PEERS, missingPeers, peerSpecs, TRACING_PEERS } from '../peers.ts';
 
 const { help: _help, ...options } = START_OPTIONS;
 
@@ -18,8 +18,9 @@ export const devCommand: Command = {
 ${START_HELP}
 
 The first run installs what the local system needs and a client install leaves out (the
-emulators dynalite, fauxqs and level, the AWS SDK clients, cron-parser) as devDependencies of
-this project, with npm. TypeScript modules need a Node that strips types (22.18+, 23.6+, or
+emulators dynalite, fauxqs and level, the AWS SDK clients, cron-parser, the OpenTelemetry API;
+the OpenTelemetry SDK too when OTEL_EXPORTER_OTLP_ENDPOINT is set) as devDependencies of this
+project, with npm. TypeScript modules need a Node that strips types (22.18+, 23.6+, or
 NODE_OPTIONS=--experimental-strip-types).`,
   options,
   async run(ctx) {
@@ -32,7 +33,8 @@ NODE_OPTIONS=--experimental-strip-types).`,
         ctx.name,
       );
     }
-    const missing = missingPeers(LOCAL_RUNTIME_PEERS);
+    const tracing = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+    const missing = missingPeers([...LOCAL_RUNTIME_PEERS, ...(tracing ? TRACING_PEERS : [])]);
     if (missing.length > 0) {
       const specs = peerSpecs(missing);
       ctx.io.stderr(`tasks dev: installing what the local system needs, once: ${installCommand(specs)}\n`);
