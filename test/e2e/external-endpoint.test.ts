@@ -101,6 +101,8 @@ describe('npm start with AWS_ENDPOINT_URL (moto_server)', () => {
       AWS_ENDPOINT_URL: endpoint,
       AWS_REGION: 'eu-west-1',
       DATA_DIR: join(root, 'data'),
+      // The check below counts each attempt's RUNNING line, logged at debug since issue 28.
+      LOG_LEVEL: 'debug',
     };
     // No credentials of the machine's own: the start supplies dummy ones.
     for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'])
