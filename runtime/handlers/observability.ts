@@ -15,6 +15,8 @@ export const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: 
 
 /** The task handlers' logger, backed by Powertools (structured JSON with the task's keys). */
 export const taskLogger: TaskLogger = {
+  // Each attempt's QUEUED/DISPATCHED/RUNNING lines: shown with POWERTOOLS_LOG_LEVEL=DEBUG.
+  debug: (message, extra) => logger.debug(message, extra ?? {}),
   info: (message, extra) => logger.info(message, extra ?? {}),
   warn: (message, extra) => logger.warn(message, extra ?? {}),
   error: (message, extra) => logger.error(message, extra ?? {}),

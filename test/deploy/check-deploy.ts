@@ -560,6 +560,8 @@ function startFargateWorker(stack: DeployedStack, awsEnvironment: Record<string,
         HOME: process.env.HOME ?? '',
         ...awsEnvironment,
         ...stack.fargateEnvironment,
+        // The check counts each attempt's 'task RUNNING' line, logged at debug (issue 28).
+        POWERTOOLS_LOG_LEVEL: 'DEBUG',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     },

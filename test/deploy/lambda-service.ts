@@ -396,6 +396,8 @@ export class LambdaService {
         // The functions' own LambdaClient (wakes, hand-overs, hand-offs) reaches this service.
         ...(this.#invokeEndpoint ? { AWS_ENDPOINT_URL_LAMBDA: this.#invokeEndpoint } : {}),
         ...fn.environment,
+        // The check counts each attempt's 'task RUNNING' line, logged at debug (issue 28).
+        POWERTOOLS_LOG_LEVEL: 'DEBUG',
         AWS_LAMBDA_FUNCTION_NAME: fn.name,
         AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memoryMiB),
         AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',

@@ -4,7 +4,7 @@
  * traffic under a proposed configuration before changing it.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { traceOfTasks } from '../../../runtime/ops/trace-file.ts';
+import { traceOfTasks } from '../../../runtime/ops/trace-export.ts';
 import type { Task } from '../../sdk/types.ts';
 import { type Command, str, UsageError } from '../command.ts';
 
