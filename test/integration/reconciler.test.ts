@@ -29,12 +29,17 @@ const reconcilerAt = (now: Date) =>
   });
 
 /** A task of tenant `acme` submitted (its announcement consumed), dispatched and started at `atMs`. */
-async function runningTask(atMs: number, runLeaseSeconds: number) {
+/**
+ * A running task, dispatched and started at its own runAt: the submit takes the wall clock, so a
+ * time taken before it could come before runAt on a slow machine and the dispatch be refused.
+ */
+async function runningTask(runLeaseSeconds: number) {
   const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
   await services.queues.receive('tier-normal', { waitSeconds: 0 });
+  const atMs = Date.parse(task.runAt);
   const dispatched = await services.store.apply(dispatch(task, new Date(atMs), 60));
   await services.store.apply(start(dispatched, dispatched.fence, new Date(atMs), runLeaseSeconds));
-  return { task, dispatched };
+  return { task, dispatched, atMs };
 }
 
 async function announced(tier = 'tier-normal') {
@@ -93,8 +98,7 @@ describe('Class: Reconciler (against the emulators)', () => {
 
   it('reads a leased item again only once its known lease has passed, or LEASE_REREAD_MS after the last read', async () => {
     // Prepare: a running task with a 10-minute run lease, counted by the scheduler.
-    const t0 = Date.now();
-    const { task, dispatched } = await runningTask(t0, 600);
+    const { task, dispatched, atMs: t0 } = await runningTask(600);
     let nowMs = t0 + 1_000;
     const reconciler = new Reconciler({
       store: services.store,
@@ -132,8 +136,7 @@ describe('Class: Reconciler (against the emulators)', () => {
 
   it("lists an older version's leased task (in byActive, not byLeased), counts it and expires its lease", async () => {
     // Prepare: a running task, then stored again as the version before byLeased stored it.
-    const t0 = Date.now();
-    const { task, dispatched } = await runningTask(t0, 60);
+    const { task, dispatched, atMs: t0 } = await runningTask(60);
     const TableName = services.emulators.tables[TASKS_TABLE.id]!;
     const { Item } = await services.clients.documents.send(new GetCommand({ TableName, Key: { taskId: task.taskId } }));
     const { leasedShard, leasedAt, ...rest } = Item as Record<string, unknown>;
