@@ -112,11 +112,14 @@ describe('chaos: kill -9 of the whole local runtime', () => {
       submitted.add(((await response.json()) as ApiTask).taskId);
     }
 
-    // Let work get going: some tasks done, some running, most waiting.
+    // Let work get going: some tasks done, some running, most waiting. A deadline, not a count
+    // of polls: a loaded machine may need far longer than 100 polls to get there.
     let before: ApiTask[] = [];
-    for (let i = 0; i < 100; i++) {
+    const goingBy = Date.now() + 120_000;
+    while (Date.now() < goingBy) {
       before = (await Promise.all(tenants.map((t) => listAll(port, t)))).flat();
-      if (before.filter((t) => t.state === 'SUCCEEDED').length >= 10) break;
+      const running = before.filter((t) => t.state === 'RUNNING' || t.state === 'DISPATCHED').length;
+      if (before.filter((t) => t.state === 'SUCCEEDED').length >= 10 && running > 0) break;
       await sleep(100);
     }
     first.kill('SIGKILL');
