@@ -60,6 +60,7 @@ export class OutboxRelay {
   #scanning: Promise<void> | undefined;
   #lastScanMs = Number.NEGATIVE_INFINITY;
   #sent = 0;
+  #scans = 0;
 
   constructor(options: OutboxRelayOptions) {
     this.#options = options;
@@ -79,9 +80,23 @@ export class OutboxRelay {
     this.#wake?.();
   }
 
-  /** Scan for outboxes now, then keep delivering until stopped. */
+  /**
+   * Scan for outboxes now, then keep delivering until stopped. With no webhook configured no
+   * write records an event, so after the first scan has emptied what a previous run with
+   * webhooks left, the relay ends (`finished`) instead of scanning the table every 30 s.
+   */
   start(): void {
     this.#loop ??= this.#run();
+  }
+
+  /** Resolves when the relay's loop ended: stopped, or with no webhook, nothing left to empty. */
+  get finished(): Promise<void> {
+    return this.#loop ?? Promise.resolve();
+  }
+
+  /** Table scans made so far (the start's, then one every `scanEveryMs` while webhooks exist). */
+  get scans(): number {
+    return this.#scans;
   }
 
   async stop(): Promise<void> {
@@ -94,6 +109,7 @@ export class OutboxRelay {
   /** Find every task with an outbox (the start after a crash, then every `scanEveryMs`). */
   async scan(): Promise<void> {
     this.#lastScanMs = this.#now();
+    this.#scans++;
     let cursor: Record<string, unknown> | undefined;
     do {
       const page = await this.#options.store.scanOutbox(cursor);
@@ -115,12 +131,21 @@ export class OutboxRelay {
     const scanEvery = this.#options.scanEveryMs ?? 30_000;
     const running = new Set<Promise<void>>();
     const concurrency = this.#options.concurrency ?? 8;
+    // Without webhooks nothing new gets an outbox: only the start's scan is needed.
+    const rescans = this.#options.webhooks.length > 0;
+    let scanned = false;
     while (!this.#stopped) {
-      if (!this.#scanning && this.#now() - this.#lastScanMs >= scanEvery) {
+      if (!rescans && scanned && !this.#scanning && this.#due.size === 0 && running.size === 0) break;
+      if (!this.#scanning && (rescans || !scanned) && this.#now() - this.#lastScanMs >= scanEvery) {
+        scanned = true;
         this.#scanning = this.scan()
-          .catch((error: unknown) => this.#options.logger?.warn('event outbox scan failed', { error: String(error) }))
+          .catch((error: unknown) => {
+            scanned = false; // the leftovers are still to be found: scan again after scanEveryMs
+            this.#options.logger?.warn('event outbox scan failed', { error: String(error) });
+          })
           .finally(() => {
             this.#scanning = undefined;
+            this.#wake?.();
           });
       }
       for (const taskId of this.#takeDue(concurrency - running.size)) {

@@ -5,7 +5,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTaskExpiry } from '../../local/task-expiry.ts';
 import { type TaskEvent, verifySignature } from '../../runtime/core/events.ts';
 import { heartbeat } from '../../runtime/core/lifecycle.ts';
@@ -174,6 +174,47 @@ describe('Class: OutboxRelay', () => {
     // Assess
     expect(received.size).toBe(0);
     expect((await services.store.get(done.taskId))?.outbox).toBeUndefined();
+  });
+});
+
+describe('Class: OutboxRelay (started)', () => {
+  it('with no webhook, scans once at start, empties what a run with webhooks left, and ends', async () => {
+    // Prepare: a finished task whose outbox a previous run with a webhook never delivered
+    const left = await succeededTask(services, { tenantId: 'relay-leftover' });
+    let now = 0;
+    const relay = new OutboxRelay({ store: services.store, webhooks: [], now: () => now, scanEveryMs: 1 });
+
+    // Act: started; time runs far past many scan intervals while it works
+    relay.start();
+    now = 3_600_000;
+    await relay.finished;
+
+    // Assess
+    expect(relay.scans).toBe(1);
+    expect((await services.store.get(left.taskId))?.outbox).toBeUndefined();
+  });
+
+  it('with a webhook, goes on scanning every scanEveryMs until stopped', async () => {
+    // Prepare
+    let now = 0;
+    const relay = new OutboxRelay({
+      store: services.store,
+      webhooks: [hook(0)],
+      deliver: async () => undefined,
+      now: () => now,
+      scanEveryMs: 1_000,
+    });
+
+    // Act
+    relay.start();
+    for (let i = 1; i <= 3; i++) {
+      now = i * 1_000;
+      await vi.waitFor(() => expect(relay.scans).toBe(i + 1), { timeout: 30_000 });
+    }
+    await relay.stop();
+
+    // Assess
+    expect(relay.scans).toBe(4);
   });
 });
 
