@@ -139,17 +139,24 @@ export interface QueueClientOptions {
    * a scaled-to-zero scheduler (runtime/scheduler/activation.ts).
    */
   readonly afterAnnounce?: (tasks: readonly Task[], now: Date) => Promise<void>;
+  /**
+   * Task type → the queue its attempts go to instead of their pool's (types the user's own
+   * functions or containers run: `taskTypeQueue`). Default: none.
+   */
+  readonly typeQueues?: Readonly<Record<string, string>>;
 }
 
 export class QueueClient {
   readonly #sqs: SQSClient;
   readonly #urls: Readonly<Record<string, string>>;
   readonly #afterAnnounce: QueueClientOptions['afterAnnounce'];
+  readonly #typeQueues: Readonly<Record<string, string>>;
 
   constructor(sqs: SQSClient, urls: Readonly<Record<string, string>>, options: QueueClientOptions = {}) {
     this.#sqs = sqs;
     this.#urls = urls;
     this.#afterAnnounce = options.afterAnnounce;
+    this.#typeQueues = options.typeQueues ?? {};
   }
 
   urlOf(queueId: string): string {
@@ -189,16 +196,24 @@ export class QueueClient {
     if (tasks.length > 0) await this.#afterAnnounce?.(tasks, now);
   }
 
+  /** Hand dispatched attempts to their pool's queue, or to their type's own queue when it has one. */
   async sendToWorkers(runtime: Runtime, messages: readonly WorkerMessage[]): Promise<void> {
-    await this.sendBatch(
-      workerQueue(runtime).id,
-      messages.map((m, i) => {
-        const body = toMessageBody(m);
-        if (m.task === undefined || utf8Bytes(body) <= EMBED_TASK_MAX_BYTES)
-          return { Id: String(i), MessageBody: body };
-        const { task, ...keyOnly } = m;
-        return { Id: String(i), MessageBody: toMessageBody({ ...keyOnly, resources: task.resources }) };
-      }),
+    const byQueue = Map.groupBy(messages, (m) =>
+      Object.hasOwn(this.#typeQueues, m.type) ? this.#typeQueues[m.type]! : workerQueue(runtime).id,
+    );
+    await Promise.all(
+      [...byQueue].map(([queueId, batch]) =>
+        this.sendBatch(
+          queueId,
+          batch.map((m, i) => {
+            const body = toMessageBody(m);
+            if (m.task === undefined || utf8Bytes(body) <= EMBED_TASK_MAX_BYTES)
+              return { Id: String(i), MessageBody: body };
+            const { task, ...keyOnly } = m;
+            return { Id: String(i), MessageBody: toMessageBody({ ...keyOnly, resources: task.resources }) };
+          }),
+        ),
+      ),
     );
   }
 

@@ -12,7 +12,7 @@ import { parseConfig, type SchedulerConfig } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { Task } from '../core/task.ts';
-import { CONTROL_TABLE, ENV, LAMBDA_ENTRY_CLASS, TASKS_TABLE } from '../infra/resources.ts';
+import { CONTROL_TABLE, ENV, LAMBDA_ENTRY_CLASS, type QueueDefinition, TASKS_TABLE } from '../infra/resources.ts';
 import { type SchedulerEvent, SchedulerWaker } from '../scheduler/activation.ts';
 import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { exampleResourcesFromEnvironment } from '../task-types/examples/stores.ts';
@@ -25,6 +25,8 @@ export interface Resources {
   readonly tables: Readonly<Record<string, string>>;
   /** Queue URLs by queue id. */
   readonly queueUrls: Readonly<Record<string, string>>;
+  /** Task type → its own queue, for the types the user's own functions or containers run. */
+  readonly typeQueues?: Readonly<Record<string, QueueDefinition>> | undefined;
 }
 
 export interface Services {
@@ -70,11 +72,13 @@ export function buildServices(options: {
         logger: options.logger,
       })
     : undefined;
-  const queues = new QueueClient(
-    clients.sqs,
-    resources.queueUrls,
-    waker ? { afterAnnounce: (tasks, at) => waker.afterAnnounce(tasks, at) } : {},
+  const typeQueues = Object.fromEntries(
+    Object.entries(resources.typeQueues ?? {}).map(([type, queue]) => [type, queue.id]),
   );
+  const queues = new QueueClient(clients.sqs, resources.queueUrls, {
+    typeQueues,
+    ...(waker ? { afterAnnounce: (tasks, at) => waker.afterAnnounce(tasks, at) } : {}),
+  });
   const registry = options.registry ?? defaultRegistry();
   const tasks = new TaskService({
     store,
@@ -106,7 +110,21 @@ export function resourcesFromEnvironment(env: NodeJS.ProcessEnv = process.env): 
   return {
     tables: { [TASKS_TABLE.id]: env[ENV.tasksTable]!, [CONTROL_TABLE.id]: env[ENV.controlTable]! },
     queueUrls: JSON.parse(env[ENV.queueUrls]!) as Record<string, string>,
+    typeQueues: typeQueuesFromEnvironment(env),
   };
+}
+
+/** TASK_TYPE_QUEUES: the types the user's own functions or containers run, and their queues. */
+export function typeQueuesFromEnvironment(env: NodeJS.ProcessEnv = process.env): Record<string, QueueDefinition> {
+  const raw = env[ENV.taskTypeQueues];
+  if (!raw) return {};
+  try {
+    return JSON.parse(raw) as Record<string, QueueDefinition>;
+  } catch (error) {
+    throw new ConfigError(`${ENV.taskTypeQueues} is not JSON: ${(error as Error).message}`, {
+      problems: [`${ENV.taskTypeQueues}: invalid JSON`],
+    });
+  }
 }
 
 let cached: Services | undefined;
@@ -117,14 +135,23 @@ let lambdaClient: LambdaClient | undefined;
  * environment). Where the stack names the scheduler function, announcing tasks wakes it.
  */
 export function servicesFromEnvironment(env: NodeJS.ProcessEnv = process.env): Services {
+  cached ??= buildServicesFromEnvironment(env);
+  return cached;
+}
+
+/** {@link servicesFromEnvironment}, built anew (the worker library runs its own task types). */
+export function buildServicesFromEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  options: { registry?: TaskTypeRegistry } = {},
+): Services {
   const schedulerFunction = env[ENV.schedulerFunction];
-  cached ??= buildServices({
+  return buildServices({
     config: configFromEnvironment(env),
     clients: createAwsClients(),
     resources: resourcesFromEnvironment(env),
+    registry: options.registry,
     wakeScheduler: schedulerFunction ? () => invokeScheduler(schedulerFunction, { reason: 'wake' }) : undefined,
   });
-  return cached;
 }
 
 /**

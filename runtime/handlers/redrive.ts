@@ -7,10 +7,10 @@
  * message is announced again if its task is still QUEUED, and dropped otherwise.
  */
 import type { Context } from 'aws-lambda';
-import { servicesFromEnvironment } from '../app/wiring.ts';
+import { servicesFromEnvironment, typeQueuesFromEnvironment } from '../app/wiring.ts';
 import { drainEventDeadLetters, eventQueuesFromEnvironment } from '../events/dead-letters.ts';
 import { METRIC } from '../infra/telemetry.ts';
-import { type DrainReport, drainDeadLetters } from '../worker/redrive.ts';
+import { DRAINED_DEAD_LETTER_QUEUES, type DrainReport, drainDeadLetters } from '../worker/redrive.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
 
 /** Stop receiving this long before the timeout, so every received dead letter is handled. */
@@ -20,6 +20,11 @@ export async function handler(_event: unknown, context: Context): Promise<DrainR
   logger.addContext(context);
   try {
     const report = await drainDeadLetters(servicesFromEnvironment(), {
+      // The pools' and tiers' dead-letter queues, and those of the types the user's own code runs.
+      queueIds: [
+        ...DRAINED_DEAD_LETTER_QUEUES,
+        ...Object.values(typeQueuesFromEnvironment()).map((queue) => queue.deadLetter!.id),
+      ],
       outOfTime: () => context.getRemainingTimeInMillis() < STOP_BEFORE_TIMEOUT_MS,
       // Counted on arrival, before handling, so the alarm on it fires even when handling keeps
       // failing (a dead letter left in its queue is counted again by every drain).

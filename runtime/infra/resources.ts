@@ -155,6 +155,23 @@ export const workerQueue = (runtime: Runtime): QueueDefinition => ({
   deadLetter: { id: `worker-${runtime}-dlq`, maxReceiveCount: 5, retentionSeconds: 14 * DAY },
 });
 
+/**
+ * A queue of its own for a task type run by the user's own Lambda function or container (the CDK
+ * construct's `taskTypeWorkers`, with the worker library): the scheduler dispatches that type's
+ * attempts here instead of to its pool's queue. `visibilityTimeoutSeconds`: six times the
+ * function's timeout for a Lambda consumer (the event source guidance); a container extends
+ * visibility while it runs, as the Fargate pool does.
+ */
+export const taskTypeQueue = (type: string, visibilityTimeoutSeconds: number): QueueDefinition => {
+  const id = `worker-type-${type.replaceAll('.', '_')}`;
+  return {
+    id,
+    visibilityTimeoutSeconds,
+    retentionSeconds: 4 * DAY,
+    deadLetter: { id: `${id}-dlq`, maxReceiveCount: 5, retentionSeconds: 14 * DAY },
+  };
+};
+
 /** Workers report finished attempts here so the scheduler frees capacity without polling. */
 export const COMPLETIONS_QUEUE: QueueDefinition = {
   id: 'completions',
@@ -215,6 +232,13 @@ export const ENV = {
   webhookQueueUrl: 'WEBHOOK_QUEUE_URL',
   /** JSON array, per configured webhook: url, filters and the Secrets Manager ARN of its secret. */
   webhooks: 'WEBHOOKS',
+  /**
+   * JSON object: task type → the definition of its own queue (`taskTypeQueue`), for the types the
+   * user's own functions or containers run; their URLs are in QUEUE_URLS. Unset: none.
+   */
+  taskTypeQueues: 'TASK_TYPE_QUEUES',
+  /** The queue a worker-library container long-polls (its type's queue id). */
+  workerQueue: 'WORKER_QUEUE',
 } as const;
 
 /**

@@ -35,6 +35,8 @@ export interface RedriveOptions {
   readonly mode: RedriveMode;
   /** Source queue ids whose dead-letter queues to redrive; default every queue that has one. */
   readonly queueIds?: readonly string[] | undefined;
+  /** The queues of the types the user's own code runs (TASK_TYPE_QUEUES): worker queues too. */
+  readonly typeQueues?: readonly QueueDefinition[] | undefined;
   /** Needed by `settle`. */
   readonly store?: TaskStore | undefined;
   readonly queues?: QueueClient | undefined;
@@ -71,12 +73,13 @@ export interface RedriveReport {
 
 export async function redriveDeadLetters(options: RedriveOptions): Promise<RedriveReport> {
   const wanted = options.queueIds ? new Set(options.queueIds) : undefined;
-  const sources = QUEUES.filter((queue) => queue.deadLetter && (!wanted || wanted.has(queue.id)));
+  const typeQueues = options.typeQueues ?? [];
+  const sources = [...QUEUES, ...typeQueues].filter((queue) => queue.deadLetter && (!wanted || wanted.has(queue.id)));
   if (wanted) {
     const unknown = [...wanted].filter((id) => !sources.some((queue) => queue.id === id));
     if (unknown.length > 0) throw new Error(`No dead-letter queue for: ${unknown.join(', ')}`);
   }
-  const workerIds = new Set(WORKER_QUEUES.map((queue) => queue.id));
+  const workerIds = new Set([...WORKER_QUEUES, ...typeQueues].map((queue) => queue.id));
   const report: QueueRedrive[] = [];
   for (const source of sources) {
     if (options.mode === 'settle' && workerIds.has(source.id)) report.push(await settleQueue(options, source));

@@ -57,7 +57,7 @@ describe('Bundling (esbuild, no Docker)', () => {
       'package.json',
     ]);
     expect(readFileSync(path.join(context, 'Dockerfile'), 'utf8')).toMatch(/CMD \["node", "index\.mjs"\]/);
-    expect(readFileSync(path.join(context, 'index.mjs'), 'utf8')).toContain('fargate worker started');
+    expect(readFileSync(path.join(context, 'index.mjs'), 'utf8')).toContain('task worker started');
     const packages = readdirSync(path.join(context, 'node_modules')).filter((name) => !name.startsWith('.'));
     expect(packages).toContain('sharp');
     expect(packages).not.toContain('aws-cdk-lib');

@@ -192,3 +192,22 @@ describe('Class: NonRetryableError', () => {
     expect(new NonRetryableError('x')).not.toBeInstanceOf(Subclass);
   });
 });
+
+describe('Function: installTaskModules', () => {
+  it("serves a bundle's modules from defaultRegistry() beside the built-in types, checked as at load", async () => {
+    // Prepare: what the construct's injected file does before a deployed handler runs.
+    const { installTaskModules, installedTaskTypes } = await import('../../runtime/task-types/installed.ts');
+    const mine = define('user.bundled');
+
+    // Act
+    expect(() => installTaskModules([{ source: 'bad.ts', namespace: { default: [mine, mine] } }], [])).toThrow(
+      'Task module: bad.ts [1]: task type "user.bundled" is defined twice (also bad.ts [0])',
+    );
+    installTaskModules([{ source: 'src/tasks.ts', namespace: { default: [mine] } }], BUILT_IN_TASK_TYPE_NAMES);
+
+    // Assess
+    expect(installedTaskTypes()).toEqual([mine]);
+    expect(defaultRegistry().has('user.bundled')).toBe(true);
+    expect(defaultRegistry().has('demo.echo')).toBe(true);
+  });
+});

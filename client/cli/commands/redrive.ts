@@ -111,6 +111,7 @@ async function redriveAndReport(
   const { services } = input;
   const report = await m.redriveDeadLetters({
     sqs: input.sqs,
+    typeQueues: Object.values(m.typeQueuesFromEnvironment(ctx.io.env ?? process.env)),
     queueUrls: input.queueUrls,
     mode: input.mode,
     queueIds: str(ctx, 'queues')?.split(',').filter(Boolean),
