@@ -6,13 +6,19 @@ import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { RotationState } from '../core/policy/types.ts';
-import { PRIORITY_TIERS, type PriorityTier, type TenantSettings } from '../core/task.ts';
+import { PRIORITY_TIERS, type PriorityTier } from '../core/task.ts';
+import { type PauseRecord, pickPause, pickTenantSettings, type TenantSettings } from '../core/tenant-settings.ts';
+
+export type { PauseRecord };
+
+import { FlowStore } from './flow-store.ts';
 import type { QueueScanCursor } from './task-store.ts';
 
-export interface StoredTenant extends TenantSettings {
-  readonly tenantId: string;
-  readonly updatedAt: string;
-}
+export type StoredTenant = TenantSettings &
+  PauseRecord & {
+    readonly tenantId: string;
+    readonly updatedAt: string;
+  };
 
 export interface Lease {
   readonly name: string;
@@ -28,6 +34,14 @@ export interface Lease {
 }
 
 const tenantKey = (tenantId: string) => `tenant#${tenantId}`;
+const taskTypeKey = (type: string) => `tasktype#${type}`;
+
+/** A task type's stored settings: paused or not (PUT /v1/task-types/{type}), and who paused it. */
+export type StoredTaskType = PauseRecord & {
+  readonly type: string;
+  readonly paused: boolean;
+  readonly updatedAt: string;
+};
 /** The tier first: it holds no `#`, so any tenant id follows unambiguously. */
 const intakeKey = (tenantId: string, tier: PriorityTier) => `intake#${tier}#${tenantId}`;
 
@@ -71,10 +85,13 @@ const TENANTS_VERSION_KEY = 'tenants#version';
 export class ControlStore {
   readonly #documents: DynamoDBDocumentClient;
   readonly #tableName: string;
+  /** The flow-control records (start-rate buckets, concurrency keys) in the same table. */
+  readonly flow: FlowStore;
 
   constructor(documents: DynamoDBDocumentClient, tableName: string) {
     this.#documents = documents;
     this.#tableName = tableName;
+    this.flow = new FlowStore(documents, tableName);
   }
 
   async getTenant(tenantId: string): Promise<StoredTenant | undefined> {
@@ -84,29 +101,74 @@ export class ControlStore {
     return Item ? toTenant(Item) : undefined;
   }
 
-  async putTenant(tenantId: string, settings: TenantSettings, now: Date): Promise<StoredTenant> {
+  /**
+   * Store a tenant's settings (all of them: a field left out is unset). A pause keeps who paused
+   * it first and when (one consistent read of the item before), so changing the weight of a
+   * paused tenant does not rewrite its pause.
+   */
+  async putTenant(tenantId: string, settings: TenantSettings, now: Date, by = 'local'): Promise<StoredTenant> {
+    const previous = settings.paused ? await this.getTenant(tenantId) : undefined;
+    const pause = settings.paused ? pauseRecord(previous, now, by) : {};
     const tenant: StoredTenant = {
       tenantId,
-      weight: settings.weight,
-      maxConcurrency: settings.maxConcurrency,
+      ...pickTenantSettings(settings),
+      ...pause,
       updatedAt: now.toISOString(),
     };
     await this.#documents.send(
       new PutCommand({ TableName: this.#tableName, Item: { pk: tenantKey(tenantId), kind: 'tenant', ...tenant } }),
     );
-    // After the settings, before the caller hears 200: a scheduler that reads the new token
-    // (consistently) then finds the new settings. A fresh random token rather than a counter:
-    // only "changed" matters, and a plain put needs no UpdateItem (which the simulation lacks).
+    // A fresh random token rather than a counter: only "changed" matters, and a plain put needs
+    // no UpdateItem (which the simulation lacks).
+    await this.#bumpSettingsVersion();
+    return tenant;
+  }
+
+  /**
+   * Replace the settings version token. After the settings, before the caller hears 200: a
+   * scheduler that reads the new token (consistently) then finds the new settings.
+   */
+  async #bumpSettingsVersion(): Promise<void> {
     await this.#documents.send(
       new PutCommand({
         TableName: this.#tableName,
         Item: { pk: TENANTS_VERSION_KEY, kind: 'tenants-version', version: randomUUID() },
       }),
     );
-    return tenant;
   }
 
-  /** The tenant settings version: changes whenever a tenant's settings were stored (none yet: undefined). */
+  /**
+   * Pause or resume a task type (in every tenant). As for tenants, the settings version moves
+   * before the caller hears 200, so nothing of a type paused then starts after.
+   */
+  async putTaskType(type: string, settings: { paused: boolean }, now: Date, by = 'local'): Promise<StoredTaskType> {
+    const previous = settings.paused ? await this.getTaskType(type) : undefined;
+    const stored: StoredTaskType = {
+      type,
+      paused: settings.paused,
+      ...(settings.paused ? pauseRecord(previous, now, by) : {}),
+      updatedAt: now.toISOString(),
+    };
+    await this.#documents.send(
+      new PutCommand({ TableName: this.#tableName, Item: { pk: taskTypeKey(type), kind: 'task-type', ...stored } }),
+    );
+    await this.#bumpSettingsVersion();
+    return stored;
+  }
+
+  async getTaskType(type: string): Promise<StoredTaskType | undefined> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { pk: taskTypeKey(type) }, ConsistentRead: true }),
+    );
+    return Item ? toTaskType(Item) : undefined;
+  }
+
+  /** Every task type with stored settings (the control table is small: a scan). */
+  async listTaskTypes(): Promise<StoredTaskType[]> {
+    return (await this.#scanKind('task-type')).map(toTaskType);
+  }
+
+  /** The tenant settings version: changes whenever a tenant's or a task type's settings were stored (none yet: undefined). */
   async tenantsVersion(): Promise<string | undefined> {
     const { Item } = await this.#documents.send(
       new GetCommand({ TableName: this.#tableName, Key: { pk: TENANTS_VERSION_KEY }, ConsistentRead: true }),
@@ -397,13 +459,29 @@ function toRegistration(item: Record<string, unknown>): IntakeRegistration | und
   };
 }
 
+function toTaskType(item: Record<string, unknown>): StoredTaskType {
+  return {
+    type: item.type as string,
+    paused: item.paused === true,
+    ...pickPause(item),
+    updatedAt: item.updatedAt as string,
+  };
+}
+
 function toTenant(item: Record<string, unknown>): StoredTenant {
   return {
     tenantId: item.tenantId as string,
-    weight: item.weight as number,
-    maxConcurrency: item.maxConcurrency as number,
+    ...pickTenantSettings(item),
+    ...pickPause(item),
     updatedAt: item.updatedAt as string,
   };
+}
+
+/** The pause of a write that pauses: the earlier one when it was paused already, else this one. */
+function pauseRecord(previous: object | undefined, now: Date, by: string): PauseRecord {
+  const earlier = previous ? pickPause(previous) : {};
+  if (earlier.pausedAt) return earlier;
+  return { pausedBy: by, pausedAt: now.toISOString() };
 }
 
 /** A stored cursor: an object of strings, else none (the pass starts over). */

@@ -19,19 +19,13 @@
  * `deploy.allowAnyCaller: true` opens the API to every caller API Gateway lets through, i.e. any
  * IAM principal of the account whose policies allow `execute-api:Invoke` on it, for every tenant.
  */
-import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import type { AuthorizeFn } from './router.ts';
 
 export type CallerMap = Readonly<Record<string, readonly string[]>>;
 
-/** Every tenant. */
-export const ALL_TENANTS = '*';
+import { ALL_TENANTS, type CallerIdentity, callerIdentity } from './caller.ts';
 
-export interface CallerIdentity {
-  readonly userArn: string;
-  readonly accountId?: string;
-  readonly callerId?: string;
-}
+export { ALL_TENANTS, type CallerIdentity, callerIdentity };
 
 interface ParsedArn {
   readonly partition: string;
@@ -87,18 +81,6 @@ export function tenantsForCaller(callers: CallerMap, callerArn: string): Readonl
 export function mayActFor(callers: CallerMap, callerArn: string, tenantId: string): boolean {
   const tenants = tenantsForCaller(callers, callerArn);
   return tenants.has(ALL_TENANTS) || tenants.has(tenantId);
-}
-
-/** The IAM identity API Gateway attached to the event, when the route uses IAM authorization. */
-export function callerIdentity(event: APIGatewayProxyEventV2): CallerIdentity | undefined {
-  const context = event.requestContext as { authorizer?: { iam?: Record<string, unknown> } } | undefined;
-  const iam = context?.authorizer?.iam;
-  if (!iam || typeof iam.userArn !== 'string' || iam.userArn === '') return undefined;
-  return {
-    userArn: iam.userArn,
-    ...(typeof iam.accountId === 'string' ? { accountId: iam.accountId } : {}),
-    ...(typeof iam.callerId === 'string' ? { callerId: iam.callerId } : {}),
-  };
 }
 
 /**

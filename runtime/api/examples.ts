@@ -64,16 +64,27 @@ export const EXAMPLE_WAIT = {
   secondsToTopTier: 593,
   maxWaitSeconds: 25,
   assumes:
-    "its tenant submits nothing more (and none of its delayed work falls due) until it starts; every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda 1080 s, fargate 86580 s); a scheduler is running; it counts the 12 other tenants waiting in the lambda pool at the scheduler's snapshot of 09:00:06 UTC, and its tenant's running tasks then (its tenant submits nothing after it); its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second); the scheduler acts on a freed slot within 2 s and hands over (every minute on AWS) within 5 s; a crash or a stall beyond that is not included",
+    "its tenant submits nothing more (and none of its delayed work falls due) until it starts; every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda 1080 s, fargate 86580 s); a scheduler is running; neither its tenant nor its task type is paused meanwhile; it counts the 12 other tenants waiting in the lambda pool at the scheduler's snapshot of 09:00:06 UTC, and its tenant's running tasks then (its tenant submits nothing after it); its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second); the scheduler acts on a freed slot within 2 s and hands over (every minute on AWS) within 5 s; a crash or a stall beyond that is not included",
   asOf: '2026-12-01T09:00:06.000Z',
 };
 
-export const EXAMPLE_TENANT_SETTINGS = { weight: 2, maxConcurrency: 20 };
+export const EXAMPLE_TENANT_SETTINGS = { weight: 2, maxConcurrency: 20, maxStartsPerSecond: 4, burst: 4 };
+
+export const EXAMPLE_TASK_TYPE = {
+  type: 'examples.photo-resize',
+  paused: true,
+  pausedBy: 'arn:aws:iam::111122223333:user/ops',
+  pausedAt: '2026-12-01T08:55:00.000Z',
+  updatedAt: '2026-12-01T08:55:00.000Z',
+  counts: { parked: 3 },
+};
 
 export const EXAMPLE_TENANT = {
   tenantId: EXAMPLE_TENANT_ID,
   weight: 2,
   maxConcurrency: 20,
+  maxStartsPerSecond: 4,
+  burst: 4,
   source: 'stored',
   counts: { queued: 12, queuedExact: true, dispatched: 1, running: 4 },
 };

@@ -3,12 +3,14 @@
  * Handlers get validated input and call TaskService; authorization is checked before any write.
  */
 import { TaskNotFoundError } from '../core/errors.ts';
+import { ALL_TENANTS, callerIdentity } from './caller.ts';
 import {
   EXAMPLE_CURSOR,
   EXAMPLE_STORED_TENANT,
   EXAMPLE_SUBMIT,
   EXAMPLE_SUCCEEDED_TASK,
   EXAMPLE_TASK,
+  EXAMPLE_TASK_TYPE,
   EXAMPLE_TENANT,
   EXAMPLE_TENANT_SETTINGS,
   EXAMPLE_WAIT,
@@ -23,6 +25,8 @@ import {
   noQuerySchema,
   submitTaskSchema,
   taskIdParamsSchema,
+  taskTypeParamsSchema,
+  taskTypeSettingsSchema,
   tenantIdParamsSchema,
   tenantSettingsSchema,
 } from './schemas.ts';
@@ -39,6 +43,8 @@ import {
   storedTenantSchema,
   taskDetailSchema,
   taskPageSchema,
+  taskTypeListSchema,
+  taskTypeViewSchema,
   taskViewSchema,
   tenantViewSchema,
 } from './views.ts';
@@ -224,11 +230,52 @@ const putTenant = defineRoute({
     200: { description: 'The stored settings', schema: storedTenantSchema, example: EXAMPLE_STORED_TENANT },
     ...errors(400, 403, 413, 415),
   },
-  async handle({ params, body, services, requireTenant }) {
+  async handle({ params, body, services, requireTenant, event }) {
     await requireTenant(params.tenantId);
-    return { status: 200, body: presentStoredTenant(await services.tasks.putTenant(params.tenantId, body)) };
+    const stored = await services.tasks.putTenant(params.tenantId, body, callerOf(event));
+    return { status: 200, body: presentStoredTenant(stored) };
   },
 });
+
+/** Pausing a type holds it in every tenant: only a caller that may act for every tenant may. */
+const listTaskTypes = defineRoute({
+  method: 'GET',
+  path: '/v1/task-types',
+  operationId: 'listTaskTypes',
+  summary: 'The task types, each paused or not, with its parked tasks',
+  params: noParamsSchema,
+  query: noQuerySchema,
+  responses: {
+    200: { description: 'The task types', schema: taskTypeListSchema, example: { items: [EXAMPLE_TASK_TYPE] } },
+    ...errors(400, 403),
+  },
+  async handle({ services, requireTenant }) {
+    await requireTenant(ALL_TENANTS);
+    return { status: 200, body: { items: await services.tasks.listTaskTypes() } };
+  },
+});
+
+const putTaskType = defineRoute({
+  method: 'PUT',
+  path: '/v1/task-types/{type}',
+  operationId: 'putTaskType',
+  summary: 'Pause or resume a task type in every tenant (nothing of it starts after a pause answered)',
+  params: taskTypeParamsSchema,
+  query: noQuerySchema,
+  body: { schema: taskTypeSettingsSchema, required: true, example: { paused: true } },
+  responses: {
+    200: { description: 'The stored settings', schema: taskTypeViewSchema, example: EXAMPLE_TASK_TYPE },
+    ...errors(400, 403, 413, 415),
+  },
+  async handle({ params, body, services, requireTenant, event }) {
+    await requireTenant(ALL_TENANTS);
+    const stored = await services.tasks.putTaskType(params.type, body, callerOf(event));
+    return { status: 200, body: { ...stored, counts: { parked: 0 } } };
+  },
+});
+
+/** Who is acting, for a pause's record: the IAM caller on AWS, `local` without one. */
+const callerOf = (event: Parameters<typeof callerIdentity>[0]): string => callerIdentity(event)?.userArn ?? 'local';
 
 const openApi = defineRoute({
   method: 'GET',
@@ -259,6 +306,8 @@ export const API_ROUTES: readonly AnyRoute[] = [
   retryTask,
   getTenant,
   putTenant,
+  listTaskTypes,
+  putTaskType,
   statusRoute,
   openApi,
 ];

@@ -73,6 +73,16 @@ export const submitTaskSchema = z
     maxAttempts: z.number().int().min(1).max(100).optional(),
     delaySeconds: z.number().int().min(0).max(31_536_000).optional(),
     runAt: z.iso.datetime({ offset: true }).optional(),
+    concurrencyKey: idSchema
+      .optional()
+      .meta({ description: "At most concurrencyLimit of the tenant's tasks with this key run at once" }),
+    concurrencyLimit: z
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .optional()
+      .meta({ description: 'With concurrencyKey: how many may be dispatched or running at once (default 1)' }),
   })
   .superRefine((input, ctx) => {
     if (input.delaySeconds !== undefined && input.runAt !== undefined) {
@@ -86,11 +96,8 @@ export type SubmitTaskBody = z.output<typeof submitTaskSchema>;
 const _submitFits: (body: SubmitTaskBody) => SubmitInput = (body) => body;
 void _submitFits;
 
-export const tenantSettingsSchema = z.strictObject({
-  // A lower bound, not just positive: DynamoDB cannot store magnitudes below 1e-130 (found by the fuzz test).
-  weight: z.number().min(0.001).max(1000).meta({ description: 'Fair-share weight, 0.001–1000' }),
-  maxConcurrency: z.number().int().min(1).max(100_000).meta({ description: 'Tasks dispatched or running at once' }),
-});
+/** The body of `PUT /v1/tenants/{id}`: the one definition of tenant settings (core/tenant-settings.ts). */
+export { tenantSettingsSchema } from '../core/tenant-settings.ts';
 
 /** Cancel and retry take no input; an empty body or `{}` is accepted for clients that always send one. */
 export const emptyBodySchema = z.strictObject({});
@@ -119,4 +126,10 @@ export const noQuerySchema = z.strictObject({});
 
 export const taskIdParamsSchema = z.strictObject({ taskId: idSchema });
 export const tenantIdParamsSchema = z.strictObject({ tenantId: idSchema });
+export const taskTypeParamsSchema = z.strictObject({ type: taskTypeNameSchema });
+
+/** The body of `PUT /v1/task-types/{type}`. */
+export const taskTypeSettingsSchema = z.strictObject({
+  paused: z.boolean().meta({ description: 'True: its queued tasks in every tenant are held; running ones go on' }),
+});
 export const noParamsSchema = z.strictObject({});

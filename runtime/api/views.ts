@@ -12,6 +12,7 @@ import { QUEUED_COUNT_CAP } from '../app/task-service.ts';
 import { WAIT_REASONS, type WaitInfo } from '../app/wait.ts';
 import { NO_BOUND_REASONS } from '../core/policy/index.ts';
 import { PRIORITY_TIERS, RUNTIMES, TASK_STATES, type Task } from '../core/task.ts';
+import { pickPause, pickTenantSettings, tenantSettingsSchema } from '../core/tenant-settings.ts';
 
 const CAP_TEXT = QUEUED_COUNT_CAP.toLocaleString('en-US');
 
@@ -31,6 +32,8 @@ export const taskViewSchema = z
     timeoutSeconds: z.number().int(),
     payload: z.unknown(),
     idempotencyKey: z.string().optional(),
+    concurrencyKey: z.string().optional(),
+    concurrencyLimit: z.number().int().optional(),
     submittedAt: isoTime,
     runAt: isoTime.meta({ description: 'Earliest dispatch time (delay, runAt or retry backoff)' }),
     dispatchedAt: isoTime.nullable(),
@@ -82,11 +85,17 @@ export const taskPageSchema = z
   })
   .meta({ id: 'TaskPage' });
 
+/** Who paused it and when (a tenant or a task type), while paused. */
+const pauseFields = {
+  pausedBy: z.string().optional().meta({ description: 'Who paused it (the IAM caller on AWS; `local` locally)' }),
+  pausedAt: isoTime.optional().meta({ description: 'When it was paused' }),
+};
+
 export const tenantViewSchema = z
   .object({
     tenantId: z.string(),
-    weight: z.number(),
-    maxConcurrency: z.number().int(),
+    ...tenantSettingsSchema.shape,
+    ...pauseFields,
     source: z.enum(['stored', 'config', 'default']),
     counts: z.object({
       queued: z
@@ -114,8 +123,24 @@ export const tenantViewSchema = z
   .meta({ id: 'Tenant' });
 
 export const storedTenantSchema = z
-  .object({ tenantId: z.string(), weight: z.number(), maxConcurrency: z.number().int(), updatedAt: isoTime })
+  .object({ tenantId: z.string(), ...tenantSettingsSchema.shape, ...pauseFields, updatedAt: isoTime })
   .meta({ id: 'TenantSettings' });
+
+export const taskTypeViewSchema = z
+  .object({
+    type: z.string(),
+    paused: z.boolean(),
+    ...pauseFields,
+    updatedAt: isoTime.meta({ description: 'When its settings were last stored (the epoch when never)' }),
+    counts: z
+      .object({
+        parked: z.number().int().meta({ description: 'Its tasks the scheduler holds because it is paused' }),
+      })
+      .meta({ description: "From the scheduler's latest snapshot" }),
+  })
+  .meta({ id: 'TaskType' });
+
+export const taskTypeListSchema = z.object({ items: z.array(taskTypeViewSchema) }).meta({ id: 'TaskTypeList' });
 
 export const healthSchema = z.object({ status: z.literal('ok'), time: isoTime }).meta({ id: 'Health' });
 
@@ -153,6 +178,9 @@ export function presentTask(task: Task): TaskView {
     timeoutSeconds: task.timeoutSeconds,
     payload: task.payload ?? null,
     idempotencyKey: task.idempotencyKey,
+    ...(task.concurrencyKey === undefined
+      ? {}
+      : { concurrencyKey: task.concurrencyKey, concurrencyLimit: task.concurrencyLimit ?? 1 }),
     submittedAt: task.submittedAt,
     runAt: task.runAt,
     dispatchedAt: task.dispatchedAt ?? null,
@@ -185,8 +213,8 @@ export function presentTaskDetail(task: Task, wait: WaitInfo | undefined) {
 export function presentStoredTenant(tenant: StoredTenant): StoredTenant {
   return {
     tenantId: tenant.tenantId,
-    weight: tenant.weight,
-    maxConcurrency: tenant.maxConcurrency,
+    ...pickTenantSettings(tenant),
+    ...pickPause(tenant),
     updatedAt: tenant.updatedAt,
   };
 }

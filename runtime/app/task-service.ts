@@ -5,12 +5,13 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { SpanKind } from '@opentelemetry/api';
-import type { ControlStore, StoredTenant } from '../adapters/control-store.ts';
+import type { ControlStore, StoredTaskType, StoredTenant } from '../adapters/control-store.ts';
 import type { QueueClient } from '../adapters/queues.ts';
 import type { ListTasksQuery, TaskPage, TaskStore } from '../adapters/task-store.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { IdempotencyConflictError, ValidationError } from '../core/errors.ts';
 import { cancel, createTask, retry } from '../core/lifecycle.ts';
+import { concurrencyKey, type Hold, startRate, tenantPause, typePause } from '../core/policy/constraints.ts';
 import { ownEntry } from '../core/records.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import {
@@ -24,6 +25,7 @@ import {
   type Task,
   type TenantSettings,
 } from '../core/task.ts';
+import { type PauseRecord, pickPause, pickTenantSettings, startRateOf } from '../core/tenant-settings.ts';
 import { LAMBDA_WORKER } from '../infra/resources.ts';
 import type { TaskTypeRegistry } from '../task-types/define.ts';
 import { startTaskSpan } from '../telemetry/tracing.ts';
@@ -47,6 +49,8 @@ export interface SubmitInput {
   readonly delaySeconds?: number | undefined;
   /** ISO 8601 instant. */
   readonly runAt?: string | undefined;
+  readonly concurrencyKey?: string | undefined;
+  readonly concurrencyLimit?: number | undefined;
 }
 
 export interface SubmitOptions {
@@ -64,20 +68,21 @@ export interface SubmitResult {
   readonly task: Task;
 }
 
-export interface TenantView extends TenantSettings {
-  readonly tenantId: string;
-  /** Where the settings come from: stored through the API, the config file, or the defaults. */
-  readonly source: 'stored' | 'config' | 'default';
-  readonly counts: {
-    /** Counted up to QUEUED_COUNT_CAP: beyond it, the cap, and `queuedExact` false. */
-    readonly queued: number;
-    readonly queuedExact: boolean;
-    readonly dispatched: number;
-    readonly running: number;
+export type TenantView = TenantSettings &
+  PauseRecord & {
+    readonly tenantId: string;
+    /** Where the settings come from: stored through the API, the config file, or the defaults. */
+    readonly source: 'stored' | 'config' | 'default';
+    readonly counts: {
+      /** Counted up to QUEUED_COUNT_CAP: beyond it, the cap, and `queuedExact` false. */
+      readonly queued: number;
+      readonly queuedExact: boolean;
+      readonly dispatched: number;
+      readonly running: number;
+    };
+    /** From the scheduler's latest snapshot, when it has one for this tenant. */
+    readonly share?: SchedulerSnapshot['tenants'][string] | undefined;
   };
-  /** From the scheduler's latest snapshot, when it has one for this tenant. */
-  readonly share?: SchedulerSnapshot['tenants'][string] | undefined;
-}
 
 export interface TaskServiceDeps {
   readonly store: TaskStore;
@@ -237,12 +242,20 @@ export class TaskService {
         throw new ValidationError('invalid_schedule', 'runAt is more than a year ahead', { field: 'runAt' });
       }
     }
+    if (input.concurrencyLimit !== undefined && input.concurrencyKey === undefined) {
+      throw new ValidationError('invalid_request', 'concurrencyLimit needs a concurrencyKey', {
+        field: 'concurrencyLimit',
+      });
+    }
     return {
       tenantId: input.tenantId,
       type: input.type,
       payload,
       priority: input.priority ?? typeDefaults.priority ?? taskDefaults.priority,
       ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+      ...(input.concurrencyKey === undefined
+        ? {}
+        : { concurrencyKey: input.concurrencyKey, concurrencyLimit: input.concurrencyLimit ?? 1 }),
       resources,
       runtime,
       timeoutSeconds,
@@ -271,7 +284,53 @@ export class TaskService {
     const running = needsRunningTasks(task, snapshot, config) ? await store.leasedOf(task.tenantId) : undefined;
     // The index may not show it yet: it is waiting, so at least one.
     const facts = { waiting: Math.max(1, waiting), running };
-    return { task, wait: explainWait(task, { config, tenant, snapshot, now: this.#now(), facts }) };
+    const now = this.#now();
+    const hold = await this.#flowHold(task, tenant, now.getTime());
+    return { task, wait: explainWait(task, { config, tenant, snapshot, now, facts, hold }) };
+  }
+
+  /**
+   * What flow control holds the task on now, from the durable records (constraints.ts units over
+   * consistent reads): its tenant paused, its type paused, its key full, its tenant's bucket empty.
+   */
+  async #flowHold(task: Task, tenant: TenantSettings, nowMs: number): Promise<Hold | undefined> {
+    const { control } = this.#deps;
+    const paused = tenantPause.hold({ settings: tenant, active: 0 });
+    if (paused) return paused;
+    const rate = startRateOf(tenant);
+    const [type, tatUs, holders] = await Promise.all([
+      control.getTaskType(task.type),
+      rate ? control.flow.bucket(task.tenantId) : undefined,
+      task.concurrencyKey === undefined ? undefined : control.flow.keyHolders(task.tenantId, task.concurrencyKey),
+    ]);
+    return (
+      typePause.hold(task, new Set(type?.paused ? [type.type] : [])) ??
+      (holders
+        ? concurrencyKey.hold(task, Object.keys(holders).filter((id) => id !== task.taskId).length)
+        : undefined) ??
+      startRate.hold({ settings: tenant, active: 0, rate, tatUs }, nowMs)
+    );
+  }
+
+  /** The stored task types (paused or not), and every registered type with nothing stored. */
+  async listTaskTypes(): Promise<(StoredTaskType & { counts: { parked: number } })[]> {
+    const [stored, snapshot] = await Promise.all([
+      this.#deps.control.listTaskTypes(),
+      this.#deps.control.getSnapshot<SchedulerSnapshot>(),
+    ]);
+    const known = new Set(stored.map((type) => type.type));
+    const registered = this.#deps.registry
+      .names()
+      .filter((type) => !known.has(type))
+      .map((type) => ({ type, paused: false, updatedAt: new Date(0).toISOString() }));
+    return [...stored, ...registered]
+      .sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0))
+      .map((type) => ({ ...type, counts: { parked: ownEntry(snapshot?.parkedByType, type.type) ?? 0 } }));
+  }
+
+  /** Pause or resume a task type in every tenant; binds before the next dispatch (settings version). */
+  async putTaskType(type: string, settings: { paused: boolean }, by?: string): Promise<StoredTaskType> {
+    return this.#deps.control.putTaskType(type, settings, this.#now(), by);
   }
 
   async list(query: ListTasksQuery): Promise<TaskPage> {
@@ -295,7 +354,7 @@ export class TaskService {
   }
 
   /** Effective settings: stored (API) > config file entry > tenant defaults. */
-  async tenantSettings(tenantId: string): Promise<TenantSettings & { source: TenantView['source'] }> {
+  async tenantSettings(tenantId: string): Promise<TenantSettings & PauseRecord & { source: TenantView['source'] }> {
     return resolveTenantSettings(this.#deps.config, tenantId, await this.#deps.control.getTenant(tenantId));
   }
 
@@ -319,8 +378,8 @@ export class TaskService {
     return { tenantId, ...settings, counts, share };
   }
 
-  async putTenant(tenantId: string, settings: TenantSettings): Promise<StoredTenant> {
-    return this.#deps.control.putTenant(tenantId, settings, this.#now());
+  async putTenant(tenantId: string, settings: TenantSettings, by?: string): Promise<StoredTenant> {
+    return this.#deps.control.putTenant(tenantId, settings, this.#now(), by);
   }
 
   async listTenants(): Promise<StoredTenant[]> {
@@ -333,8 +392,10 @@ export function resolveTenantSettings(
   config: SchedulerConfig,
   tenantId: string,
   stored: StoredTenant | undefined,
-): TenantSettings & { source: TenantView['source'] } {
-  if (stored) return { weight: stored.weight, maxConcurrency: stored.maxConcurrency, source: 'stored' };
+): TenantSettings & PauseRecord & { source: TenantView['source'] } {
+  if (stored) {
+    return { ...pickTenantSettings(stored), ...pickPause(stored), source: 'stored' };
+  }
   const configured = ownEntry(config.tenants, tenantId);
   if (configured) return { ...configured, source: 'config' };
   return { ...config.tenantDefaults, source: 'default' };
@@ -369,6 +430,9 @@ export function effectiveRequest(input: SubmitInput, spec: NewTaskSpec): SubmitI
     maxAttempts: spec.maxAttempts,
     ...(input.delaySeconds ? { delaySeconds: input.delaySeconds } : {}),
     ...(input.runAt === undefined ? {} : { runAt: new Date(input.runAt).toISOString() }),
+    ...(spec.concurrencyKey === undefined
+      ? {}
+      : { concurrencyKey: spec.concurrencyKey, concurrencyLimit: spec.concurrencyLimit }),
   };
 }
 

@@ -23,6 +23,7 @@
  * and `fifo` it gives none: every older task of the pool counts there, and no process counts them.
  */
 import type { SchedulerConfig } from '../core/config.ts';
+import type { Hold } from '../core/policy/constraints.ts';
 import {
   explainWait as explainInCore,
   holdSecondsOf,
@@ -89,6 +90,8 @@ export function explainWait(
     snapshot: SchedulerSnapshot | undefined;
     now: Date;
     facts?: TenantFacts | undefined;
+    /** What flow control holds it on (a pause, its key, its tenant's start rate), from the durable records. */
+    hold?: Hold | undefined;
   },
 ): WaitInfo {
   const { config, tenant, snapshot, now } = input;
@@ -134,6 +137,7 @@ export function explainWait(
       holdSeconds: holdSecondsOf(config),
       reservations: true,
     },
+    hold: input.hold,
     assumes: rotation?.assumes,
     slackSeconds: rotation?.slackSeconds,
   });

@@ -7,14 +7,10 @@ import { CronSyntaxError, parseAwsCron } from './cron.ts';
 import { ConfigError } from './errors.ts';
 import { ownEntry } from './records.ts';
 import { LAMBDA_LIMITS, PRIORITY_TIERS, RUNTIMES, TASK_STATES } from './task.ts';
+import { tenantSettingsSchema } from './tenant-settings.ts';
 
 export const POLICIES = ['fifo', 'priority', 'fair-share'] as const;
 export type PolicyName = (typeof POLICIES)[number];
-
-const tenantSettingsSchema = z.strictObject({
-  weight: z.number().positive().max(1000),
-  maxConcurrency: z.number().int().min(1).max(100_000),
-});
 
 /** A nightly (or any cron) job: an EventBridge Scheduler schedule that submits a task. */
 const scheduleSchema = z.strictObject({

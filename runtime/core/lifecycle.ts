@@ -70,6 +70,9 @@ export function createTask(taskId: string, spec: NewTaskSpec, now: Date, request
     eventSequence: 1,
     stateChangedAt: submittedAt,
     ...(spec.traceparent === undefined ? {} : { traceparent: spec.traceparent }),
+    ...(spec.concurrencyKey === undefined
+      ? {}
+      : { concurrencyKey: spec.concurrencyKey, concurrencyLimit: spec.concurrencyLimit ?? 1 }),
     ...(requestHash === undefined ? {} : { requestHash }),
   };
 }

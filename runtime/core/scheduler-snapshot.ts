@@ -16,6 +16,10 @@ export interface TenantShare {
   readonly dominantShare: number;
   /** weight / sum of weights of tenants with work (the share the tenant is entitled to). */
   readonly entitlement: number;
+  /** What holds all of its work now (constraints.ts): paused, at quota, at its start rate. */
+  readonly hold?: 'tenant_paused' | 'quota' | 'rate';
+  /** Its tasks the scheduler holds parked (a paused type, a full concurrency key). */
+  readonly parked?: number;
 }
 
 /** Per pool, what goes first there now and whether a task holds it (reservation). */
@@ -76,6 +80,8 @@ export interface SchedulerSnapshot {
     readonly windowSeconds: number;
     readonly tenants: Readonly<Record<string, RecentlyFinished>>;
   };
+  /** Per paused task type, its tasks the scheduler holds parked (absent: none). */
+  readonly parkedByType?: Readonly<Record<string, number>>;
   /** What the API's wait bound needs (runtime/core/policy/bound.ts); absent before issue 22. */
   readonly rotation?: RotationSnapshot;
 }

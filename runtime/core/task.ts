@@ -102,6 +102,12 @@ export interface Task {
   /** W3C `traceparent` of the submit's span: the task's spans continue that trace. */
   readonly traceparent?: string;
   /**
+   * At most `concurrencyLimit` (default 1) of its tenant's tasks with this key are dispatched or
+   * running at once, as recorded in the key's holders item (adapters/flow-store.ts).
+   */
+  readonly concurrencyKey?: string;
+  readonly concurrencyLimit?: number;
+  /**
    * Events recorded and not yet delivered, oldest first: the local runtime's durable outbox
    * (runtime/events/outbox-relay.ts), appended in the same conditional write as the change. Never
    * written on AWS, where the table's stream carries the changes.
@@ -142,12 +148,12 @@ export interface NewTaskSpec {
   readonly runAt?: Date;
   /** W3C `traceparent` the task's spans continue (the submit span's). */
   readonly traceparent?: string;
+  readonly concurrencyKey?: string;
+  readonly concurrencyLimit?: number;
 }
 
-export interface TenantSettings {
-  readonly weight: number;
-  readonly maxConcurrency: number;
-}
+/** Defined once, with its schema: core/tenant-settings.ts. */
+export type { TenantSettings } from './tenant-settings.ts';
 
 /** Limits of AWS Lambda itself; the pool's worker function may be smaller (`LambdaWorkerSize`). */
 export const LAMBDA_LIMITS = {

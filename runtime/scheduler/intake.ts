@@ -78,6 +78,7 @@ export class Intake {
       // Twice the quota keeps a busy tenant's pipeline full; the head alone keeps it correct.
       windowSize: (tenantId) => Math.min(200, Math.max(10, 2 * policy.tenantSettings(tenantId).maxConcurrency)),
       bufferSize: config.scheduler.bufferSize,
+      parked: (tenantId, tier) => policy.parkedIn(tenantId, tier),
       indexLagMs: INDEX_LAG_MS,
       promiseMs: PROMISE_MS,
       promiseGraceMs: INDEX_LAG_MS,
@@ -319,6 +320,9 @@ export class Intake {
       agingFromMs: ref.agingFromMs,
       runAtMs: ref.runAtMs,
       seq: this.#seq++,
+      type: ref.type,
+      concurrencyKey: ref.concurrencyKey,
+      concurrencyLimit: ref.concurrencyLimit,
     });
   }
 
@@ -362,6 +366,17 @@ export function toRef(source: QueuedTaskRef | Task): QueuedRef {
     agingFromMs: Date.parse(source.agingFrom),
     runAtMs: Date.parse(source.runAt),
     fence: source.fence,
+    ...('type' in source ? flowFactsOf(source) : {}),
+  };
+}
+
+/** What flow control holds a task on, from its item. */
+function flowFactsOf(task: Task): Pick<QueuedRef, 'type' | 'concurrencyKey' | 'concurrencyLimit'> {
+  return {
+    type: task.type,
+    ...(task.concurrencyKey === undefined
+      ? {}
+      : { concurrencyKey: task.concurrencyKey, concurrencyLimit: task.concurrencyLimit }),
   };
 }
 

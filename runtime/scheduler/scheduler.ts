@@ -25,7 +25,8 @@ import type { QueuedRef } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { holdSecondsOf, SchedulingPolicy, taskHoldSeconds } from '../core/policy/index.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
-import type { Task, TenantSettings } from '../core/task.ts';
+import type { Task } from '../core/task.ts';
+import { pickTenantSettings } from '../core/tenant-settings.ts';
 import { COMPLETIONS_QUEUE } from '../infra/resources.ts';
 import { recordTaskSpan } from '../telemetry/tracing.ts';
 import { BacklogCounter, RecentlyFinishedTenants } from './backlog.ts';
@@ -53,6 +54,13 @@ export interface SchedulerDeps {
   readonly onUnregisteredQueued?: (count: number) => void;
 }
 
+interface ActiveAttempt {
+  fence: number;
+  sinceMs: number;
+  /** Its concurrency key, when this scheduler dispatched it (released with the attempt). */
+  key?: { readonly tenantId: string; readonly name: string } | undefined;
+}
+
 export interface TickResult {
   readonly received: number;
   readonly dispatched: number;
@@ -67,8 +75,8 @@ export class Scheduler {
   readonly #now: () => Date;
   readonly #policy: SchedulingPolicy;
   readonly #intake: Intake;
-  /** Dispatched or running tasks this scheduler counts against capacity: taskId → fence. */
-  readonly #active = new Map<string, { fence: number; sinceMs: number }>();
+  /** Dispatched or running tasks this scheduler counts against capacity: taskId → fence (and key). */
+  readonly #active = new Map<string, ActiveAttempt>();
   readonly #reconciler: Reconciler;
   /** The real backlog per tenant-tier, counted at a paced interval (issue 27). */
   readonly #backlog: BacklogCounter;
@@ -180,10 +188,9 @@ export class Scheduler {
   /** Apply stored tenant settings (PUT /v1/tenants) to the policy, queued work included. */
   async refreshTenants(): Promise<void> {
     const stored = await this.#deps.control.listTenants();
-    for (const tenant of stored) {
-      const settings: TenantSettings = { weight: tenant.weight, maxConcurrency: tenant.maxConcurrency };
-      this.#policy.setTenant(tenant.tenantId, settings);
-    }
+    const types = await this.#deps.control.listTaskTypes();
+    for (const tenant of stored) this.#policy.setTenant(tenant.tenantId, pickTenantSettings(tenant));
+    this.#policy.setPausedTypes(types.filter((type) => type.paused).map((type) => type.type));
     this.#lastTenantRefreshMs = this.#now().getTime();
   }
 
@@ -214,6 +221,8 @@ export class Scheduler {
     const dispatched = await dispatchReady(
       {
         store: this.#deps.store,
+        flow: this.#deps.control.flow,
+        settingsMoved: () => this.#settingsMoved(),
         queues: this.#deps.queues,
         config: this.#deps.config,
         policy: this.#policy,
@@ -235,15 +244,41 @@ export class Scheduler {
    */
   async #bindTenantSettings(): Promise<void> {
     if (this.#intake.heldCount === 0) return;
+    await this.#settingsMoved();
+  }
+
+  /** One consistent read of the settings version; re-reads the settings when it moved. */
+  async #settingsMoved(): Promise<boolean> {
     const version = await this.#deps.control.tenantsVersion();
-    if (version === this.#tenantsVersion) return;
+    if (version === this.#tenantsVersion) return false;
     await this.refreshTenants();
     this.#tenantsVersion = version;
+    return true;
+  }
+
+  /**
+   * An attempt no longer holds capacity: the engine lets it go, and its concurrency key's place
+   * (when this scheduler knows the key) is released in the key's holders item.
+   */
+  #releaseAttempt(taskId: string, releases: Promise<void>[]): void {
+    const active = this.#active.get(taskId);
+    this.#active.delete(taskId);
+    this.#policy.release(taskId);
+    if (active?.key) {
+      const { tenantId, name } = active.key;
+      releases.push(
+        this.#deps.control.flow.releaseKey(tenantId, name, taskId, active.fence).catch((error: unknown) => {
+          // The holder stays until a start of the key finds it stale (dispatch.ts staleHolders).
+          this.#deps.logger?.warn('could not release a concurrency key', { taskId, key: name, error: String(error) });
+        }),
+      );
+    }
   }
 
   /** Free capacity for every attempt a worker reports finished. */
   async #drainCompletions(waitSeconds: number): Promise<number> {
     let count = 0;
+    const releases: Promise<void>[] = [];
     for (let round = 0; round < 10; round++) {
       const messages = await this.#deps.queues.receive<CompletionMessage>(COMPLETIONS_QUEUE.id, {
         max: 10,
@@ -253,8 +288,7 @@ export class Scheduler {
         const active = this.#active.get(body.taskId);
         // A stale report (older fence) must not free the capacity of a newer attempt.
         if (active && active.fence === body.fence) {
-          this.#active.delete(body.taskId);
-          this.#policy.release(body.taskId);
+          this.#releaseAttempt(body.taskId, releases);
           this.#finished.finished(body.tenantId, body.state, this.#now().getTime());
           count++;
         }
@@ -267,6 +301,7 @@ export class Scheduler {
       }
       if (messages.length < 10) break;
     }
+    await Promise.all(releases);
     return count;
   }
 
@@ -288,7 +323,11 @@ export class Scheduler {
         new Date(nowMs),
       ).catch(() => undefined);
     }
-    this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
+    this.#active.set(task.taskId, {
+      fence: task.fence,
+      sinceMs: nowMs,
+      key: task.concurrencyKey === undefined ? undefined : { tenantId: task.tenantId, name: task.concurrencyKey },
+    });
     this.#policy.heldUntil(task.taskId, nowMs + taskHoldSeconds(this.#deps.config, task.timeoutSeconds) * 1000);
     this.#backlog.dispatched(task.tenantId, task.priority);
     this.#dispatchTimes.push(nowMs);
@@ -304,8 +343,9 @@ export class Scheduler {
     const active = this.#active.get(ref.taskId);
     if (!active) return true;
     if (ref.fence < active.fence) return false;
-    this.#active.delete(ref.taskId);
-    this.#policy.release(ref.taskId);
+    const releases: Promise<void>[] = [];
+    this.#releaseAttempt(ref.taskId, releases);
+    void Promise.all(releases);
     return true;
   }
 
@@ -322,10 +362,9 @@ export class Scheduler {
       this.#active,
     );
     if (reconciled.unregisteredQueued > 0) this.#deps.onUnregisteredQueued?.(reconciled.unregisteredQueued);
-    for (const taskId of reconciled.released) {
-      this.#active.delete(taskId);
-      this.#policy.release(taskId);
-    }
+    const releases: Promise<void>[] = [];
+    for (const taskId of reconciled.released) this.#releaseAttempt(taskId, releases);
+    await Promise.all(releases);
     for (const task of reconciled.adopted ?? []) {
       if (this.#active.has(task.taskId) || windows.holds(task.taskId, task.tenantId, task.priority)) continue;
       this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
@@ -365,6 +404,7 @@ export class Scheduler {
         dispatchesLastMinute: this.#dispatchTimes.length,
         backlog: this.#backlog.view(this.#intake.windows.heads(), nowMs),
         recentlyFinished: this.#finished.view(nowMs),
+        parkedByType: this.#policy.parkedByType(),
       },
       nowMs,
     );

@@ -22,6 +22,8 @@ export interface SnapshotSources {
   /** The real backlog per tenant-tier and the recently finished tenants (scheduler/backlog.ts). */
   readonly backlog?: SchedulerSnapshot['backlog'];
   readonly recentlyFinished?: SchedulerSnapshot['recentlyFinished'];
+  /** Per paused task type, its parked tasks (SchedulingPolicy.parkedByType). */
+  readonly parkedByType?: ReadonlyMap<string, number>;
 }
 
 /**
@@ -56,6 +58,10 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
         maxConcurrency: tenant.maxConcurrency,
         dominantShare: round3(tenant.weightedDominantShare * tenant.weight),
         entitlement: round3(tenant.entitlement),
+        ...(tenant.hold && tenant.hold.constraint !== 'type_paused' && tenant.hold.constraint !== 'key'
+          ? { hold: tenant.hold.constraint }
+          : {}),
+        ...(tenant.parked > 0 ? { parked: tenant.parked } : {}),
       },
     ]),
   );
@@ -95,6 +101,9 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
       fargate: { leader: fargate?.leader ?? null, heldForTaskId: fargate?.reservedForTaskId ?? null },
     },
     ...(sources.backlog ? { backlog: sources.backlog } : {}),
+    ...(sources.parkedByType && sources.parkedByType.size > 0
+      ? { parkedByType: Object.fromEntries(sources.parkedByType) }
+      : {}),
     ...(sources.recentlyFinished ? { recentlyFinished: sources.recentlyFinished } : {}),
     rotation: {
       lambda: rotationOf(lambda, pools.lambda.concurrency),

@@ -165,6 +165,17 @@ describe('Contract: live responses match the served OpenAPI document', () => {
 
   it('GET and PUT /v1/tenants/{tenantId}', async () => {
     await expectConforms(json('PUT', '/v1/tenants/contract', { weight: 2, maxConcurrency: 3 }), 200);
+    await expectConforms(
+      json('PUT', '/v1/tenants/contract', {
+        weight: 2,
+        maxConcurrency: 3,
+        maxStartsPerSecond: 4,
+        burst: 4,
+        paused: true,
+      }),
+      200,
+    );
+    await expectConforms(json('PUT', '/v1/tenants/contract', { weight: 2, maxConcurrency: 3, burst: 4 }), 400);
     await expectConforms({ path: '/v1/tenants/contract' }, 200);
     await expectConforms({ path: '/v1/tenants/__proto__' }, 200);
     await expectConforms(json('PUT', '/v1/tenants/contract', { weight: -1, maxConcurrency: 3 }), 400);
@@ -173,6 +184,21 @@ describe('Contract: live responses match the served OpenAPI document', () => {
     await expectConforms(json('PUT', '/v1/tenants/denied', { weight: 1, maxConcurrency: 1 }), 403, guarded);
     await expectConforms(
       { method: 'PUT', path: '/v1/tenants/contract', body: 'w=1', headers: { 'content-type': 'text/plain' } },
+      415,
+    );
+  });
+
+  it('GET /v1/task-types and PUT /v1/task-types/{type}', async () => {
+    const onlyOne = createApiRouter(services, { authorize: (_event, tenantId) => tenantId === 'contract' });
+    await expectConforms(json('PUT', '/v1/task-types/demo.echo', { paused: true }), 200);
+    await expectConforms({ path: '/v1/task-types' }, 200);
+    await expectConforms(json('PUT', '/v1/task-types/demo.echo', { paused: false }), 200);
+    await expectConforms(json('PUT', '/v1/task-types/demo.echo', { paused: 'yes' }), 400);
+    await expectConforms({ path: '/v1/task-types?x=1' }, 400);
+    await expectConforms({ path: '/v1/task-types' }, 403, onlyOne);
+    await expectConforms(json('PUT', '/v1/task-types/demo.echo', { paused: true }), 403, onlyOne);
+    await expectConforms(
+      { method: 'PUT', path: '/v1/task-types/demo.echo', body: 'p=1', headers: { 'content-type': 'text/plain' } },
       415,
     );
   });

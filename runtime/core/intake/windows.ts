@@ -39,6 +39,10 @@ export interface QueuedRef {
   readonly runAtMs: number;
   /** The fence of the QUEUED item: a retry waits with a higher fence than its last dispatch. */
   readonly fence: number;
+  /** Known once the item was read (the index does not carry them): flow control holds on them. */
+  readonly type?: string | undefined;
+  readonly concurrencyKey?: string | undefined;
+  readonly concurrencyLimit?: number | undefined;
 }
 
 export interface TenantTier {
@@ -46,7 +50,16 @@ export interface TenantTier {
   readonly tier: PriorityTier;
 }
 
+/**
+ * Parked refs a tenant-tier holds beyond its window at most. Past it, parked work counts against
+ * the window again (and the tenant's other work waits behind it): it bounds the memory and the
+ * re-reads of parked entries (each refill reads past them).
+ */
+export const PARKED_WINDOW_CAP = 1000;
+
 export interface IntakeOptions {
+  /** The engine's parked tasks of a tenant-tier (they take no room in its window). */
+  readonly parked?: (tenantId: string, tier: PriorityTier) => number;
   /** The window a tenant may hold (e.g. twice its quota), before the global cap. */
   readonly windowSize: (tenantId: string) => number;
   /** All windows together hold about this many refs at most: windows shrink towards 1. */
@@ -161,6 +174,16 @@ export class IntakeWindows {
       .map(({ tenantId, tier }) => ({ tenantId, tier }));
   }
 
+  /**
+   * The refs that take room in a window: those held, less the ones the engine parked (a paused
+   * type, a full concurrency key), up to PARKED_WINDOW_CAP, so parked work does not keep the
+   * tenant's other work out of the window (head-of-line blocking at the intake).
+   */
+  #occupied(state: State): number {
+    const parked = Math.min(PARKED_WINDOW_CAP, this.#options.parked?.(state.tenantId, state.tier) ?? 0);
+    return Math.max(0, state.window.size + state.taken.size - parked);
+  }
+
   /** The window size of a tenant now: its own, capped so all windows share the buffer. */
   windowOf(tenantId: string): number {
     const share = Math.floor(this.#options.bufferSize / Math.max(1, this.#states.size));
@@ -221,9 +244,9 @@ export class IntakeWindows {
       return { register };
     }
     if (this.#held(state, ref.taskId) || this.#recent.has(dispatchKey(ref.taskId, ref.fence))) return { register };
-    if (state.hasMore || state.window.size + state.taken.size >= this.windowOf(state.tenantId)) {
+    if (state.hasMore || this.#occupied(state) >= this.windowOf(state.tenantId)) {
       // Older due work may wait in the index: admitting this one would let it jump the queue.
-      if (state.window.size + state.taken.size >= this.windowOf(state.tenantId)) state.backlogged = true;
+      if (this.#occupied(state) >= this.windowOf(state.tenantId)) state.backlogged = true;
       state.hasMore = true;
       return { register };
     }
@@ -291,7 +314,7 @@ export class IntakeWindows {
       if (state.queryInFlight || state.registration === 'deregistering') continue;
       if (nowMs - state.lastQueryMs < (this.#options.minQueryGapMs ?? DEFAULT_MIN_QUERY_GAP_MS)) continue;
       const window = this.windowOf(state.tenantId);
-      const held = state.window.size + state.taken.size;
+      const held = this.#occupied(state);
       // Under a promise, tasks may come without an announcement: look for them every reread.
       const promised =
         nowMs < state.scanUntilMs + this.#graceMs &&
@@ -300,7 +323,9 @@ export class IntakeWindows {
       if (!wants) continue;
       // Read past entries the index may still list for work just dispatched.
       const lagging = this.#recentPerKey.get(key) ?? 0;
-      due.push({ tenantId: state.tenantId, tier: state.tier, limit: window - held + lagging });
+      // And past the parked refs it holds (they stay in the index, oldest first).
+      const parked = state.window.size + state.taken.size - held;
+      due.push({ tenantId: state.tenantId, tier: state.tier, limit: window - held + lagging + parked });
     }
     return due;
   }
@@ -350,7 +375,7 @@ export class IntakeWindows {
     let overflow = false;
     for (const ref of page.refs) {
       if (this.#held(state, ref.taskId) || this.#recent.has(dispatchKey(ref.taskId, ref.fence))) continue;
-      if (state.window.size + state.taken.size >= window) {
+      if (this.#occupied(state) >= window) {
         overflow = true;
         break;
       }

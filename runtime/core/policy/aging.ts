@@ -66,6 +66,7 @@ export const NO_BOUND_REASONS = [
   'tenant_backlog',
   'ahead_unknown',
   'no_reservation',
+  'paused',
 ] as const;
 export type NoBoundReason = (typeof NO_BOUND_REASONS)[number];
 

@@ -8,9 +8,30 @@ import type { PolicyName, SchedulerConfig } from '../config.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Runtime, tierRank } from '../task.ts';
 import { effectiveRank, type NoBoundReason, topTierAtMs, type WaitBound, waitBound } from './aging.ts';
 import { rotationBoundSeconds } from './bound.ts';
+import { describeHold, type Hold } from './constraints.ts';
+
+/** The wait reason each constraint unit's hold reports. */
+const HOLD_REASONS = {
+  quota: 'tenant_quota',
+  tenant_paused: 'tenant_paused',
+  type_paused: 'type_paused',
+  rate: 'rate_limit',
+  key: 'concurrency_key',
+} as const satisfies Record<Hold['constraint'], string>;
 
 /** Why a waiting task is not being dispatched right now. */
-export const WAIT_REASONS = ['delayed', 'tenant_quota', 'capacity', 'fair_share', 'priority', 'queue'] as const;
+export const WAIT_REASONS = [
+  'delayed',
+  'tenant_paused',
+  'type_paused',
+  'tenant_quota',
+  'rate_limit',
+  'concurrency_key',
+  'capacity',
+  'fair_share',
+  'priority',
+  'queue',
+] as const;
 export type WaitReason = (typeof WAIT_REASONS)[number];
 
 /** The task that goes first in a pool now: its tenant's best task, of the best tenant below quota. */
@@ -41,6 +62,11 @@ export interface WaitView {
     readonly fitsFree: boolean;
   };
   readonly tenant: { readonly active: number; readonly maxConcurrency: number; readonly weightedShare: number };
+  /**
+   * A constraint unit's hold besides the quota (which `tenant` shows): its tenant paused or at its
+   * start rate, its type paused, its concurrency key full (constraints.ts).
+   */
+  readonly hold?: Hold | undefined;
   readonly pool: {
     /** The pool is held for another task (its best, which does not fit yet). */
     readonly heldForOther: boolean;
@@ -122,6 +148,7 @@ const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
   ahead_unknown:
     'what is ahead of it is not known (under priority and fifo every older task of its pool counts, and the scheduler holds only a window of the queues; or no scheduler has reported its pool yet)',
   no_reservation: 'reservations are off, so smaller tasks may pass a large one without end',
+  paused: 'it is paused (its tenant or its task type) and starts only after it is resumed',
 };
 
 /**
@@ -149,7 +176,7 @@ export function explainWait(view: WaitView): WaitExplanation {
   const rank = policy === 'fifo' ? baseRank : effectiveRank(baseRank, task.agingFromMs, nowMs, agingMs);
   const topAtMs = policy === 'fifo' ? task.agingFromMs : topTierAtMs(baseRank, task.agingFromMs, agingMs);
   const { reason, message } = reasonFor(view, rank);
-  const bound = boundOf(view, baseRank);
+  const bound = withRateWait(view, boundOf(view, baseRank));
   return {
     reason,
     message,
@@ -167,6 +194,8 @@ function boundOf(view: WaitView, baseRank: number): WaitBound {
   const hold = view.limits.holdSeconds;
   if (!task.fitsPool) return { seconds: null, why: 'never_fits' };
   if (view.tenant.maxConcurrency < 1) return { seconds: null, why: 'quota_zero' };
+  const held = view.hold?.constraint;
+  if (held === 'tenant_paused' || held === 'type_paused') return { seconds: null, why: 'paused' };
   if (policy !== 'fair-share') {
     return waitBound({
       policy,
@@ -205,6 +234,30 @@ function boundOf(view: WaitView, baseRank: number): WaitBound {
   return { seconds: Math.max(0, seconds) };
 }
 
+/**
+ * A tenant at its start rate waits for its next token besides: its only waiting task (the bound's
+ * case) takes no other task's token, so the wait for one is at most until the bucket's next start.
+ */
+function withRateWait(view: WaitView, bound: WaitBound): WaitBound {
+  if (bound.seconds === null || view.hold?.constraint !== 'rate') return bound;
+  return { seconds: bound.seconds + Math.max(0, (view.hold.nextStartMs - view.nowMs) / 1000) };
+}
+
+/** What the bound takes for granted of the constraint units (constraints.ts). */
+function constraintAssumptions(view: WaitView): string[] {
+  const hold = view.hold;
+  const parts = ['neither its tenant nor its task type is paused meanwhile'];
+  if (hold?.constraint === 'rate') {
+    parts.push(
+      `its tenant's start rate (${hold.rate.perSecond}/s, burst ${hold.rate.burst}) lets it start by ${new Date(hold.nextStartMs).toISOString()}, and it is not lowered meanwhile`,
+    );
+  }
+  if (hold?.constraint === 'key') {
+    parts.push(`the tasks holding its concurrency key ${hold.key} are its tenant's running tasks`);
+  }
+  return parts;
+}
+
 /** The bound's assumptions in words (bound.ts A1–A3, aging.ts), then the view's own. */
 function assumptionsOf(view: WaitView): string {
   const hold = view.limits.holdSeconds;
@@ -221,7 +274,7 @@ function assumptionsOf(view: WaitView): string {
           'no task older than it is retried meanwhile',
           'a scheduler is running',
         ];
-  return [...parts, ...(view.assumes ?? [])].join('; ');
+  return [...parts, ...constraintAssumptions(view), ...(view.assumes ?? [])].join('; ');
 }
 
 function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message: string } {
@@ -230,6 +283,7 @@ function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message:
     return { reason: 'delayed', message: `Not eligible before ${new Date(task.runAtMs).toISOString()}` };
   }
   if (!task.fitsPool) return { reason: 'capacity', message: `It is bigger than the whole ${task.runtime} pool` };
+  if (view.hold) return { reason: HOLD_REASONS[view.hold.constraint], message: describeHold(view.hold, task.tenantId) };
   if (pool.unknown) {
     return { reason: 'queue', message: 'The scheduler has not reported what is ahead of it yet' };
   }

@@ -49,11 +49,14 @@
  * starve).
  */
 import type { PolicyName } from '../config.ts';
-import { PRIORITY_TIERS, type Runtime, type TenantSettings, tierRank } from '../task.ts';
+import { PRIORITY_TIERS, type PriorityTier, type Runtime, tierRank } from '../task.ts';
+import { type StartRate, startRateOf, type TenantSettings } from '../tenant-settings.ts';
 import { effectiveRank, nextPromotionMs } from './aging.ts';
+import { concurrencyKey, DEFAULT_CONCURRENCY_LIMIT, type Hold, tenantHold, typePause } from './constraints.ts';
 import { addInto, capacityOf, demandOf, fits, weightedDominantShare, zeroVector } from './drf.ts';
 import { explainWait, type HoldSeconds, type PoolLeader, type WaitExplanation } from './explain.ts';
 import { IndexedHeap, NOT_IN_HEAP } from './heap.ts';
+import { grantStarts } from './rate.ts';
 import type {
   ActiveCandidate,
   Candidate,
@@ -75,7 +78,8 @@ const DEFAULT_FIT_SCAN_PER_TENANT = 8;
  */
 export const ROTATION_MEMORY_MS = 10 * 60_000;
 
-type WaitingState = 'delayed' | 'ready' | 'unschedulable';
+/** `parked`: held by a task unit (a paused type, a full key), out of every heap until let go. */
+type WaitingState = 'delayed' | 'ready' | 'unschedulable' | 'parked';
 
 interface WaitingTask {
   readonly candidate: Candidate;
@@ -86,6 +90,8 @@ interface WaitingTask {
   state: WaitingState;
   /** Position in its tier heap or in the delayed heap (never both). */
   heapIndex: number;
+  /** While parked: what parked it. */
+  parkedBy: Hold | undefined;
 }
 
 interface ActiveTask {
@@ -94,6 +100,24 @@ interface ActiveTask {
   readonly pool: PoolState;
   /** It holds its pool until then at the latest (dispatch + hold). */
   untilMs: number;
+  /** Its concurrency key, when it has one. */
+  readonly key: KeyState | undefined;
+}
+
+/** One concurrency key of one tenant, as the engine knows it. */
+interface KeyState {
+  readonly name: string;
+  /** Its tasks the engine counts as dispatched or running. */
+  active: number;
+  /** Its tasks waiting ready (not parked). */
+  ready: number;
+  /** Its tasks parked because the key is full, oldest parked first. */
+  readonly parked: Set<WaitingTask>;
+  /**
+   * The key's durable holders refused a start (tasks the engine does not know of hold it, e.g.
+   * after a restart): treated as full until then, when its best parked task is tried again.
+   */
+  blockedUntilMs: number;
 }
 
 /** One tenant's ready work in one pool. */
@@ -122,6 +146,18 @@ interface TenantState {
   waiting: number;
   readonly entries: Partial<Record<Runtime, Entry>>;
   readonly running: Set<ActiveTask>;
+  /** Its start-rate limit (from its settings) and the bucket's TAT as the engine last knew it. */
+  rate: StartRate | undefined;
+  tatUs: number | undefined;
+  /** What holds all of its work now (tenant units), recomputed at every refresh. */
+  hold: Hold | undefined;
+  /** While held by its start rate: when it may start again, and its place in the rate timers. */
+  rateUntilMs: number;
+  rateIndex: number;
+  readonly keys: Map<string, KeyState>;
+  /** Its parked tasks (task units), and per base tier. */
+  parked: number;
+  readonly parkedByRank: number[];
 }
 
 interface PoolState {
@@ -204,6 +240,18 @@ export class SchedulingPolicy {
       entry.agingIndex = index;
     },
   });
+  /** Tenants held by their start rate, by when they may start again. */
+  readonly #rateTimers = new IndexedHeap<TenantState>((a, b) => a.rateUntilMs < b.rateUntilMs, {
+    get: (tenant) => tenant.rateIndex,
+    set: (tenant, index) => {
+      tenant.rateIndex = index;
+    },
+  });
+  readonly #pausedTypes = new Set<string>();
+  /** Tasks parked by a paused type, per type. */
+  readonly #parkedByType = new Map<string, Set<WaitingTask>>();
+  /** Keys whose durable holders refused a start, until when (see KeyState.blockedUntilMs). */
+  readonly #blockedKeys = new Map<KeyState, TenantState>();
   #unschedulable = 0;
   /** Arrival order in the rotations (ties of equal turn times). */
   #turnSeq = 0;
@@ -258,7 +306,73 @@ export class SchedulingPolicy {
     const tenant = this.#tenants.get(tenantId);
     if (!tenant) return;
     tenant.settings = this.#settingsOf(tenantId);
+    tenant.rate = startRateOf(tenant.settings);
     this.#tenantChanged(tenant);
+  }
+
+  /**
+   * The paused task types (the whole set, as stored). Tasks of a type that pauses are parked at
+   * once; those of a type that resumes are ready again at once. O(waiting) when the set changes.
+   */
+  setPausedTypes(types: Iterable<string>): void {
+    const next = new Set(types);
+    const resumed = [...this.#pausedTypes].filter((type) => !next.has(type));
+    const paused = [...next].filter((type) => !this.#pausedTypes.has(type));
+    if (resumed.length === 0 && paused.length === 0) return;
+    this.#pausedTypes.clear();
+    for (const type of next) this.#pausedTypes.add(type);
+    for (const type of resumed) {
+      const parked = this.#parkedByType.get(type);
+      this.#parkedByType.delete(type);
+      for (const task of parked ?? []) this.#unpark(task);
+    }
+    if (paused.length === 0) return;
+    for (const task of [...this.#waiting.values()]) {
+      if (task.state === 'ready' && task.candidate.type !== undefined && next.has(task.candidate.type)) {
+        this.#leaveReady(task);
+        this.#makeReady(task);
+      }
+    }
+  }
+
+  get pausedTypes(): ReadonlySet<string> {
+    return this.#pausedTypes;
+  }
+
+  /** A tenant's parked tasks of one (base) tier. */
+  parkedIn(tenantId: string, tier: PriorityTier): number {
+    return this.#tenants.get(tenantId)?.parkedByRank[tierRank(tier)] ?? 0;
+  }
+
+  /** Per paused type, how many of its tasks are parked. */
+  parkedByType(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const [type, parked] of this.#parkedByType) if (parked.size > 0) counts.set(type, parked.size);
+    return counts;
+  }
+
+  /**
+   * The tenant's start-rate bucket as its durable record has it (the dispatcher's conditional
+   * write, the arbiter): the engine's mirror follows it.
+   */
+  syncRate(tenantId: string, tatUs: number): void {
+    const tenant = this.#tenants.get(tenantId);
+    if (!tenant) return;
+    tenant.tatUs = tatUs;
+    this.#tenantChanged(tenant);
+  }
+
+  /**
+   * The key's durable holders refused a start: tasks the engine does not count hold it. Its
+   * tasks wait until one of its known tasks ends or `untilMs`, when its best parked task is
+   * tried again.
+   */
+  keyBlocked(tenantId: string, key: string, untilMs: number): void {
+    const tenant = this.#tenants.get(tenantId);
+    if (!tenant) return;
+    const state = this.#key(tenant, key);
+    state.blockedUntilMs = Math.max(state.blockedUntilMs, untilMs);
+    this.#blockedKeys.set(state, tenant);
   }
 
   tenantSettings(tenantId: string): TenantSettings {
@@ -279,6 +393,7 @@ export class SchedulingPolicy {
       pool,
       state: 'ready',
       heapIndex: NOT_IN_HEAP,
+      parkedBy: undefined,
     };
     this.#waiting.set(candidate.taskId, task);
     tenant.waiting++;
@@ -317,7 +432,15 @@ export class SchedulingPolicy {
     const pool = this.#pools[task.runtime];
     const sinceMs = task.sinceMs ?? (Number.isFinite(this.#clockMs) ? this.#clockMs : 0);
     const holdSeconds = task.holdSeconds ?? this.#holdSeconds[task.runtime];
-    this.#activate(task.taskId, tenant, demandOf(task.runtime, task.resources), pool, sinceMs + holdSeconds * 1000);
+    const key = task.concurrencyKey === undefined ? undefined : this.#key(tenant, task.concurrencyKey);
+    this.#activate(
+      task.taskId,
+      tenant,
+      demandOf(task.runtime, task.resources),
+      pool,
+      sinceMs + holdSeconds * 1000,
+      key,
+    );
     if (task.sinceMs !== undefined) this.#served(tenant, pool, task.sinceMs);
   }
 
@@ -338,6 +461,10 @@ export class SchedulingPolicy {
     tenant.active--;
     addInto(tenant.used, active.demand, -1);
     addInto(this.#used, active.demand, -1);
+    if (active.key) {
+      active.key.active--;
+      this.#unparkKey(tenant, active.key);
+    }
     this.#tenantChanged(tenant);
     this.#dropIfIdle(tenant);
     return true;
@@ -346,18 +473,33 @@ export class SchedulingPolicy {
   /** Picks the next task to dispatch at `nowMs` and marks it active, or undefined if none may start. */
   next(nowMs: number): Candidate | undefined {
     this.#advance(nowMs);
-    let best: Pick | undefined;
-    for (const pool of this.#poolList) {
-      const pick = this.#pickInPool(pool);
-      if (pick && (!best || this.#entryBefore(pick.entry, best.entry))) best = pick;
+    for (;;) {
+      let best: Pick | undefined;
+      for (const pool of this.#poolList) {
+        const pick = this.#pickInPool(pool);
+        if (pick && (!best || this.#entryBefore(pick.entry, best.entry))) best = pick;
+      }
+      if (!best) return undefined;
+      const { task } = best;
+      // A task unit holds it (its key filled up since it became ready): park it and pick again,
+      // so the tasks behind it are not held up.
+      const hold = this.#taskHold(task);
+      if (hold) {
+        if (task.pool.heldFor === task) task.pool.heldFor = undefined;
+        this.#leaveReady(task);
+        this.#park(task, hold);
+        continue;
+      }
+      if (task.pool.heldFor === task) task.pool.heldFor = undefined;
+      this.#served(task.tenant, task.pool, this.#clockMs);
+      this.#forgetWaiting(task);
+      const tenant = task.tenant;
+      if (tenant.rate) tenant.tatUs = grantStarts(tenant.rate, tenant.tatUs, this.#clockMs * 1000, 1).tatUs;
+      const { concurrencyKey: keyName } = task.candidate;
+      const key = keyName === undefined ? undefined : this.#key(tenant, keyName);
+      this.#activate(task.candidate.taskId, tenant, task.demand, task.pool, this.#clockMs + this.#holdMs(task), key);
+      return task.candidate;
     }
-    if (!best) return undefined;
-    const { task } = best;
-    if (task.pool.heldFor === task) task.pool.heldFor = undefined;
-    this.#served(task.tenant, task.pool, this.#clockMs);
-    this.#forgetWaiting(task);
-    this.#activate(task.candidate.taskId, task.tenant, task.demand, task.pool, this.#clockMs + this.#holdMs(task));
-    return task.candidate;
   }
 
   /**
@@ -392,6 +534,7 @@ export class SchedulingPolicy {
         fitsFree: this.#fitsFree(task),
       },
       tenant: { active: tenant.active, maxConcurrency: tenant.settings.maxConcurrency, weightedShare: tenant.share },
+      hold: task.parkedBy ?? (tenant.hold?.constraint === 'quota' ? undefined : tenant.hold),
       pool: {
         heldForOther: holder !== undefined && holder !== task,
         reservedForOther: (this.#reservedFor(pool) ?? task) !== task,
@@ -428,6 +571,8 @@ export class SchedulingPolicy {
         tenantId: tenant.tenantId,
         weight: tenant.settings.weight,
         maxConcurrency: tenant.settings.maxConcurrency,
+        hold: tenant.hold ?? null,
+        parked: tenant.parked,
         active: tenant.active,
         queued: tenant.waiting,
         usage: { lambdaSlots: tenant.used.slots, vcpu: tenant.used.milliVcpu / 1000, memoryMiB: tenant.used.memoryMiB },
@@ -526,7 +671,17 @@ export class SchedulingPolicy {
         waiting: 0,
         entries: {},
         running: new Set(),
+        rate: undefined,
+        tatUs: undefined,
+        hold: undefined,
+        rateUntilMs: Number.POSITIVE_INFINITY,
+        rateIndex: NOT_IN_HEAP,
+        keys: new Map(),
+        parked: 0,
+        parkedByRank: PRIORITY_TIERS.map(() => 0),
       };
+      tenant.rate = startRateOf(tenant.settings);
+      tenant.hold = tenantHold(tenant, this.#clockMs);
       this.#tenants.set(tenantId, tenant);
     }
     return tenant;
@@ -534,7 +689,85 @@ export class SchedulingPolicy {
 
   /** Tenants with nothing waiting or running hold no state (settings and the rotation's memory are kept separately). */
   #dropIfIdle(tenant: TenantState): void {
-    if (tenant.active === 0 && tenant.waiting === 0) this.#tenants.delete(tenant.tenantId);
+    // Its start-rate bucket is kept while it is not full: dropping it would forget starts it made.
+    if (tenant.active !== 0 || tenant.waiting !== 0) return;
+    if (tenant.rate && tenant.tatUs !== undefined && tenant.tatUs > this.#clockMs * 1000) return;
+    this.#tenants.delete(tenant.tenantId);
+    this.#rateTimers.remove(tenant);
+    for (const key of tenant.keys.values()) this.#blockedKeys.delete(key);
+  }
+
+  #key(tenant: TenantState, name: string): KeyState {
+    let key = tenant.keys.get(name);
+    if (!key) {
+      key = { name, active: 0, ready: 0, parked: new Set(), blockedUntilMs: Number.NEGATIVE_INFINITY };
+      tenant.keys.set(name, key);
+    }
+    return key;
+  }
+
+  /** Drop a key the tenant no longer uses. */
+  #dropKeyIfIdle(tenant: TenantState, key: KeyState): void {
+    if (key.active === 0 && key.ready === 0 && key.parked.size === 0 && key.blockedUntilMs <= this.#clockMs) {
+      tenant.keys.delete(key.name);
+      this.#blockedKeys.delete(key);
+    }
+  }
+
+  /** What a task unit says of a task now (a paused type, a full key), if it holds it. */
+  #taskHold(task: WaitingTask): Hold | undefined {
+    const { candidate } = task;
+    const paused = typePause.hold(candidate, this.#pausedTypes);
+    if (paused || candidate.concurrencyKey === undefined) return paused;
+    const key = this.#key(task.tenant, candidate.concurrencyKey);
+    const limit = candidate.concurrencyLimit ?? DEFAULT_CONCURRENCY_LIMIT;
+    const active = key.blockedUntilMs > this.#clockMs ? Math.max(key.active, limit) : key.active;
+    return concurrencyKey.hold(candidate, active);
+  }
+
+  /** Park a waiting task (not in any heap) that a task unit holds. */
+  #park(task: WaitingTask, hold: Hold): void {
+    task.state = 'parked';
+    task.parkedBy = hold;
+    task.tenant.parked++;
+    task.tenant.parkedByRank[task.baseRank]! += 1;
+    if (hold.constraint === 'type_paused') {
+      const parked = this.#parkedByType.get(hold.type) ?? new Set<WaitingTask>();
+      this.#parkedByType.set(hold.type, parked);
+      parked.add(task);
+    } else if (hold.constraint === 'key') {
+      this.#key(task.tenant, hold.key).parked.add(task);
+    }
+  }
+
+  /** Take a task out of its parking (it stays waiting, in no heap). */
+  #unparkOnly(task: WaitingTask): void {
+    const hold = task.parkedBy;
+    task.parkedBy = undefined;
+    task.tenant.parked--;
+    task.tenant.parkedByRank[task.baseRank]! -= 1;
+    if (hold?.constraint === 'type_paused') this.#parkedByType.get(hold.type)?.delete(task);
+    else if (hold?.constraint === 'key') task.tenant.keys.get(hold.key)?.parked.delete(task);
+  }
+
+  /** Let a parked task go: ready again (or parked again, if another unit holds it). */
+  #unpark(task: WaitingTask): void {
+    this.#unparkOnly(task);
+    this.#makeReady(task);
+  }
+
+  /**
+   * A task of the key ended (or its block lapsed): let its oldest parked tasks go while they
+   * could start (its running and ready tasks below the limit), one at least when it had been
+   * blocked, so the durable record is asked again.
+   */
+  #unparkKey(tenant: TenantState, key: KeyState): void {
+    for (const task of [...key.parked]) {
+      const limit = task.candidate.concurrencyLimit ?? DEFAULT_CONCURRENCY_LIMIT;
+      if (key.active + key.ready >= limit || key.blockedUntilMs > this.#clockMs) break;
+      this.#unpark(task);
+    }
+    this.#dropKeyIfIdle(tenant, key);
   }
 
   #entry(tenant: TenantState, pool: PoolState): Entry {
@@ -559,7 +792,14 @@ export class SchedulingPolicy {
   }
 
   #makeReady(task: WaitingTask): void {
+    const hold = this.#taskHold(task);
+    if (hold) {
+      this.#park(task, hold);
+      return;
+    }
     task.state = 'ready';
+    const keyName = task.candidate.concurrencyKey;
+    if (keyName !== undefined) this.#key(task.tenant, keyName).ready++;
     const entry = this.#entry(task.tenant, task.pool);
     if (entry.ready++ === 0) {
       // Joins the rotation at its end: behind every tenant already waiting in the pool.
@@ -583,12 +823,25 @@ export class SchedulingPolicy {
     task.pool.waiting--;
     if (task.state === 'delayed') this.#delayed.remove(task);
     else if (task.state === 'unschedulable') this.#unschedulable--;
-    else {
-      const entry = this.#entry(task.tenant, task.pool);
-      (entry.tiers[task.baseRank] as IndexedHeap<WaitingTask>).remove(task);
-      if (--entry.ready === 0) task.pool.rotation--;
-      this.#refresh(entry);
+    else if (task.state === 'parked') {
+      this.#unparkOnly(task);
+      const keyName = task.candidate.concurrencyKey;
+      const key = keyName === undefined ? undefined : task.tenant.keys.get(keyName);
+      if (key) this.#dropKeyIfIdle(task.tenant, key);
+    } else this.#leaveReady(task);
+  }
+
+  /** A ready task leaves its tier heap (it starts, parks or goes), still counted as waiting. */
+  #leaveReady(task: WaitingTask): void {
+    const entry = this.#entry(task.tenant, task.pool);
+    (entry.tiers[task.baseRank] as IndexedHeap<WaitingTask>).remove(task);
+    if (--entry.ready === 0) task.pool.rotation--;
+    const keyName = task.candidate.concurrencyKey;
+    if (keyName !== undefined) {
+      const key = this.#key(task.tenant, keyName);
+      key.ready--;
     }
+    this.#refresh(entry);
   }
 
   /**
@@ -606,8 +859,16 @@ export class SchedulingPolicy {
     this.#refresh(entry);
   }
 
-  #activate(taskId: string, tenant: TenantState, demand: ResourceVector, pool: PoolState, untilMs: number): void {
-    const active: ActiveTask = { tenant, demand, pool, untilMs };
+  #activate(
+    taskId: string,
+    tenant: TenantState,
+    demand: ResourceVector,
+    pool: PoolState,
+    untilMs: number,
+    key: KeyState | undefined,
+  ): void {
+    const active: ActiveTask = { tenant, demand, pool, untilMs, key };
+    if (key) key.active++;
     this.#active.set(taskId, active);
     pool.running.add(active);
     tenant.running.add(active);
@@ -620,6 +881,14 @@ export class SchedulingPolicy {
   /** Share, weight or quota of a tenant changed: re-key its entries in both pools. */
   #tenantChanged(tenant: TenantState): void {
     tenant.share = weightedDominantShare(tenant.used, this.#capacity, tenant.settings.weight);
+    // The tenant units (pause, quota, start rate): one that holds takes the tenant out of the pools' order.
+    tenant.hold = tenantHold(tenant, this.#clockMs);
+    if (tenant.hold?.constraint === 'rate') {
+      tenant.rateUntilMs = tenant.hold.nextStartMs;
+      this.#rateTimers.upsert(tenant);
+    } else if (tenant.rateIndex !== NOT_IN_HEAP) {
+      this.#rateTimers.remove(tenant);
+    }
     if (tenant.entries.lambda) this.#refresh(tenant.entries.lambda);
     if (tenant.entries.fargate) this.#refresh(tenant.entries.fargate);
   }
@@ -648,7 +917,7 @@ export class SchedulingPolicy {
     entry.head = head;
     entry.effectiveRank = headRank;
     entry.nextAgingMs = nextAging;
-    const eligible = head !== undefined && entry.tenant.active < entry.tenant.settings.maxConcurrency;
+    const eligible = head !== undefined && entry.tenant.hold === undefined;
     if (eligible) entry.pool.entries.upsert(entry);
     else entry.pool.entries.remove(entry);
     if (eligible && nextAging !== Number.POSITIVE_INFINITY) this.#aging.upsert(entry);
@@ -665,6 +934,19 @@ export class SchedulingPolicy {
     }
     for (let aged = this.#aging.peek(); aged && aged.nextAgingMs <= now; aged = this.#aging.peek()) {
       this.#refresh(aged);
+    }
+    for (
+      let limited = this.#rateTimers.peek();
+      limited && limited.rateUntilMs <= now;
+      limited = this.#rateTimers.peek()
+    ) {
+      this.#rateTimers.pop();
+      this.#tenantChanged(limited);
+    }
+    for (const [key, tenant] of this.#blockedKeys) {
+      if (key.blockedUntilMs > now) continue;
+      this.#blockedKeys.delete(key);
+      this.#unparkKey(tenant, key);
     }
   }
 

@@ -4,6 +4,7 @@
  */
 import type { PolicyName } from '../config.ts';
 import type { PriorityTier, Runtime, TaskResources, TenantSettings } from '../task.ts';
+import type { Hold } from './constraints.ts';
 import type { HoldSeconds, PoolLeader } from './explain.ts';
 
 /** A waiting task as the policy sees it. Times are epoch milliseconds. */
@@ -24,10 +25,19 @@ export interface Candidate {
    * known; else the pool's `maxHoldSeconds`. Backfill beside a reservation and the wait bound use it.
    */
   readonly holdSeconds?: number | undefined;
+  /**
+   * Its task type and concurrency key, when known (the queue index does not carry them; the
+   * dispatcher learns them from the item and hands the task back with them): the task units of
+   * constraints.ts hold on them.
+   */
+  readonly type?: string | undefined;
+  readonly concurrencyKey?: string | undefined;
+  readonly concurrencyLimit?: number | undefined;
 }
 
 /** A task that already holds capacity (dispatched or running). */
-export interface ActiveCandidate extends Pick<Candidate, 'taskId' | 'tenantId' | 'runtime' | 'resources'> {
+export interface ActiveCandidate
+  extends Pick<Candidate, 'taskId' | 'tenantId' | 'runtime' | 'resources' | 'concurrencyKey'> {
   /** When it was dispatched (epoch ms); default: the engine's clock. */
   readonly sinceMs?: number | undefined;
   /** As `Candidate.holdSeconds`: it holds its pool until `sinceMs + holdSeconds` at the latest. */
@@ -102,6 +112,10 @@ export interface TenantSnapshot {
   readonly tenantId: string;
   readonly weight: number;
   readonly maxConcurrency: number;
+  /** What holds all of its work now (pause, quota, start rate), if anything. */
+  readonly hold: Hold | null;
+  /** Its tasks parked by a task unit (a paused type, a full concurrency key). */
+  readonly parked: number;
   /** Dispatched or running. */
   readonly active: number;
   /** Waiting, including delayed. */

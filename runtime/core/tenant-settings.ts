@@ -1,0 +1,82 @@
+/**
+ * A tenant's settings, defined once. The configuration file (`tenantDefaults`, `tenants`), the
+ * API's `PUT /v1/tenants/{id}` body, the control table's item, the API's view and the scheduler
+ * all take the fields from this schema, so a new field is added here and nowhere else (before
+ * issue 26 they were copied field by field in three places, and a new one was silently dropped).
+ */
+import { z } from 'zod';
+
+export const tenantSettingsSchema = z
+  .strictObject({
+    // A lower bound, not just positive: DynamoDB cannot store magnitudes below 1e-130 (found by the fuzz test).
+    weight: z.number().min(0.001).max(1000).meta({ description: 'Fair-share weight, 0.001–1000' }),
+    maxConcurrency: z.number().int().min(1).max(100_000).meta({ description: 'Tasks dispatched or running at once' }),
+    maxStartsPerSecond: z
+      .number()
+      .min(0.001)
+      .max(1000)
+      .optional()
+      .meta({ description: 'Start-rate limit (a token bucket on dispatches, with burst); absent: unlimited' }),
+    burst: z
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .optional()
+      .meta({ description: 'Starts the bucket holds when full; with maxStartsPerSecond (default: one second of it)' }),
+    paused: z.boolean().optional().meta({
+      description: 'True: nothing of the tenant starts; queued work stays, running work goes on, submits are accepted',
+    }),
+  })
+  .superRefine((settings, ctx) => {
+    if (settings.burst !== undefined && settings.maxStartsPerSecond === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['burst'], message: 'burst needs maxStartsPerSecond' });
+    }
+  });
+
+export type TenantSettings = z.output<typeof tenantSettingsSchema>;
+
+/** The settings' field names, in the schema's order. */
+export const TENANT_SETTING_KEYS = Object.keys(tenantSettingsSchema.shape) as (keyof TenantSettings)[];
+
+/**
+ * The settings fields of a record that holds them among other things (a stored item, a view):
+ * every field of the schema that is present, nothing else.
+ */
+export function pickTenantSettings(source: object): TenantSettings {
+  const record = source as Readonly<Record<string, unknown>>;
+  const settings: Record<string, unknown> = {};
+  for (const key of TENANT_SETTING_KEYS) if (record[key] !== undefined) settings[key] = record[key];
+  return settings as unknown as TenantSettings;
+}
+
+/** A tenant's start-rate limit, when it has one: starts per second and the bucket's size. */
+export interface StartRate {
+  readonly perSecond: number;
+  readonly burst: number;
+}
+
+export function startRateOf(settings: TenantSettings): StartRate | undefined {
+  if (settings.maxStartsPerSecond === undefined) return undefined;
+  return {
+    perSecond: settings.maxStartsPerSecond,
+    burst: settings.burst ?? Math.max(1, Math.ceil(settings.maxStartsPerSecond)),
+  };
+}
+
+/** Who paused something and when (tenants and task types alike). */
+export interface PauseRecord {
+  /** The caller that paused it (an IAM principal ARN on AWS; `local` on the local runtime). */
+  readonly pausedBy?: string;
+  readonly pausedAt?: string;
+}
+
+/** Who paused it and when, from an item or a record that holds them (nothing when not paused). */
+export function pickPause(source: object): PauseRecord {
+  const item = source as Readonly<Record<string, unknown>>;
+  if (item.paused !== true) return {};
+  return {
+    ...(typeof item.pausedBy === 'string' ? { pausedBy: item.pausedBy } : {}),
+    ...(typeof item.pausedAt === 'string' ? { pausedAt: item.pausedAt } : {}),
+  };
+}
