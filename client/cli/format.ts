@@ -4,7 +4,7 @@
  */
 
 import { formatTable } from '../../report/table.ts';
-import type { StoredTenantSettings, Task, TaskDetail, Tenant } from '../sdk/types.ts';
+import type { StoredTenantSettings, Task, TaskDetail, TaskTypeView, Tenant } from '../sdk/types.ts';
 
 export interface Style {
   bold(text: string): string;
@@ -135,6 +135,8 @@ export function formatTenant(tenant: Tenant, style: Style): string {
     ['weight', `${tenant.weight} (${tenant.source})`],
     ['quota', `${bar(active / tenant.maxConcurrency, 20)} ${active} of ${tenant.maxConcurrency} running`],
     ['queued', `${tenant.counts.queued}${tenant.counts.queuedExact === false ? '+' : ''}`],
+    ['start rate', startRateText(tenant)],
+    ['paused', pauseText(tenant)],
   ];
   if (tenant.share) {
     lines.push([
@@ -150,6 +152,36 @@ export function formatStoredTenant(tenant: StoredTenantSettings, style: Style): 
     `${style.dim(pad('tenant', 12))}${tenant.tenantId}`,
     `${style.dim(pad('weight', 12))}${tenant.weight}`,
     `${style.dim(pad('quota', 12))}${tenant.maxConcurrency} running at most`,
+    `${style.dim(pad('start rate', 12))}${startRateText(tenant)}`,
+    `${style.dim(pad('paused', 12))}${pauseText(tenant)}`,
     `${style.dim(pad('updated', 12))}${tenant.updatedAt}`,
   ].join('\n');
+}
+
+type FlowSettings = Pick<Tenant, 'maxStartsPerSecond' | 'burst' | 'paused' | 'pausedBy' | 'pausedAt'>;
+
+function startRateText(settings: FlowSettings): string {
+  if (settings.maxStartsPerSecond === undefined) return 'unlimited';
+  const burst = settings.burst ?? Math.max(1, Math.ceil(settings.maxStartsPerSecond));
+  return `${settings.maxStartsPerSecond} starts/s, burst ${burst}`;
+}
+
+function pauseText(settings: FlowSettings): string {
+  if (!settings.paused) return 'no';
+  return `yes${settings.pausedBy ? `, by ${settings.pausedBy}` : ''}${settings.pausedAt ? ` at ${settings.pausedAt}` : ''}`;
+}
+
+export function formatTaskTypes(types: readonly TaskTypeView[], style: Style): string {
+  if (types.length === 0) return style.dim('(no task types)');
+  return table(
+    ['TYPE', 'PAUSED', 'BY', 'SINCE', 'PARKED'],
+    types.map((type) => [
+      type.type,
+      type.paused ? 'yes' : 'no',
+      type.paused ? (type.pausedBy ?? '') : '',
+      type.paused ? (type.pausedAt ?? '') : '',
+      String(type.counts.parked),
+    ]),
+    style,
+  );
 }

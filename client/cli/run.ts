@@ -28,6 +28,7 @@ import { schedulesCommand } from './commands/schedules.ts';
 import { submitCommand } from './commands/submit.ts';
 import { tenantsCommand } from './commands/tenants.ts';
 import { traceCommand } from './commands/trace.ts';
+import { typesCommand } from './commands/types.ts';
 import { watchCommand } from './commands/watch.ts';
 import { ansiStyle, plainStyle } from './format.ts';
 import { localRuntimeFile, readLocalRuntime } from './local-runtime.ts';
@@ -43,6 +44,7 @@ const COMMANDS: Record<string, Command> = {
   cancel: cancelCommand,
   retry: retryCommand,
   tenants: tenantsCommand,
+  types: typesCommand,
   redrive: redriveCommand,
   schedules: schedulesCommand,
   trace: traceCommand,

@@ -24,6 +24,7 @@ import type {
   Task,
   TaskDetail,
   TaskPage,
+  TaskTypeView,
   Tenant,
   TenantSettingsInput,
 } from './types.ts';
@@ -255,6 +256,49 @@ export class SchedulerClient {
   ): Promise<StoredTenantSettings> {
     return (
       await this.#request<StoredTenantSettings>('PUT', `v1/tenants/${encodeURIComponent(tenantId)}`, {
+        body: settings,
+        repeatable: true,
+        signal: options.signal,
+      })
+    ).body;
+  }
+
+  /**
+   * Pause (or resume) a tenant: its stored settings with `paused` set, the others kept as they are
+   * (read, then stored: a settings change between the two is overwritten).
+   */
+  async setTenantPaused(
+    tenantId: string,
+    paused: boolean,
+    options: { signal?: AbortSignal | undefined } = {},
+  ): Promise<StoredTenantSettings> {
+    const { weight, maxConcurrency, maxStartsPerSecond, burst } = await this.getTenant(tenantId, options);
+    return this.putTenant(
+      tenantId,
+      {
+        weight,
+        maxConcurrency,
+        ...(maxStartsPerSecond === undefined ? {} : { maxStartsPerSecond }),
+        ...(burst === undefined ? {} : { burst }),
+        paused,
+      },
+      options,
+    );
+  }
+
+  /** Every task type, paused or not, with who paused it and its parked tasks (callers for every tenant). */
+  async listTaskTypes(options: { signal?: AbortSignal | undefined } = {}): Promise<TaskTypeView[]> {
+    return (await this.#request<{ items: TaskTypeView[] }>('GET', 'v1/task-types', read(options.signal))).body.items;
+  }
+
+  /** Pause or resume a task type in every tenant; nothing of it starts after a pause has answered. */
+  async putTaskType(
+    type: string,
+    settings: { paused: boolean },
+    options: { signal?: AbortSignal | undefined } = {},
+  ): Promise<TaskTypeView> {
+    return (
+      await this.#request<TaskTypeView>('PUT', `v1/task-types/${encodeURIComponent(type)}`, {
         body: settings,
         repeatable: true,
         signal: options.signal,

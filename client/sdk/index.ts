@@ -32,6 +32,7 @@ export type {
   TaskDetail,
   TaskPage,
   TaskState,
+  TaskTypeView,
   TaskWait,
   Tenant,
   TenantSettingsInput,

@@ -15,6 +15,7 @@ export type {
   TaskDetail,
   TaskPage,
   TaskState,
+  TaskTypeView,
   TaskWait,
   Tenant,
   TenantSettingsInput,

@@ -11,6 +11,7 @@ import type {
   storedTenantSchema,
   taskDetailSchema,
   taskPageSchema,
+  taskTypeViewSchema,
   taskViewSchema,
   tenantViewSchema,
   waitSchema,
@@ -30,6 +31,8 @@ export type TaskPage = z.infer<typeof taskPageSchema>;
 export type Tenant = z.infer<typeof tenantViewSchema>;
 export type TenantSettingsInput = z.input<typeof tenantSettingsSchema>;
 export type StoredTenantSettings = z.infer<typeof storedTenantSchema>;
+/** A task type as GET /v1/task-types lists it: paused or not, who paused it, its parked tasks. */
+export type TaskTypeView = z.infer<typeof taskTypeViewSchema>;
 /** GET /v1/status: tiers, pools, tenants and their newest tasks. */
 export type SchedulerStatus = StatusView;
 /** The query of GET /v1/tasks as the API reads it. */

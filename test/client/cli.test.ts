@@ -78,7 +78,14 @@ describe('Function: runCli', () => {
       [['get'], 'TASK_ID is required'],
       [['get', '--bogus'], "Unknown option '--bogus'"],
       [['tenants', 'set', 'a', '--weight', '2'], 'tenants set needs --weight and --max-concurrency'],
-      [['tenants', 'delete', 'a'], 'Give a subcommand: get or set'],
+      [['tenants', 'delete', 'a'], 'Give a subcommand: get, set, pause or resume'],
+      [['tenants', 'pause', 'a', '--weight', '2'], '--weight goes with "tenants set"'],
+      [
+        ['tenants', 'set', 'a', '--weight', '2', '--max-concurrency', '2', '--burst', '3'],
+        '--burst goes with --max-starts-per-second',
+      ],
+      [['types', 'stop', 'demo.echo'], 'Give a subcommand: list, pause or resume'],
+      [['types', 'pause'], 'types pause needs a task type'],
       [['list', '--tenant', 'a', '--endpoint', 'not a url'], 'Invalid endpoint "not a url"'],
     ])('exits 2 on %j', async (argv, message) => {
       // Act
@@ -302,6 +309,68 @@ describe('Function: runCli', () => {
         maxConcurrency: 4,
         source: 'stored',
       });
+    });
+
+    it('sets a start-rate limit, pauses and resumes a tenant, and shows them in get', async () => {
+      // Act
+      await cli([
+        'tenants',
+        'set',
+        'cli-p',
+        '--weight',
+        '1',
+        '--max-concurrency',
+        '4',
+        '--max-starts-per-second',
+        '4',
+        '--burst',
+        '4',
+      ]);
+      const paused = await cli(['tenants', 'pause', 'cli-p']);
+      const reset = await cli([
+        'tenants',
+        'set',
+        'cli-p',
+        '--weight',
+        '2',
+        '--max-concurrency',
+        '4',
+        '--max-starts-per-second',
+        '4',
+      ]);
+      const got = await cli(['tenants', 'get', 'cli-p']);
+      const resumed = await cli(['tenants', 'resume', 'cli-p', '--json']);
+
+      // Assess: the pause survives a set (it has its own subcommands); the limit shows in get
+      expect(paused.code).toBe(0);
+      expect(paused.stdout).toMatch(/^paused\s+yes, by local at /m);
+      expect(reset.stdout).toMatch(/^paused\s+yes/m);
+      expect(got.stdout).toMatch(/^start rate\s+4 starts\/s, burst 4$/m);
+      expect(got.stdout).toMatch(/^paused\s+yes, by local/m);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({
+        tenantId: 'cli-p',
+        weight: 2,
+        maxStartsPerSecond: 4,
+        paused: false,
+      });
+    });
+  });
+
+  describe('Command: types', () => {
+    it('pauses, lists and resumes a task type', async () => {
+      // Act
+      const paused = await cli(['types', 'pause', 'demo.sleep']);
+      const listed = await cli(['types', 'list', '--json']);
+      const resumed = await cli(['types', 'resume', 'demo.sleep']);
+
+      // Assess
+      expect(paused.code).toBe(0);
+      expect(paused.stdout).toMatch(/^demo\.sleep\s+yes\s+local\s+/m);
+      const sleep = (JSON.parse(listed.stdout) as { type: string; paused: boolean }[]).find(
+        (t) => t.type === 'demo.sleep',
+      );
+      expect(sleep).toMatchObject({ paused: true, pausedBy: 'local' });
+      expect(resumed.stdout).toMatch(/^demo\.sleep\s+no\s+/m);
     });
   });
 
