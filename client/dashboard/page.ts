@@ -144,8 +144,26 @@ const SCRIPT = `
     ]);
   }
 
+  function flowText(t) {
+    var parts = [];
+    if (t.paused) parts.push('paused');
+    if (t.maxStartsPerSecond !== undefined) parts.push((t.rateLimited ? 'at ' : '') + t.maxStartsPerSecond + '/s');
+    if (t.parked > 0) parts.push(t.parked + ' parked');
+    return parts.length ? parts.join(', ') : '\\u2013';
+  }
+
+  function renderPausedTypes(s) {
+    var types = s.pausedTypes || [];
+    document.getElementById('paused-types').textContent = types.length === 0
+      ? 'No task type is paused.'
+      : 'Paused task types: ' + types.map(function (t) {
+        return t.type + ' (' + t.parked + ' held' + (t.pausedBy ? ', by ' + t.pausedBy : '') + (t.pausedAt ? ' since ' + t.pausedAt : '') + ')';
+      }).join('; ') + '.';
+  }
+
   function renderTenants(s) {
-    if (s.tenants.length === 0) { fill('tenants', [empty('No tenants yet: submit a task and its tenant appears here.', 5)]); return; }
+    renderPausedTypes(s);
+    if (s.tenants.length === 0) { fill('tenants', [empty('No tenants yet: submit a task and its tenant appears here.', 6)]); return; }
     fill('tenants', s.tenants.map(function (t) {
       var quota = t.running / t.maxConcurrency;
       var over = t.entitlement > 0 && t.dominantShare > t.entitlement;
@@ -157,6 +175,7 @@ const SCRIPT = `
           cls: over ? 'over' : '', mark: t.entitlement, markTitle: 'entitlement ' + pct(t.entitlement),
           title: 'dominant share held vs fair-share entitlement (weight ' + t.weight + ')' })]),
         el('td', { class: 'num', 'data-finished': '', text: t.recentlyFinished ? t.recentlyFinished.succeeded + ' / ' + t.recentlyFinished.failed : '\\u2013', title: finishedText(t.recentlyFinished) }),
+        el('td', { 'data-flow': '', class: t.paused || t.rateLimited ? 'held' : '', text: flowText(t), title: 'paused, start-rate limit (at: holding it now), tasks parked by a paused type or a full concurrency key' }),
       ]);
     }));
   }
@@ -245,8 +264,9 @@ const BODY = `
   <section class="wide" aria-labelledby="h-tenants">
     <h2 id="h-tenants">Tenants</h2>
     <p class="hint">Each tenant's running tasks against its quota (maxConcurrency), tasks still queued, the share of capacity it holds against the share its weight entitles it to, and what finished in the last 15 minutes (a tenant stays listed that long after its work ends).</p>
-    <table><thead><tr><th>Tenant</th><th>Running / quota</th><th class="num">Queued</th><th>Share held vs entitlement</th><th class="num">Succeeded / failed, 15 min</th></tr></thead>
-    <tbody id="tenants"><tr><td class="empty" colspan="5">Loading\u2026</td></tr></tbody></table>
+    <table><thead><tr><th>Tenant</th><th>Running / quota</th><th class="num">Queued</th><th>Share held vs entitlement</th><th class="num">Succeeded / failed, 15 min</th><th>Flow control</th></tr></thead>
+    <tbody id="tenants"><tr><td class="empty" colspan="6">Loading\u2026</td></tr></tbody></table>
+    <p class="hint" id="paused-types"></p>
     <div class="legend"><span><i></i>running / share held</span><span><i class="full"></i>quota reached</span><span><i class="over"></i>above its fair share: others go first</span><span><i class="mark"></i>entitlement</span></div>
   </section>
   <section class="wide" aria-labelledby="h-tasks">

@@ -12,6 +12,7 @@ import type { Services } from '../app/wiring.ts';
 import { ownEntry } from '../core/records.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Task, type TenantSettings } from '../core/task.ts';
+import { pickPause, startRateOf } from '../core/tenant-settings.ts';
 import { EXAMPLE_STATUS } from './examples.ts';
 import { LIST_RESPONSE_BUDGET_BYTES, MAX_ID_LENGTH } from './limits.ts';
 import { defineRoute } from './route.ts';
@@ -111,9 +112,27 @@ export const statusSchema = z
           maxConcurrency: z.number().int(),
           dominantShare: z.number().meta({ description: 'Share of the dominant pool resource held now (0–1)' }),
           entitlement: z.number().meta({ description: 'Fair share by weight among tenants with work (0–1)' }),
+          paused: z.boolean().meta({ description: 'Paused: nothing of it starts' }),
+          maxStartsPerSecond: z.number().optional().meta({ description: 'Its start-rate limit, when it has one' }),
+          burst: z.number().int().optional(),
+          rateLimited: z.boolean().meta({ description: 'At its start-rate limit in the latest snapshot' }),
+          parked: z
+            .number()
+            .int()
+            .meta({ description: 'Its tasks the scheduler holds back by a paused type or a full concurrency key' }),
         }),
       )
       .meta({ description: `Busiest tenants first, at most ${MAX_STATUS_TENANTS}` }),
+    pausedTypes: z
+      .array(
+        z.object({
+          type: z.string(),
+          pausedBy: z.string().optional(),
+          pausedAt: z.iso.datetime({ offset: true }).optional(),
+          parked: z.number().int().meta({ description: 'Its tasks the scheduler holds because it is paused' }),
+        }),
+      )
+      .meta({ description: 'Task types paused now (in every tenant)' }),
     recentTasks: z
       .array(taskViewSchema.extend({ wait: waitSchema.optional() }))
       .meta({ description: `Newest tasks of the shown tenants, at most ${MAX_RECENT_TASKS}` }),
@@ -133,9 +152,10 @@ export async function buildStatus(
 ): Promise<StatusView> {
   const { config } = services;
   const now = services.now();
-  const [snapshot, stored] = await Promise.all([
+  const [snapshot, stored, types] = await Promise.all([
     services.control.getSnapshot<SchedulerSnapshot>(),
     services.control.listTenants(),
+    services.control.listTaskTypes(),
   ]);
 
   // Busiest first (the snapshot's order), then tenants asked for, configured or stored.
@@ -182,10 +202,12 @@ export async function buildStatus(
               queued: backlog?.queued ?? share?.queued ?? 0,
               queuedExact: backlog ? backlog.exact : true,
               recentlyFinished: finished,
+              ...flowOf(settings, share),
             }
           : {
               ...(await quietTenant(services, tenantId, settings, leased.get(tenantId) ?? 0)),
               recentlyFinished: finished,
+              ...flowOf(settings, undefined),
             };
       const page =
         input.recent > 0 ? await services.tasks.list({ tenantId, limit: input.recent }) : { items: [] as Task[] };
@@ -226,7 +248,28 @@ export async function buildStatus(
     },
     tiers: PRIORITY_TIERS.map((tier) => tierRow(snapshot, tier)),
     tenants: rows.map(({ row }) => row),
+    pausedTypes: types
+      .filter((type) => type.paused)
+      .map((type) => ({
+        type: type.type,
+        ...pickPause(type),
+        parked: ownEntry(snapshot?.parkedByType, type.type) ?? 0,
+      })),
     recentTasks,
+  };
+}
+
+/** A tenant's flow control as the dashboard shows it: paused, its start rate (and whether it holds it now), parked tasks. */
+function flowOf(
+  settings: TenantSettings,
+  share: SchedulerSnapshot['tenants'][string] | undefined,
+): Pick<StatusTenant, 'paused' | 'maxStartsPerSecond' | 'burst' | 'rateLimited' | 'parked'> {
+  const rate = startRateOf(settings);
+  return {
+    paused: settings.paused === true,
+    ...(rate ? { maxStartsPerSecond: rate.perSecond, burst: rate.burst } : {}),
+    rateLimited: share?.hold === 'rate',
+    parked: share?.parked ?? 0,
   };
 }
 
@@ -273,7 +316,7 @@ async function quietTenant(
   tenantId: string,
   settings: TenantSettings,
   leased: number,
-): Promise<Omit<StatusTenant, 'recentlyFinished'>> {
+): Promise<Omit<StatusTenant, 'recentlyFinished' | keyof ReturnType<typeof flowOf>>> {
   const counted = await services.store.countByTenantState(tenantId, 'QUEUED', QUEUED_COUNT_CAP + 1);
   return {
     tenantId,

@@ -20,7 +20,17 @@
  *                  tenant running nothing), no other tenant starts two tasks there before it, from
  *                  when a scheduler's engine took it in; one more per scheduler crash or stall
  *                  meanwhile (the rotation's memory is written every 2 s).
+ * - rate:          a tenant's recorded dispatch times (each dispatch's `dispatchedAt`, as stored)
+ *                  conform to its start-rate limit: at most burst + ⌊W·rate⌋ in any W seconds
+ *                  (GCRA over them in time order, runtime/core/policy/rate.ts);
+ * - key-limit:     per tenant and concurrency key, the tasks DISPATCHED or RUNNING as stored
+ *                  never outnumber the key's limit;
+ * - pause:         no task of a tenant or type is recorded dispatched (its `dispatchedAt`) after
+ *                  the PUT that paused it answered and before the resume was asked for.
  */
+import { firstNonConforming } from '../../runtime/core/policy/rate.ts';
+import type { Task } from '../../runtime/core/task.ts';
+import { startRateOf } from '../../runtime/core/tenant-settings.ts';
 import { TIER_QUEUES } from '../../runtime/infra/resources.ts';
 import type { History } from './history.ts';
 
@@ -32,7 +42,10 @@ export type Invariant =
   | 'receives'
   | 'announcements'
   | 'wait-bound'
-  | 'rotation';
+  | 'rotation'
+  | 'rate'
+  | 'key-limit'
+  | 'pause';
 
 export interface Violation {
   readonly invariant: Invariant;
@@ -67,6 +80,19 @@ export interface CheckSummary {
     };
     /** Solo tasks checked for the rotation, and the most starts of one other tenant ahead of one. */
     readonly rotation: { readonly checked: number; readonly mostStartsOfOneTenantAhead: number };
+    /**
+     * Flow control: dispatches of rate-limited tenants checked, the most in one second; the most
+     * tasks of one key leased at once; dispatches checked against the pauses and the pauses that
+     * answered.
+     */
+    readonly flow: {
+      readonly rateLimitedDispatches: number;
+      readonly mostRateLimitedInOneSecond: number;
+      readonly keyedDispatches: number;
+      readonly mostLeasedOfOneKey: number;
+      readonly pausesAnswered: number;
+      readonly dispatchesChecked: number;
+    };
     readonly maxReceivesOfOneMessage: Readonly<Record<string, number>>;
     readonly deadLettered: Readonly<Record<string, number>>;
     readonly mostTierMessagesForOneTask: number;
@@ -291,7 +317,7 @@ export function checkHistory(history: History): CheckSummary {
     const more = (queuedEvents.get(bound.tenantId) ?? []).some(
       (event) => event.taskId !== bound.taskId && event.atMs > bound.atMs && event.atMs < leftAt,
     );
-    if (more) {
+    if (more || flowHeldMeanwhile(history, writes[0]?.task, bound.atMs, leftAt)) {
       assumptionBroken++;
       continue;
     }
@@ -365,6 +391,8 @@ export function checkHistory(history: History): CheckSummary {
     }
   }
 
+  const flow = checkFlow(history, violations, sec, traceOf);
+
   return {
     violations,
     stats: {
@@ -388,10 +416,158 @@ export function checkHistory(history: History): CheckSummary {
           : null,
       },
       rotation: { checked: rotationChecked, mostStartsOfOneTenantAhead: mostAhead },
+      flow,
       maxReceivesOfOneMessage: maxReceives,
       deadLettered,
       mostTierMessagesForOneTask: mostAnnouncements,
     },
+  };
+}
+
+/** Each dispatch as stored: the write that moved a task from QUEUED to DISPATCHED, with its recorded time. */
+function dispatchesOf(history: History): { atMs: number; dispatchedMs: number; task: Task }[] {
+  const previous = new Map<string, string>();
+  const dispatches: { atMs: number; dispatchedMs: number; task: Task }[] = [];
+  for (const { atMs, task } of history.writes) {
+    if (!task) continue;
+    const before = previous.get(task.taskId);
+    previous.set(task.taskId, task.state);
+    if (task.state === 'DISPATCHED' && before !== 'DISPATCHED' && task.dispatchedAt) {
+      dispatches.push({ atMs, dispatchedMs: Date.parse(task.dispatchedAt), task });
+    }
+  }
+  return dispatches;
+}
+
+/** Per tenant or type, the spans in which it was surely paused: from a pause's answer to the next resume's request. */
+function pausedSpans(history: History): Map<string, { fromMs: number; toMs: number }[]> {
+  const spans = new Map<string, { fromMs: number; toMs: number }[]>();
+  const byTarget = Map.groupBy(history.pauses, (pause) => `${pause.kind}#${pause.id}`);
+  for (const [target, requests] of byTarget) {
+    const ordered = [...requests].sort((a, b) => a.requestedAtMs - b.requestedAtMs);
+    ordered.forEach((pause, i) => {
+      if (!pause.paused || pause.answeredAtMs === undefined) return;
+      const resume = ordered.slice(i + 1).find((next) => !next.paused);
+      const list = spans.get(target) ?? [];
+      list.push({ fromMs: pause.answeredAtMs, toMs: resume?.requestedAtMs ?? history.endMs });
+      spans.set(target, list);
+    });
+  }
+  return spans;
+}
+
+/**
+ * A bound's assumptions about flow control broke (explain.ts): its tenant or type was paused (as
+ * asked, answered or not) between the bound and its start, or it has a concurrency key.
+ */
+function flowHeldMeanwhile(history: History, task: Task | undefined, fromMs: number, toMs: number): boolean {
+  if (!task) return false;
+  if (task.concurrencyKey !== undefined) return true;
+  return history.pauses.some(
+    (pause) =>
+      pause.paused &&
+      ((pause.kind === 'tenant' && pause.id === task.tenantId) || (pause.kind === 'type' && pause.id === task.type)) &&
+      pause.requestedAtMs < toMs &&
+      history.pauses.every(
+        (resume) =>
+          resume.paused ||
+          resume.kind !== pause.kind ||
+          resume.id !== pause.id ||
+          resume.requestedAtMs < pause.requestedAtMs ||
+          resume.requestedAtMs > fromMs,
+      ),
+  );
+}
+
+/** The rate, key-limit and pause invariants, over the stored writes (see the header). */
+function checkFlow(
+  history: History,
+  violations: Violation[],
+  sec: (ms: number) => number,
+  traceOf: (taskId: string) => string[],
+): CheckSummary['stats']['flow'] {
+  const dispatches = dispatchesOf(history);
+  // --- rate ---
+  let rateLimitedDispatches = 0;
+  let mostInOneSecond = 0;
+  for (const [tenantId, settings] of Object.entries(history.tenants)) {
+    const rate = startRateOf(settings);
+    if (!rate) continue;
+    const times = dispatches.filter((d) => d.task.tenantId === tenantId).map((d) => d.dispatchedMs);
+    rateLimitedDispatches += times.length;
+    const sorted = [...times].sort((a, b) => a - b);
+    for (let i = 0, j = 0; i < sorted.length; i++) {
+      while (sorted[j]! < sorted[i]! - 1000) j++;
+      mostInOneSecond = Math.max(mostInOneSecond, i - j + 1);
+    }
+    const over = firstNonConforming(rate, times);
+    if (over !== undefined) {
+      const culprit = dispatches.find((d) => d.task.tenantId === tenantId && d.dispatchedMs === over);
+      violations.push({
+        invariant: 'rate',
+        tenantId,
+        atSeconds: sec(over),
+        detail: `dispatched at t=${sec(over)}s over its start rate (${rate.perSecond}/s, burst ${rate.burst}): ${sorted.filter((t) => t > over - 2000 && t <= over).length} dispatches in the 2 s up to it`,
+        ...(culprit ? { taskId: culprit.task.taskId, trace: traceOf(culprit.task.taskId) } : {}),
+      });
+    }
+  }
+  // --- key-limit: replay the stored states in write order ---
+  const leasedByKey = new Map<string, Set<string>>();
+  let keyedDispatches = 0;
+  let mostLeasedOfOneKey = 0;
+  const reported = new Set<string>();
+  for (const { atMs, task } of history.writes) {
+    if (task?.concurrencyKey === undefined) continue;
+    const key = JSON.stringify([task.tenantId, task.concurrencyKey]);
+    const leased = leasedByKey.get(key) ?? new Set<string>();
+    leasedByKey.set(key, leased);
+    const wasLeased = leased.has(task.taskId);
+    if (task.state === 'DISPATCHED' || task.state === 'RUNNING') leased.add(task.taskId);
+    else leased.delete(task.taskId);
+    if (!wasLeased && leased.has(task.taskId)) keyedDispatches++;
+    mostLeasedOfOneKey = Math.max(mostLeasedOfOneKey, leased.size);
+    const limit = task.concurrencyLimit ?? 1;
+    const id = `${key}#${[...leased].sort().join(',')}`;
+    if (leased.size > limit && !reported.has(id)) {
+      reported.add(id);
+      violations.push({
+        invariant: 'key-limit',
+        taskId: task.taskId,
+        tenantId: task.tenantId,
+        atSeconds: sec(atMs),
+        detail: `${leased.size} tasks of key ${task.concurrencyKey} DISPATCHED or RUNNING against its limit of ${limit}: ${[...leased].join(', ')}`,
+        trace: [...leased].flatMap((taskId) => traceOf(taskId).map((line) => `${taskId} ${line}`)),
+      });
+    }
+  }
+  // --- pause ---
+  const spans = pausedSpans(history);
+  let dispatchesChecked = 0;
+  if (spans.size > 0) {
+    for (const { dispatchedMs, task } of dispatches) {
+      dispatchesChecked++;
+      for (const target of [`tenant#${task.tenantId}`, `type#${task.type}`]) {
+        const span = spans.get(target)?.find((s) => dispatchedMs > s.fromMs && dispatchedMs < s.toMs);
+        if (!span) continue;
+        violations.push({
+          invariant: 'pause',
+          taskId: task.taskId,
+          tenantId: task.tenantId,
+          atSeconds: sec(dispatchedMs),
+          detail: `dispatched at t=${sec(dispatchedMs)}s while ${target.replace('#', ' ')} was paused (answered t=${sec(span.fromMs)}s, resume asked t=${sec(span.toMs)}s)`,
+          trace: traceOf(task.taskId),
+        });
+      }
+    }
+  }
+  return {
+    rateLimitedDispatches,
+    mostRateLimitedInOneSecond: mostInOneSecond,
+    keyedDispatches,
+    mostLeasedOfOneKey,
+    pausesAnswered: history.pauses.filter((pause) => pause.answeredAtMs !== undefined).length,
+    dispatchesChecked,
   };
 }
 

@@ -33,7 +33,10 @@ Options:
                    50) submitting 2,500 short tasks within half a second, over DynamoDB's
                    per-partition limit for its index keys; rotation: 4 tenants queue a backlog in
                    20 s while 60 one-task tenants submit over 120 s (fair share's rotation and the
-                   wait bound, asked at submit and again 3-8 s later)
+                   wait bound, asked at submit and again 3-8 s later); flow: start-rate limits
+                   (1/s burst 2, 2/s burst 3), concurrency keys on 70 % of the tasks (limits 1
+                   and 2), two task types, an operator pausing and resuming a tenant or a type
+                   every 5-15 s (the rate, key-limit and pause invariants)
   --no-faults      the same workload without any fault
   --stalls MS      every scheduler invocation stalls once, at a random moment, for up to MS:
                    its calls are held, then land late, even after it died (default: 10 % of

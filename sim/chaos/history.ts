@@ -40,6 +40,18 @@ export interface History {
   readonly leases: { readonly atMs: number; readonly owner: string }[];
   /** Scheduler invocations' stalls (their calls held), [from, to). */
   readonly stalls: { readonly fromMs: number; readonly toMs: number; readonly component: string }[];
+  /**
+   * Pauses and resumes an operator asked for (flow scenario): a tenant's or a task type's, when
+   * the request was sent and when it answered 200 (undefined: it never answered, and may or may
+   * not have applied).
+   */
+  readonly pauses: {
+    readonly kind: 'tenant' | 'type';
+    readonly id: string;
+    readonly paused: boolean;
+    readonly requestedAtMs: number;
+    readonly answeredAtMs: number | undefined;
+  }[];
   /** Submits the client gave up on (never acknowledged; the task may still exist). */
   unacknowledged: number;
   /** Every handler run that began. */

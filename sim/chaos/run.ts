@@ -182,6 +182,11 @@ export interface ChaosOptions {
   readonly crowdSubmitSeconds?: number;
   /** Ask for each waiting task again 3–8 s after its submit, as a polling client would. */
   readonly describeAgain?: boolean;
+  /**
+   * Flow control (issue 26): tenants with start-rate limits, tasks of two types with concurrency
+   * keys, and an operator pausing and resuming a tenant or a type every few seconds.
+   */
+  readonly flow?: boolean;
 }
 
 export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
@@ -230,7 +235,26 @@ export const CHAOS_SCENARIOS = {
     describeAgain: true,
     cancelRate: 0,
   },
+  /**
+   * Flow control under every fault (issue 26): start-rate limits (tenant-0 1/s burst 2, tenant-1
+   * 2/s burst 3), concurrency keys (3 keys a tenant, limits 1 and 2) on 70 % of the tasks, two
+   * task types, and an operator pausing and resuming a tenant or a type every 5-15 s.
+   */
+  flow: {
+    tasks: 60,
+    tenants: 3,
+    submitSeconds: 60,
+    flow: true,
+    workMs: [200, 4000] as const,
+    maxDelaySeconds: 60,
+  },
 } satisfies Record<string, Partial<ChaosOptions>>;
+
+/** The flow scenario's start-rate limits, by tenant index. */
+const FLOW_RATES: readonly ({ maxStartsPerSecond: number; burst: number } | undefined)[] = [
+  { maxStartsPerSecond: 1, burst: 2 },
+  { maxStartsPerSecond: 2, burst: 3 },
+];
 
 const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
 /** The scheduler Lambda's safety-net tick (EventBridge Scheduler, rate 1 minute). */
@@ -311,7 +335,14 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   });
   const tenants = Array.from({ length: options.tenants }, (_, i) => `tenant-${i}`);
   const quotas = Object.fromEntries(
-    tenants.map((t, i) => [t, options.tenantSettings ?? { weight: 1 + (i % 3), maxConcurrency: 1 + (i % 3) }]),
+    tenants.map((t, i) => [
+      t,
+      options.tenantSettings ?? {
+        weight: 1 + (i % 3),
+        maxConcurrency: options.flow ? 3 + (i % 3) : 1 + (i % 3),
+        ...(options.flow ? FLOW_RATES[i] : {}),
+      },
+    ]),
   );
   const tasksTable = world.resources.tables.tasks!;
   if (options.record === false) world.dynamodb.recordTables.delete(tasksTable);
@@ -342,6 +373,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     admitted: new Map(),
     leases: [],
     stalls: [],
+    pauses: [],
     runs: [],
     starts: [],
     deaths: [],
@@ -395,9 +427,9 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         : {}),
     });
 
-  const registry = new TaskTypeRegistry([
+  const simWork = (type: string) =>
     defineTaskType({
-      type: 'sim.work',
+      type,
       description: 'Simulated work: records each run, sleeps, fails on request.',
       payload: workPayload,
       async handler(payload, ctx) {
@@ -413,8 +445,8 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         if (ctx.attempt <= payload.failTimes) throw new Error(`planned failure ${ctx.attempt}`);
         return { attempt: ctx.attempt };
       },
-    }),
-  ]);
+    });
+  const registry = new TaskTypeRegistry([simWork('sim.work'), simWork('sim.other')]);
 
   // --- API -------------------------------------------------------------------------------
   const lambda = new LambdaAccount(options.lambdaAccountConcurrency ?? 1000);
@@ -437,6 +469,8 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   const stallRandom = seededRandom(seed * 7919 + 29);
   // The same for the rotation scenario's draws (one-task tenants, a backlog, asking again).
   const rotationRandom = seededRandom(seed * 7919 + 43);
+  // And the flow scenario's (types, keys, the operator's pauses).
+  const flowRandom = seededRandom(seed * 7919 + 61);
   let solos = 0;
   const describeAndRecord = async (environment: Services, taskId: string, tenantId: string) => {
     const described = await environment.tasks.describe(taskId).catch(() => undefined);
@@ -473,10 +507,14 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       failTimes: roll < 0.15 && options.plannedFailures !== false ? 1 + Math.floor(random() * 3) : 0,
       permanent: roll > 0.97 && options.plannedFailures !== false,
     };
+    const keyIndex = options.flow && flowRandom() < 0.7 ? Math.floor(flowRandom() * 3) : undefined;
     const input = {
       tenantId,
-      type: 'sim.work',
+      type: options.flow && flowRandom() < 0.5 ? 'sim.other' : 'sim.work',
       payload,
+      ...(keyIndex === undefined
+        ? {}
+        : { concurrencyKey: `key-${keyIndex}`, concurrencyLimit: keyIndex === 2 ? 2 : 1 }),
       priority: priorities[Math.floor(random() * priorities.length)]!,
       idempotencyKey: `chaos-${i}`,
       runtime: random() < (options.fargateShare ?? 0.25) ? ('fargate' as const) : ('lambda' as const),
@@ -536,6 +574,41 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       );
     }, atMs - START_MS);
   });
+
+  // --- The operator (flow scenario): pauses a tenant or a task type, resumes it a while later ---
+  if (options.flow) {
+    const types = ['sim.work', 'sim.other'];
+    const put = async (kind: 'tenant' | 'type', id: string, paused: boolean) => {
+      const requestedAtMs = Date.now();
+      let answeredAtMs: number | undefined;
+      for (let attempt = 0; attempt < 5 && answeredAtMs === undefined; attempt++) {
+        try {
+          if (kind === 'tenant') await api.tasks.putTenant(id, { ...quotas[id]!, paused }, 'operator');
+          else await api.tasks.putTaskType(id, { paused }, 'operator');
+          answeredAtMs = Date.now();
+        } catch {
+          await sleep(500);
+        }
+      }
+      // A request that never answered may still have applied: it is recorded from its request on.
+      history.pauses.push({ kind, id, paused, requestedAtMs, answeredAtMs });
+    };
+    const operate = async () => {
+      const untilMs = START_MS + (options.submitSeconds + 30) * 1000;
+      while (Date.now() < untilMs) {
+        await sleep(5_000 + flowRandom() * 10_000);
+        const onTenant = flowRandom() < 0.6;
+        const id = onTenant
+          ? tenants[Math.floor(flowRandom() * tenants.length)]!
+          : types[Math.floor(flowRandom() * types.length)]!;
+        const kind = onTenant ? ('tenant' as const) : ('type' as const);
+        await put(kind, id, true);
+        await sleep(3_000 + flowRandom() * 7_000);
+        await put(kind, id, false);
+      }
+    };
+    track(operate());
+  }
 
   // --- Scheduler Lambda --------------------------------------------------------------------
   // The deployed handler (runtime/handlers/scheduler.ts) on a simulated Lambda function: woken by

@@ -70,8 +70,12 @@ describe('Route: GET /v1/status', () => {
         maxConcurrency: 3,
         dominantShare: 0,
         entitlement: 0,
+        paused: false,
+        rateLimited: false,
+        parked: 0,
       },
     ]);
+    expect(status.pausedTypes).toEqual([]);
   });
 
   it('shows the snapshot: tiers in order, pools, busiest tenants first, then configured and asked-for ones', async () => {
@@ -105,6 +109,9 @@ describe('Route: GET /v1/status', () => {
       ...snapshot().tenants.busy,
       queuedExact: true,
       recentlyFinished: null,
+      paused: false,
+      rateLimited: false,
+      parked: 0,
     });
     expect(status.tenants[2]).toMatchObject({ tenantId: 'quiet', running: 0, queued: 1 });
     // Both were submitted at the same (fixed) instant, so find each by tenant.
@@ -227,6 +234,48 @@ describe('Route: GET /v1/status', () => {
     // Assess
     expect(document.paths['/v1/status']?.get?.operationId).toBe('getStatus');
     expect(document.components.schemas.Status).toBeDefined();
+  });
+
+  it('shows paused and rate-limited tenants, their parked tasks, and the paused task types (issue 26)', async () => {
+    // Prepare
+    await services.tasks.putTenant('limited', { weight: 1, maxConcurrency: 5, maxStartsPerSecond: 2, burst: 3 });
+    await services.tasks.putTenant('stopped', { weight: 1, maxConcurrency: 5, paused: true }, 'ops');
+    await services.tasks.putTaskType('demo.sleep', { paused: true }, 'ops');
+    await services.control.putSnapshot({
+      ...snapshot(),
+      tenants: {
+        limited: {
+          running: 1,
+          queued: 4,
+          weight: 1,
+          maxConcurrency: 5,
+          dominantShare: 0.02,
+          entitlement: 1,
+          hold: 'rate',
+          parked: 2,
+        },
+      },
+      parkedByType: { 'demo.sleep': 2 },
+    });
+
+    // Act
+    const result = await createApiRouter(services)(apiEvent({ path: '/v1/status?tenants=stopped' }));
+
+    // Assess
+    const status = statusSchema.parse(jsonOf(result));
+    expect(status.tenants.find((t) => t.tenantId === 'limited')).toMatchObject({
+      paused: false,
+      maxStartsPerSecond: 2,
+      burst: 3,
+      rateLimited: true,
+      parked: 2,
+    });
+    expect(status.tenants.find((t) => t.tenantId === 'stopped')).toMatchObject({ paused: true, rateLimited: false });
+    expect(status.pausedTypes).toEqual([
+      { type: 'demo.sleep', pausedBy: 'ops', pausedAt: NOW.toISOString(), parked: 2 },
+    ]);
+    await services.tasks.putTaskType('demo.sleep', { paused: false });
+    await services.tasks.putTenant('stopped', { weight: 1, maxConcurrency: 5 });
   });
 });
 
