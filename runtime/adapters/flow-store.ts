@@ -15,7 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
-import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { type Grant, grantStarts } from '../core/policy/rate.ts';
 import type { StartRate } from '../core/tenant-settings.ts';
 
@@ -179,7 +179,7 @@ export class FlowStore {
     }
   }
 
-  async #readKey(tenantId: string, key: string): Promise<{ holders: KeyHolders; version: number | undefined }> {
+  async #readKey(tenantId: string, key: string): Promise<{ holders: KeyHolders; version: string | undefined }> {
     const { Item } = await this.#documents.send(
       new GetCommand({
         TableName: this.#tableName,
@@ -188,11 +188,13 @@ export class FlowStore {
       }),
     );
     const holders = typeof Item?.holdersJson === 'string' ? (JSON.parse(Item.holdersJson) as KeyHolders) : {};
-    return { holders, version: typeof Item?.version === 'number' ? Item.version : undefined };
+    return { holders, version: typeof Item?.version === 'string' ? Item.version : undefined };
   }
 
   /**
-   * Write the holders if the item is still at `version`. False when another writer moved it first
+   * Write the holders if the item is still at `version`, a random token each write replaces (never
+   * a counter: an item deleted and created again must not repeat a version a slow writer read).
+   * False when another writer moved it first
    * (the caller reads again). A lost answer is retried by the SDK and refused: false too, and the
    * caller's next read finds its own write (acquire and release are idempotent on the holders).
    */
@@ -200,9 +202,22 @@ export class FlowStore {
     tenantId: string,
     key: string,
     holders: Record<string, { fence: number; sinceMs: number }>,
-    version: number | undefined,
+    version: string | undefined,
   ): Promise<boolean> {
     try {
+      if (Object.keys(holders).length === 0 && version !== undefined) {
+        // No holder left: the item goes, so keys used once do not pile up in the control table
+        // (its settings scans read every item).
+        await this.#documents.send(
+          new DeleteCommand({
+            TableName: this.#tableName,
+            Key: { pk: concurrencyKeyOf(tenantId, key) },
+            ConditionExpression: 'version = :v',
+            ExpressionAttributeValues: { ':v': version },
+          }),
+        );
+        return true;
+      }
       await this.#documents.send(
         new PutCommand({
           TableName: this.#tableName,
@@ -211,7 +226,7 @@ export class FlowStore {
             kind: 'concurrency-key',
             tenantId,
             key,
-            version: (version ?? 0) + 1,
+            version: randomBytes(8).toString('base64url'),
             // Task ids are map keys here: JSON text keeps any id (DynamoDB map keys are fine too, but
             // the text form is one attribute and sized as such).
             holdersJson: JSON.stringify(holders),
