@@ -210,9 +210,14 @@ export class OutboxRelay {
       if (!task || outbox.length === 0) return undefined;
       const key = `${task.taskId}|${task.submittedAt}`;
       const delivered = this.#remember(key);
-      // Each webhook in order of the task's events, stopping at its first that fails or waits.
+      // Each webhook in order of the task's events, stopping at its first that fails or waits;
+      // each event acknowledged as soon as every webhook that takes it has it, before the next
+      // is sent, so a crash repeats at most the one event in flight (docs/events.md).
       const held = new Set<number>();
       let retryAtMs: number | undefined;
+      let length = outbox.length;
+      let acking = true;
+      let moved = false;
       for (const event of outbox) {
         for (const target of webhooks) {
           if (held.has(target.index) || !webhookTakes(target, event)) continue;
@@ -244,15 +249,15 @@ export class OutboxRelay {
             });
           }
         }
-      }
-      // Acknowledge the delivered prefix, oldest first.
-      let length = outbox.length;
-      let moved = false;
-      for (const event of outbox) {
+        // Acknowledge the delivered prefix, oldest first.
+        if (!acking) continue;
         const waiting = webhooks.some(
           (target) => webhookTakes(target, event) && (delivered.get(target.index) ?? 0) < event.sequence,
         );
-        if (waiting) break;
+        if (waiting) {
+          acking = false;
+          continue;
+        }
         if (!(await store.ackOutboxHead(taskId, event.id, length))) {
           moved = true;
           break;

@@ -162,6 +162,27 @@ describe('Class: OutboxRelay', () => {
     }
   });
 
+  it('acknowledges each event before sending the next, so a crash repeats at most the one in flight', async () => {
+    // Prepare: a finished task with four undelivered events
+    const done = await succeededTask(services, { tenantId: 'relay-ack-each' });
+    const headAtSend: number[] = [];
+    const relay = new OutboxRelay({
+      store: services.store,
+      webhooks: [hook(0)],
+      deliver: async (_target, event) => {
+        headAtSend.push((await services.store.get(event.taskId))?.outbox?.[0]?.sequence ?? 0);
+      },
+    });
+
+    // Act
+    relay.notify(done.taskId);
+    await relay.drain();
+
+    // Assess: when event n was sent, events before it had left the outbox already
+    expect(headAtSend).toEqual([1, 2, 3, 4]);
+    expect((await services.store.get(done.taskId))?.outbox).toBeUndefined();
+  });
+
   it('with no webhook left, empties the outbox without sending', async () => {
     // Prepare
     const done = await succeededTask(services, { tenantId: 'relay-none' });
