@@ -8,7 +8,7 @@
  *
  *   node bench/idle-cost.ts        (also printed by bench/aws-calls.ts)
  */
-import { ACTIVE_SHARDS } from '../runtime/infra/resources.ts';
+import { LEGACY_ACTIVE_SHARDS } from '../runtime/infra/resources.ts';
 import { DRAINED_DEAD_LETTER_QUEUES } from '../runtime/worker/redrive.ts';
 import { fmt, isMain } from './lib.ts';
 import { LIST_PRICES } from './metering/call-counter.ts';
@@ -38,7 +38,7 @@ const LAMBDA_OVERHEAD_MS = 5;
  * and a Limit-1 Scan of `byTenantQueue` for queued ones (empty, eventually consistent: 0.5 read
  * units each). The registry and the backstop page are read only when `byTenantQueue` is not empty.
  */
-const TICK_QUERIES = 1 + ACTIVE_SHARDS + 1;
+const TICK_QUERIES = 1 + LEGACY_ACTIVE_SHARDS + 1;
 const TICK_READ_UNITS = 1 + 0.5 * TICK_QUERIES;
 const TICK_MS = LAMBDA_OVERHEAD_MS + DYNAMODB_CALL_MS * (1 + TICK_QUERIES);
 /**

@@ -17,7 +17,6 @@ import {
   GetCommand,
   PutCommand,
   QueryCommand,
-  type QueryCommandInput,
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
@@ -31,8 +30,19 @@ import {
 import type { TaskEvent } from '../core/events.ts';
 import { creationEvent, type TransitionPlan } from '../core/lifecycle.ts';
 import { decodeJsonFields, encodeJsonFields } from '../core/storable.ts';
-import { ACTIVE_STATES, isTerminal, type PriorityTier, type Task, type TaskState } from '../core/task.ts';
-import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS } from '../infra/resources.ts';
+import { ACTIVE_STATES, isTerminal, type PriorityTier, TASK_STATES, type Task, type TaskState } from '../core/task.ts';
+import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS, LEGACY_ACTIVE_SHARDS } from '../infra/resources.ts';
+import {
+  inParallel,
+  LEGACY_KEY,
+  leasedShardOf,
+  mergePages,
+  perShardLimit,
+  queueKey,
+  queueKeys,
+  tenantStateKey,
+  tenantStateKeys,
+} from './index-keys.ts';
 
 /** Attributes the store derives for the indexes; stripped again on read. */
 const DERIVED = [
@@ -54,6 +64,9 @@ const DERIVED = [
  * state from the items) rather than kept in `byTenantState`. QUEUED work is read from `byTenantQueue`.
  */
 const LEASED_STATES = ACTIVE_STATES;
+
+/** The states `byTenantState` lists (every state but the leased ones). */
+const INDEXED_STATES = TASK_STATES.filter((state) => !LEASED_STATES.includes(state));
 
 /** Tokens of the last writes kept on the item: ours survives a couple of writes after it. */
 const WRITE_TOKENS_KEPT = 3;
@@ -79,49 +92,57 @@ const leasedPartition = (shard: number) => `LEASED#${shard}`;
 interface LeasedIndex {
   readonly indexName: string;
   readonly partitionKey: string;
+  readonly shards: number;
   readonly toRef: (item: Record<string, unknown>) => LeasedTaskRef;
 }
 const BY_LEASED: LeasedIndex = {
   indexName: 'byLeased',
   partitionKey: 'leasedShard',
+  shards: ACTIVE_SHARDS,
   toRef: (item) => item as unknown as LeasedTaskRef,
 };
 const BY_ACTIVE_LEGACY: LeasedIndex = {
   indexName: 'byActive',
   partitionKey: 'activeShard',
+  shards: LEGACY_ACTIVE_SHARDS,
   toRef: ({ activeShard: _key, dueAt, state: _state, leaseExpiresAt: _lease, ...rest }) =>
     ({ ...rest, leasedAt: dueAt }) as unknown as LeasedTaskRef,
 };
 const LEASED_INDEXES = [BY_LEASED, BY_ACTIVE_LEGACY] as const;
 
-/** A `byTenantQueue` partition: one tenant's queued work of one tier. */
-const queueKeyOf = (tenantId: string, tier: PriorityTier) => `${tenantId}#${tier}`;
+/** Parallel Queries one scatter-gather read issues at most (one per shard of a key, or of `byLeased`). */
+const SCATTER_CONCURRENCY = 16;
 
-export function shardOf(taskId: string): number {
-  // FNV-1a: cheap, stable, spreads ids evenly across the index shards.
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < taskId.length; i++) {
-    hash ^= taskId.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0) % ACTIVE_SHARDS;
-}
+/**
+ * A listing's Limit per key: one more than it could use, so that a key holding no more than that
+ * returns without a LastEvaluatedKey (DynamoDB sets one whenever a page reaches its Limit) and the
+ * last page of a listing has no cursor, as with one unsharded key.
+ */
+const listingLimit = (limit: number, legacy: boolean) => (legacy ? limit : perShardLimit(limit)) + 1;
+
+/** Newest first by `listKey` (the `byTenantState` and `byTenant` order, read backwards). */
+const newestFirst = (a: { listKey: string }, b: { listKey: string }) =>
+  a.listKey < b.listKey ? 1 : a.listKey > b.listKey ? -1 : 0;
+
+/** Oldest due first by `queueSort` (`${runAt}#${taskId}`, the `byTenantQueue` order). */
+const dueFirst = (a: { queueSort: string }, b: { queueSort: string }) =>
+  a.queueSort < b.queueSort ? -1 : a.queueSort > b.queueSort ? 1 : 0;
 
 function toItem(task: Task): Record<string, unknown> {
   // Payload and result as JSON text: see core/storable.ts.
   const item: Record<string, unknown> = { ...encodeJsonFields(task), listKey: listKeyOf(task) };
   // Sparse: DISPATCHED and RUNNING are left out of `byTenantState` (they are listed from
   // `byLeased`), so the two busiest writes, dispatch and start, do not move its entry.
-  if (!LEASED_STATES.includes(task.state)) item.tenantState = `${task.tenantId}#${task.state}`;
+  if (!LEASED_STATES.includes(task.state)) item.tenantState = tenantStateKey(task.tenantId, task.state, task.taskId);
   if (task.state === 'QUEUED') {
     // Sparse `byTenantQueue`: the entry exists exactly while the task waits. Not in `byLeased`:
     // an entry there created at submit and moved at dispatch cost 2 write units a task.
-    item.queueKey = queueKeyOf(task.tenantId, task.priority);
+    item.queueKey = queueKey(task.tenantId, task.priority, task.taskId);
     item.queueSort = `${task.runAt}#${task.taskId}`;
   } else if (LEASED_STATES.includes(task.state)) {
     // One key for DISPATCHED and RUNNING, sorted by dispatch time, and nothing projected that
     // start or a lease renewal changes: those writes cost no index write.
-    item.leasedShard = leasedPartition(shardOf(task.taskId));
+    item.leasedShard = leasedPartition(leasedShardOf(task.taskId));
     item.leasedAt = task.dispatchedAt ?? task.runAt;
   }
   if (isTerminal(task.state) && task.finishedAt) {
@@ -415,69 +436,95 @@ export class TaskStore {
   }
 
   /**
-   * A tenant-tier's QUEUED tasks due by `nowMs`, oldest due first, at most `limit`: one page of
-   * `byTenantQueue` from the partition's start. Eventually consistent (an entry may be missing,
-   * or stay after its task left QUEUED): callers re-read the item before acting on it.
+   * A tenant-tier's QUEUED tasks due by `nowMs`, oldest due first, at most `limit`: a
+   * scatter-gather over its `byTenantQueue` keys (every shard and, for one release, the unsharded
+   * key; parallel Queries from each partition's start), merged oldest due first and cut where a
+   * partition's unread entries could come first (index-keys.ts `mergePages`). Eventually
+   * consistent (an entry may be missing, or stay after its task left QUEUED): callers re-read the
+   * item before acting on it.
    */
   async listDue(tenantId: string, tier: PriorityTier, nowMs: number, limit: number): Promise<DuePage> {
     // `queueSort` starts with the fixed-width ISO `runAt`, so "< the next millisecond" is "due".
-    const response = await this.#documents.send(
-      new QueryCommand({
-        TableName: this.#tableName,
-        IndexName: 'byTenantQueue',
-        KeyConditionExpression: 'queueKey = :pk AND queueSort < :after',
-        ExpressionAttributeValues: {
-          ':pk': queueKeyOf(tenantId, tier),
-          ':after': new Date(nowMs + 1).toISOString(),
-        },
-        Limit: limit,
-      }),
-    );
-    return { refs: (response.Items ?? []).map(toQueuedRef), hasMore: response.LastEvaluatedKey !== undefined };
+    const after = new Date(nowMs + 1).toISOString();
+    const keys = queueKeys(tenantId, tier);
+    const pages = await inParallel(keys, SCATTER_CONCURRENCY, async (key, i) => {
+      const response = await this.#documents.send(
+        new QueryCommand({
+          TableName: this.#tableName,
+          IndexName: 'byTenantQueue',
+          KeyConditionExpression: 'queueKey = :pk AND queueSort < :after',
+          ExpressionAttributeValues: { ':pk': key, ':after': after },
+          Limit: i === LEGACY_KEY ? limit : perShardLimit(limit),
+        }),
+      );
+      return {
+        items: (response.Items ?? []) as { queueSort: string; taskId: string }[],
+        hasMore: response.LastEvaluatedKey !== undefined,
+      };
+    });
+    const merged = mergePages(pages, limit, dueFirst, (item) => item.taskId);
+    return { refs: merged.items.map(toQueuedRef), hasMore: merged.hasMore };
   }
 
   /**
    * The tenant-tier's first QUEUED entry in due order, due or not (undefined: the index shows
-   * none). Eventually consistent, like `listDue`.
+   * none): the earliest of each `byTenantQueue` key's first entry. Eventually consistent, like
+   * `listDue`.
    */
   async firstQueued(tenantId: string, tier: PriorityTier): Promise<QueuedTaskRef | undefined> {
-    const response = await this.#documents.send(
-      new QueryCommand({
-        TableName: this.#tableName,
-        IndexName: 'byTenantQueue',
-        KeyConditionExpression: 'queueKey = :pk',
-        ExpressionAttributeValues: { ':pk': queueKeyOf(tenantId, tier) },
-        Limit: 1,
-      }),
-    );
-    const item = response.Items?.[0];
-    return item ? toQueuedRef(item) : undefined;
-  }
-
-  /**
-   * A tenant-tier's QUEUED tasks (due or not) as `byTenantQueue` lists them, counted up to
-   * `atMost`: a COUNT query, page by page, billed for every entry it reads (the scheduler counts
-   * at a paced interval, scheduler/backlog.ts). Eventually consistent.
-   */
-  async countQueued(tenantId: string, tier: PriorityTier, atMost: number): Promise<number> {
-    let count = 0;
-    let startKey: Record<string, unknown> | undefined;
-    do {
+    const firsts = await inParallel(queueKeys(tenantId, tier), SCATTER_CONCURRENCY, async (key) => {
       const response = await this.#documents.send(
         new QueryCommand({
           TableName: this.#tableName,
           IndexName: 'byTenantQueue',
           KeyConditionExpression: 'queueKey = :pk',
-          ExpressionAttributeValues: { ':pk': queueKeyOf(tenantId, tier) },
-          Select: 'COUNT',
-          Limit: atMost - count,
-          ExclusiveStartKey: startKey,
+          ExpressionAttributeValues: { ':pk': key },
+          Limit: 1,
         }),
       );
-      count += response.Count ?? 0;
-      startKey = response.LastEvaluatedKey;
-    } while (startKey && count < atMost);
-    return Math.min(count, atMost);
+      return response.Items?.[0] as { queueSort: string } | undefined;
+    });
+    const first = firsts.filter((item) => item !== undefined).sort(dueFirst)[0];
+    return first ? toQueuedRef(first) : undefined;
+  }
+
+  /**
+   * A tenant-tier's QUEUED tasks (due or not) as `byTenantQueue` lists them, counted up to
+   * `atMost`: COUNT queries of its keys, page by page, billed for every entry they read (the
+   * scheduler counts at a paced interval, scheduler/backlog.ts). Eventually consistent.
+   */
+  async countQueued(tenantId: string, tier: PriorityTier, atMost: number): Promise<number> {
+    return this.#countKeys('byTenantQueue', 'queueKey', queueKeys(tenantId, tier), atMost);
+  }
+
+  /**
+   * Entries of an index under any of `keys`, counted up to `atMost` in all: a COUNT query per key
+   * (in parallel), each page by page until it ends or the counts so far reach `atMost`.
+   */
+  async #countKeys(indexName: string, keyAttribute: string, keys: readonly string[], atMost: number): Promise<number> {
+    let total = 0;
+    await inParallel(keys, SCATTER_CONCURRENCY, async (key) => {
+      let startKey: Record<string, unknown> | undefined;
+      do {
+        const left = atMost - total;
+        if (left <= 0) return;
+        const response = await this.#documents.send(
+          new QueryCommand({
+            TableName: this.#tableName,
+            IndexName: indexName,
+            KeyConditionExpression: '#pk = :pk',
+            ExpressionAttributeNames: { '#pk': keyAttribute },
+            ExpressionAttributeValues: { ':pk': key },
+            Select: 'COUNT',
+            ...(Number.isFinite(left) ? { Limit: left } : {}),
+            ExclusiveStartKey: startKey,
+          }),
+        );
+        total += response.Count ?? 0;
+        startKey = response.LastEvaluatedKey;
+      } while (startKey);
+    });
+    return Math.min(total, atMost);
   }
 
   /** A tenant's tasks, newest first, optionally in one state. */
@@ -485,35 +532,110 @@ export class TaskStore {
     if (query.state !== undefined && LEASED_STATES.includes(query.state)) {
       return this.#listLeased({ ...query, state: query.state });
     }
-    const byState = query.state !== undefined;
-    const input: QueryCommandInput = byState
-      ? {
+    if (query.state !== undefined) return this.#listInState({ ...query, state: query.state });
+    return this.#listAll(query);
+  }
+
+  /**
+   * A tenant's tasks in every state, newest first: the `byTenantState` keys of every state it
+   * lists (every shard and, for one release, the unsharded key) and the tenant's leased tasks
+   * from `byLeased`, merged newest first. Every task is in exactly one of them (QUEUED and the
+   * ended states in `byTenantState`, DISPATCHED and RUNNING in `byLeased`), so no per-tenant
+   * index takes a write per task at submit. Eventually consistent, like every index read: a task
+   * whose state changes while the page is read may be missing from it (between the two entries)
+   * or shown once from either. The cursor keeps the shape of the former `byTenant` key, so
+   * cursors handed out before the upgrade still work.
+   */
+  async #listAll(query: ListTasksQuery): Promise<TaskPage> {
+    const after = query.cursor ? (decodeCursor(query.cursor, query.tenantId, undefined).listKey as string) : undefined;
+    const keys = INDEXED_STATES.flatMap((state) => tenantStateKeys(query.tenantId, state));
+    const [pages, leased] = await Promise.all([
+      inParallel(keys, SCATTER_CONCURRENCY, async (key, i) => {
+        const response = await this.#documents.send(
+          new QueryCommand({
+            TableName: this.#tableName,
+            IndexName: 'byTenantState',
+            KeyConditionExpression: after ? 'tenantState = :pk AND listKey < :after' : 'tenantState = :pk',
+            ExpressionAttributeValues: { ':pk': key, ...(after ? { ':after': after } : {}) },
+            ScanIndexForward: false,
+            Limit: listingLimit(query.limit, i % (LEGACY_KEY + 1) === LEGACY_KEY),
+          }),
+        );
+        return {
+          items: (response.Items ?? []) as { listKey: string; taskId: string }[],
+          hasMore: response.LastEvaluatedKey !== undefined,
+        };
+      }),
+      this.#leasedRefsOf(query.tenantId),
+    ]);
+    // The tenant's leased entries, all of them (no more than the pools hold), as one more page;
+    // `byLeased` projects `submittedAt`, so their `listKey` needs no item read.
+    const leasedEntries = leased
+      .map((ref) => ({ listKey: listKeyOf(ref), taskId: ref.taskId }))
+      .filter((entry) => after === undefined || entry.listKey < after)
+      .sort(newestFirst);
+    const merged = mergePages(
+      [...pages, { items: leasedEntries, hasMore: false }],
+      query.limit,
+      newestFirst,
+      (e) => e.taskId,
+    );
+    const ids = merged.items.map((entry) => entry.taskId);
+    // The indexes hold no state or payload: fetch the items (consistently, so states are current).
+    const tasks = await this.getMany(ids);
+    const items = ids.flatMap((id) => tasks.get(id) ?? []);
+    const last = merged.items.at(-1);
+    if (!merged.hasMore || !last) return { items };
+    return {
+      items,
+      nextCursor: encodeCursor({ listKey: last.listKey, taskId: last.taskId, tenantId: query.tenantId }),
+    };
+  }
+
+  /**
+   * A tenant's tasks in one state that `byTenantState` lists (not DISPATCHED or RUNNING), newest
+   * first: a scatter-gather over the state's keys (every shard and, for one release, the
+   * unsharded key), each read backwards from the cursor's `listKey`, merged newest first. A page
+   * may hold fewer than `limit` tasks and still have a `nextCursor` (where a shard's unread
+   * entries could come first). The cursor keeps the shape of the unsharded index's key, so
+   * cursors handed out before the upgrade still work.
+   */
+  async #listInState(query: ListTasksQuery & { state: TaskState }): Promise<TaskPage> {
+    const after = query.cursor ? decodeCursor(query.cursor, query.tenantId, query.state) : undefined;
+    const keys = tenantStateKeys(query.tenantId, query.state);
+    const pages = await inParallel(keys, SCATTER_CONCURRENCY, async (key, i) => {
+      const response = await this.#documents.send(
+        new QueryCommand({
           TableName: this.#tableName,
           IndexName: 'byTenantState',
-          KeyConditionExpression: 'tenantState = :pk',
-          ExpressionAttributeValues: { ':pk': `${query.tenantId}#${query.state}` },
-        }
-      : {
-          TableName: this.#tableName,
-          IndexName: 'byTenant',
-          KeyConditionExpression: 'tenantId = :pk',
-          ExpressionAttributeValues: { ':pk': query.tenantId },
-        };
-    input.ScanIndexForward = false;
-    input.Limit = query.limit;
-    if (query.cursor)
-      input.ExclusiveStartKey = decodeCursor(query.cursor, query.tenantId, byState ? query.state : undefined);
-    const response = await this.#documents.send(new QueryCommand(input));
-    const keys = (response.Items ?? []).map((item) => item.taskId as string);
-    // The indexes are KEYS_ONLY: fetch the items (consistently, so states are current).
-    const tasks = await this.getMany(keys);
-    const items = keys.flatMap((id) => {
-      const task = tasks.get(id);
-      // A GSI lags the table: drop items that have since left the requested state.
-      return task && (!byState || task.state === query.state) ? [task] : [];
+          KeyConditionExpression: after ? 'tenantState = :pk AND listKey < :after' : 'tenantState = :pk',
+          ExpressionAttributeValues: { ':pk': key, ...(after ? { ':after': after.listKey } : {}) },
+          ScanIndexForward: false,
+          Limit: listingLimit(query.limit, i === LEGACY_KEY),
+        }),
+      );
+      return {
+        items: (response.Items ?? []) as { listKey: string; taskId: string }[],
+        hasMore: response.LastEvaluatedKey !== undefined,
+      };
     });
-    const nextCursor = response.LastEvaluatedKey ? encodeCursor(response.LastEvaluatedKey) : undefined;
-    return nextCursor ? { items, nextCursor } : { items };
+    const merged = mergePages(pages, query.limit, newestFirst, (entry) => entry.taskId);
+    const ids = merged.items.map((entry) => entry.taskId);
+    // The index is KEYS_ONLY: fetch the items (consistently, so states are current).
+    const tasks = await this.getMany(ids);
+    // A GSI lags the table: drop items that have since left the requested state.
+    const items = ids.flatMap((id) => {
+      const task = tasks.get(id);
+      return task && task.state === query.state ? [task] : [];
+    });
+    const last = merged.items.at(-1);
+    if (!merged.hasMore || !last) return { items };
+    const nextCursor = encodeCursor({
+      listKey: last.listKey,
+      taskId: last.taskId,
+      tenantState: `${query.tenantId}#${query.state}`,
+    });
+    return { items, nextCursor };
   }
 
   /**
@@ -550,6 +672,13 @@ export class TaskStore {
       tenantState: `${query.tenantId}#${query.state}`,
     });
     return { items, nextCursor };
+  }
+
+  /** A tenant's entries in `byLeased` (and, for one release, `byActive`), as the index shows them. */
+  async #leasedRefsOf(tenantId: string): Promise<LeasedTaskRef[]> {
+    const refs: LeasedTaskRef[] = [];
+    for await (const ref of this.listLeased({ tenantId })) refs.push(ref);
+    return refs;
   }
 
   /** A tenant's leased tasks as the items are now (the index lags: its refs are only candidates). */
@@ -592,25 +721,7 @@ export class TaskStore {
    */
   async countByTenantState(tenantId: string, state: TaskState, atMost = Number.POSITIVE_INFINITY): Promise<number> {
     if (LEASED_STATES.includes(state)) return Math.min((await this.countLeasedStatesOf(tenantId))[state] ?? 0, atMost);
-    let count = 0;
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const left = atMost - count;
-      const response = await this.#documents.send(
-        new QueryCommand({
-          TableName: this.#tableName,
-          IndexName: 'byTenantState',
-          KeyConditionExpression: 'tenantState = :pk',
-          ExpressionAttributeValues: { ':pk': `${tenantId}#${state}` },
-          Select: 'COUNT',
-          ...(Number.isFinite(left) ? { Limit: left } : {}),
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      count += response.Count ?? 0;
-      startKey = response.LastEvaluatedKey;
-    } while (startKey && count < atMost);
-    return Math.min(count, atMost);
+    return this.#countKeys('byTenantState', 'tenantState', tenantStateKeys(tenantId, state), atMost);
   }
 
   /**
@@ -625,19 +736,24 @@ export class TaskStore {
   async *listLeased(options: { tenantId?: string } = {}): AsyncGenerator<LeasedTaskRef> {
     const seen = new Set<string>();
     for (const index of LEASED_INDEXES) {
-      for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
+      // Every shard read at once (bounded): the index holds no more than the pools do.
+      const shards = Array.from({ length: index.shards }, (_, shard) => shard);
+      const pages = await inParallel(shards, SCATTER_CONCURRENCY, async (shard) => {
+        const items: Record<string, unknown>[] = [];
         let startKey: Record<string, unknown> | undefined;
         do {
           const response = await this.#queryLeasedShard(index, shard, { ...options, startKey });
-          for (const item of response.Items ?? []) {
-            const ref = index.toRef(item);
-            // An item rewritten by this version may still show in `byActive` while it lags.
-            if (seen.has(ref.taskId)) continue;
-            seen.add(ref.taskId);
-            yield ref;
-          }
+          items.push(...(response.Items ?? []));
           startKey = response.LastEvaluatedKey;
         } while (startKey);
+        return items;
+      });
+      for (const item of pages.flat()) {
+        const ref = index.toRef(item);
+        // An item rewritten by this version may still show in `byActive` while it lags.
+        if (seen.has(ref.taskId)) continue;
+        seen.add(ref.taskId);
+        yield ref;
       }
     }
   }
@@ -654,7 +770,7 @@ export class TaskStore {
       new ScanCommand({ TableName: this.#tableName, IndexName: BY_LEASED.indexName, Limit: 1 }),
     );
     if ((scan.Items ?? []).length > 0 || scan.LastEvaluatedKey) return true;
-    for (let shard = 0; shard < ACTIVE_SHARDS; shard++) {
+    for (let shard = 0; shard < BY_ACTIVE_LEGACY.shards; shard++) {
       const response = await this.#queryLeasedShard(BY_ACTIVE_LEGACY, shard, { limit: 1 });
       if ((response.Items ?? []).length > 0) return true;
     }

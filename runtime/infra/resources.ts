@@ -28,29 +28,42 @@ export interface TableDefinition extends KeySchema {
 
 /**
  * Tasks. One item per task, key `taskId`. Derived attributes maintained by the store on every
- * write feed the indexes (all string-typed):
+ * write feed the indexes (all string-typed). No index key takes every task of a tenant (or of a
+ * state): DynamoDB serves 1,000 write units a second per key value, GSIs included, and a GSI that
+ * cannot take its write refuses the table write (issue 24; the keys and their costs:
+ * docs/storage.md).
  * - `listKey`      = `${submittedAt}#${taskId}`: newest-first listing within a partition.
- * - `tenantState`  = `${tenantId}#${state}`: a tenant's tasks in one state; absent while
- *   DISPATCHED or RUNNING (sparse), so dispatch and start do not move the entry. A tenant's
- *   leased tasks, never more than the pools hold, are read from `byActive` by tenant instead.
- * - `leasedShard`  = `LEASED#${shard}` while DISPATCHED or RUNNING, absent otherwise (sparse),
+ * - `tenantState`  = `${tenantId}#${state}#${shard}`, the shard (0-7) a hash of the task id
+ *   (runtime/adapters/index-keys.ts): a tenant's tasks in one state, over `TENANT_KEY_SHARDS`
+ *   keys, read back by a scatter-gather over them. Absent while DISPATCHED or RUNNING (sparse),
+ *   so dispatch and start do not move the entry; a tenant's leased tasks, never more than the
+ *   pools hold, are read from `byLeased` by tenant instead. A tenant's tasks in every state are
+ *   the union of both. Items an older version wrote carry `${tenantId}#${state}` until their next
+ *   write; readers query that key too, for one release.
+ * - `leasedShard`  = `LEASED#${shard}` (0-31) while DISPATCHED or RUNNING, absent otherwise (sparse),
  *   sharded so the index has no hot partition; `leasedAt` is `dispatchedAt`: `byLeased`. Its
  *   key does not change at start or on a lease renewal, and it projects nothing those writes
  *   change (not `state`, not `leaseExpiresAt`), so they cost no index write at all. The scheduler
  *   rebuilds its count of running work from it after a restart; reconciliation reads the leased
  *   items themselves (never more than the pools hold) for their state and lease. QUEUED tasks
  *   are not in it: their index is `byTenantQueue`.
+ * - `byTenant` (partition key `tenantId`, sort key `listKey`) is deleted in this release: its one
+ *   key per tenant took a write at every submit, so one tenant could not submit more than 1,000
+ *   tasks a second. A GSI's key cannot change in place and one stack update may create or delete
+ *   only one GSI; its listing is the union above, which needs no new index.
  * - `activeShard` / `dueAt`: no longer written. `byActive` was `byLeased` with `state` and
  *   `leaseExpiresAt` projected (1 index write unit at start and at every renewal), and before
  *   issue 11 step 9 it held QUEUED tasks too. A GSI's projection cannot change in place, and one
- *   stack update may create or delete only one GSI, so it stays defined for one release (empty
- *   but for items an older version wrote, until their next write; its `LEASED#` partitions are
- *   still read, so tasks such a version leased are seen) and is deleted in the next.
- * - `queueKey`     = `${tenantId}#${priority}` and `queueSort` = `${runAt}#${taskId}`, only while
- *   QUEUED (sparse): `byTenantQueue`, each tenant-tier's queued work in due order, which the
- *   scheduler reads a window at a time (docs/intake.md). It projects what the policy engine
- *   needs, so a window costs no item reads; a consistent read before dispatch is the truth.
- *   The registry backstop scans it a page at a time (runtime/scheduler/backstop.ts).
+ *   stack update may create or delete only one GSI, so it stays defined (empty but for items an
+ *   older version wrote, until their next write; its `LEASED#` partitions are still read, so
+ *   tasks such a version leased are seen) and is deleted in the release after `byTenant`'s.
+ * - `queueKey`     = `${tenantId}#${priority}#${shard}` and `queueSort` = `${runAt}#${taskId}`,
+ *   only while QUEUED (sparse): `byTenantQueue`, each tenant-tier's queued work in due order over
+ *   `TENANT_KEY_SHARDS` keys, which the scheduler reads a window at a time (docs/intake.md),
+ *   merging the shards oldest due first. It projects what the policy engine needs, so a window
+ *   costs no item reads; a consistent read before dispatch is the truth. The registry backstop
+ *   scans it a page at a time (runtime/scheduler/backstop.ts). Older items' `${tenantId}#${priority}`
+ *   is read too, for one release.
  */
 export const TASKS_TABLE = {
   id: 'tasks',
@@ -59,7 +72,6 @@ export const TASKS_TABLE = {
   // Task events on AWS: each state change read from the images (runtime/events/stream.ts).
   stream: 'NEW_AND_OLD_IMAGES',
   indexes: [
-    { indexName: 'byTenant', partitionKey: 'tenantId', sortKey: 'listKey', nonKeyAttributes: [] },
     { indexName: 'byTenantState', partitionKey: 'tenantState', sortKey: 'listKey', nonKeyAttributes: [] },
     {
       indexName: 'byLeased',
@@ -94,8 +106,23 @@ export const TASKS_TABLE = {
   ],
 } as const satisfies TableDefinition;
 
-/** Shards of the `byLeased` index partition key. */
-export const ACTIVE_SHARDS = 4;
+/**
+ * Shards of the `byLeased` index partition key. Two index writes per task (added at dispatch,
+ * removed at the end) over 32 keys: 10,000 tasks a second is 625 write units a second per key,
+ * under DynamoDB's 1,000. Versions before issue 24 used 4 (`LEGACY_ACTIVE_SHARDS`): their
+ * entries, `LEASED#0` … `LEASED#3`, are among the 32 read, so nothing is lost at the upgrade.
+ */
+export const ACTIVE_SHARDS = 32;
+
+/** Shards `byActive` (written only by versions before `byLeased`) used: read for one release. */
+export const LEGACY_ACTIVE_SHARDS = 4;
+
+/**
+ * Shards of a tenant's `byTenantState` and `byTenantQueue` keys (runtime/adapters/index-keys.ts).
+ * A task writes its QUEUED entry twice in each (submit, dispatch): 8 keys take one tenant to about
+ * 4,000 submits a second before one of them reaches 1,000 write units a second.
+ */
+export const TENANT_KEY_SHARDS = 8;
 
 /**
  * Control items: tenant settings (`tenant#<id>`) and the scheduler's lease (`lease#scheduler`).

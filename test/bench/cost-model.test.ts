@@ -90,13 +90,13 @@ describe('CallCounter', () => {
       ...(active ? { activeShard: { S: `${state}#0` }, dueAt: { S: '2025' } } : {}),
     });
     await put({ input: { TableName: 'tasks', Item: item('QUEUED', true) } });
-    expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(3); // 3 entries created
+    expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(2); // 2 entries created
     await put({ input: { TableName: 'tasks', Item: item('RUNNING', true) } });
-    // byTenant unchanged 0, byTenantState moved 2, byActive moved 2.
-    expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(3 + 4);
+    // byTenantState moved 2, byActive moved 2 (tenantId alone is no index key: byTenant is gone).
+    expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(2 + 4);
     await put({ input: { TableName: 'tasks', Item: item('SUCCEEDED', false) } });
     // byTenantState moved 2, byActive removed 1.
-    expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(3 + 4 + 3);
+    expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(2 + 4 + 3);
   });
 
   it('sizes items by DynamoDB rules, in wire and native form alike', () => {

@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { consoleLogger } from '../../local/console-logger.ts';
 import { startLocalRuntime } from '../../local/runtime.ts';
@@ -62,11 +62,12 @@ describe('Local runtime: task expiry', () => {
     // Assess
     const after = await snapshotWrites(services);
     const listed = await services.clients.documents.send(
-      new QueryCommand({
+      // Every index entry of the tenant's (all of them ended: `byTenantState`, sharded).
+      new ScanCommand({
         TableName: services.store.tableName,
-        IndexName: 'byTenant',
-        KeyConditionExpression: 'tenantId = :tenant',
-        ExpressionAttributeValues: { ':tenant': 'acme' },
+        IndexName: 'byTenantState',
+        FilterExpression: 'begins_with(tenantState, :tenant)',
+        ExpressionAttributeValues: { ':tenant': 'acme#' },
       }),
     );
     const remaining = await Promise.all(taskIds.map((taskId) => services.store.get(taskId)));

@@ -57,7 +57,13 @@ describe('Function: closeDynaliteIterators', () => {
       await documents.send(
         new PutCommand({
           TableName: tableName,
-          Item: { taskId: `t-${n}`, tenantId: 'acme', listKey: `k-${n}`, state: 'SUCCEEDED' },
+          Item: {
+            taskId: `t-${n}`,
+            tenantId: 'acme',
+            tenantState: 'acme#SUCCEEDED',
+            listKey: `k-${n}`,
+            state: 'SUCCEEDED',
+          },
         }),
       );
     }
@@ -68,9 +74,9 @@ describe('Function: closeDynaliteIterators', () => {
     const queried = await documents.send(
       new QueryCommand({
         TableName: tableName,
-        IndexName: 'byTenant',
-        KeyConditionExpression: 'tenantId = :tenant',
-        ExpressionAttributeValues: { ':tenant': 'acme' },
+        IndexName: 'byTenantState',
+        KeyConditionExpression: 'tenantState = :key',
+        ExpressionAttributeValues: { ':key': 'acme#SUCCEEDED' },
         Limit: 3,
       }),
     );

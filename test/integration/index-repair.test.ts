@@ -88,7 +88,7 @@ async function tornStore(): Promise<{ dataDir: string; running: string; ghost: s
   // The completion removed the task from byLeased and added it to byTenantState (which holds no
   // RUNNING tasks).
   expect(completion.deletes.map((d) => d.index)).toEqual(['byLeased']);
-  expect(completion.puts.map((p) => p.index).sort()).toEqual(['byTenant', 'byTenantState']);
+  expect(completion.puts.map((p) => p.index).sort()).toEqual(['byTenantState']);
   const ghost = 'ghost-never-written';
   await tearPutItem(
     dynamoPath,
@@ -131,8 +131,8 @@ describe('Function: prepareDynaliteStore (via startEmulators)', () => {
     const services = await startTestServices({ dataDir });
     try {
       // The completion: the byLeased entry put back, byTenantState#SUCCEEDED dropped. The ghost:
-      // its byTenant, byTenantState and byTenantQueue entries dropped.
-      expect(services.emulators.indexRepair).toEqual({ tables: 2, items: 1, entriesFixed: 5 });
+      // its byTenantState and byTenantQueue entries dropped.
+      expect(services.emulators.indexRepair).toEqual({ tables: 2, items: 1, entriesFixed: 4 });
       expect(existsSync(join(dataDir, 'dynamodb', 'clean-shutdown'))).toBe(false);
       const runningRefs = await activeRefs(services, 'RUNNING');
       expect(runningRefs.map((r) => r.taskId)).toEqual([running]);

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { TierMessage } from '../../runtime/adapters/queues.ts';
 import { type LeasedTaskRef, TaskStore } from '../../runtime/adapters/task-store.ts';
 import { createTask, dispatch, start, succeed } from '../../runtime/core/lifecycle.ts';
-import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
+import { LEGACY_ACTIVE_SHARDS, TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import { LEASE_REREAD_MS, NO_INTAKE, Reconciler } from '../../runtime/scheduler/reconciler.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { taskSpec } from '../helpers/factories.ts';
@@ -141,7 +141,15 @@ describe('Class: Reconciler (against the emulators)', () => {
     const { Item } = await services.clients.documents.send(new GetCommand({ TableName, Key: { taskId: task.taskId } }));
     const { leasedShard, leasedAt, ...rest } = Item as Record<string, unknown>;
     await services.clients.documents.send(
-      new PutCommand({ TableName, Item: { ...rest, activeShard: leasedShard, dueAt: leasedAt } }),
+      // That version had 4 shards: the hash mod 4, which is the mod-32 shard mod 4.
+      new PutCommand({
+        TableName,
+        Item: {
+          ...rest,
+          activeShard: `LEASED#${Number(String(leasedShard).split('#')[1]) % LEGACY_ACTIVE_SHARDS}`,
+          dueAt: leasedAt,
+        },
+      }),
     );
     const listLeased = async () => {
       const refs = [];

@@ -1,5 +1,6 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueKey, tenantKeyShardOf, tenantStateKey } from '../../runtime/adapters/index-keys.ts';
 import {
   ConcurrentUpdateError,
   StaleAttemptError,
@@ -210,7 +211,7 @@ describe('Class: TaskStore (against dynalite)', () => {
       const queued = await rawItem(task.taskId);
       expect(queued).not.toHaveProperty('leasedShard');
       expect(queued).not.toHaveProperty('activeShard');
-      expect(queued).toMatchObject({ queueKey: 'queued-key#normal' });
+      expect(queued).toMatchObject({ queueKey: queueKey('queued-key', 'normal', task.taskId) });
       await services.store.apply(dispatch(task, new Date(), 60));
       expect(await rawItem(task.taskId)).toMatchObject({ leasedShard: expect.stringMatching(/^LEASED#/) });
       expect(await rawItem(task.taskId)).not.toHaveProperty('queueKey');
@@ -302,8 +303,138 @@ describe('Class: TaskStore, byTenantQueue (against dynalite)', () => {
     const whenLaterDue = await services.store.listDue(tenantId, 'normal', nowMs + 60_000, 10);
     expect(whenLaterDue.refs.map((ref) => ref.taskId)).toEqual([oldest.taskId, newest.taskId, later.taskId]);
     expect(await rawItem(dispatched.taskId)).not.toHaveProperty('queueKey');
-    expect(await rawItem(oldest.taskId)).toMatchObject({ queueKey: `${tenantId}#normal` });
+    expect(await rawItem(oldest.taskId)).toMatchObject({ queueKey: queueKey(tenantId, 'normal', oldest.taskId) });
     expect(await services.store.get(oldest.taskId)).not.toHaveProperty('queueKey');
+  });
+});
+
+describe('Class: TaskStore, sharded per-tenant keys (against dynalite)', () => {
+  /** What the version before issue 24 wrote: the unsharded keys. */
+  async function asPreviousVersion(taskId: string): Promise<void> {
+    const item = (await rawItem(taskId))!;
+    const tenantId = item.tenantId as string;
+    await services.clients.documents.send(
+      new PutCommand({
+        TableName: services.emulators.tables.tasks,
+        Item: {
+          ...item,
+          ...(item.tenantState ? { tenantState: `${tenantId}#${item.state as string}` } : {}),
+          ...(item.queueKey ? { queueKey: `${tenantId}#${item.priority as string}` } : {}),
+        },
+      }),
+    );
+  }
+
+  it('spreads one tenant over its shards, and finds both the sharded and the unsharded key forms, in order', async () => {
+    // Prepare: 24 due tasks of one tenant-tier, a second apart, every third written with the
+    // previous version's unsharded keys; 12 of them succeed.
+    const tenantId = `sharded-${counter++}`;
+    const nowMs = Date.now();
+    const tasks = [];
+    for (let i = 0; i < 24; i++) {
+      const { task } = await services.store.create(
+        createTask(newId(), spec(tenantId), new Date(nowMs - 60_000 + i * 1000)),
+      );
+      tasks.push(task);
+    }
+    const legacy = tasks.filter((_, i) => i % 3 === 0);
+    const done = [];
+    for (const [i, task] of tasks.entries()) {
+      if (i % 2 === 1) {
+        const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+        const running = await services.store.apply(start(dispatched, dispatched.fence, new Date(), 60));
+        done.push(await services.store.apply(succeed(running, running.fence, new Date(), { ok: true })));
+      }
+    }
+    for (const task of legacy) await asPreviousVersion(task.taskId);
+    const queued = tasks.filter((_, i) => i % 2 === 0);
+    const raw = await Promise.all(tasks.map((task) => rawItem(task.taskId)));
+    expect(new Set(raw.map((item) => item?.tenantState)).size).toBeGreaterThan(4);
+    expect(raw[1]?.tenantState).toBe(tenantStateKey(tenantId, 'SUCCEEDED', tasks[1]!.taskId));
+    expect(raw[0]?.queueKey).toBe(`${tenantId}#normal`);
+    expect(raw[2]?.queueKey).toBe(queueKey(tenantId, 'normal', tasks[2]!.taskId));
+    expect(new Set(queued.map((task) => tenantKeyShardOf(task.taskId))).size).toBeGreaterThan(3);
+
+    // Act + Assess: the intake's window, oldest due first, whatever its page size.
+    const all = await services.store.listDue(tenantId, 'normal', nowMs, 100);
+    expect(all).toEqual({
+      refs: queued.map((task) => expect.objectContaining({ taskId: task.taskId })),
+      hasMore: false,
+    });
+    for (const limit of [1, 3, 5]) {
+      const page = await services.store.listDue(tenantId, 'normal', nowMs, limit);
+      expect(page.hasMore).toBe(true);
+      expect(page.refs.length).toBeGreaterThan(0);
+      expect(page.refs.map((ref) => ref.taskId)).toEqual(queued.slice(0, page.refs.length).map((t) => t.taskId));
+    }
+    expect((await services.store.firstQueued(tenantId, 'normal'))?.taskId).toBe(queued[0]!.taskId);
+    expect(await services.store.countQueued(tenantId, 'normal', 1000)).toBe(12);
+    expect(await services.store.countQueued(tenantId, 'normal', 5)).toBe(5);
+    expect(await services.store.countByTenantState(tenantId, 'QUEUED')).toBe(12);
+    expect(await services.store.countByTenantState(tenantId, 'SUCCEEDED')).toBe(12);
+
+    // Listing by state, newest first, page by page across shards and both key forms.
+    for (const [state, expected] of [
+      ['QUEUED', queued],
+      ['SUCCEEDED', done],
+    ] as const) {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await services.store.list({ tenantId, state, limit: 4, cursor });
+        expect(page.items.length).toBeLessThanOrEqual(4);
+        seen.push(...page.items.map((task) => task.taskId));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(seen).toEqual([...expected].reverse().map((task) => task.taskId));
+    }
+  });
+  it('lists a tenant in every state newest first, from byTenantState (both key forms) and byLeased, page by page', async () => {
+    // Prepare: 10 tasks a second apart: queued, dispatched, running and succeeded, some of them
+    // written with the previous version's unsharded keys.
+    const tenantId = `all-states-${counter++}`;
+    const t0 = Date.now() - 60_000;
+    const tasks = [];
+    for (let i = 0; i < 10; i++) {
+      const { task } = await services.store.create(createTask(newId(), spec(tenantId), new Date(t0 + i * 1000)));
+      tasks.push(task);
+    }
+    const dispatched = await services.store.apply(dispatch(tasks[2]!, new Date(), 60));
+    const running = await services.store.apply(dispatch(tasks[5]!, new Date(), 60));
+    await services.store.apply(start(running, running.fence, new Date(), 60));
+    for (const i of [7, 8]) {
+      const d = await services.store.apply(dispatch(tasks[i]!, new Date(), 60));
+      const r = await services.store.apply(start(d, d.fence, new Date(), 60));
+      await services.store.apply(succeed(r, r.fence, new Date(), { ok: true }));
+    }
+    for (const i of [0, 3, 8]) await asPreviousVersion(tasks[i]!.taskId);
+    expect(dispatched.state).toBe('DISPATCHED');
+
+    // Act
+    const seen: { id: string; state: string }[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await services.store.list({ tenantId, limit: 3, cursor });
+      expect(page.items.length).toBeLessThanOrEqual(3);
+      seen.push(...page.items.map((task) => ({ id: task.taskId, state: task.state })));
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor && pages < 20);
+
+    // Assess
+    expect(seen.map((entry) => entry.id)).toEqual([...tasks].reverse().map((task) => task.taskId));
+    expect(seen.filter((entry) => entry.state !== 'QUEUED').map((entry) => entry.state)).toEqual([
+      'SUCCEEDED',
+      'SUCCEEDED',
+      'RUNNING',
+      'DISPATCHED',
+    ]);
+    // A cursor another tenant's listing minted is refused.
+    const first = await services.store.list({ tenantId, limit: 3 });
+    await expect(
+      services.store.list({ tenantId: 'someone-else', limit: 3, cursor: first.nextCursor }),
+    ).rejects.toBeInstanceOf(ValidationError);
   });
 });
 
