@@ -12,6 +12,7 @@
 import type { FlowStore, KeyHolders } from '../adapters/flow-store.ts';
 import type { QueueClient, WorkerMessage } from '../adapters/queues.ts';
 import type { TaskStore } from '../adapters/task-store.ts';
+import { isThrottling } from '../adapters/throttling.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
 import type { QueuedRef } from '../core/intake/index.ts';
@@ -134,6 +135,13 @@ export async function dispatchReady(deps: DispatchDeps, now: Date, lease: HeldLe
       } else if (error instanceof ConcurrentUpdateError || error instanceof InvalidTransitionError) {
         // Someone else moved it (cancelled, or dispatched by another scheduler): let go.
         intake.windows.dropped(ref.taskId, ref.tenantId, ref.priority);
+      } else if (isThrottling(error)) {
+        // Its tenant's index partitions are hot (a throttled GSI write refuses the table write,
+        // and the SDK's retries did not get through): that tenant-tier backs off alone and the
+        // task waits in the index; the round goes on, and nothing is thrown for it (a thrown
+        // error ends the tick and hands the lease back, stalling every tenant).
+        intake.throttled(ref.tenantId, ref.priority, error);
+        intake.returned(toRef(read));
       } else {
         // Not written (or not known to be): keep it waiting; the tick reports the error.
         intake.returned(toRef(read));

@@ -17,6 +17,7 @@
 import type { ControlStore } from '../adapters/control-store.ts';
 import type { QueueClient, ReceivedMessage, TierMessage } from '../adapters/queues.ts';
 import type { QueuedTaskRef, TaskStore } from '../adapters/task-store.ts';
+import { isThrottling } from '../adapters/throttling.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { IntakeWindows, type QueuedRef, type TenantTier } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
@@ -70,6 +71,7 @@ export class Intake {
   #receiveError: unknown;
   #seq = 0;
   #backlogged = false;
+  #throttles = 0;
 
   constructor(deps: IntakeDeps) {
     this.#deps = deps;
@@ -83,6 +85,28 @@ export class Intake {
       promiseMs: PROMISE_MS,
       promiseGraceMs: INDEX_LAG_MS,
       promiseRereadMs: PROMISE_REREAD_MS,
+    });
+  }
+
+  /** Times a tenant-tier was throttled (and backed off alone) since this intake started. */
+  get throttles(): number {
+    return this.#throttles;
+  }
+
+  /**
+   * DynamoDB throttled a read or write of this tenant-tier: it backs off alone (IntakeWindows
+   * `throttled`), its waiting refs leave the engine, and the tick goes on for every other
+   * tenant-tier. Nothing else changes: the lease is kept, the work stays QUEUED in the index.
+   */
+  throttled(tenantId: string, tier: PriorityTier, error: unknown): void {
+    const nowMs = this.#deps.now().getTime();
+    for (const ref of this.windows.throttled(tenantId, tier, nowMs)) this.#deps.policy.remove(ref.taskId);
+    this.#throttles++;
+    this.#deps.logger?.warn('tenant-tier throttled; it backs off alone', {
+      tenantId,
+      tier,
+      backoffUntil: new Date(this.windows.backoffUntilOf(tenantId, tier)).toISOString(),
+      error: String(error),
     });
   }
 
@@ -266,8 +290,11 @@ export class Intake {
           for (const ref of refs) this.#admit(ref);
           admitted += refs.length;
         } catch (error) {
-          this.windows.queryFailed(tenantId, tier);
-          this.#deps.logger?.warn('index read failed', { tenantId, tier, error: String(error) });
+          if (isThrottling(error)) this.throttled(tenantId, tier, error);
+          else {
+            this.windows.queryFailed(tenantId, tier);
+            this.#deps.logger?.warn('index read failed', { tenantId, tier, error: String(error) });
+          }
         }
       }),
       ...probes.map(async ({ tenantId, tier }) => {
@@ -277,8 +304,11 @@ export class Intake {
           const first = await store.firstQueued(tenantId, tier);
           token = this.windows.probed({ tenantId, tier }, first ? toRef(first) : undefined, nowMs);
         } catch (error) {
-          this.windows.queryFailed(tenantId, tier);
-          this.#deps.logger?.warn('index probe failed', { tenantId, tier, error: String(error) });
+          if (isThrottling(error)) this.throttled(tenantId, tier, error);
+          else {
+            this.windows.queryFailed(tenantId, tier);
+            this.#deps.logger?.warn('index probe failed', { tenantId, tier, error: String(error) });
+          }
           return;
         }
         if (token === undefined) return;
@@ -328,8 +358,7 @@ export class Intake {
 
   /** A picked task is waiting again (as the consistent read or the refused write showed it). */
   returned(ref: QueuedRef): void {
-    this.windows.returned(ref);
-    this.#admit(ref);
+    if (this.windows.returned(ref, this.#deps.now().getTime())) this.#admit(ref);
   }
 
   /** Let go of what was received and not consumed yet (clean stop): another scheduler takes it. */

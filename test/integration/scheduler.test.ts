@@ -1,5 +1,8 @@
+import { ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { TaskStore } from '../../runtime/adapters/task-store.ts';
+import type { TransitionPlan } from '../../runtime/core/lifecycle.ts';
 import { start, succeed } from '../../runtime/core/lifecycle.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
@@ -250,5 +253,59 @@ describe('Class: Scheduler (against the emulators)', () => {
     await settle(scheduler, 3);
     expect((await services.store.get(id!))?.state).toBe('CANCELLED');
     expect(await workerMessages('lambda')).toEqual([]);
+  });
+
+  it('backs a throttled tenant off alone: the tick goes on for the others and throws nothing (issue 24, item 5)', async () => {
+    // Prepare: DynamoDB refuses the dispatch writes of tenant `hot` as a hot GSI partition does
+    // (after the SDK's retries). On the code before, the tick threw: the loop then slept, handed
+    // its lease back and settled, every tenant stalled for 3 s or more.
+    let throttling = true;
+    let refused = 0;
+    class HotPartitionStore extends TaskStore {
+      override async apply(plan: TransitionPlan) {
+        if (throttling && plan.next.tenantId === 'hot' && plan.next.state === 'DISPATCHED') {
+          refused++;
+          throw new ProvisionedThroughputExceededException({
+            message: 'Throughput exceeds the current capacity of your table or index.',
+            $metadata: { httpStatusCode: 400 },
+          });
+        }
+        return super.apply(plan);
+      }
+    }
+    const store = new HotPartitionStore(services.clients.documents, services.store.tableName);
+    let clockMs = Date.now() + 60_000;
+    const scheduler = new Scheduler({
+      store,
+      control: services.control,
+      queues: services.queues,
+      config: services.config,
+      now: () => new Date(clockMs),
+    });
+    await scheduler.resume();
+    const [hot] = await submit(1, 'hot');
+    const cool = await submit(2, 'cool');
+
+    // Act: ticks while `hot` is throttled.
+    let dispatched = 0;
+    for (let i = 0; i < 6; i++) dispatched += (await scheduler.tick()).dispatched;
+
+    // Assess: the others dispatched, `hot` refused and waiting, nothing thrown.
+    expect(refused).toBeGreaterThan(0);
+    expect(dispatched).toBe(2);
+    const afterThrottle = await services.store.getMany([hot!, ...cool]);
+    expect(afterThrottle.get(hot!)?.state).toBe('QUEUED');
+    expect(cool.map((id) => afterThrottle.get(id)?.state)).toEqual(['DISPATCHED', 'DISPATCHED']);
+    const refusedWhileBackingOff = refused;
+    // Within its back-off it is not tried again.
+    await scheduler.tick();
+    expect(refused).toBe(refusedWhileBackingOff);
+
+    // Once the partition cools and the back-off ends, it is read from the index and dispatched.
+    throttling = false;
+    clockMs += 10_000;
+    for (let i = 0; i < 6; i++) dispatched += (await scheduler.tick()).dispatched;
+    expect(dispatched).toBe(3);
+    expect((await services.store.get(hot!))?.state).toBe('DISPATCHED');
   });
 });

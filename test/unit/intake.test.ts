@@ -49,6 +49,56 @@ describe('IntakeWindows', () => {
     expect(windows.refillsDue(1)).toEqual([{ tenantId: 'a', tier: 'normal', limit: 2 }]);
   });
 
+  it('backs a throttled tenant-tier off alone: no reads, nothing offered, doubling per throttle in a row', () => {
+    const windows = intake(3);
+    for (const [tenantId, id] of [
+      ['a', 'a1'],
+      ['a', 'a2'],
+      ['b', 'b1'],
+    ] as const) {
+      windows.announced({ tenantId, tier: 'normal', ref: ref(id, { tenantId }) }, 0);
+      windows.registration(tenantId, 'normal', `tok-${tenantId}`);
+    }
+    windows.taken('a1', 'a', 'normal');
+
+    // a1's dispatch write is throttled: tenant a backs off 500 ms; its window leaves the engine.
+    expect(windows.throttled('a', 'normal', 1_000)).toEqual([ref('a2')]);
+    expect(windows.returned(ref('a1'), 1_000)).toBe(false);
+    expect(windows.backoffUntilOf('a', 'normal')).toBe(1_500);
+    // A second refusal in the same round is the same throttle.
+    windows.throttled('a', 'normal', 1_010);
+    expect(windows.backoffUntilOf('a', 'normal')).toBe(1_500);
+    expect(windows.holds('a1', 'a', 'normal') || windows.holds('a2', 'a', 'normal')).toBe(false);
+    // New work of a is left to the index too; b is untouched.
+    expect(windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('a3') }, 1_100)).toEqual({ register: false });
+    expect(windows.holds('b1', 'b', 'normal')).toBe(true);
+    const dueFor = (nowMs: number, tenantId: string) =>
+      windows.refillsDue(nowMs).filter((due) => due.tenantId === tenantId);
+    expect(dueFor(1_400, 'a')).toEqual([]);
+
+    // After the back-off, a is read again from the index; throttled again, it waits twice as long.
+    expect(dueFor(1_500, 'a')).toEqual([{ tenantId: 'a', tier: 'normal', limit: 3 }]);
+    windows.querying('a', 'normal', 1_500);
+    windows.throttled('a', 'normal', 1_600);
+    expect(windows.backoffUntilOf('a', 'normal')).toBe(2_600);
+    // A read that succeeds ends the streak: the next throttle is 500 ms again.
+    windows.querying('a', 'normal', 2_600);
+    const page = { refs: [ref('a1'), ref('a2'), ref('a3')], hasMore: false };
+    expect(windows.listed({ tenantId: 'a', tier: 'normal' }, page, 2_600)).toEqual(page.refs);
+    windows.throttled('a', 'normal', 3_000);
+    expect(windows.backoffUntilOf('a', 'normal')).toBe(3_500);
+  });
+
+  it('drops a page read before a throttle that answered after it', () => {
+    const windows = intake(3);
+    windows.announced({ tenantId: 'a', tier: 'normal' }, 0);
+    windows.registration('a', 'normal', 'tok');
+    windows.querying('a', 'normal', 100);
+    windows.throttled('a', 'normal', 150);
+    expect(windows.listed({ tenantId: 'a', tier: 'normal' }, { refs: [ref('a1')], hasMore: false }, 100)).toEqual([]);
+    expect(windows.refillsDue(650)).toEqual([{ tenantId: 'a', tier: 'normal', limit: 3 }]);
+  });
+
   it('skips entries the index still lists for dispatched work, but not a retry with a higher fence', () => {
     const windows = intake(5);
     windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t1') }, 0);

@@ -77,6 +77,12 @@ export interface IntakeOptions {
   readonly promiseGraceMs?: number;
   /** While a promise holds, a window below half is read again this often (default 1 s). */
   readonly promiseRereadMs?: number;
+  /**
+   * A tenant-tier throttled by DynamoDB (after the SDK's own retries) is left alone this long,
+   * doubled per throttle in a row up to `maxBackoffMs` (defaults 500 ms and 8 s).
+   */
+  readonly backoffMs?: number;
+  readonly maxBackoffMs?: number;
 }
 
 /** A promise to write into the registry item of a registered tenant-tier. */
@@ -123,9 +129,15 @@ interface State {
   queryInFlight: boolean;
   /** Set when a read found nothing due and the window is empty: probe for deregistration. */
   probeAtMs: number | undefined;
+  /** Throttled: no reads, and nothing offered to the engine, before then. */
+  backoffUntilMs: number;
+  /** Throttles in a row (reset by a dispatch or a read that succeeded). */
+  throttles: number;
 }
 
 const DEFAULT_MIN_QUERY_GAP_MS = 250;
+const DEFAULT_BACKOFF_MS = 500;
+const DEFAULT_MAX_BACKOFF_MS = 8_000;
 const DEFAULT_PROMISE_REREAD_MS = 1_000;
 const NEVER = Number.POSITIVE_INFINITY;
 
@@ -312,6 +324,7 @@ export class IntakeWindows {
     for (const [key, state] of this.#states) {
       if (due.length >= max) break;
       if (state.queryInFlight || state.registration === 'deregistering') continue;
+      if (nowMs < state.backoffUntilMs) continue;
       if (nowMs - state.lastQueryMs < (this.#options.minQueryGapMs ?? DEFAULT_MIN_QUERY_GAP_MS)) continue;
       const window = this.windowOf(state.tenantId);
       const held = this.#occupied(state);
@@ -336,7 +349,7 @@ export class IntakeWindows {
     for (const state of this.#states.values()) {
       if (due.length >= max) break;
       if (state.queryInFlight || state.registration !== 'registered') continue;
-      if (state.probeAtMs === undefined || state.probeAtMs > nowMs) continue;
+      if (state.probeAtMs === undefined || state.probeAtMs > nowMs || nowMs < state.backoffUntilMs) continue;
       due.push({ tenantId: state.tenantId, tier: state.tier });
     }
     return due;
@@ -369,6 +382,12 @@ export class IntakeWindows {
     const state = this.#states.get(keyOf(tenantTier.tenantId, tenantTier.tier));
     if (!state) return [];
     state.queryInFlight = false;
+    if (state.backoffUntilMs > issuedAtMs) {
+      // Sent before a throttle that came back first: read again once the back-off ends.
+      state.hasMore = true;
+      return [];
+    }
+    state.throttles = 0;
     if (state.nextDueMs <= issuedAtMs) state.nextDueMs = NEVER;
     const window = this.windowOf(state.tenantId);
     const admitted: QueuedRef[] = [];
@@ -454,6 +473,7 @@ export class IntakeWindows {
     const state = this.#states.get(key);
     if (state) {
       state.taken.delete(ref.taskId);
+      state.throttles = 0;
       // Emptied: read the index, which leads to the deregistration probe when nothing is left.
       if (state.window.size + state.taken.size === 0) state.hasMore = true;
     }
@@ -466,11 +486,46 @@ export class IntakeWindows {
   }
 
   /** A taken ref is waiting again (its dispatch was not written): back into the window. */
-  returned(ref: QueuedRef): void {
+  returned(ref: QueuedRef, nowMs = Number.NEGATIVE_INFINITY): boolean {
     const state = this.#states.get(keyOf(ref.tenantId, ref.priority));
-    if (!state) return;
+    if (!state) return false;
     state.taken.delete(ref.taskId);
+    if (nowMs < state.backoffUntilMs) {
+      // Backing off: read again from the index once the back-off ends.
+      state.hasMore = true;
+      return false;
+    }
     state.window.set(ref.taskId, ref);
+    return true;
+  }
+
+  /**
+   * DynamoDB throttled a write or read of this tenant-tier (its index partitions are hot; the
+   * SDK's retries did not get through). It backs off alone: no index reads and nothing offered
+   * to the engine until the back-off ends (500 ms, doubling per throttle in a row, at most 8 s),
+   * then its window is read again from the index. Returns the refs that left the window, for the
+   * engine to forget; every other tenant-tier goes on as before.
+   */
+  throttled(tenantId: string, tier: PriorityTier, nowMs: number): QueuedRef[] {
+    const state = this.#states.get(keyOf(tenantId, tier));
+    if (!state) return [];
+    state.queryInFlight = false;
+    // Several of its writes refused in one round are one throttle, not several.
+    if (nowMs >= state.backoffUntilMs) {
+      state.throttles++;
+      const base = this.#options.backoffMs ?? DEFAULT_BACKOFF_MS;
+      const max = this.#options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS;
+      state.backoffUntilMs = nowMs + Math.min(max, base * 2 ** Math.min(30, state.throttles - 1));
+    }
+    const left = [...state.window.values()];
+    state.window.clear();
+    state.hasMore = true;
+    return left;
+  }
+
+  /** Until when the tenant-tier backs off (0 or in the past: it does not). */
+  backoffUntilOf(tenantId: string, tier: PriorityTier): number {
+    return this.#states.get(keyOf(tenantId, tier))?.backoffUntilMs ?? 0;
   }
 
   /** The task is no longer waiting (the item says so): out of the window. */
@@ -557,6 +612,8 @@ export class IntakeWindows {
         lastQueryMs: Number.NEGATIVE_INFINITY,
         queryInFlight: false,
         probeAtMs: undefined,
+        backoffUntilMs: 0,
+        throttles: 0,
       };
       this.#states.set(key, state);
     }
