@@ -66,6 +66,23 @@ export interface IntakeRegistration {
 const KEEPS_PROMISE = '(attribute_not_exists(scanUntilMs) OR scanUntilMs <= :scanUntilMs)';
 const leaseKey = (name: string) => `lease#${name}`;
 const SNAPSHOT_KEY = 'snapshot#scheduler';
+/**
+ * The scheduler's snapshot is read (eventually consistent) by every GET of a QUEUED task and every
+ * status read. One item serves 3,000 read units a second: a 60 KB snapshot costs 7.5 units a read,
+ * so one key would be hot above 400 reads a second. It is written as one copy per 24 KB (at most
+ * 8; the first under the key older versions read), and readers go round the copies; on AWS each
+ * API environment also keeps what it read for a second (`snapshotCacheMs`): at 1,000 environments
+ * that is at most 1,000 reads a second, under 2,000 read units a second per copy. A small snapshot
+ * stays one item, so an idle system writes no more than before.
+ */
+const SNAPSHOT_COPY_BYTES = 24 * 1024;
+const SNAPSHOT_MAX_COPIES = 8;
+const snapshotKey = (copy: number) => (copy === 0 ? SNAPSHOT_KEY : `${SNAPSHOT_KEY}#${copy}`);
+/** The copies needed for a snapshot of this many bytes of JSON. */
+export const snapshotCopies = (bytes: number): number =>
+  Math.min(SNAPSHOT_MAX_COPIES, Math.max(1, Math.ceil(bytes / SNAPSHOT_COPY_BYTES)));
+/** Snapshot reads in this process, to go round the copies (a counter: the simulation stays deterministic). */
+let snapshotReads = 0;
 const ROTATION_KEY = 'rotation#scheduler';
 const SWEEP_MARKS_KEY = 'sweeps#reconciler';
 
@@ -82,16 +99,30 @@ export interface SweepMarks {
 /** A token every tenant PUT replaces, so the scheduler learns of new settings with one small read. */
 const TENANTS_VERSION_KEY = 'tenants#version';
 
+export interface ControlStoreOptions {
+  /** Keep a read snapshot this long and serve it again (0: read every time). */
+  readonly snapshotCacheMs?: number;
+  /** Epoch ms, for the snapshot cache. */
+  readonly nowMs?: () => number;
+}
+
 export class ControlStore {
   readonly #documents: DynamoDBDocumentClient;
   readonly #tableName: string;
   /** The flow-control records (start-rate buckets, concurrency keys) in the same table. */
   readonly flow: FlowStore;
+  readonly #options: ControlStoreOptions;
+  /** Copies the last snapshot write left (unknown at first: any beyond the new count are deleted). */
+  #snapshotCopiesWritten = SNAPSHOT_MAX_COPIES;
+  /** Copies the last snapshot read said there are. */
+  #snapshotCopiesKnown = 1;
+  #snapshotCache: { readonly atMs: number; readonly value: unknown } | undefined;
 
-  constructor(documents: DynamoDBDocumentClient, tableName: string) {
+  constructor(documents: DynamoDBDocumentClient, tableName: string, options: ControlStoreOptions = {}) {
     this.#documents = documents;
     this.#tableName = tableName;
     this.flow = new FlowStore(documents, tableName);
+    this.#options = options;
   }
 
   async getTenant(tenantId: string): Promise<StoredTenant | undefined> {
@@ -407,13 +438,25 @@ export class ControlStore {
     );
   }
 
+  /** The snapshot, as one copy per 24 KB of it (see SNAPSHOT_COPY_BYTES); copies no longer needed are deleted. */
   async putSnapshot(snapshot: unknown): Promise<void> {
-    await this.#documents.send(
-      new PutCommand({
-        TableName: this.#tableName,
-        Item: { pk: SNAPSHOT_KEY, kind: 'snapshot', snapshotJson: JSON.stringify(snapshot) },
-      }),
-    );
+    const snapshotJson = JSON.stringify(snapshot);
+    const copies = snapshotCopies(Buffer.byteLength(snapshotJson));
+    const stale = Array.from({ length: Math.max(0, this.#snapshotCopiesWritten - copies) }, (_, i) => copies + i);
+    await Promise.all([
+      ...Array.from({ length: copies }, (_, copy) =>
+        this.#documents.send(
+          new PutCommand({
+            TableName: this.#tableName,
+            Item: { pk: snapshotKey(copy), kind: 'snapshot', copies, snapshotJson },
+          }),
+        ),
+      ),
+      ...stale.map((copy) =>
+        this.#documents.send(new DeleteCommand({ TableName: this.#tableName, Key: { pk: snapshotKey(copy) } })),
+      ),
+    ]);
+    this.#snapshotCopiesWritten = copies;
   }
 
   /**
@@ -439,12 +482,31 @@ export class ControlStore {
     return { lambda: parsed?.lambda ?? {}, fargate: parsed?.fargate ?? {} };
   }
 
+  /**
+   * The scheduler's latest snapshot (eventually consistent): one of its copies in turn (a copy
+   * since deleted: the first), or what this store read less than `snapshotCacheMs` ago.
+   */
   async getSnapshot<T>(): Promise<T | undefined> {
+    const cacheMs = this.#options.snapshotCacheMs ?? 0;
+    const nowMs = this.#options.nowMs?.() ?? Date.now();
+    const cached = this.#snapshotCache;
+    if (cached && cacheMs > 0 && nowMs - cached.atMs >= 0 && nowMs - cached.atMs < cacheMs) return cached.value as T;
+    const copy = snapshotReads++ % this.#snapshotCopiesKnown;
+    let item = await this.#snapshotItem(copy);
+    if (!item && copy !== 0) item = await this.#snapshotItem(0);
+    const copies = item?.copies;
+    this.#snapshotCopiesKnown =
+      typeof copies === 'number' && Number.isInteger(copies) ? Math.min(SNAPSHOT_MAX_COPIES, Math.max(1, copies)) : 1;
+    const value = typeof item?.snapshotJson === 'string' ? JSON.parse(item.snapshotJson) : item?.snapshot;
+    if (cacheMs > 0) this.#snapshotCache = { atMs: nowMs, value };
+    return value as T | undefined;
+  }
+
+  async #snapshotItem(copy: number): Promise<Record<string, unknown> | undefined> {
     const { Item } = await this.#documents.send(
-      new GetCommand({ TableName: this.#tableName, Key: { pk: SNAPSHOT_KEY } }),
+      new GetCommand({ TableName: this.#tableName, Key: { pk: snapshotKey(copy) } }),
     );
-    if (typeof Item?.snapshotJson === 'string') return JSON.parse(Item.snapshotJson) as T;
-    return Item?.snapshot as T | undefined;
+    return Item;
   }
 }
 

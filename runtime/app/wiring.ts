@@ -55,6 +55,8 @@ export function buildServices(options: {
   logger?: TaskLogger | undefined;
   /** The task store's event outbox (the local runtime with webhooks; runtime/events/outbox-relay.ts). */
   events?: { readonly outbox: boolean; readonly onOutboxEvent?: (taskId: string) => void } | undefined;
+  /** How long a read scheduler snapshot is served again (ControlStore; 0, the default: not kept). */
+  snapshotCacheMs?: number | undefined;
 }): Services {
   const { config, clients, resources } = options;
   const tableName = (id: string) => {
@@ -64,7 +66,10 @@ export function buildServices(options: {
   };
   const now = options.now ?? (() => new Date());
   const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id), options.events ?? {});
-  const control = new ControlStore(clients.documents, tableName(CONTROL_TABLE.id));
+  const control = new ControlStore(clients.documents, tableName(CONTROL_TABLE.id), {
+    snapshotCacheMs: options.snapshotCacheMs ?? 0,
+    nowMs: () => now().getTime(),
+  });
   const waker = options.wakeScheduler
     ? new SchedulerWaker({
         control,
@@ -151,6 +156,9 @@ export function buildServicesFromEnvironment(
     resources: resourcesFromEnvironment(env),
     registry: options.registry,
     wakeScheduler: schedulerFunction ? () => invokeScheduler(schedulerFunction, { reason: 'wake' }) : undefined,
+    // Each environment reads the snapshot at most once a second (it is written every 2 s):
+    // a thousand API environments cannot make its item hot.
+    snapshotCacheMs: 1_000,
   });
 }
 

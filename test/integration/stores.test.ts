@@ -439,6 +439,54 @@ describe('Class: TaskStore, sharded per-tenant keys (against dynalite)', () => {
 });
 
 describe('Class: ControlStore (against dynalite)', () => {
+  it('writes a large snapshot as one copy per 24 KB, reads them in turn, and deletes the copies it no longer needs', async () => {
+    const { ControlStore } = await import('../../runtime/adapters/control-store.ts');
+    const tableName = services.emulators.tables.control!;
+    const writer = new ControlStore(services.clients.documents, tableName);
+    let clockMs = 0;
+    const reader = new ControlStore(services.clients.documents, tableName, {
+      snapshotCacheMs: 1_000,
+      nowMs: () => clockMs,
+    });
+    const copiesStored = async () => {
+      const stored = [];
+      for (let copy = 0; copy < 8; copy++) {
+        const pk = copy === 0 ? 'snapshot#scheduler' : `snapshot#scheduler#${copy}`;
+        const { Item } = await services.clients.documents.send(new GetCommand({ TableName: tableName, Key: { pk } }));
+        if (Item) stored.push(pk);
+      }
+      return stored;
+    };
+    const large = { at: 'large', filler: 'x'.repeat(60_000) };
+
+    await writer.putSnapshot(large);
+    expect(await copiesStored()).toEqual(['snapshot#scheduler', 'snapshot#scheduler#1', 'snapshot#scheduler#2']);
+    // The first read learns the copies; each read after the cache's second takes the next copy
+    // (copy 1 marked here to tell them apart).
+    await services.clients.documents.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: { pk: 'snapshot#scheduler#1', kind: 'snapshot', copies: 3, snapshotJson: '{"at":"copy 1"}' },
+      }),
+    );
+    const read = [];
+    for (let i = 0; i < 4; i++) {
+      clockMs += 1_000;
+      read.push(((await reader.getSnapshot()) as { at: string }).at);
+    }
+    expect(read.filter((at) => at === 'copy 1')).toHaveLength(1);
+    expect(read.filter((at) => at === 'large').length).toBeGreaterThanOrEqual(2);
+    await writer.putSnapshot(large);
+    await writer.putSnapshot({ at: 'small' });
+    expect(await copiesStored()).toEqual(['snapshot#scheduler']);
+    // Within the cache's second the reader serves what it read; after it, the new snapshot.
+    expect(await reader.getSnapshot()).toEqual(large);
+    clockMs += 1_000;
+    expect(await reader.getSnapshot()).toEqual({ at: 'small' });
+    // Without a cache, every read is a read.
+    expect(await writer.getSnapshot()).toEqual({ at: 'small' });
+  });
+
   it('stores tenant settings', async () => {
     const stored = await services.control.putTenant('t-settings', { weight: 2, maxConcurrency: 7 }, new Date());
     expect(await services.control.getTenant('t-settings')).toEqual(stored);
