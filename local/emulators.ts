@@ -86,9 +86,7 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
 
   const endpoints = localEndpoints(dynamodbUrl, sqsUrl);
   const clients = createAwsClients(endpoints);
-  const tables: Record<string, string> = {};
-  for (const table of TABLES) tables[table.id] = await ensureTable(clients.dynamodb, table, `${prefix}-${table.id}`);
-  const queueUrls = await ensureQueues(clients.sqs, QUEUES);
+  const { tables, queueUrls } = await ensureResources(clients, prefix);
 
   return {
     clients,
@@ -99,9 +97,7 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
     queueUrls,
     indexRepair,
     async stop() {
-      clients.dynamodb.destroy();
-      clients.sqs.destroy();
-      clients.s3.destroy();
+      destroyClients(clients);
       await sqsServer.stop();
       const closed = await new Promise<boolean>((resolve) => dynamoServer.close((error) => resolve(!error)));
       // A forced close may have cut writes short: leave the marker absent so the next start repairs.
@@ -120,9 +116,7 @@ export async function connectExternalAws(external: ExternalAws, options: { prefi
   const endpoints = externalEndpoints(external);
   const clients = createAwsClients(endpoints);
   try {
-    const tables: Record<string, string> = {};
-    for (const table of TABLES) tables[table.id] = await ensureTable(clients.dynamodb, table, `${prefix}-${table.id}`);
-    const queueUrls = await ensureQueues(clients.sqs, QUEUES);
+    const { tables, queueUrls } = await ensureResources(clients, prefix);
     return {
       clients,
       endpoints,
@@ -132,15 +126,11 @@ export async function connectExternalAws(external: ExternalAws, options: { prefi
       tables,
       queueUrls,
       async stop() {
-        clients.dynamodb.destroy();
-        clients.sqs.destroy();
-        clients.s3.destroy();
+        destroyClients(clients);
       },
     };
   } catch (error) {
-    clients.dynamodb.destroy();
-    clients.sqs.destroy();
-    clients.s3.destroy();
+    destroyClients(clients);
     throw new ExternalAwsError(external, error);
   }
 }
@@ -278,4 +268,18 @@ async function ensureQueues(client: SQSClient, queues: readonly QueueDefinition[
     });
   }
   return urls;
+}
+
+/** The shared tables and queues, created where missing (an existing table gets the indexes it lacks). */
+async function ensureResources(clients: Emulators['clients'], prefix: string) {
+  const tables: Record<string, string> = {};
+  for (const table of TABLES) tables[table.id] = await ensureTable(clients.dynamodb, table, `${prefix}-${table.id}`);
+  const queueUrls = await ensureQueues(clients.sqs, QUEUES);
+  return { tables, queueUrls };
+}
+
+function destroyClients(clients: Emulators['clients']): void {
+  clients.dynamodb.destroy();
+  clients.sqs.destroy();
+  clients.s3.destroy();
 }

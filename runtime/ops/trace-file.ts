@@ -21,8 +21,6 @@ import {
 import { LAMBDA_WORKER } from '../infra/resources.ts';
 import { traceTaskSchema } from './trace-export.ts';
 
-export { type RecordedTask, traceOfTasks } from './trace-export.ts';
-
 const traceFileSchema = z.object({
   config: z.unknown().optional(),
   tenants: z
