@@ -447,22 +447,29 @@ export class TaskStore {
     // `queueSort` starts with the fixed-width ISO `runAt`, so "< the next millisecond" is "due".
     const after = new Date(nowMs + 1).toISOString();
     const keys = queueKeys(tenantId, tier);
-    const pages = await inParallel(keys, SCATTER_CONCURRENCY, async (key, i) => {
-      const response = await this.#documents.send(
-        new QueryCommand({
-          TableName: this.#tableName,
-          IndexName: 'byTenantQueue',
-          KeyConditionExpression: 'queueKey = :pk AND queueSort < :after',
-          ExpressionAttributeValues: { ':pk': key, ':after': after },
-          Limit: i === LEGACY_KEY ? limit : perShardLimit(limit),
-        }),
-      );
-      return {
-        items: (response.Items ?? []) as { queueSort: string; taskId: string }[],
-        hasMore: response.LastEvaluatedKey !== undefined,
-      };
-    });
-    const merged = mergePages(pages, limit, dueFirst, (item) => item.taskId);
+    const read = (perShard: number) =>
+      inParallel(keys, SCATTER_CONCURRENCY, async (key, i) => {
+        const response = await this.#documents.send(
+          new QueryCommand({
+            TableName: this.#tableName,
+            IndexName: 'byTenantQueue',
+            KeyConditionExpression: 'queueKey = :pk AND queueSort < :after',
+            ExpressionAttributeValues: { ':pk': key, ':after': after },
+            Limit: i === LEGACY_KEY ? limit : perShard,
+          }),
+        );
+        return {
+          items: (response.Items ?? []) as { queueSort: string; taskId: string }[],
+          hasMore: response.LastEvaluatedKey !== undefined,
+        };
+      });
+    let merged = mergePages(await read(perShardLimit(limit)), limit, dueFirst, (item) => item.taskId);
+    // Cut short (a shard's unread entries could come first): read again with the whole limit a
+    // shard, which fills the page, so a backlogged tenant-tier's window is not left nearly empty
+    // between refills (under FIFO another tenant's younger work went first).
+    if (merged.hasMore && merged.items.length < limit && perShardLimit(limit) < limit) {
+      merged = mergePages(await read(limit), limit, dueFirst, (item) => item.taskId);
+    }
     return { refs: merged.items.map(toQueuedRef), hasMore: merged.hasMore };
   }
 
