@@ -200,6 +200,61 @@ export interface DuePage {
   readonly hasMore: boolean;
 }
 
+/**
+ * Acknowledgements only remove the outbox's head, and only a version-bumping write appends, so at
+ * one version the outbox is identified by its length and its first event.
+ */
+const MAX_OUTBOX_REBASES = 20;
+
+function sameOutboxHead(a: Task['outbox'], b: Task['outbox']): boolean {
+  return (a?.length ?? 0) === (b?.length ?? 0) && a?.[0]?.id === b?.[0]?.id;
+}
+
+function withOutbox(task: Task, outbox: Task['outbox']): Task {
+  if (outbox && outbox.length > 0) return { ...task, outbox };
+  const { outbox: _dropped, ...rest } = task;
+  return rest;
+}
+
+/** The conditions every transition write names: version, state, and fence or epoch when set. */
+function transitionCondition(precondition: TransitionPlan['precondition']) {
+  const names: Record<string, string> = { '#state': 'state', '#version': 'version' };
+  const values: Record<string, unknown> = { ':version': precondition.version };
+  const stateTerms = precondition.states.map((state, i) => {
+    values[`:s${i}`] = state;
+    return `:s${i}`;
+  });
+  const conditions = ['#version = :version', `#state IN (${stateTerms.join(', ')})`];
+  if (precondition.fence !== undefined) {
+    names['#fence'] = 'fence';
+    values[':fence'] = precondition.fence;
+    conditions.push('#fence = :fence');
+  }
+  if (precondition.schedulerEpoch !== undefined) {
+    names['#epoch'] = 'schedulerEpoch';
+    values[':epoch'] = precondition.schedulerEpoch;
+    conditions.push('(attribute_not_exists(#epoch) OR #epoch <= :epoch)');
+  }
+  return { names, values, conditions };
+}
+
+/** Require the outbox as it was read (see `sameOutboxHead`). */
+function outboxCondition(
+  outbox: Task['outbox'],
+  names: Record<string, string>,
+  values: Record<string, unknown>,
+  conditions: string[],
+): void {
+  names['#outbox'] = 'outbox';
+  if (!outbox || outbox.length === 0) {
+    conditions.push('attribute_not_exists(#outbox)');
+    return;
+  }
+  values[':outboxSize'] = outbox.length;
+  values[':outboxHead'] = outbox[0]!.id;
+  conditions.push('size(#outbox) = :outboxSize AND #outbox[0].id = :outboxHead');
+}
+
 export interface TaskPage {
   readonly items: Task[];
   readonly nextCursor?: string;
@@ -359,54 +414,57 @@ export class TaskStore {
    */
   async apply(plan: TransitionPlan): Promise<Task> {
     const { precondition } = plan;
-    const next = withWriteToken(this.#withEvent(plan.next, plan.event));
-    const names: Record<string, string> = { '#state': 'state', '#version': 'version' };
-    const values: Record<string, unknown> = { ':version': precondition.version };
-    const stateTerms = precondition.states.map((state, i) => {
-      values[`:s${i}`] = state;
-      return `:s${i}`;
-    });
-    const conditions = ['#version = :version', `#state IN (${stateTerms.join(', ')})`];
-    if (precondition.fence !== undefined) {
-      names['#fence'] = 'fence';
-      values[':fence'] = precondition.fence;
-      conditions.push('#fence = :fence');
-    }
-    if (precondition.schedulerEpoch !== undefined) {
-      names['#epoch'] = 'schedulerEpoch';
-      values[':epoch'] = precondition.schedulerEpoch;
-      conditions.push('(attribute_not_exists(#epoch) OR #epoch <= :epoch)');
-    }
-    try {
-      await this.#documents.send(
-        new PutCommand({
-          TableName: this.#tableName,
-          Item: toItem(next),
-          ConditionExpression: conditions.join(' AND '),
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        }),
-      );
-      this.#recorded(next, plan.event);
-      return next;
-    } catch (error) {
-      // One consistent read serves both a refused write (was it our own, whose response was
-      // lost?) and an unanswered one (did it land?).
-      const after = await this.#afterRefusal(next, error);
-      if (after.ours) {
+    // With the outbox on, the write also requires the outbox as read: the relay's acknowledgements
+    // remove delivered events without bumping `version`, and a put built from a copy read before
+    // one would carry the delivered events back in (to be sent again, after later events, by a
+    // relay that has forgotten them). Refused for that alone, the write is made again on the
+    // outbox as it now is; the version, state and fence it was decided on have not changed.
+    let outboxAsRead = plan.next.outbox;
+    for (let rebase = 0; ; rebase++) {
+      const next = withWriteToken(this.#withEvent(withOutbox(plan.next, outboxAsRead), plan.event));
+      const { names, values, conditions } = transitionCondition(precondition);
+      if (this.#options.outbox) outboxCondition(outboxAsRead, names, values, conditions);
+      try {
+        await this.#documents.send(
+          new PutCommand({
+            TableName: this.#tableName,
+            Item: toItem(next),
+            ConditionExpression: conditions.join(' AND '),
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+          }),
+        );
         this.#recorded(next, plan.event);
-        return after.task;
+        return next;
+      } catch (error) {
+        // One consistent read serves both a refused write (was it our own, whose response was
+        // lost?) and an unanswered one (did it land?).
+        const after = await this.#afterRefusal(next, error);
+        if (after.ours) {
+          this.#recorded(next, plan.event);
+          return after.task;
+        }
+        if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        const { current } = after;
+        if (
+          this.#options.outbox &&
+          current !== undefined &&
+          current.version === precondition.version &&
+          !sameOutboxHead(current.outbox, outboxAsRead) &&
+          rebase < MAX_OUTBOX_REBASES
+        ) {
+          outboxAsRead = current.outbox;
+          continue;
+        }
+        const { schedulerEpoch } = precondition;
+        if (schedulerEpoch !== undefined && (current?.schedulerEpoch ?? 0) > schedulerEpoch) {
+          throw new SchedulerFencedError(next.taskId, schedulerEpoch, current!.schedulerEpoch!);
+        }
+        if (precondition.fence !== undefined && (!current || current.fence !== precondition.fence)) {
+          throw new StaleAttemptError(next.taskId, precondition.fence, current);
+        }
+        throw new ConcurrentUpdateError(next.taskId, precondition, current);
       }
-      if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      const { current } = after;
-      const { schedulerEpoch } = precondition;
-      if (schedulerEpoch !== undefined && (current?.schedulerEpoch ?? 0) > schedulerEpoch) {
-        throw new SchedulerFencedError(next.taskId, schedulerEpoch, current!.schedulerEpoch!);
-      }
-      if (precondition.fence !== undefined && (!current || current.fence !== precondition.fence)) {
-        throw new StaleAttemptError(next.taskId, precondition.fence, current);
-      }
-      throw new ConcurrentUpdateError(next.taskId, precondition, current);
     }
   }
 

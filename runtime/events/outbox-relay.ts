@@ -11,10 +11,11 @@
  *   in the item; the relay's first scan after a start finds every item with an outbox.
  * - In order per task and webhook: a webhook gets a task's events oldest first, the next only after
  *   the previous one was delivered to it.
- * - At least once: a crash between a delivery and its ack, or a writer that read the item before
- *   an ack and puts the event back, sends it again (the same `id`). This relay remembers what it
- *   delivered (per task and webhook, the highest `sequence`) and acknowledges such an event again
- *   without sending it; a restart forgets, so a receiver may see the last event again.
+ * - At least once: a crash between a delivery and its ack sends it again (the same `id`) after the
+ *   restart. A writer that read the item before an ack cannot put the event back: its write
+ *   requires the outbox as read (`TaskStore.apply`). This relay remembers what it delivered (per
+ *   task and webhook, the highest `sequence`), so while one webhook is retried, those that took
+ *   an event are not sent it again.
  * - A failing webhook is retried with backoff until it answers 2xx, holding back only its own
  *   later events of that task: other webhooks and other tasks go on.
  */
@@ -38,7 +39,7 @@ export interface OutboxRelayOptions {
   readonly scanEveryMs?: number;
 }
 
-/** Tasks whose delivered sequences are remembered (to acknowledge a resurrected event without sending it). */
+/** Tasks whose delivered sequences are remembered (so a webhook that took an event is not sent it again while another retries). */
 const REMEMBERED_TASKS = 100_000;
 
 export class OutboxRelay {
@@ -264,7 +265,7 @@ export class OutboxRelay {
         }
         length--;
       }
-      // The item moved under us (an event appended or put back): read it again.
+      // The item moved under us (an event appended): read it again.
       if (!moved) return length === 0 ? undefined : retryAtMs;
     }
     return this.#now();

@@ -148,11 +148,16 @@ describe('Task events to a webhook, across kill -9', () => {
       // arrivals of a task's events run 1, 2, 3 ... with no gap and no step back.
       const firsts = mine.filter((event, i) => mine.findIndex((other) => other.id === event.id) === i);
       expect(firsts.map((event) => event.sequence)).toEqual(firsts.map((_, i) => i + 1));
-      // A repeat is an event already received, unchanged: after the kill the restarted relay has
-      // forgotten what it sent, so events a writer put back into the outbox come again, possibly
-      // after later ones (docs/events.md, point 5). The first copies are in order (above).
+      // A repeat is an event already received, unchanged, and only ever the task's latest one: the
+      // event in flight when the runtime was killed (sent, not yet acknowledged) comes again after
+      // the restart, before anything later; no step back (docs/events.md, point 5).
       const firstById = new Map(firsts.map((event) => [event.id, event]));
       for (const event of mine) expect(event).toEqual(firstById.get(event.id));
+      let highest = 0;
+      for (const event of mine) {
+        expect([highest, highest + 1]).toContain(event.sequence);
+        highest = Math.max(highest, event.sequence);
+      }
       const states = firsts.map((event) => event.state);
       expect(states[0]).toBe('QUEUED');
       expect(states).toContain('RUNNING');

@@ -119,26 +119,33 @@ describe('Class: OutboxRelay', () => {
     expect((await services.store.get(done.taskId))?.outbox).toBeUndefined();
   });
 
-  it('acknowledges without sending again an event a stale writer puts back after its ack', async () => {
-    // Prepare: the writer read the item while DISPATCHED's event was still in the outbox
-    const queued = await submitTask(services, { tenantId: 'relay-stale' });
+  it('a writer that read the item before an ack does not put the acknowledged events back (a relay started afresh sends only the new one)', async () => {
+    // Prepare: the worker read the item while QUEUED's and DISPATCHED's events were in the outbox
+    const queued = await submitTask(services, { tenantId: 'relay-stale-fresh' });
     const { dispatch, start } = await import('../../runtime/core/lifecycle.ts');
     const dispatched = await services.store.transition(queued.taskId, (t) => dispatch(t, new Date(), 120));
-    const { relay, received } = recordingRelay([hook(0)], () => false);
-    relay.notify(queued.taskId);
-    await relay.drain();
+    const first = recordingRelay([hook(0)], () => false);
+    first.relay.notify(queued.taskId);
+    await first.relay.drain();
 
-    // Act: the worker starts from its stale copy (version unchanged by acks), carrying the events back
+    // Act: the worker starts from its stale copy; then a relay that remembers nothing (a restart)
     const started = await services.store.transition(queued.taskId, (t) => start(t, dispatched.fence, new Date(), 60), {
       known: dispatched,
     });
-    relay.notify(queued.taskId);
-    await relay.drain();
+    const restarted = recordingRelay([hook(0)], () => false);
+    await restarted.relay.scan();
+    await restarted.relay.drain();
 
-    // Assess
-    expect(started.outbox?.map((e) => e.sequence)).toEqual([1, 2, 3]);
-    expect(received.get(0)?.map((e) => e.sequence)).toEqual([1, 2, 3]);
-    expect((await services.store.get(queued.taskId))?.outbox).toBeUndefined();
+    // Assess: events 1 and 2 were delivered once, before 3; nothing repeats after 3
+    expect(first.received.get(0)?.map((e) => e.sequence)).toEqual([1, 2]);
+    expect(started.outbox?.map((e) => e.sequence)).toEqual([3]);
+    expect(
+      restarted.received
+        .get(0)
+        ?.filter((e) => e.taskId === queued.taskId)
+        .map((e) => e.sequence),
+    ).toEqual([3]);
+    expect(started.version).toBe(dispatched.version + 1);
   });
 
   it('a relay started afresh (after a crash) finds every outbox by its scan and delivers it', async () => {
