@@ -115,21 +115,3 @@ export function mergePages<T>(
   }
   return { items: items.slice(0, limit), hasMore: cutShort || items.length > limit };
 }
-
-/** `fn` over `inputs`, at most `concurrency` at a time; results in input order. */
-export async function inParallel<I, O>(
-  inputs: readonly I[],
-  concurrency: number,
-  fn: (input: I, index: number) => Promise<O>,
-): Promise<O[]> {
-  const results = new Array<O>(inputs.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < inputs.length) {
-      const index = next++;
-      results[index] = await fn(inputs[index] as I, index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, inputs.length) }, worker));
-  return results;
-}

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { inParallel } from '../../runtime/adapters/in-parallel.ts';
 import {
-  inParallel,
   LEGACY_KEY,
   leasedShardOf,
   mergePages,

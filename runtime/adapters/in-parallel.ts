@@ -1,0 +1,22 @@
+/**
+ * Bounded concurrency for an adapter's independent calls (the chunks of one batch operation, the
+ * shards of one scatter-gather): AWS answers each in its own latency, so waiting on them one after
+ * another adds the latencies up; all at once can open more connections than the SDK's pool holds.
+ */
+/** `fn` over `inputs`, at most `concurrency` at a time; results in input order. */
+export async function inParallel<I, O>(
+  inputs: readonly I[],
+  concurrency: number,
+  fn: (input: I, index: number) => Promise<O>,
+): Promise<O[]> {
+  const results = new Array<O>(inputs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < inputs.length) {
+      const index = next++;
+      results[index] = await fn(inputs[index] as I, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, inputs.length) }, worker));
+  return results;
+}
