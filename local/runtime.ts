@@ -144,10 +144,21 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     // What the asynchronous Lambda invoke is on AWS: start the loop in this process.
     ...(scaleToZero ? { wakeScheduler: async () => startScheduler('wake'), logger } : {}),
     // Webhooks configured: every state change also records its event in the item (the outbox).
-    events: { outbox: webhooks.length > 0, onOutboxEvent: (taskId) => relay?.notify(taskId) },
+    // Without: only what the dependencies need (a held task's creation, a dependency's end).
+    events: {
+      outbox: webhooks.length > 0,
+      dependencyOutbox: true,
+      onOutboxEvent: (taskId) => relay?.notify(taskId),
+    },
   });
-  // Always started: it also empties outboxes a run with webhooks left, should they be gone now.
-  relay = new OutboxRelay({ store: services.store, webhooks, logger });
+  // Always started: it settles dependencies from the outboxes (a crash leaves them there), and
+  // empties outboxes a run with webhooks left, should they be gone now.
+  relay = new OutboxRelay({
+    store: services.store,
+    webhooks,
+    logger,
+    consumers: [(event) => services.dependencies.onChange(event.taskId, event)],
+  });
   try {
     validateSchedules(config.schedules, services.tasks, new Date());
     if (lock?.abandonedBy && !options.externalAws) {

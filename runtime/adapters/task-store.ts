@@ -136,8 +136,9 @@ function toItem(task: Task): Record<string, unknown> {
   // Sparse: DISPATCHED and RUNNING are left out of `byTenantState` (they are listed from
   // `byLeased`), so the two busiest writes, dispatch and start, do not move its entry.
   if (!LEASED_STATES.includes(task.state)) item.tenantState = tenantStateKey(task.tenantId, task.state, task.taskId);
-  if (task.state === 'QUEUED') {
-    // Sparse `byTenantQueue`: the entry exists exactly while the task waits. Not in `byLeased`:
+  if (task.state === 'QUEUED' && (task.waitingOn?.length ?? 0) === 0) {
+    // Sparse `byTenantQueue`: the entry exists exactly while the task waits, and is not held for
+    // dependencies (core/dependencies.ts): the scheduler never reads a held task. Not in `byLeased`:
     // an entry there created at submit and moved at dispatch cost 2 write units a task.
     item.queueKey = queueKey(task.tenantId, task.priority, task.taskId);
     item.queueSort = `${task.runAt}#${task.taskId}`;
@@ -278,6 +279,11 @@ export interface TaskStoreOptions {
    * (the local runtime with webhooks; docs/events.md). Off on AWS: the table's stream feeds events.
    */
   readonly outbox?: boolean;
+  /**
+   * Without `outbox`, record only the events this says the durable change feed needs (the local
+   * runtime: a held task's creation and a dependency's end, app/dependencies.ts).
+   */
+  readonly records?: ((task: Task, event: TaskEvent) => boolean) | undefined;
   /** Told after a write that recorded events in the outbox (wakes the local relay). */
   readonly onOutboxEvent?: ((taskId: string) => void) | undefined;
 }
@@ -298,14 +304,20 @@ export class TaskStore {
     return this.#options.outbox === true;
   }
 
+  /** Whether the write of `task` records `event` in its outbox. */
+  #records(task: Task, event: TaskEvent | undefined): event is TaskEvent {
+    if (!event) return false;
+    return this.#options.outbox === true || this.#options.records?.(task, event) === true;
+  }
+
   /** The item to write: with the event appended to its outbox when the outbox is on. */
   #withEvent(task: Task, event: TaskEvent | undefined): Task {
-    if (!this.#options.outbox || !event) return task;
+    if (!this.#records(task, event)) return task;
     return { ...task, outbox: [...(task.outbox ?? []), event] };
   }
 
   #recorded(task: Task, event: TaskEvent | undefined): void {
-    if (this.#options.outbox && event) this.#options.onOutboxEvent?.(task.taskId);
+    if (this.#records(task, event)) this.#options.onOutboxEvent?.(task.taskId);
   }
 
   get tableName(): string {

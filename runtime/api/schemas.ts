@@ -7,6 +7,7 @@
 
 import { z } from 'zod';
 import type { SubmitInput } from '../app/task-service.ts';
+import { MAX_DEPENDENCIES } from '../core/dependencies.ts';
 import { storableProblem } from '../core/storable.ts';
 import { PRIORITY_TIERS, RUNTIMES, TASK_STATES } from '../core/task.ts';
 import {
@@ -83,6 +84,15 @@ export const submitTaskSchema = z
       .max(100)
       .optional()
       .meta({ description: 'With concurrencyKey: how many may be dispatched or running at once (default 1)' }),
+    dependsOn: z
+      .array(idSchema)
+      .min(1)
+      .max(MAX_DEPENDENCIES)
+      .refine((ids) => new Set(ids).size === ids.length, 'each task id at most once')
+      .optional()
+      .meta({
+        description: `Task ids of the same tenant (at most ${MAX_DEPENDENCIES}, each existing at submit, else 400 unknown_dependency): the task is held (QUEUED, wait.reason "dependencies") until all of them SUCCEEDED; if one ends FAILED or CANCELLED it is CANCELLED with error code DEPENDENCY_FAILED`,
+      }),
   })
   .superRefine((input, ctx) => {
     if (input.delaySeconds !== undefined && input.runAt !== undefined) {

@@ -40,8 +40,21 @@ export const taskViewSchema = z
     startedAt: isoTime.nullable(),
     finishedAt: isoTime.nullable(),
     result: z.unknown().meta({ description: 'What the handler returned; null until it succeeds' }),
+    dependsOn: z.array(z.string()).optional().meta({ description: 'The tasks it starts after (as submitted)' }),
+    waitingOn: z
+      .array(z.string())
+      .optional()
+      .meta({ description: 'While held: those of dependsOn that have not SUCCEEDED yet' }),
     error: z
-      .object({ name: z.string(), message: z.string(), retryable: z.boolean() })
+      .object({
+        name: z.string(),
+        message: z.string(),
+        retryable: z.boolean(),
+        code: z
+          .string()
+          .optional()
+          .meta({ description: 'Where the scheduler ended the task itself, e.g. DEPENDENCY_FAILED' }),
+      })
       .nullable()
       .meta({ description: 'The last error (kept while a retry waits)' }),
     cancelRequested: z.literal(true).optional().meta({ description: 'Present while a running task is asked to stop' }),
@@ -187,7 +200,16 @@ export function presentTask(task: Task): TaskView {
     startedAt: task.startedAt ?? null,
     finishedAt: task.finishedAt ?? null,
     result: task.result ?? null,
-    error: task.error ? { name: task.error.name, message: task.error.message, retryable: task.error.retryable } : null,
+    ...(task.dependsOn === undefined ? {} : { dependsOn: [...task.dependsOn] }),
+    ...(task.waitingOn === undefined || task.state !== 'QUEUED' ? {} : { waitingOn: [...task.waitingOn] }),
+    error: task.error
+      ? {
+          name: task.error.name,
+          message: task.error.message,
+          retryable: task.error.retryable,
+          ...(task.error.code === undefined ? {} : { code: task.error.code }),
+        }
+      : null,
     ...(task.cancelRequested ? { cancelRequested: true as const } : {}),
   };
 }

@@ -9,6 +9,7 @@ import type { ControlStore, StoredTaskType, StoredTenant } from '../adapters/con
 import type { QueueClient } from '../adapters/queues.ts';
 import type { ListTasksQuery, TaskPage, TaskStore } from '../adapters/task-store.ts';
 import type { SchedulerConfig } from '../core/config.ts';
+import { holdOnDependencies, isHeld } from '../core/dependencies.ts';
 import { IdempotencyConflictError, ValidationError } from '../core/errors.ts';
 import { cancel, createTask, retry } from '../core/lifecycle.ts';
 import { concurrencyKey, type Hold, startRate, tenantPause, typePause } from '../core/policy/constraints.ts';
@@ -29,6 +30,7 @@ import { type PauseRecord, pickPause, pickTenantSettings, startRateOf } from '..
 import { LAMBDA_WORKER } from '../infra/resources.ts';
 import type { TaskTypeRegistry } from '../task-types/define.ts';
 import { startTaskSpan } from '../telemetry/tracing.ts';
+import { checkDependencies } from './dependencies.ts';
 import { IntakePromises } from './intake-promises.ts';
 import { explainWait, needsRunningTasks, type WaitInfo } from './wait.ts';
 
@@ -51,6 +53,8 @@ export interface SubmitInput {
   readonly runAt?: string | undefined;
   readonly concurrencyKey?: string | undefined;
   readonly concurrencyLimit?: number | undefined;
+  /** Task ids of the same tenant that must all SUCCEED first (app/dependencies.ts). */
+  readonly dependsOn?: readonly string[] | undefined;
 }
 
 export interface SubmitOptions {
@@ -147,7 +151,13 @@ export class TaskService {
     let created: boolean;
     let task: Task;
     try {
-      ({ created, task } = await this.#deps.store.create(createTask(taskId, traced, now, requestHash)));
+      // Held on its dependencies not yet SUCCEEDED (each must exist: checked before any write).
+      const dependencies = spec.dependsOn
+        ? await checkDependencies(this.#deps.store, spec.tenantId, taskId, spec.dependsOn)
+        : undefined;
+      const fresh = createTask(taskId, traced, now, requestHash);
+      const newTask = dependencies ? holdOnDependencies(fresh, dependencies) : fresh;
+      ({ created, task } = await this.#deps.store.create(newTask));
     } catch (error) {
       span.end({ error: error instanceof Error ? error.message : String(error) });
       throw error;
@@ -159,7 +169,8 @@ export class TaskService {
     }
     // A repeat of a request whose first attempt crashed before announcing: announce again
     // (duplicate tier messages are harmless; the scheduler dedups on taskId).
-    if ((created || task.state === 'QUEUED') && !(await this.#promised(task))) {
+    // A held task is not announced: its release is (app/dependencies.ts).
+    if ((created || task.state === 'QUEUED') && !isHeld(task) && !(await this.#promised(task))) {
       await this.#deps.queues.announce([task], now);
     }
     if (created) this.#deps.onChange?.(task);
@@ -256,6 +267,7 @@ export class TaskService {
       ...(input.concurrencyKey === undefined
         ? {}
         : { concurrencyKey: input.concurrencyKey, concurrencyLimit: input.concurrencyLimit ?? 1 }),
+      ...(input.dependsOn === undefined || input.dependsOn.length === 0 ? {} : { dependsOn: [...input.dependsOn] }),
       resources,
       runtime,
       timeoutSeconds,
@@ -285,7 +297,8 @@ export class TaskService {
     // The index may not show it yet: it is waiting, so at least one.
     const facts = { waiting: Math.max(1, waiting), running };
     const now = this.#now();
-    const hold = await this.#flowHold(task, tenant, now.getTime());
+    // Held on its dependencies, flow control is not what holds it (wait.ts names them).
+    const hold = isHeld(task) ? undefined : await this.#flowHold(task, tenant, now.getTime());
     return { task, wait: explainWait(task, { config, tenant, snapshot, now, facts, hold }) };
   }
 
@@ -433,6 +446,7 @@ export function effectiveRequest(input: SubmitInput, spec: NewTaskSpec): SubmitI
     ...(spec.concurrencyKey === undefined
       ? {}
       : { concurrencyKey: spec.concurrencyKey, concurrencyLimit: spec.concurrencyLimit }),
+    ...(spec.dependsOn === undefined ? {} : { dependsOn: spec.dependsOn }),
   };
 }
 

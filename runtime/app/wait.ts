@@ -138,6 +138,7 @@ export function explainWait(
       reservations: true,
     },
     hold: input.hold,
+    dependencies: task.state === 'QUEUED' ? task.waitingOn : undefined,
     assumes: rotation?.assumes,
     slackSeconds: rotation?.slackSeconds,
   });

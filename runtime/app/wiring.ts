@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { type AwsClients, createAwsClients } from '../adapters/aws-clients.ts';
 import { ControlStore } from '../adapters/control-store.ts';
+import { DependentsStore } from '../adapters/dependents-store.ts';
 import { QueueClient, toMessageBody, type WorkerMessage } from '../adapters/queues.ts';
 import { TaskStore } from '../adapters/task-store.ts';
 import { parseConfig, type SchedulerConfig } from '../core/config.ts';
@@ -18,6 +19,7 @@ import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { exampleResourcesFromEnvironment } from '../task-types/examples/stores.ts';
 import { defaultRegistry } from '../task-types/index.ts';
 import type { AttemptDeps } from '../worker/run-attempt.ts';
+import { DependencyService } from './dependencies.ts';
 import { TaskService } from './task-service.ts';
 
 export interface Resources {
@@ -37,6 +39,8 @@ export interface Services {
   readonly queues: QueueClient;
   readonly registry: TaskTypeRegistry;
   readonly tasks: TaskService;
+  /** Settles dependencies from the durable change feed (the local outbox relay, the AWS stream consumer). */
+  readonly dependencies: DependencyService;
   readonly now: () => Date;
 }
 
@@ -53,8 +57,17 @@ export function buildServices(options: {
    */
   wakeScheduler?: (() => Promise<void>) | undefined;
   logger?: TaskLogger | undefined;
-  /** The task store's event outbox (the local runtime with webhooks; runtime/events/outbox-relay.ts). */
-  events?: { readonly outbox: boolean; readonly onOutboxEvent?: (taskId: string) => void } | undefined;
+  /**
+   * The task store's event outbox (the local runtime; runtime/events/outbox-relay.ts): every event
+   * with webhooks (`outbox`), else those the dependencies need (`dependencyOutbox`).
+   */
+  events?:
+    | {
+        readonly outbox: boolean;
+        readonly dependencyOutbox?: boolean;
+        readonly onOutboxEvent?: (taskId: string) => void;
+      }
+    | undefined;
   /** How long a read scheduler snapshot is served again (ControlStore; 0, the default: not kept). */
   snapshotCacheMs?: number | undefined;
 }): Services {
@@ -65,7 +78,11 @@ export function buildServices(options: {
     return name;
   };
   const now = options.now ?? (() => new Date());
-  const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id), options.events ?? {});
+  const { dependencyOutbox, ...outbox } = options.events ?? { outbox: false };
+  const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id), {
+    ...outbox,
+    ...(dependencyOutbox ? { records: DependencyService.concerns } : {}),
+  });
   const control = new ControlStore(clients.documents, tableName(CONTROL_TABLE.id), {
     snapshotCacheMs: options.snapshotCacheMs ?? 0,
     nowMs: () => now().getTime(),
@@ -94,7 +111,14 @@ export function buildServices(options: {
     now,
     onChange: options.onChange,
   });
-  return { config, clients, store, control, queues, registry, tasks, now };
+  const dependencies = new DependencyService({
+    store,
+    dependents: new DependentsStore(clients.documents, tableName(TASKS_TABLE.id), () => now().getTime()),
+    queues,
+    now,
+    onChange: options.onChange,
+  });
+  return { config, clients, store, control, queues, registry, tasks, dependencies, now };
 }
 
 /** Configuration for a Lambda or container: inline JSON (set by the stack) or a file path. */

@@ -39,7 +39,10 @@ export type TransitionName =
   | 'expireLease'
   | 'abandon'
   | 'deadLetter'
-  | 'retry';
+  | 'retry'
+  | 'markDependents'
+  | 'dependencySucceeded'
+  | 'dependencyFailed';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const ms = (isoTime: string): number => Date.parse(isoTime);
@@ -73,6 +76,7 @@ export function createTask(taskId: string, spec: NewTaskSpec, now: Date, request
     ...(spec.concurrencyKey === undefined
       ? {}
       : { concurrencyKey: spec.concurrencyKey, concurrencyLimit: spec.concurrencyLimit ?? 1 }),
+    ...(spec.dependsOn === undefined || spec.dependsOn.length === 0 ? {} : { dependsOn: spec.dependsOn }),
     ...(requestHash === undefined ? {} : { requestHash }),
   };
 }
@@ -83,10 +87,11 @@ export function creationEvent(task: Task): TaskEvent {
 }
 
 /**
- * The next item of a transition. A write that changes `state` also moves `eventSequence` and
+ * The next item of a transition (exported for the other transitions of the core, e.g.
+ * core/dependencies.ts). A write that changes `state` also moves `eventSequence` and
  * `stateChangedAt` and carries its event; any other write (a lease renewal) leaves them.
  */
-function plan(
+export function plan(
   name: TransitionName,
   current: Task,
   now: Date,
@@ -130,6 +135,9 @@ function requireFence(task: Task, fence: number, allowed: readonly TaskState[]):
  */
 export function dispatch(task: Task, now: Date, dispatchLeaseSeconds: number, schedulerEpoch?: number): TransitionPlan {
   requireState('dispatch', task, ['QUEUED']);
+  if ((task.waitingOn?.length ?? 0) > 0) {
+    throw new InvalidTransitionError('dispatch', task, `held until ${task.waitingOn!.join(', ')} succeed`);
+  }
   if (ms(task.runAt) > now.getTime()) {
     throw new InvalidTransitionError('dispatch', task, `not eligible before ${task.runAt}`);
   }
@@ -261,8 +269,10 @@ export function cancel(task: Task, now: Date): TransitionPlan | undefined {
   if (task.state === 'RUNNING') {
     return plan('requestCancel', task, now, ['RUNNING'], { cancelRequested: true });
   }
+  // A held task's hold ends with it: nothing waits on its dependencies any more.
   return plan('cancel', task, now, [task.state], { state: 'CANCELLED', finishedAt: iso(now.getTime()) }, [
     'leaseExpiresAt',
+    'waitingOn',
   ]);
 }
 
@@ -361,6 +371,7 @@ export function deadLetter(task: Task, fence: number, now: Date, backoffMs: numb
 /**
  * Operator retry of a FAILED or CANCELLED task: a fresh attempt budget, eligible now. Its age
  * restarts (it is new work as far as fairness is concerned); the last error stays visible.
+ * A task cancelled for a failed dependency runs without waiting again: the operator asked for it.
  */
 export function retry(task: Task, now: Date): TransitionPlan {
   requireState('retry', task, ['FAILED', 'CANCELLED']);
@@ -372,5 +383,6 @@ export function retry(task: Task, now: Date): TransitionPlan {
     'cancelRequested',
     'leaseExpiresAt',
     'dispatchedAt',
+    'waitingOn',
   ]);
 }

@@ -35,6 +35,8 @@ export interface TaskError {
   readonly message: string;
   /** False when the handler threw a NonRetryableError: no further attempts. */
   readonly retryable: boolean;
+  /** A stable machine-readable code where the scheduler itself ended the task (`DEPENDENCY_FAILED`). */
+  readonly code?: string;
 }
 
 /**
@@ -107,6 +109,15 @@ export interface Task {
    */
   readonly concurrencyKey?: string;
   readonly concurrencyLimit?: number;
+  /** Tasks of its tenant that must all SUCCEED before it may start (core/dependencies.ts). */
+  readonly dependsOn?: readonly string[];
+  /**
+   * Those of `dependsOn` not yet known to have SUCCEEDED. Present (non-empty) exactly while the task
+   * is held: QUEUED, but out of the scheduler's queue index and never dispatched.
+   */
+  readonly waitingOn?: readonly string[];
+  /** Some task registered as depending on it: its end is settled for them (app/dependencies.ts). */
+  readonly hasDependents?: boolean;
   /**
    * Events recorded and not yet delivered, oldest first: the local runtime's durable outbox
    * (runtime/events/outbox-relay.ts), appended in the same conditional write as the change. Never
@@ -150,6 +161,8 @@ export interface NewTaskSpec {
   readonly traceparent?: string;
   readonly concurrencyKey?: string;
   readonly concurrencyLimit?: number;
+  /** Task ids of the same tenant that must all SUCCEED first (checked to exist before the write). */
+  readonly dependsOn?: readonly string[];
 }
 
 /** Defined once, with its schema: core/tenant-settings.ts. */

@@ -37,7 +37,19 @@ export interface OutboxRelayOptions {
   readonly concurrency?: number;
   /** Between scans of the table for outboxes (the relay's backstop for hints it never got). @default 30_000 */
   readonly scanEveryMs?: number;
+  /**
+   * Steps that must run for an event before it is acknowledged (the dependencies' settling,
+   * app/dependencies.ts), in the task's event order. Idempotent: a crash repeats them. One that
+   * throws holds back the task's later events and is retried with backoff.
+   */
+  readonly consumers?: readonly OutboxConsumer[];
 }
+
+/** A step of the durable change feed: runs for every recorded event, at least once, in order per task. */
+export type OutboxConsumer = (event: TaskEvent) => Promise<void>;
+
+/** The relay's own index for its consumers, beside the webhooks' (0, 1, …). */
+const CONSUMERS = -1;
 
 /** Tasks whose delivered sequences are remembered (so a webhook that took an event is not sent it again while another retries). */
 const REMEMBERED_TASKS = 100_000;
@@ -132,11 +144,13 @@ export class OutboxRelay {
     const scanEvery = this.#options.scanEveryMs ?? 30_000;
     const running = new Set<Promise<void>>();
     const concurrency = this.#options.concurrency ?? 8;
-    // Without webhooks nothing new gets an outbox: only the start's scan is needed.
+    // Without webhooks nothing new gets an outbox but what the consumers need, written in this
+    // process (hinted): only the start's scan is needed. Without consumers either, nothing new.
     const rescans = this.#options.webhooks.length > 0;
+    const consumes = (this.#options.consumers ?? []).length > 0;
     let scanned = false;
     while (!this.#stopped) {
-      if (!rescans && scanned && !this.#scanning && this.#due.size === 0 && running.size === 0) break;
+      if (!rescans && !consumes && scanned && !this.#scanning && this.#due.size === 0 && running.size === 0) break;
       if (!this.#scanning && (rescans || !scanned) && this.#now() - this.#lastScanMs >= scanEvery) {
         scanned = true;
         this.#scanning = this.scan()
@@ -220,6 +234,14 @@ export class OutboxRelay {
       let acking = true;
       let moved = false;
       for (const event of outbox) {
+        if (!held.has(CONSUMERS) && (delivered.get(CONSUMERS) ?? 0) < event.sequence) {
+          const at = await this.#consume(key, event);
+          if (at === undefined) delivered.set(CONSUMERS, event.sequence);
+          else {
+            held.add(CONSUMERS);
+            retryAtMs = Math.min(retryAtMs ?? Number.POSITIVE_INFINITY, at);
+          }
+        }
         for (const target of webhooks) {
           if (held.has(target.index) || !webhookTakes(target, event)) continue;
           if ((delivered.get(target.index) ?? 0) >= event.sequence) continue;
@@ -252,9 +274,9 @@ export class OutboxRelay {
         }
         // Acknowledge the delivered prefix, oldest first.
         if (!acking) continue;
-        const waiting = webhooks.some(
-          (target) => webhookTakes(target, event) && (delivered.get(target.index) ?? 0) < event.sequence,
-        );
+        const waiting =
+          (delivered.get(CONSUMERS) ?? 0) < event.sequence ||
+          webhooks.some((target) => webhookTakes(target, event) && (delivered.get(target.index) ?? 0) < event.sequence);
         if (waiting) {
           acking = false;
           continue;
@@ -269,6 +291,31 @@ export class OutboxRelay {
       if (!moved) return length === 0 ? undefined : retryAtMs;
     }
     return this.#now();
+  }
+
+  /** Run the consumers for one event: undefined when done, else when to try again. */
+  async #consume(key: string, event: TaskEvent): Promise<number | undefined> {
+    const consumers = this.#options.consumers ?? [];
+    if (consumers.length === 0) return undefined;
+    const failingKey = `${key}#${CONSUMERS}`;
+    const failing = this.#failing.get(failingKey);
+    if (failing && failing.retryAtMs > this.#now()) return failing.retryAtMs;
+    try {
+      for (const consume of consumers) await consume(event);
+      this.#failing.delete(failingKey);
+      return undefined;
+    } catch (error) {
+      const failures = (failing?.failures ?? 0) + 1;
+      const at = this.#now() + Math.min(webhookRetryDelayMs(failures, this.#options.random), 30_000);
+      this.#failing.set(failingKey, { failures, retryAtMs: at });
+      this.#options.logger?.warn('event outbox: a consumer failed; retrying', {
+        taskId: event.taskId,
+        sequence: event.sequence,
+        failures,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return at;
+    }
   }
 
   #remember(key: string): Map<number, number> {

@@ -23,7 +23,11 @@ export interface TestServicesOptions {
   /** Persist the emulators' state here (in memory when absent). */
   readonly dataDir?: string;
   /** The task store's event outbox, as the local runtime sets it with webhooks. */
-  readonly events?: { readonly outbox: boolean; readonly onOutboxEvent?: (taskId: string) => void };
+  readonly events?: {
+    readonly outbox: boolean;
+    readonly dependencyOutbox?: boolean;
+    readonly onOutboxEvent?: (taskId: string) => void;
+  };
 }
 
 /** Start in-memory emulators and build the services on them. Call `stop()` in `afterAll`. */

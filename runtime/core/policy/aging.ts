@@ -67,6 +67,7 @@ export const NO_BOUND_REASONS = [
   'ahead_unknown',
   'no_reservation',
   'paused',
+  'dependencies',
 ] as const;
 export type NoBoundReason = (typeof NO_BOUND_REASONS)[number];
 

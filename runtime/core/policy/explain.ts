@@ -21,6 +21,7 @@ const HOLD_REASONS = {
 
 /** Why a waiting task is not being dispatched right now. */
 export const WAIT_REASONS = [
+  'dependencies',
   'delayed',
   'tenant_paused',
   'type_paused',
@@ -67,6 +68,8 @@ export interface WaitView {
    * start rate, its type paused, its concurrency key full (constraints.ts).
    */
   readonly hold?: Hold | undefined;
+  /** The dependencies it is held on (core/dependencies.ts): none started it yet, they come first. */
+  readonly dependencies?: readonly string[] | undefined;
   readonly pool: {
     /** The pool is held for another task (its best, which does not fit yet). */
     readonly heldForOther: boolean;
@@ -149,6 +152,7 @@ const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
     'what is ahead of it is not known (under priority and fifo every older task of its pool counts, and the scheduler holds only a window of the queues; or no scheduler has reported its pool yet)',
   no_reservation: 'reservations are off, so smaller tasks may pass a large one without end',
   paused: 'it is paused (its tenant or its task type) and starts only after it is resumed',
+  dependencies: 'it starts only after its dependencies succeed, and nothing bounds when they do',
 };
 
 /**
@@ -192,6 +196,7 @@ export function explainWait(view: WaitView): WaitExplanation {
 function boundOf(view: WaitView, baseRank: number): WaitBound {
   const { task, policy, nowMs } = view;
   const hold = view.limits.holdSeconds;
+  if ((view.dependencies?.length ?? 0) > 0) return { seconds: null, why: 'dependencies' };
   if (!task.fitsPool) return { seconds: null, why: 'never_fits' };
   if (view.tenant.maxConcurrency < 1) return { seconds: null, why: 'quota_zero' };
   const held = view.hold?.constraint;
@@ -279,6 +284,14 @@ function assumptionsOf(view: WaitView): string {
 
 function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message: string } {
   const { task, tenant, pool } = view;
+  const dependencies = view.dependencies ?? [];
+  if (dependencies.length > 0) {
+    const named = `${dependencies.slice(0, 5).join(', ')}${dependencies.length > 5 ? ` and ${dependencies.length - 5} more` : ''}`;
+    return {
+      reason: 'dependencies',
+      message: `Held until ${dependencies.length === 1 ? 'its dependency' : `its ${dependencies.length} dependencies`} ${named} succeed${dependencies.length === 1 ? 's' : ''}`,
+    };
+  }
   if (task.runAtMs > view.nowMs) {
     return { reason: 'delayed', message: `Not eligible before ${new Date(task.runAtMs).toISOString()}` };
   }
