@@ -304,6 +304,11 @@ export class TaskStore {
     return this.#options.outbox === true;
   }
 
+  /** Whether some writes record events in the outbox (then every write requires it as read). */
+  get #usesOutbox(): boolean {
+    return this.#options.outbox === true || this.#options.records !== undefined;
+  }
+
   /** Whether the write of `task` records `event` in its outbox. */
   #records(task: Task, event: TaskEvent | undefined): event is TaskEvent {
     if (!event) return false;
@@ -442,7 +447,7 @@ export class TaskStore {
     for (let rebase = 0; ; rebase++) {
       const next = withWriteToken(this.#withEvent(withOutbox(plan.next, outboxAsRead), plan.event));
       const { names, values, conditions } = transitionCondition(precondition);
-      if (this.#options.outbox) outboxCondition(outboxAsRead, names, values, conditions);
+      if (this.#usesOutbox) outboxCondition(outboxAsRead, names, values, conditions);
       try {
         await this.#documents.send(
           new PutCommand({
@@ -466,7 +471,7 @@ export class TaskStore {
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
         const { current } = after;
         if (
-          this.#options.outbox &&
+          this.#usesOutbox &&
           current !== undefined &&
           current.version === precondition.version &&
           !sameOutboxHead(current.outbox, outboxAsRead) &&
