@@ -15,6 +15,11 @@ export interface TaskEventsProps {
   readonly runtime: RuntimeSettings;
   /** The task table, with its stream (NEW_AND_OLD_IMAGES) on. */
   readonly tasksTable: dynamodb.ITable;
+  /**
+   * The tier queues: the stream function settles task dependencies (app/dependencies.ts) and
+   * announces the tasks it releases. @default - none (a stack without dependencies' settling)
+   */
+  readonly tierQueues?: readonly { readonly queue: sqs.IQueue }[];
   /** `events.webhooks` from the configuration. @default - none: no delivery queue or function */
   readonly webhooks?: readonly WebhookConfig[];
   /** Queue names start with this (the stack name). */
@@ -143,7 +148,8 @@ export class TaskEvents extends Construct {
             }
           : {}),
       },
-      description: 'Task scheduler events: the task table stream to the event bus and the webhook queue',
+      description:
+        'Task scheduler events: the task table stream to the event bus and the webhook queue; settles task dependencies',
       memorySize: 256,
       timeout: Duration.seconds(60),
     });
@@ -162,5 +168,11 @@ export class TaskEvents extends Construct {
     );
     this.bus.grantPutEventsTo(this.streamFunction.function);
     this.deliveryQueue?.grantSendMessages(this.streamFunction.function);
+    if (props.tierQueues) {
+      // Dependencies: reads and conditional writes of task items and their dependents buckets,
+      // and the announcement of a released task.
+      props.tasksTable.grantReadWriteData(this.streamFunction.function);
+      for (const tier of props.tierQueues) tier.queue.grantSendMessages(this.streamFunction.function);
+    }
   }
 }

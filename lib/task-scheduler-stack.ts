@@ -144,8 +144,10 @@ export class TaskSchedulerStack extends Stack {
     this.exampleStores.acknowledgeGrants(this);
 
     this.events = new TaskEvents(this, 'Events', {
-      runtime,
+      // It announces the tasks whose dependencies it releases (and wakes the scheduler).
+      runtime: announcing,
       tasksTable,
+      tierQueues: tiers,
       webhooks: config.events.webhooks,
       namePrefix: this.stackName,
     });
@@ -178,6 +180,7 @@ export class TaskSchedulerStack extends Stack {
       ...this.lambdaWorkers.functions.map((worker) => worker.function),
       this.fargateWorkers.taskDefinition.taskRole,
       this.redrive.handler.function,
+      this.events.streamFunction.function,
       ...(this.schedules ? [this.schedules.handler.function] : []),
     ]) {
       this.scheduler.grantWake(grantee);

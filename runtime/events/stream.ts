@@ -14,6 +14,8 @@ export interface StreamChange {
   /** The record's stream sequence number: where a retry resumes (partial batch response). */
   readonly sequenceNumber: string;
   readonly event: TaskEvent;
+  /** The item after the change (the new image): what the dependencies' step decides on. */
+  readonly task: Task;
 }
 
 type Image = NonNullable<NonNullable<DynamoDBRecord['dynamodb']>['NewImage']>;
@@ -30,7 +32,7 @@ export function changesOfStream(records: readonly DynamoDBRecord[]): StreamChang
     if (!after?.taskId || !after.state) continue;
     const before = record.eventName === 'INSERT' ? undefined : itemOf(record.dynamodb?.OldImage);
     const event = stateChangeEvent(before, after);
-    if (event) changes.push({ sequenceNumber: record.dynamodb?.SequenceNumber ?? '', event });
+    if (event) changes.push({ sequenceNumber: record.dynamodb?.SequenceNumber ?? '', event, task: after });
   }
   return changes;
 }

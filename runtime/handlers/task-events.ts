@@ -3,6 +3,8 @@
  * bus (source `task-scheduler`, detail-type `Task State Change`, detail = the event), and, for each
  * configured webhook whose filters it passes, a message on the FIFO delivery queue (group
  * webhook + task, de-duplicated on webhook + event id). No request path pays for any of it.
+ * It is also the durable step of task dependencies: a held task's creation and a marked
+ * dependency's end are settled here (app/dependencies.ts), retried with the record until done.
  *
  * A failure answers with the first record not fully sent (partial batch response): Lambda retries
  * from there, in order, so nothing is skipped and a task's events stay in order; what was sent
@@ -12,6 +14,8 @@ import { createHash } from 'node:crypto';
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { DependencyService } from '../app/dependencies.ts';
+import { servicesFromEnvironment } from '../app/wiring.ts';
 import { TASK_EVENT_DETAIL_TYPE, TASK_EVENT_SOURCE, type TaskEvent } from '../core/events.ts';
 import { changesOfStream, type StreamChange } from '../events/stream.ts';
 import { type DeployedWebhook, deployedWebhooksFromEnvironment, webhookTakes } from '../events/webhooks.ts';
@@ -38,6 +42,7 @@ export const handler = async (stream: DynamoDBStreamEvent): Promise<DynamoDBBatc
     try {
       await putOnBus(chunk);
       await queueDeliveries(chunk, webhooks);
+      await settleDependencies(chunk);
     } catch (error) {
       logger.warn('task events: retrying from a record', {
         error: String(error),
@@ -48,6 +53,19 @@ export const handler = async (stream: DynamoDBStreamEvent): Promise<DynamoDBBatc
   }
   return { batchItemFailures: [] };
 };
+
+/**
+ * The dependencies' step of the change feed (app/dependencies.ts): a held task's creation
+ * registers it on its dependencies, a marked dependency's end settles its dependents. A failure
+ * answers with the chunk's first record, so Lambda retries it (the step is idempotent); the
+ * services are built only when a change needs them.
+ */
+async function settleDependencies(chunk: readonly StreamChange[]): Promise<void> {
+  for (const { event, task } of chunk) {
+    if (!DependencyService.concerns(task, event)) continue;
+    await servicesFromEnvironment().dependencies.onChange(event.taskId, event);
+  }
+}
 
 async function putOnBus(chunk: readonly StreamChange[]): Promise<void> {
   if (!busName) return;
