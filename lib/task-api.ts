@@ -23,6 +23,9 @@ export const API_ROUTES = [
   { method: apigwv2.HttpMethod.PUT, path: '/v1/tenants/{tenantId}' },
   { method: apigwv2.HttpMethod.GET, path: '/v1/task-types' },
   { method: apigwv2.HttpMethod.PUT, path: '/v1/task-types/{type}' },
+  { method: apigwv2.HttpMethod.POST, path: '/v1/tasks/batch' },
+  { method: apigwv2.HttpMethod.GET, path: '/v1/batches/{batchId}' },
+  { method: apigwv2.HttpMethod.GET, path: '/v1/batches' },
 ] as const;
 
 export interface TaskApiProps {

@@ -11,6 +11,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import { bodyTooLarge } from '../runtime/api/errors.ts';
 import { MAX_BODY_BYTES } from '../runtime/api/limits.ts';
 import { type ApiRouterOptions, createApiRouter, errorResult } from '../runtime/api/router.ts';
+import { API_ROUTES } from '../runtime/api/routes.ts';
 import type { Services } from '../runtime/app/wiring.ts';
 
 /** A raw node handler for a route outside the API (e.g. the dashboard at GET /). */
@@ -45,7 +46,11 @@ const DRAIN_FACTOR = 8;
 
 export async function startHttpServer(options: HttpServerOptions): Promise<HttpServer> {
   const router = createApiRouter(options.services, options.router);
-  const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  // A route may take more than MAX_BODY_BYTES (the batch submit): its own limit for its path.
+  const limitFor = (method: string, path: string): number =>
+    options.maxBodyBytes ??
+    API_ROUTES.find((route) => route.method === method && route.path === path)?.body?.maxBytes ??
+    MAX_BODY_BYTES;
   const host = options.host ?? '127.0.0.1';
 
   const server = createServer((request, response) => {
@@ -66,6 +71,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
       await extra(request, response);
       return;
     }
+    const limit = limitFor(method, rawPath);
     const body = await readBody(request, limit);
     const event = toEvent(request, method, url, body.bytes);
     const result = body.tooLarge ? errorResult(bodyTooLarge(limit), event, console) : await router(event);

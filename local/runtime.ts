@@ -218,6 +218,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           queues: schedulerQueues,
           config,
           logger,
+          sweepBatches: () => services.batches.sweep(),
           onDispatch: (task) =>
             taskLines.debug?.('task DISPATCHED', { taskId: task.taskId, tenant: task.tenantId, pool: task.runtime }),
         });

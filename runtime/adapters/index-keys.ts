@@ -18,6 +18,7 @@
  * key (`LEGACY_KEY`, the last of `tenantStateKeys` / `queueKeys`); delete it in the next.
  * The keys cannot collide: a sharded key ends in `#<digits>`, an unsharded one in a state or a tier.
  */
+import { ValidationError } from '../core/errors.ts';
 import type { PriorityTier, TaskState } from '../core/task.ts';
 import { ACTIVE_SHARDS, TENANT_KEY_SHARDS } from '../infra/resources.ts';
 
@@ -114,4 +115,35 @@ export function mergePages<T>(
     items.push(item);
   }
   return { items: items.slice(0, limit), hasMore: cutShort || items.length > limit };
+}
+
+/** A listing cursor: the index key of the last entry shown, base64url JSON (opaque to callers). */
+export function encodeCursor(key: Record<string, unknown>): string {
+  return Buffer.from(JSON.stringify(key)).toString('base64url');
+}
+
+/**
+ * A cursor back into its key, checked: exactly the `expected` attributes, each a short string,
+ * and `belongs` (this query's tenant and partition). Anything else is a 400, never a 500.
+ */
+export function decodeKeyCursor(
+  cursor: string,
+  expected: readonly string[],
+  belongs: (key: Record<string, unknown>) => boolean,
+): Record<string, unknown> {
+  const invalid = () => new ValidationError('invalid_cursor', 'The cursor is malformed or belongs to another query');
+  let key: unknown;
+  try {
+    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (typeof key !== 'object' || key === null || Array.isArray(key)) throw invalid();
+  const record = key as Record<string, unknown>;
+  const actual = Object.keys(record).sort();
+  const wanted = [...expected].sort();
+  if (actual.length !== wanted.length || actual.some((k, i) => k !== wanted[i])) throw invalid();
+  if (!Object.values(record).every((v) => typeof v === 'string' && v.length > 0 && v.length < 1024)) throw invalid();
+  if (!belongs(record)) throw invalid();
+  return record;
 }

@@ -20,13 +20,7 @@ import {
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import {
-  ConcurrentUpdateError,
-  SchedulerFencedError,
-  StaleAttemptError,
-  TaskNotFoundError,
-  ValidationError,
-} from '../core/errors.ts';
+import { ConcurrentUpdateError, SchedulerFencedError, StaleAttemptError, TaskNotFoundError } from '../core/errors.ts';
 import type { TaskEvent } from '../core/events.ts';
 import { creationEvent, type TransitionPlan } from '../core/lifecycle.ts';
 import { decodeJsonFields, encodeJsonFields } from '../core/storable.ts';
@@ -34,6 +28,8 @@ import { ACTIVE_STATES, isTerminal, type PriorityTier, TASK_STATES, type Task, t
 import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS, LEGACY_ACTIVE_SHARDS } from '../infra/resources.ts';
 import { inParallel } from './in-parallel.ts';
 import {
+  decodeKeyCursor,
+  encodeCursor,
   LEGACY_KEY,
   leasedShardOf,
   mergePages,
@@ -286,6 +282,11 @@ export interface TaskStoreOptions {
   readonly records?: ((task: Task, event: TaskEvent) => boolean) | undefined;
   /** Told after a write that recorded events in the outbox (wakes the local relay). */
   readonly onOutboxEvent?: ((taskId: string) => void) | undefined;
+  /**
+   * Awaited after a write that ended a batch member (its first terminal state since it last ran):
+   * counts it for its batch (app/batches.ts). Must not throw; what it misses the sweeper counts.
+   */
+  readonly onBatchMemberEnded?: ((task: Task) => Promise<void>) | undefined;
 }
 
 export class TaskStore {
@@ -327,6 +328,13 @@ export class TaskStore {
 
   get tableName(): string {
     return this.#tableName;
+  }
+
+  /** After a write landed: a batch member that just ended is counted (see TaskStoreOptions). */
+  async #afterWrite(task: Task, event: TaskEvent | undefined): Promise<void> {
+    if (task.batchId === undefined || !event || !isTerminal(event.state)) return;
+    if (event.previousState !== null && isTerminal(event.previousState)) return;
+    await this.#options.onBatchMemberEnded?.(task);
   }
 
   /**
@@ -459,6 +467,7 @@ export class TaskStore {
           }),
         );
         this.#recorded(next, plan.event);
+        await this.#afterWrite(next, plan.event);
         return next;
       } catch (error) {
         // One consistent read serves both a refused write (was it our own, whose response was
@@ -466,6 +475,7 @@ export class TaskStore {
         const after = await this.#afterRefusal(next, error);
         if (after.ours) {
           this.#recorded(next, plan.event);
+          await this.#afterWrite(next, plan.event);
           return after.task;
         }
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
@@ -966,28 +976,13 @@ function toQueuedRef(item: Record<string, unknown>): QueuedTaskRef {
   };
 }
 
-function encodeCursor(key: Record<string, unknown>): string {
-  return Buffer.from(JSON.stringify(key)).toString('base64url');
-}
-
 /**
  * Cursors are opaque to callers but checked here: a malformed cursor, or one minted for another
  * tenant or state (which would read another tenant's partition), is a 400, never a 500.
  */
 function decodeCursor(cursor: string, tenantId: string, state: TaskState | undefined): Record<string, unknown> {
-  const invalid = () => new ValidationError('invalid_cursor', 'The cursor is malformed or belongs to another query');
-  let key: unknown;
-  try {
-    key = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid();
-  }
-  if (typeof key !== 'object' || key === null || Array.isArray(key)) throw invalid();
-  const record = key as Record<string, unknown>;
   const expected = state ? ['listKey', 'taskId', 'tenantState'] : ['listKey', 'taskId', 'tenantId'];
-  const actual = Object.keys(record).sort();
-  if (actual.length !== expected.length || actual.some((k, i) => k !== expected[i])) throw invalid();
-  if (!Object.values(record).every((v) => typeof v === 'string' && v.length > 0 && v.length < 1024)) throw invalid();
-  if (state ? record.tenantState !== `${tenantId}#${state}` : record.tenantId !== tenantId) throw invalid();
-  return record;
+  return decodeKeyCursor(cursor, expected, (record) =>
+    state ? record.tenantState === `${tenantId}#${state}` : record.tenantId === tenantId,
+  );
 }

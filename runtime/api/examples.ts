@@ -171,3 +171,35 @@ export const EXAMPLE_ERRORS: Readonly<Record<number, { code: string; message: st
     message: 'Internal error (request 8d0c8f5e-2f0a-4d43-9c55-0d4f4f3f8a11); it has been logged',
   },
 };
+
+export const EXAMPLE_BATCH_ID = 'bat_Q2x7mN4pR8sT1vW5yZ9aB3cD6e';
+
+/** Three photos to resize, the second one refused, and a report when all have ended. */
+export const EXAMPLE_BATCH_SUBMIT = {
+  tasks: [
+    { tenantId: EXAMPLE_TENANT_ID, type: 'demo.echo', payload: { photo: 'p-001.jpg' } },
+    { tenantId: EXAMPLE_TENANT_ID, type: 'demo.nope', payload: { photo: 'p-002.jpg' } },
+    { tenantId: EXAMPLE_TENANT_ID, type: 'demo.echo', payload: { photo: 'p-003.jpg' }, idempotencyKey: 'photo-p-003' },
+  ],
+  // biome-ignore lint/suspicious/noThenProperty: the field's name is pinned (PRODUCT.md, POST /v1/tasks/batch)
+  then: { tenantId: EXAMPLE_TENANT_ID, type: 'demo.echo', payload: { report: 'photos-2026-12-01' } },
+};
+
+export const EXAMPLE_BATCH_RESULT = {
+  batchId: EXAMPLE_BATCH_ID,
+  results: [
+    { taskId: 'tsk_kP3vQ8nR2sT6wX0yA4bC7dE9fG', state: 'QUEUED' as const, created: true },
+    { error: { code: 'unknown_task_type', message: 'Unknown task type "demo.nope"' } },
+    { taskId: 'tsk_hJ5kL9mN3pQ7rS1tU5vW8xY2zA', state: 'QUEUED' as const, created: true },
+  ],
+};
+
+export const EXAMPLE_BATCH = {
+  batchId: EXAMPLE_BATCH_ID,
+  tenantId: EXAMPLE_TENANT_ID,
+  createdAt: '2026-12-01T09:00:00.000Z',
+  total: 3,
+  counts: { succeeded: 2, failed: 0, cancelled: 0, excluded: 1, pending: 0 },
+  endedAt: '2026-12-01T09:00:04.120Z',
+  thenTaskId: 'tsk_Zt0aB4cD8eF2gH6iJ0kL4mN8oP',
+};

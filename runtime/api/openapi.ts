@@ -3,7 +3,7 @@
  * the document cannot drift from the behaviour. Served at GET /openapi.json.
  */
 import { z } from 'zod';
-import { EXAMPLE_CURSOR, EXAMPLE_ERRORS, EXAMPLE_TASK_ID, EXAMPLE_TENANT_ID } from './examples.ts';
+import { EXAMPLE_BATCH_ID, EXAMPLE_CURSOR, EXAMPLE_ERRORS, EXAMPLE_TASK_ID, EXAMPLE_TENANT_ID } from './examples.ts';
 import { MAX_BODY_BYTES } from './limits.ts';
 import type { AnyRoute } from './route.ts';
 import { errorResponseSchema } from './views.ts';
@@ -47,6 +47,7 @@ function rewriteDefRefs(schema: JsonSchema): JsonSchema {
 /** An example value of each path and query parameter (contract tools need one to call). */
 const PARAMETER_EXAMPLES: Readonly<Record<string, string>> = {
   taskId: EXAMPLE_TASK_ID,
+  batchId: EXAMPLE_BATCH_ID,
   tenantId: EXAMPLE_TENANT_ID,
   state: 'SUCCEEDED',
   limit: '20',

@@ -41,8 +41,16 @@ export interface RouteDefinition<Params = unknown, Query = unknown, Body = unkno
   readonly summary: string;
   readonly params: z.ZodType<Params>;
   readonly query: z.ZodType<Query>;
-  /** Absent: the body is ignored (GET). `required: false`: an empty body is fine. */
-  readonly body?: { readonly schema: z.ZodType<Body>; readonly required: boolean; readonly example?: unknown };
+  /**
+   * Absent: the body is ignored (GET). `required: false`: an empty body is fine. `maxBytes`:
+   * this route's body limit, when not MAX_BODY_BYTES (the batch submit's).
+   */
+  readonly body?: {
+    readonly schema: z.ZodType<Body>;
+    readonly required: boolean;
+    readonly example?: unknown;
+    readonly maxBytes?: number;
+  };
   readonly responses: Readonly<Record<number, ResponseSpec>>;
   handle(context: RouteContext<Params, Query, Body>): Promise<ApiResponse>;
 }
@@ -59,7 +67,7 @@ export function defineRoute<P extends z.ZodType, Q extends z.ZodType, B extends 
   summary: string;
   params: P;
   query: Q;
-  body?: { schema: B; required: boolean; example?: unknown };
+  body?: { schema: B; required: boolean; example?: unknown; maxBytes?: number };
   responses: Record<number, ResponseSpec>;
   handle(context: RouteContext<z.output<P>, z.output<Q>, z.output<B>>): Promise<ApiResponse>;
 }): RouteDefinition<z.output<P>, z.output<Q>, z.output<B>> {

@@ -123,7 +123,7 @@ export function createApiRouter(services: Services, options: ApiRouterOptions = 
     const query = parseWith(route.query, queryObject(event), 'query');
     let body: unknown;
     if (route.body) {
-      const raw = jsonBody(event);
+      const raw = jsonBody(event, route.body.maxBytes);
       if (raw === undefined && route.body.required) throw invalidJson('A JSON body is required');
       body = raw === undefined ? undefined : parseWith(route.body.schema, raw, 'body');
     }

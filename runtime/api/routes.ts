@@ -2,9 +2,14 @@
  * The route table: every route of the HTTP API, the same locally and behind API Gateway.
  * Handlers get validated input and call TaskService; authorization is checked before any write.
  */
-import { TaskNotFoundError } from '../core/errors.ts';
+import { MAX_BATCH_BODY_BYTES } from '../core/batch.ts';
+import { type SchedulerError, TaskNotFoundError } from '../core/errors.ts';
 import { ALL_TENANTS, callerIdentity } from './caller.ts';
+import { ApiError } from './errors.ts';
 import {
+  EXAMPLE_BATCH,
+  EXAMPLE_BATCH_RESULT,
+  EXAMPLE_BATCH_SUBMIT,
   EXAMPLE_CURSOR,
   EXAMPLE_STORED_TENANT,
   EXAMPLE_SUBMIT,
@@ -15,14 +20,17 @@ import {
   EXAMPLE_TENANT_SETTINGS,
   EXAMPLE_WAIT,
 } from './examples.ts';
-import { LIST_RESPONSE_BUDGET_BYTES } from './limits.ts';
+import { LIST_RESPONSE_BUDGET_BYTES, MAX_BODY_BYTES } from './limits.ts';
 import { buildOpenApiDocument } from './openapi.ts';
 import { type AnyRoute, defineRoute, type ResponseSpec } from './route.ts';
 import {
+  batchIdParamsSchema,
   emptyBodySchema,
+  listBatchesQuerySchema,
   listTasksQuerySchema,
   noParamsSchema,
   noQuerySchema,
+  submitBatchSchema,
   submitTaskSchema,
   taskIdParamsSchema,
   taskTypeParamsSchema,
@@ -33,6 +41,9 @@ import {
 import { statusRoute } from './status.ts';
 import { traceparentOf } from './trace-context.ts';
 import {
+  batchPageSchema,
+  batchSubmitResultSchema,
+  batchViewSchema,
   errorResponseSchema,
   fitToBudget,
   healthSchema,
@@ -106,6 +117,96 @@ const submitTask = defineRoute({
     return { status: created ? 202 : 200, body: presentTask(task) };
   },
 });
+
+/**
+ * Many tasks in one request (issue 25; app/batches.ts). Each item is validated and idempotent on
+ * its own; the limits (items, bytes, bytes per item) refuse the whole request before any write.
+ */
+const submitBatch = defineRoute({
+  method: 'POST',
+  path: '/v1/tasks/batch',
+  operationId: 'submitBatch',
+  summary: 'Submit up to 1,000 tasks of one tenant, and optionally a task to run when all have ended',
+  params: noParamsSchema,
+  query: noQuerySchema,
+  body: { schema: submitBatchSchema, required: true, example: EXAMPLE_BATCH_SUBMIT, maxBytes: MAX_BATCH_BODY_BYTES },
+  responses: {
+    200: {
+      description:
+        'Per-item results in the order given (the task, or why the item was refused); the same request again answers the same, creating nothing',
+      schema: batchSubmitResultSchema,
+      example: EXAMPLE_BATCH_RESULT,
+    },
+    400: {
+      description:
+        'Not a batch (no tasks, more than 1,000, items of several tenants, an invalid then); an invalid item is an error in its result instead',
+      schema: errorResponseSchema,
+    },
+    403: { description: ERROR_DESCRIPTIONS[403]!, schema: errorResponseSchema },
+    409: { description: 'The batch idempotencyKey was used for another body', schema: errorResponseSchema },
+    413: {
+      description: `The body is larger than ${MAX_BATCH_BODY_BYTES} bytes, or an item larger than ${MAX_BODY_BYTES}`,
+      schema: errorResponseSchema,
+    },
+    415: { description: ERROR_DESCRIPTIONS[415]!, schema: errorResponseSchema },
+  },
+  async handle({ body, services, requireTenant }) {
+    body.tasks.forEach((item, index) => {
+      const bytes = Buffer.byteLength(JSON.stringify(item) ?? '', 'utf8');
+      if (bytes > MAX_BODY_BYTES) {
+        throw new ApiError(
+          'item_too_large',
+          413,
+          `tasks[${index}] is ${bytes} bytes; an item may have ${MAX_BODY_BYTES}`,
+          {
+            details: { index, limitBytes: MAX_BODY_BYTES },
+          },
+        );
+      }
+    });
+    await requireTenant(services.batches.tenantOf(body));
+    const { batchId, results } = await services.batches.submit(body);
+    return { status: 200, body: { batchId, results } };
+  },
+});
+
+const getBatch = defineRoute({
+  method: 'GET',
+  path: '/v1/batches/{batchId}',
+  operationId: 'getBatch',
+  summary: "A batch: its members' counts by how they ended, and its then-task once submitted",
+  params: batchIdParamsSchema,
+  query: noQuerySchema,
+  responses: {
+    200: { description: 'The batch', schema: batchViewSchema, example: EXAMPLE_BATCH },
+    ...errors(400, 404),
+  },
+  async handle({ params, services, mayActFor }) {
+    const batch = await services.batches.describe(params.batchId);
+    if (!batch || !(await mayActFor(batch.tenantId))) throw batchNotFound(params.batchId);
+    return { status: 200, body: batch };
+  },
+});
+
+const listBatches = defineRoute({
+  method: 'GET',
+  path: '/v1/batches',
+  operationId: 'listBatches',
+  summary: "A tenant's batches, newest first",
+  params: noParamsSchema,
+  query: listBatchesQuerySchema,
+  responses: {
+    200: { description: 'One page of batches', schema: batchPageSchema, example: { items: [EXAMPLE_BATCH] } },
+    ...errors(400, 403),
+  },
+  async handle({ query, services, requireTenant }) {
+    await requireTenant(query.tenantId);
+    return { status: 200, body: await services.batches.list(query.tenantId, query.limit, query.cursor) };
+  },
+});
+
+const batchNotFound = (batchId: string): SchedulerError =>
+  new ApiError('batch_not_found', 404, `Batch ${batchId} not found`, { details: { batchId } });
 
 const getTask = defineRoute({
   method: 'GET',
@@ -300,6 +401,7 @@ const openApi = defineRoute({
 export const API_ROUTES: readonly AnyRoute[] = [
   health,
   submitTask,
+  submitBatch,
   listTasks,
   getTask,
   cancelTask,
@@ -308,6 +410,8 @@ export const API_ROUTES: readonly AnyRoute[] = [
   putTenant,
   listTaskTypes,
   putTaskType,
+  getBatch,
+  listBatches,
   statusRoute,
   openApi,
 ];

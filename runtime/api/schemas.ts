@@ -7,6 +7,7 @@
 
 import { z } from 'zod';
 import type { SubmitInput } from '../app/task-service.ts';
+import { MAX_BATCH_TASKS } from '../core/batch.ts';
 import { MAX_DEPENDENCIES } from '../core/dependencies.ts';
 import { storableProblem } from '../core/storable.ts';
 import { PRIORITY_TIERS, RUNTIMES, TASK_STATES } from '../core/task.ts';
@@ -143,3 +144,43 @@ export const taskTypeSettingsSchema = z.strictObject({
   paused: z.boolean().meta({ description: 'True: its queued tasks in every tenant are held; running ones go on' }),
 });
 export const noParamsSchema = z.strictObject({});
+
+/** Batch ids: `bat_` and a hash (app/batches.ts). */
+export const batchIdSchema = z
+  .string()
+  .regex(/^bat_[A-Za-z0-9_-]{1,64}$/, 'a batchId, as POST /v1/tasks/batch answered');
+
+/**
+ * The body of `POST /v1/tasks/batch`. Items are checked one by one by the service (a bad item is
+ * an error at its index, the others go ahead), so here an item is any JSON value.
+ */
+export const submitBatchSchema = z
+  .strictObject({
+    tasks: z
+      .array(
+        z.unknown().meta({
+          description: 'A submit body, as for POST /v1/tasks (SubmitTask); every item names the same tenantId',
+        }),
+      )
+      .min(1)
+      .max(MAX_BATCH_TASKS)
+      .meta({ description: `1 to ${MAX_BATCH_TASKS} tasks, each validated and idempotent on its own` }),
+    // biome-ignore lint/suspicious/noThenProperty: the field's name is pinned (PRODUCT.md, POST /v1/tasks/batch)
+    then: submitTaskSchema.optional().meta({
+      description:
+        'Submitted once every task of the batch has ended, with `batch: { batchId, succeeded, failed, cancelled }` added to its payload',
+    }),
+    idempotencyKey: idSchema.optional().meta({
+      description:
+        'Names the batch: the same key again is the same batch (without it, the same body again is the same batch)',
+    }),
+  })
+  .meta({ description: 'Many tasks of one tenant in one request, and optionally a task to run when all have ended' });
+
+export const batchIdParamsSchema = z.strictObject({ batchId: batchIdSchema });
+
+export const listBatchesQuerySchema = z.strictObject({
+  tenantId: idSchema,
+  limit: listTasksQuerySchema.shape.limit,
+  cursor: listTasksQuerySchema.shape.cursor,
+});

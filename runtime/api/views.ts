@@ -240,3 +240,47 @@ export function presentStoredTenant(tenant: StoredTenant): StoredTenant {
     updatedAt: tenant.updatedAt,
   };
 }
+
+const batchCountsSchema = z.object({
+  succeeded: z.number().int(),
+  failed: z.number().int(),
+  cancelled: z.number().int(),
+  excluded: z.number().int().meta({ description: 'Items refused at submit, or never written' }),
+  pending: z.number().int().meta({ description: 'Members that have not ended yet' }),
+});
+
+export const batchItemResultSchema = z
+  .union([
+    z.object({ taskId: z.string(), state: z.enum(TASK_STATES), created: z.boolean() }),
+    z.object({ error: z.object({ code: z.string(), message: z.string() }) }),
+  ])
+  .meta({ id: 'BatchItemResult' });
+
+export const batchSubmitResultSchema = z
+  .object({
+    batchId: z.string(),
+    results: z.array(batchItemResultSchema).meta({ description: 'One per item, in the order given' }),
+  })
+  .meta({ id: 'BatchSubmitResult' });
+
+export const batchViewSchema = z
+  .object({
+    batchId: z.string(),
+    tenantId: z.string(),
+    createdAt: isoTime,
+    total: z.number().int().meta({ description: 'Items in the request (refused ones included)' }),
+    counts: batchCountsSchema
+      .optional()
+      .meta({ description: 'By how members ended (always on GET /v1/batches/{batchId}; in listings once ended)' }),
+    endedAt: isoTime.optional().meta({ description: 'When the last member was counted' }),
+    thenTaskId: z.string().optional().meta({ description: 'The then-task, once submitted' }),
+    thenError: z.string().optional().meta({ description: 'Why the then-task could not be submitted' }),
+  })
+  .meta({ id: 'Batch' });
+
+export const batchPageSchema = z
+  .object({
+    items: z.array(batchViewSchema),
+    nextCursor: z.string().optional().meta({ description: 'Absent on the last page' }),
+  })
+  .meta({ id: 'BatchPage' });

@@ -178,6 +178,21 @@ export class TaskService {
   }
 
   /**
+   * Announce what a batch wrote (created, or found still QUEUED on a repeat) in one call
+   * (SendMessageBatch, 10 a request), leaving out what its tenant-tier's promise covers, as
+   * `submit` does one at a time; tell `onChange` of the created.
+   */
+  async announceAccepted(accepted: readonly SubmitResult[]): Promise<void> {
+    const due = await Promise.all(
+      accepted.map(async ({ created, task }) =>
+        (created || task.state === 'QUEUED') && !(await this.#promised(task)) ? [task] : [],
+      ),
+    );
+    await this.#deps.queues.announce(due.flat(), this.#now());
+    for (const { created, task } of accepted) if (created) this.#deps.onChange?.(task);
+  }
+
+  /**
    * Whether the task, already written, may go unannounced: due now, and its tenant-tier's promise
    * (read after the write, by this clock) holds beyond the margin.
    */
@@ -455,7 +470,8 @@ export function hashRequest(input: SubmitInput): string {
   return createHash('sha256').update(canonicalJson(input)).digest('base64url').slice(0, 32);
 }
 
-function canonicalJson(value: unknown): string {
+/** JSON with object keys sorted: one spelling per value (request hashes, batch ids). */
+export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   const entries = Object.entries(value as Record<string, unknown>)

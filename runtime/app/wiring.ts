@@ -5,10 +5,12 @@
 import { readFileSync } from 'node:fs';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { type AwsClients, createAwsClients } from '../adapters/aws-clients.ts';
+import { BatchStore } from '../adapters/batch-store.ts';
 import { ControlStore } from '../adapters/control-store.ts';
 import { DependentsStore } from '../adapters/dependents-store.ts';
 import { QueueClient, toMessageBody, type WorkerMessage } from '../adapters/queues.ts';
 import { TaskStore } from '../adapters/task-store.ts';
+import { submitTaskSchema } from '../api/schemas.ts';
 import { parseConfig, type SchedulerConfig } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { TaskLogger } from '../core/logger.ts';
@@ -19,6 +21,7 @@ import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { exampleResourcesFromEnvironment } from '../task-types/examples/stores.ts';
 import { defaultRegistry } from '../task-types/index.ts';
 import type { AttemptDeps } from '../worker/run-attempt.ts';
+import { BatchService } from './batches.ts';
 import { DependencyService } from './dependencies.ts';
 import { TaskService } from './task-service.ts';
 
@@ -41,6 +44,7 @@ export interface Services {
   readonly tasks: TaskService;
   /** Settles dependencies from the durable change feed (the local outbox relay, the AWS stream consumer). */
   readonly dependencies: DependencyService;
+  readonly batches: BatchService;
   readonly now: () => Date;
 }
 
@@ -79,9 +83,19 @@ export function buildServices(options: {
   };
   const now = options.now ?? (() => new Date());
   const { dependencyOutbox, ...outbox } = options.events ?? { outbox: false };
+  // The store counts a batch member's end after the write that ended it (app/batches.ts).
+  let batches: BatchService | undefined;
   const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id), {
     ...outbox,
     ...(dependencyOutbox ? { records: DependencyService.concerns } : {}),
+    onBatchMemberEnded: async (task) => {
+      try {
+        await batches?.memberEnded(task);
+      } catch (error) {
+        // The sweeper counts it (the scheduler runs it); the write that ended the task stands.
+        options.logger?.warn('batch member not counted yet', { taskId: task.taskId, error: String(error) });
+      }
+    },
   });
   const control = new ControlStore(clients.documents, tableName(CONTROL_TABLE.id), {
     snapshotCacheMs: options.snapshotCacheMs ?? 0,
@@ -118,7 +132,16 @@ export function buildServices(options: {
     now,
     onChange: options.onChange,
   });
-  return { config, clients, store, control, queues, registry, tasks, dependencies, now };
+  batches = new BatchService({
+    tasks,
+    store,
+    batches: new BatchStore(clients.documents, store.tableName),
+    queues,
+    itemSchema: submitTaskSchema,
+    now,
+    logger: options.logger,
+  });
+  return { config, clients, store, control, queues, registry, tasks, dependencies, batches, now };
 }
 
 /** Configuration for a Lambda or container: inline JSON (set by the stack) or a file path. */

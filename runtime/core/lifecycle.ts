@@ -78,6 +78,7 @@ export function createTask(taskId: string, spec: NewTaskSpec, now: Date, request
       : { concurrencyKey: spec.concurrencyKey, concurrencyLimit: spec.concurrencyLimit ?? 1 }),
     ...(spec.dependsOn === undefined || spec.dependsOn.length === 0 ? {} : { dependsOn: spec.dependsOn }),
     ...(requestHash === undefined ? {} : { requestHash }),
+    ...(spec.batchId === undefined ? {} : { batchId: spec.batchId, batchIndex: spec.batchIndex ?? 0 }),
   };
 }
 

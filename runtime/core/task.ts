@@ -118,6 +118,9 @@ export interface Task {
   readonly waitingOn?: readonly string[];
   /** Some task registered as depending on it: its end is settled for them (app/dependencies.ts). */
   readonly hasDependents?: boolean;
+  /** The batch it was submitted in (POST /v1/tasks/batch) and its index there: its end is counted. */
+  readonly batchId?: string;
+  readonly batchIndex?: number;
   /**
    * Events recorded and not yet delivered, oldest first: the local runtime's durable outbox
    * (runtime/events/outbox-relay.ts), appended in the same conditional write as the change. Never
@@ -163,6 +166,9 @@ export interface NewTaskSpec {
   readonly concurrencyLimit?: number;
   /** Task ids of the same tenant that must all SUCCEED first (checked to exist before the write). */
   readonly dependsOn?: readonly string[];
+  /** A batch member: its batch and index (core/batch.ts). */
+  readonly batchId?: string;
+  readonly batchIndex?: number;
 }
 
 /** Defined once, with its schema: core/tenant-settings.ts. */

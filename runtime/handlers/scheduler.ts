@@ -95,6 +95,10 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
     let sampledAtMs = 0;
     try {
       if (reason === 'tick') {
+        // The batch sweeper runs on every tick, even when nothing is due (app/batches.ts).
+        await services.batches
+          .sweep()
+          .catch((error: unknown) => logger.warn('batch sweep failed', { error: String(error) }));
         const now = new Date();
         if (leaseIsLive(await services.control.getLease(SCHEDULER_LEASE), now.getTime())) {
           return finish({ ticks, dispatched, ended: 'live-elsewhere' });
@@ -120,6 +124,7 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
             queues: services.queues,
             config: services.config,
             logger: taskLogger,
+            sweepBatches: () => services.batches.sweep(),
             onUnregisteredQueued: (count) => {
               unregisteredQueued += count;
             },

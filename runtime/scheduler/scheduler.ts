@@ -52,6 +52,11 @@ export interface SchedulerDeps {
    * again); only when some were. The scheduler Lambda publishes it as `UnregisteredQueued`.
    */
   readonly onUnregisteredQueued?: (count: number) => void;
+  /**
+   * The batch sweeper (app/batches.ts): counts what a crash left uncounted and ends complete
+   * batches; run with the upkeep every BATCH_SWEEP_EVERY_MS.
+   */
+  readonly sweepBatches?: (() => Promise<unknown>) | undefined;
 }
 
 interface ActiveAttempt {
@@ -69,6 +74,7 @@ export interface TickResult {
 
 const SNAPSHOT_EVERY_MS = 2_000;
 const TENANT_REFRESH_EVERY_MS = 10_000;
+const BATCH_SWEEP_EVERY_MS = 15_000;
 
 export class Scheduler {
   readonly #deps: SchedulerDeps;
@@ -84,6 +90,7 @@ export class Scheduler {
   readonly #dispatchTimes: number[] = [];
   #lastSnapshotMs = 0;
   #lastTenantRefreshMs = 0;
+  #lastBatchSweepMs = 0;
   /** The rotation's memory as last written (written again only when it changed). */
   #savedRotation: string | undefined;
   #lease: HeldLease | undefined;
@@ -376,6 +383,13 @@ export class Scheduler {
       });
     }
     await this.#backlog.maybeCount(windows.heads(), nowMs);
+    if (this.#deps.sweepBatches && nowMs - this.#lastBatchSweepMs >= BATCH_SWEEP_EVERY_MS) {
+      this.#lastBatchSweepMs = nowMs;
+      // Its failure must not stop the upkeep: the next sweep looks again.
+      await this.#deps
+        .sweepBatches()
+        .catch((error: unknown) => this.#deps.logger?.warn('batch sweep failed', { error: String(error) }));
+    }
     if (nowMs - this.#lastSnapshotMs >= SNAPSHOT_EVERY_MS) {
       this.#lastSnapshotMs = nowMs;
       await Promise.all([this.#deps.control.putSnapshot(this.snapshot()), this.#saveRotation()]);

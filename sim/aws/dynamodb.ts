@@ -219,6 +219,8 @@ export class InMemoryDynamoDb {
         return this.#putItem(input);
       case 'DeleteItem':
         return this.#deleteItem(input);
+      case 'UpdateItem':
+        return this.#updateItem(input);
       case 'GetItem':
         return this.#getItem(input);
       case 'BatchGetItem':
@@ -455,6 +457,68 @@ export class InMemoryDynamoDb {
     }
     this.#admit(table, 'write', charges);
     this.#write(table, key, this.#interned(item));
+    return data.ReturnValues === 'ALL_OLD' && existing ? { Attributes: existing } : {};
+  }
+
+  /**
+   * UpdateItem with top-level `SET a = :v`, `ADD a :set-or-number` and `REMOVE a` (what the
+   * runtime sends: the batch counters' set ADDs, core/batch.ts). Anything else is refused, so a
+   * new use has to be simulated before it is relied on.
+   */
+  #updateItem(input: Record<string, unknown>): Record<string, unknown> {
+    const data = this.#parse(input);
+    const table = this.#table(data.TableName);
+    const keyItem = data.Key as AttributeMap;
+    const key = this.#keyOf(table, keyItem);
+    const existing = this.#latest(table, key);
+    const item: AttributeMap = structuredClone(existing ?? keyItem);
+    const sections = ((data._updates as { sections?: unknown[] } | undefined)?.sections ?? []) as {
+      type: string;
+      path: unknown[];
+      val?: AttributeValue & { type?: unknown };
+      attrType?: string;
+    }[];
+    for (const section of sections) {
+      const [attr, ...rest] = section.path;
+      if (typeof attr !== 'string' || rest.length > 0) {
+        throw new DynamoDbError('ValidationException', 'The simulation updates top-level attributes only');
+      }
+      if (section.type === 'remove') delete item[attr];
+      else if (section.type === 'set') {
+        if (!section.val || section.val.type !== undefined) {
+          throw new DynamoDbError('ValidationException', 'The simulation SETs plain values only');
+        }
+        item[attr] = structuredClone(section.val);
+      } else if (section.type === 'add') {
+        const type = section.attrType!;
+        const current = item[attr];
+        if (current && !(type in current)) {
+          throw new DynamoDbError(
+            'ValidationException',
+            'An operand in the update expression has an incorrect data type',
+          );
+        }
+        if (type === 'N') item[attr] = { N: String(Number(current?.N ?? 0) + Number(section.val!.N)) };
+        else {
+          const have = (current?.[type] as string[] | undefined) ?? [];
+          const more = (section.val![type] as string[]).filter((value) => !have.includes(value));
+          item[attr] = { [type]: [...have, ...more] };
+        }
+      } else {
+        throw new DynamoDbError('ValidationException', `The simulation does not ${section.type.toUpperCase()}`);
+      }
+    }
+    if (dynaliteDb.itemSize(item) > MAX_ITEM_BYTES) {
+      throw new DynamoDbError('ValidationException', 'Item size to update has exceeded the maximum allowed size');
+    }
+    const charges = this.#writeCharges(table, existing, item);
+    if (this.#conditionFails(data, existing)) {
+      this.#admit(table, 'write', charges.slice(0, 1));
+      throw new DynamoDbError('ConditionalCheckFailedException', 'The conditional request failed');
+    }
+    this.#admit(table, 'write', charges);
+    this.#write(table, key, this.#interned(item));
+    if (data.ReturnValues === 'ALL_NEW') return { Attributes: item };
     return data.ReturnValues === 'ALL_OLD' && existing ? { Attributes: existing } : {};
   }
 

@@ -203,6 +203,30 @@ describe('Contract: live responses match the served OpenAPI document', () => {
     );
   });
 
+  it('POST /v1/tasks/batch, GET /v1/batches/{batchId} and GET /v1/batches', async () => {
+    const item = { tenantId: 'contract', type: 'demo.echo', payload: { b: 1 } };
+    const batch = { tasks: [item, { ...item, type: 'demo.nope' }], idempotencyKey: 'contract-batch' };
+    const accepted = await expectConforms(json('POST', '/v1/tasks/batch', batch), 200);
+    const { batchId } = JSON.parse(accepted.body!) as { batchId: string };
+    await expectConforms(json('POST', '/v1/tasks/batch', { ...batch, tasks: [item] }), 409);
+    await expectConforms(json('POST', '/v1/tasks/batch', { tasks: [] }), 400);
+    await expectConforms(json('POST', '/v1/tasks/batch', { tasks: [{ ...item, tenantId: 'denied' }] }), 403, guarded);
+    await expectConforms(
+      json('POST', '/v1/tasks/batch', { tasks: [{ ...item, payload: 'x'.repeat(MAX_BODY_BYTES) }] }),
+      413,
+    );
+    await expectConforms(
+      { method: 'POST', path: '/v1/tasks/batch', body: '{}', headers: { 'content-type': 'text/plain' } },
+      415,
+    );
+    await expectConforms({ path: `/v1/batches/${batchId}` }, 200);
+    await expectConforms({ path: '/v1/batches/bat_missing' }, 404);
+    await expectConforms({ path: '/v1/batches/not-a-batch' }, 400);
+    await expectConforms({ path: '/v1/batches?tenantId=contract' }, 200);
+    await expectConforms({ path: '/v1/batches' }, 400);
+    await expectConforms({ path: '/v1/batches?tenantId=denied' }, 403, guarded);
+  });
+
   it('GET /v1/status', async () => {
     await expectConforms({ path: '/v1/status' }, 200);
     await expectConforms({ path: '/v1/status?tenants=contract,constructor&recent=3' }, 200);

@@ -11,10 +11,12 @@
  *     consumer processes the same delivery concurrently.
  * A `WriteLog` observes every task write that landed, to audit histories after a run.
  */
+
 import { DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { PurgeQueueCommand, RequestThrottled, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Emulators } from '../../local/emulators.ts';
+import { BatchStore } from '../../runtime/adapters/batch-store.ts';
 import { ControlStore } from '../../runtime/adapters/control-store.ts';
 import { QueueClient } from '../../runtime/adapters/queues.ts';
 import { TaskStore } from '../../runtime/adapters/task-store.ts';
@@ -262,6 +264,8 @@ export interface FaultyComponent {
   readonly control: ControlStore;
   readonly queues: QueueClient;
   readonly tasks: TaskService;
+  /** Batch items over this component's clients (no counting hook: its store counts nothing). */
+  readonly batches: BatchStore;
   /** The process dies: every later SDK call throws Crash. */
   kill(where?: string): void;
   readonly dead: boolean;
@@ -326,6 +330,7 @@ export function faultyComponent(options: {
     control,
     queues,
     tasks,
+    batches: new BatchStore(documents, emulators.tables[TASKS_TABLE.id]!),
     kill(where = 'kill') {
       dynamo.kill(where);
       sqsFaults.kill(where);

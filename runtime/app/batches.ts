@@ -1,0 +1,447 @@
+/**
+ * Batches (issue 25): `POST /v1/tasks/batch` and the then-task. docs/batches.md has the design;
+ * the rules are in core/batch.ts, the items in adapters/batch-store.ts.
+ *
+ * Submit: validate every item (no I/O) → batch id from the request → the batch's items, before
+ * any task (so whatever is written of it can be counted and found) → the tasks, conditional
+ * creates in parallel → their announcements, SendMessageBatch of 10 → per-item results in order.
+ * A retry of the same request (same body, or the same batch idempotency key) names the same
+ * batch and the same task ids, so it creates nothing that exists and answers the same.
+ *
+ * Counting: a member's end is counted by the write that ended it (the task store calls
+ * `memberEnded` after it), and by the sweeper, which the scheduler runs, for any count that
+ * write did not make (a crash between the two): each count an idempotent set ADD.
+ */
+import { createHash } from 'node:crypto';
+import type { z } from 'zod';
+import type { BatchStore, CounterShard, StoredBatch } from '../adapters/batch-store.ts';
+import { counted } from '../adapters/batch-store.ts';
+import { inParallel } from '../adapters/in-parallel.ts';
+import type { QueueClient } from '../adapters/queues.ts';
+import type { TaskStore } from '../adapters/task-store.ts';
+import {
+  BATCH_SHARD_SIZE,
+  type BatchCounts,
+  COUNT_SETS,
+  countSetOf,
+  impliedItemKey,
+  MAX_BATCH_TASKS,
+  nextSweepDelayMs,
+  thenPayload,
+  thenTaskKey,
+  UNWRITTEN_MEMBER_GRACE_MS,
+} from '../core/batch.ts';
+import { IdempotencyConflictError, ValidationError } from '../core/errors.ts';
+import { createTask } from '../core/lifecycle.ts';
+import type { TaskLogger } from '../core/logger.ts';
+import { isTerminal, type Task, type TaskState } from '../core/task.ts';
+import {
+  canonicalJson,
+  effectiveRequest,
+  hashRequest,
+  idempotentTaskId,
+  type SubmitInput,
+  type SubmitResult,
+  type TaskService,
+} from './task-service.ts';
+
+export interface BatchSubmitInput {
+  /** The items as sent: each is validated on its own (a bad one is an error at its index). */
+  readonly tasks: readonly unknown[];
+  readonly then?: SubmitInput | undefined;
+  /** Names the batch instead of its body: the same key again is the same batch. */
+  readonly idempotencyKey?: string | undefined;
+}
+
+export type BatchItemResult =
+  | { readonly taskId: string; readonly state: TaskState; readonly created: boolean }
+  | { readonly error: { readonly code: string; readonly message: string } };
+
+export interface BatchSubmitResult {
+  readonly batchId: string;
+  /** False when an earlier request made this batch (a retry). */
+  readonly created: boolean;
+  readonly results: BatchItemResult[];
+}
+
+/** A batch as the API shows it. */
+export interface BatchView {
+  readonly batchId: string;
+  readonly tenantId: string;
+  readonly createdAt: string;
+  readonly total: number;
+  /**
+   * Members counted so far by how they ended; `pending` have not ended yet. Listings show them
+   * only for ended batches (counting an open one reads its counter shards).
+   */
+  readonly counts?: BatchCounts & { readonly pending: number };
+  readonly endedAt?: string;
+  readonly thenTaskId?: string;
+  readonly thenError?: string;
+}
+
+export interface BatchServiceDeps {
+  readonly tasks: TaskService;
+  readonly store: TaskStore;
+  readonly batches: BatchStore;
+  readonly queues: QueueClient;
+  /** The item schema (the API's submit schema): each item is parsed with it. */
+  readonly itemSchema: z.ZodType<SubmitInput>;
+  readonly now?: () => Date;
+  readonly logger?: TaskLogger | undefined;
+}
+
+/** Task creates of one batch request in flight at once. */
+const CREATE_CONCURRENCY = 32;
+/** Open batches the sweeper takes per key and pass. */
+const SWEEP_PAGE = 10;
+
+export class BatchService {
+  readonly #deps: BatchServiceDeps;
+  readonly #now: () => Date;
+
+  constructor(deps: BatchServiceDeps) {
+    this.#deps = deps;
+    this.#now = deps.now ?? (() => new Date());
+  }
+
+  /** The tenant a batch request is for: every item (and the then-task) must name the same one. */
+  tenantOf(input: BatchSubmitInput): string {
+    const named = new Set<string>();
+    for (const item of input.tasks) {
+      const tenantId = (item as { tenantId?: unknown } | null)?.tenantId;
+      if (typeof tenantId === 'string') named.add(tenantId);
+    }
+    if (input.then) named.add(input.then.tenantId);
+    if (named.size !== 1) {
+      throw new ValidationError(
+        named.size === 0 ? 'missing_tenant' : 'mixed_tenants',
+        named.size === 0
+          ? "No item names a tenantId: a batch is one tenant's"
+          : `A batch is one tenant's: the items name ${[...named].slice(0, 5).join(', ')}`,
+        { field: 'tasks[].tenantId' },
+      );
+    }
+    return [...named][0]!;
+  }
+
+  async submit(input: BatchSubmitInput): Promise<BatchSubmitResult> {
+    const { tasks: service, store, batches } = this.#deps;
+    if (input.tasks.length === 0 || input.tasks.length > MAX_BATCH_TASKS) {
+      throw new ValidationError(
+        'invalid_batch_size',
+        `A batch holds 1 to ${MAX_BATCH_TASKS} tasks, not ${input.tasks.length}`,
+        {
+          field: 'tasks',
+          max: MAX_BATCH_TASKS,
+        },
+      );
+    }
+    const tenantId = this.tenantOf(input);
+    const now = this.#now();
+    const requestHash = createHash('sha256').update(canonicalJson(input)).digest('base64url').slice(0, 32);
+    const batchId = batchIdOf(tenantId, input.idempotencyKey ? `key\u0000${input.idempotencyKey}` : requestHash);
+    if (input.then) {
+      // Refused now rather than when the batch ends: the then-task as it would be submitted.
+      const probe = { batchId, succeeded: 0, failed: 0, cancelled: 0 };
+      try {
+        service.resolveSpec({ ...input.then, payload: thenPayload(input.then.payload, probe) }, now);
+      } catch (error) {
+        if (error instanceof ValidationError) {
+          throw new ValidationError(error.code, `then: ${error.message}`, {
+            field: 'then',
+            ...asObject(error.details),
+          });
+        }
+        throw error;
+      }
+    }
+
+    // Every item validated before anything is written.
+    // Dense arrays (Array.from): map and flatMap skip the holes of `new Array(n)`.
+    const results = Array.from<BatchItemResult | undefined>({ length: input.tasks.length });
+    const planned = Array.from<{ input: SubmitInput; taskId: string } | undefined>({ length: input.tasks.length });
+    const ownKeys = new Set<string>();
+    input.tasks.forEach((raw, index) => {
+      const parsed = this.#deps.itemSchema.safeParse(raw);
+      if (!parsed.success) {
+        results[index] = itemError('invalid_request', parsed.error.issues.map(issueText).join('; '));
+        return;
+      }
+      const item = parsed.data;
+      if (item.tenantId !== tenantId) {
+        results[index] = itemError('mixed_tenants', `tenantId ${item.tenantId} is not the batch's (${tenantId})`);
+        return;
+      }
+      if (item.idempotencyKey !== undefined) {
+        if (ownKeys.has(item.idempotencyKey)) {
+          results[index] = itemError(
+            'duplicate_idempotency_key',
+            `idempotencyKey ${item.idempotencyKey} is used by an earlier item`,
+          );
+          return;
+        }
+        ownKeys.add(item.idempotencyKey);
+      }
+      const key = item.idempotencyKey ?? impliedItemKey(batchId, index);
+      try {
+        service.resolveSpec(item, now);
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        results[index] = itemError(error.code, error.message);
+        return;
+      }
+      planned[index] = { input: { ...item, idempotencyKey: key }, taskId: idempotentTaskId(tenantId, key) };
+    });
+
+    const { batch: stored, created } = await batches.create({
+      batchId,
+      tenantId,
+      createdAt: now.toISOString(),
+      requestHash,
+      total: input.tasks.length,
+      ...(input.then ? { thenRequest: input.then } : {}),
+      members: planned.map((plan) => plan?.taskId),
+      firstSweepAt: new Date(now.getTime() + nextSweepDelayMs(0)).toISOString(),
+    });
+    if (stored.requestHash !== requestHash) {
+      throw new BatchConflictError(batchId, input.idempotencyKey);
+    }
+
+    const accepted: SubmitResult[] = [];
+    const excluded: number[] = [];
+    const failures: unknown[] = [];
+    await inParallel(planned, CREATE_CONCURRENCY, async (plan, index) => {
+      if (!plan) return;
+      try {
+        const spec = { ...service.resolveSpec(plan.input, now), batchId, batchIndex: index };
+        const hash = hashRequest(effectiveRequest(plan.input, spec));
+        const outcome = await store.create(createTask(plan.taskId, spec, now, hash));
+        const { task } = outcome;
+        if (!outcome.created && (task.batchId !== batchId || task.batchIndex !== index)) {
+          // The item's own key names a task submitted outside this batch (or at another index).
+          excluded.push(index);
+          results[index] = itemError(
+            'idempotency_conflict',
+            `idempotencyKey ${plan.input.idempotencyKey} names task ${task.taskId}, which is not this item of batch ${batchId}`,
+          );
+          return;
+        }
+        accepted.push(outcome);
+        results[index] = { taskId: task.taskId, state: task.state, created: outcome.created };
+      } catch (error) {
+        if (error instanceof IdempotencyConflictError || error instanceof ValidationError) {
+          excluded.push(index);
+          results[index] = itemError(error.code, error.message);
+          return;
+        }
+        failures.push(error);
+      }
+    });
+    await service.announceAccepted(accepted);
+    if (failures.length > 0) {
+      // The client retries the whole request (the same batch id): what was written stays and is found.
+      throw failures[0];
+    }
+    // Excluded after the batch was recorded: count them, so their shards can finish.
+    await Promise.all(excluded.map((index) => this.#count(batchId, index, 'excluded')));
+    // Shards made only of refused items are complete already (and a batch of nothing but those).
+    await this.#settleFullShards(stored, results);
+    return { batchId, created, results: results as BatchItemResult[] };
+  }
+
+  /**
+   * A member ended: count it (the task store calls this after the write that ended it). Errors
+   * are the caller's to log: the sweeper counts what this did not.
+   */
+  async memberEnded(task: Task): Promise<void> {
+    const set = countSetOf(task.state);
+    if (task.batchId === undefined || !set) return;
+    await this.#count(task.batchId, task.batchIndex ?? 0, set);
+  }
+
+  async #count(batchId: string, index: number, set: (typeof COUNT_SETS)[number]): Promise<void> {
+    const counter = await this.#deps.batches.count(batchId, index, set);
+    await this.#afterCount(batchId, counter);
+  }
+
+  /** A shard whose members are all counted is recorded done; the last shard ends the batch. */
+  async #afterCount(batchId: string, counter: CounterShard): Promise<void> {
+    if (counted(counter) < counter.expected) return;
+    const batch = await this.#deps.batches.markShardDone(batchId, counter.shard);
+    if (batch.doneShards.length >= batch.shards && !batch.endedAt) await this.#end(batch);
+  }
+
+  async #settleFullShards(batch: StoredBatch, results: readonly (BatchItemResult | undefined)[]): Promise<void> {
+    const shards = new Set<number>();
+    results.forEach((result, index) => {
+      if (result && 'error' in result) shards.add(Math.floor(index / BATCH_SHARD_SIZE));
+    });
+    for (const shard of shards) {
+      const counter = await this.#deps.batches.getCounter(batch.batchId, shard);
+      if (counter) await this.#afterCount(batch.batchId, counter);
+    }
+  }
+
+  /**
+   * Every member has ended: submit the then-task (a deterministic id, so a second caller's create
+   * finds the first's and creates nothing), then record the end.
+   */
+  async #end(batch: StoredBatch): Promise<void> {
+    const { batches, tasks: service, store } = this.#deps;
+    const counters = await batches.getCounters(batch);
+    const counts = sumCounts(counters);
+    const now = this.#now();
+    let thenTaskId: string | undefined;
+    let thenError: string | undefined;
+    if (batch.hasThen) {
+      const thenInput = (await batches.getThen(batch.batchId)) as SubmitInput | undefined;
+      if (thenInput) {
+        const summary = {
+          batchId: batch.batchId,
+          succeeded: counts.succeeded,
+          failed: counts.failed,
+          cancelled: counts.cancelled,
+        };
+        const taskId = idempotentTaskId(batch.tenantId, thenTaskKey(batch.batchId));
+        try {
+          const spec = service.resolveSpec({ ...thenInput, payload: thenPayload(thenInput.payload, summary) }, now);
+          const { created, task } = await store.create(createTask(taskId, spec, now));
+          // Announced whatever the intake promise says (a worker ending the last member may not
+          // read it); a second announcement of a task is harmless, the scheduler dedups on its id.
+          if (created || task.state === 'QUEUED') await this.#deps.queues.announce([task], now);
+          thenTaskId = taskId;
+        } catch (error) {
+          if (!(error instanceof ValidationError)) throw error;
+          // Its type removed or changed since the submit: the batch ends without it, saying why.
+          thenError = `${error.code}: ${error.message}`;
+          this.#deps.logger?.warn('batch then-task refused', { batchId: batch.batchId, error: thenError });
+        }
+      }
+    }
+    await batches.markEnded(batch, {
+      endedAt: now.toISOString(),
+      counts,
+      ...(thenTaskId ? { thenTaskId } : {}),
+      ...(thenError ? { thenError } : {}),
+    });
+  }
+
+  /**
+   * The backstop: look at the open batches due for a look, count every ended member not counted
+   * yet (and a member never written, once the batch is past the retry window), and end the
+   * batches that are complete. Returns how many batches it looked at.
+   */
+  async sweep(): Promise<number> {
+    const now = this.#now();
+    const due = await this.#deps.batches.listOpenDue(now.toISOString(), SWEEP_PAGE);
+    for (const batchId of due) {
+      try {
+        await this.sweepBatch(batchId);
+      } catch (error) {
+        this.#deps.logger?.warn('batch sweep failed', { batchId, error: String(error) });
+      }
+    }
+    return due.length;
+  }
+
+  async sweepBatch(batchId: string): Promise<void> {
+    const { batches, store } = this.#deps;
+    const batch = await batches.get(batchId);
+    if (!batch || batch.endedAt) {
+      await batches.deleteOpenMarker(batchId);
+      return;
+    }
+    const nowMs = this.#now().getTime();
+    const done = new Set(batch.doneShards);
+    for (let shard = 0; shard < batch.shards; shard++) {
+      if (done.has(shard)) continue;
+      let counter = await batches.getCounter(batchId, shard);
+      if (!counter) continue;
+      if (counted(counter) < counter.expected) {
+        const members = await batches.getMembers(batchId, shard);
+        const seen = new Set(COUNT_SETS.flatMap((name) => [...counter!.sets[name]]));
+        const open = members.flatMap((taskId, i) => {
+          const index = shard * BATCH_SHARD_SIZE + i;
+          return seen.has(String(index)) ? [] : [{ index, taskId }];
+        });
+        const found = await store.getMany(open.map(({ taskId }) => taskId).filter(Boolean));
+        for (const { index, taskId } of open) {
+          const task = taskId ? found.get(taskId) : undefined;
+          const member = task && task.batchId === batchId && task.batchIndex === index;
+          if (task && !member) counter = await batches.count(batchId, index, 'excluded');
+          else if (task && isTerminal(task.state))
+            counter = await batches.count(batchId, index, countSetOf(task.state)!);
+          else if (!task && nowMs - Date.parse(batch.createdAt) > UNWRITTEN_MEMBER_GRACE_MS) {
+            counter = await batches.count(batchId, index, 'excluded');
+          }
+        }
+      }
+      if (counted(counter) >= counter.expected) await batches.markShardDone(batchId, shard);
+    }
+    const after = await batches.get(batchId);
+    if (after && !after.endedAt && after.doneShards.length >= after.shards) {
+      await this.#end(after);
+      return;
+    }
+    const sweeps = (await batches.sweepsOf(batchId)) + 1;
+    await batches.rescheduleSweep(batchId, new Date(nowMs + nextSweepDelayMs(sweeps)).toISOString(), sweeps);
+  }
+
+  async describe(batchId: string): Promise<BatchView | undefined> {
+    const batch = await this.#deps.batches.get(batchId);
+    if (!batch) return undefined;
+    const counts = batch.counts ?? sumCounts(await this.#deps.batches.getCounters(batch));
+    return viewOf(batch, counts);
+  }
+
+  async list(tenantId: string, limit: number, cursor?: string): Promise<{ items: BatchView[]; nextCursor?: string }> {
+    const page = await this.#deps.batches.list(tenantId, limit, cursor);
+    const items = page.items.map((batch) => viewOf(batch, batch.counts));
+    return page.nextCursor ? { items, nextCursor: page.nextCursor } : { items };
+  }
+}
+
+/** A batch idempotency key reused with another body. */
+export class BatchConflictError extends IdempotencyConflictError {
+  constructor(batchId: string, idempotencyKey: string | undefined) {
+    // Answered as any reused key is (409 idempotency_key_reused), naming the batch.
+    super({ taskId: batchId, idempotencyKey } as Task);
+    this.name = 'BatchConflictError';
+  }
+}
+
+/** `bat_` and 26 characters of a hash of the tenant and the request (or the batch key). */
+export function batchIdOf(tenantId: string, request: string): string {
+  const digest = createHash('sha256').update(`${tenantId}\u0000batch\u0000${request}`).digest('base64url');
+  return `bat_${digest.slice(0, 26)}`;
+}
+
+function sumCounts(counters: readonly CounterShard[]): BatchCounts {
+  const sum = (name: (typeof COUNT_SETS)[number]) => counters.reduce((n, c) => n + c.sets[name].size, 0);
+  return { succeeded: sum('succeeded'), failed: sum('failed'), cancelled: sum('cancelled'), excluded: sum('excluded') };
+}
+
+function viewOf(batch: StoredBatch, counts: BatchCounts | undefined): BatchView {
+  const pending = counts
+    ? batch.total - counts.succeeded - counts.failed - counts.cancelled - counts.excluded
+    : undefined;
+  return {
+    batchId: batch.batchId,
+    tenantId: batch.tenantId,
+    createdAt: batch.createdAt,
+    total: batch.total,
+    ...(counts ? { counts: { ...counts, pending: Math.max(0, pending!) } } : {}),
+    ...(batch.endedAt ? { endedAt: batch.endedAt } : {}),
+    ...(batch.thenTaskId ? { thenTaskId: batch.thenTaskId } : {}),
+    ...(batch.thenError ? { thenError: batch.thenError } : {}),
+  };
+}
+
+const itemError = (code: string, message: string): BatchItemResult => ({ error: { code, message } });
+
+const issueText = (issue: z.core.$ZodIssue): string =>
+  issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message;
+
+const asObject = (value: unknown): Record<string, unknown> =>
+  typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
