@@ -43,7 +43,9 @@ export const PROMISE_MS = 60_000;
 /** While a promise holds, an emptied window is read again this often (unannounced submits). */
 const PROMISE_REREAD_MS = 1_000;
 /** Receive batches (10 messages each) per tier and tick at most, while the tier keeps returning full ones. */
-const RECEIVE_ROUNDS = 10;
+const RECEIVE_BATCHES = 40;
+/** Receives of one tier queue in flight at once, at most. */
+const RECEIVE_PARALLEL = 8;
 /** Index reads issued per tick at most (a restart reads every registered tenant-tier once). */
 const QUERIES_PER_TICK = 32;
 
@@ -123,10 +125,13 @@ export class Intake {
     return this.#backlogged;
   }
 
-  /** Whether some tenant-tier still needs an index read (its window drained, a probe pending). */
-  get pending(): boolean {
-    const nowMs = this.#deps.now().getTime();
-    return this.windows.refillsDue(nowMs, 1).length > 0 || this.windows.probesDue(nowMs, 1).length > 0;
+  /**
+   * When some tenant-tier next needs an index read (a drained window, a promise's reread, work
+   * falling due, and with `probes` a deregistration probe): at or before now when one is due now,
+   * undefined when none waits for a time.
+   */
+  nextReadAtMs(probes: boolean): number | undefined {
+    return this.windows.nextReadAtMs(this.#deps.now().getTime(), probes);
   }
 
   /** After taking the lease: every registered tenant-tier is read from the index (bounded per tick). */
@@ -136,14 +141,13 @@ export class Intake {
   }
 
   /**
-   * Receive from every tier queue (one batch each) and consume the announcements. A long poll of
-   * an empty tier does not hold up the tick: the tick goes on as soon as any tier returns
-   * messages, and the other polls keep running (no new receive is issued on a tier while one is
-   * in flight; what they return is consumed by a later tick). Aborting them instead could strand
-   * a message SQS already handed to the aborted request, hidden for its visibility.
+   * Start a receive on every tier queue that has none in flight (one batch each, long-polling
+   * `waitSeconds`), and return the receives this call started and every receive in flight. A
+   * long poll outlives the tick that started it: what it returns waits in `arrived` for the next
+   * `receive()`. (Aborting it instead could strand a message SQS already handed to the aborted
+   * request, hidden for its visibility.)
    */
-  async receive(waitSeconds: number): Promise<number> {
-    this.#throwReceiveError();
+  poll(waitSeconds: number): { started: Promise<number>[]; inFlight: Promise<number>[] } {
     const started: Promise<number>[] = [];
     for (const tier of PRIORITY_TIERS) {
       if (this.#receiving.has(tier)) continue;
@@ -164,30 +168,50 @@ export class Intake {
       this.#receiving.set(tier, receive);
       started.push(receive);
     }
-    // Idle: wait for the first tier with messages (or every poll ending). Busy: only this tick's
-    // non-waiting receives; polls still running from an idle tick deliver later.
-    const waitOn = waitSeconds > 0 ? [...this.#receiving.values()] : started;
-    if (this.#arrived.length === 0 && waitOn.length > 0) await firstNonEmpty(waitOn);
+    return { started, inFlight: [...this.#receiving.values()] };
+  }
+
+  /** Announcements received and not consumed yet. */
+  get arrived(): number {
+    return this.#arrived.length;
+  }
+
+  /**
+   * Consume the announcements the polls returned. A tier that returned a full batch may hold
+   * more: it is drained further this tick, so a burst of announcements ahead of other tenants' is
+   * taken at once. Receives of one queue go out side by side (SQS serves concurrent receivers
+   * different messages), doubling while they all come back full: at 2,000 announcements a second,
+   * one receive after another (10 messages a call at SQS's latency) could not keep up.
+   */
+  async receive(): Promise<number> {
     if (this.#arrived.length === 0) this.#throwReceiveError();
     const received = this.#arrived.splice(0);
-    // A tier that returned a full batch may hold more: drain it further this tick, so a burst of
-    // announcements ahead of other tenants' is consumed at up to RECEIVE_ROUNDS batches a tick.
     let full = fullQueues(received);
-    for (let round = 1; round < RECEIVE_ROUNDS && full.length > 0; round++) {
-      const batches = await Promise.all(
-        full.map(async (queueId) =>
-          (
-            await this.#deps.queues.receive<TierMessage>(queueId, {
-              max: 10,
-              waitSeconds: 0,
-              visibilitySeconds: ANNOUNCEMENT_VISIBILITY_SECONDS,
-            })
-          ).map((message) => ({ queueId, message })),
+    let batches = 1;
+    for (
+      let parallel = 2;
+      batches < RECEIVE_BATCHES && full.length > 0;
+      parallel = Math.min(parallel * 2, RECEIVE_PARALLEL)
+    ) {
+      const width = Math.min(parallel, RECEIVE_BATCHES - batches);
+      batches += width;
+      const rounds = await Promise.all(
+        full.flatMap((queueId) =>
+          Array.from({ length: width }, async () =>
+            (
+              await this.#deps.queues.receive<TierMessage>(queueId, {
+                max: 10,
+                waitSeconds: 0,
+                visibilitySeconds: ANNOUNCEMENT_VISIBILITY_SECONDS,
+              })
+            ).map((message) => ({ queueId, message })),
+          ),
         ),
       );
-      const more = batches.flat();
+      const more = rounds.flat();
       received.push(...more);
-      full = fullQueues(more);
+      // A queue goes on only while every one of its receives came back full.
+      full = full.filter((queueId) => more.filter((entry) => entry.queueId === queueId).length >= 10 * width);
     }
     this.#backlogged = full.length > 0;
     if (received.length > 0) await this.#consume(received);
@@ -431,17 +455,4 @@ function isAnnouncement(body: unknown): body is TierMessage {
 function fullQueues(received: readonly { queueId: string }[]): string[] {
   const counts = Map.groupBy(received, ({ queueId }) => queueId);
   return [...counts].filter(([, entries]) => entries.length >= 10).map(([queueId]) => queueId);
-}
-
-/** Resolves when one of the receives returned messages, or when all of them have ended. */
-function firstNonEmpty(receives: readonly Promise<number>[]): Promise<void> {
-  return new Promise((resolve) => {
-    let left = receives.length;
-    for (const receive of receives) {
-      receive.then((count) => {
-        left--;
-        if (count > 0 || left === 0) resolve();
-      });
-    }
-  });
 }

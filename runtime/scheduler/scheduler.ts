@@ -18,7 +18,7 @@
  *   and, when it changed, the fair-share rotation's memory (control table), which a restart restores
  */
 import type { ControlStore } from '../adapters/control-store.ts';
-import type { CompletionMessage, QueueClient } from '../adapters/queues.ts';
+import type { CompletionMessage, QueueClient, ReceivedMessage } from '../adapters/queues.ts';
 import type { TaskStore } from '../adapters/task-store.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import type { QueuedRef } from '../core/intake/index.ts';
@@ -73,6 +73,9 @@ export interface TickResult {
 }
 
 const SNAPSHOT_EVERY_MS = 2_000;
+/** Completion receives (10 messages each) per tick at most, and in flight at once. */
+const COMPLETION_BATCHES = 40;
+const COMPLETION_PARALLEL = 8;
 const TENANT_REFRESH_EVERY_MS = 10_000;
 const BATCH_SWEEP_EVERY_MS = 15_000;
 
@@ -96,6 +99,10 @@ export class Scheduler {
   #lease: HeldLease | undefined;
   /** The tenant settings version last applied (see #bindTenantSettings). */
   #tenantsVersion: string | undefined;
+  /** The completions receive in flight (it may outlive a round) and what it returned, not yet taken. */
+  #completionPoll: Promise<number> | undefined;
+  readonly #completionsArrived: ReceivedMessage<CompletionMessage>[] = [];
+  #completionError: unknown;
 
   constructor(deps: SchedulerDeps) {
     this.#deps = deps;
@@ -202,27 +209,41 @@ export class Scheduler {
   }
 
   /**
-   * One scheduling round. With `waitSeconds` > 0 it long-polls: the completions queue while it
-   * holds tasks waiting for capacity and no tier was left with announcements, else the tier
-   * queues for `idleWaitSeconds` (default `waitSeconds`); a tier poll ends as soon as a message
-   * arrives. Once `signal` aborts (shutdown began, even during the poll) it dispatches nothing.
+   * One scheduling round. With `waitSeconds` > 0 it first waits, long-polling the completions
+   * queue and the tier queues together, for whichever comes first: a completion (capacity freed),
+   * an announcement (work arrived), the next index read coming due, or `waitSeconds`
+   * (`idleWaitSeconds` while it holds nothing and expects nothing: default `waitSeconds`). The polls
+   * outlive the round: what one returns later is taken by the next round. With announcements
+   * left in a tier or a read due now it does not wait (short polls). Once `signal` aborts
+   * (shutdown began, even during the wait) it dispatches nothing.
    */
   async tick(
     options: { waitSeconds?: number; idleWaitSeconds?: number; signal?: AbortSignal } = {},
   ): Promise<TickResult> {
     const waitSeconds = options.waitSeconds ?? 0;
-    // Under a promise, work may arrive unannounced: no long tier poll, so the rereads keep pace.
-    const idle =
-      this.#intake.heldCount === 0 &&
-      !this.#intake.pending &&
-      this.#intake.readsPromisedUntilMs <= this.#now().getTime();
-    // Announcements left in a tier: take them at once. Waiting on a completion here would pace
-    // the intake at one tick per completion (a flood's announcements ahead of quiet tenants').
-    const completionsWait = idle || this.#intake.backlogged ? 0 : waitSeconds;
-    const [completed, received] = await Promise.all([
-      this.#drainCompletions(completionsWait),
-      this.#intake.receive(idle && waitSeconds > 0 ? (options.idleWaitSeconds ?? waitSeconds) : 0),
-    ]);
+    const nowMs = this.#now().getTime();
+    const nextReadAtMs = this.#intake.nextReadAtMs(mayDispatch(this.#lease, nowMs));
+    const readDue = nextReadAtMs !== undefined && nextReadAtMs <= nowMs;
+    // Under a promise, work may arrive unannounced: the promise's rereads are reads due.
+    const idle = this.#intake.heldCount === 0 && !readDue && this.#intake.readsPromisedUntilMs <= nowMs;
+    // Announcements left in a tier, or a read due: take them at once. Waiting on a completion
+    // here would pace the intake at one round per completion.
+    const pollSeconds =
+      waitSeconds === 0 || readDue || this.#intake.backlogged
+        ? 0
+        : idle
+          ? (options.idleWaitSeconds ?? waitSeconds)
+          : waitSeconds;
+    const tiers = this.#intake.poll(pollSeconds);
+    const completions = this.#pollCompletions(pollSeconds);
+    if (pollSeconds === 0) {
+      // Short polls: this round's own receives are taken this round.
+      await Promise.all([...tiers.started, ...completions.started]);
+    } else if (this.#intake.arrived === 0 && this.#completionsArrived.length === 0) {
+      const untilMs = Math.min(nowMs + pollSeconds * 1000, nextReadAtMs ?? Number.POSITIVE_INFINITY);
+      await firstNonEmpty([...tiers.inFlight, ...completions.inFlight], untilMs - nowMs, options.signal);
+    }
+    const [completed, received] = await Promise.all([this.#drainCompletions(), this.#intake.receive()]);
     await this.#intake.refill(mayDispatch(this.#lease, this.#now().getTime()));
     await this.#bindTenantSettings();
     const dispatched = await dispatchReady(
@@ -282,15 +303,45 @@ export class Scheduler {
     }
   }
 
-  /** Free capacity for every attempt a worker reports finished. */
-  async #drainCompletions(waitSeconds: number): Promise<number> {
+  /** Start a receive on the completions queue unless one is in flight; see `Intake.poll`. */
+  #pollCompletions(waitSeconds: number): { started: Promise<number>[]; inFlight: Promise<number>[] } {
+    if (this.#completionPoll) return { started: [], inFlight: [this.#completionPoll] };
+    const poll = this.#deps.queues
+      .receive<CompletionMessage>(COMPLETIONS_QUEUE.id, { max: 10, waitSeconds })
+      .then(
+        (messages) => {
+          this.#completionsArrived.push(...messages);
+          return messages.length;
+        },
+        (error: unknown) => {
+          this.#completionError = error;
+          return 0;
+        },
+      )
+      .finally(() => {
+        this.#completionPoll = undefined;
+      });
+    this.#completionPoll = poll;
+    return { started: [poll], inFlight: [poll] };
+  }
+
+  /**
+   * Free capacity for every attempt a worker reports finished: what the poll returned and, while
+   * receives come back full, more of them side by side (doubling, up to COMPLETION_PARALLEL), so
+   * capacity is freed as fast as completions arrive, not one SQS round trip per 10.
+   */
+  async #drainCompletions(): Promise<number> {
+    if (this.#completionError !== undefined) {
+      const error = this.#completionError;
+      this.#completionError = undefined;
+      throw error;
+    }
     let count = 0;
     const releases: Promise<void>[] = [];
-    for (let round = 0; round < 10; round++) {
-      const messages = await this.#deps.queues.receive<CompletionMessage>(COMPLETIONS_QUEUE.id, {
-        max: 10,
-        waitSeconds: round === 0 ? waitSeconds : 0,
-      });
+    const deletes: Promise<unknown>[] = [];
+    let messages = this.#completionsArrived.splice(0);
+    let full = messages.length >= 10;
+    for (let batches = 1, width = 2; ; ) {
       for (const { body } of messages) {
         const active = this.#active.get(body.taskId);
         // A stale report (older fence) must not free the capacity of a newer attempt.
@@ -301,14 +352,26 @@ export class Scheduler {
         }
       }
       if (messages.length > 0) {
-        await this.#deps.queues.delete(
-          COMPLETIONS_QUEUE.id,
-          messages.map((m) => m.receiptHandle),
+        deletes.push(
+          this.#deps.queues.delete(
+            COMPLETIONS_QUEUE.id,
+            messages.map((m) => m.receiptHandle),
+          ),
         );
       }
-      if (messages.length < 10) break;
+      width = Math.min(width, COMPLETION_BATCHES - batches);
+      if (!full || width <= 0) break;
+      batches += width;
+      const rounds = await Promise.all(
+        Array.from({ length: width }, () =>
+          this.#deps.queues.receive<CompletionMessage>(COMPLETIONS_QUEUE.id, { max: 10, waitSeconds: 0 }),
+        ),
+      );
+      messages = rounds.flat();
+      full = rounds.every((round) => round.length >= 10);
+      width = Math.min(width * 2, COMPLETION_PARALLEL);
     }
-    await Promise.all(releases);
+    await Promise.all([...releases, ...deletes]);
     return count;
   }
 
@@ -429,6 +492,38 @@ export class Scheduler {
    * else is handed back: the windows are a cache of the index, and the registry stays.
    */
   async releaseHeld(): Promise<void> {
-    await Promise.all([this.#intake.stop(), this.#saveRotation()]);
+    await Promise.all([this.#intake.stop(), this.#releaseCompletions(), this.#saveRotation()]);
   }
+
+  /** Completions received and not taken become visible again at once (the next scheduler takes them). */
+  async #releaseCompletions(): Promise<void> {
+    if (this.#completionPoll) await this.#completionPoll;
+    const handles = this.#completionsArrived.splice(0).map((message) => message.receiptHandle);
+    if (handles.length > 0) await this.#deps.queues.changeVisibility(COMPLETIONS_QUEUE.id, handles, 0);
+  }
+}
+
+/**
+ * Resolves when one of the receives returned messages, when all of them have ended, after
+ * `timeoutMs`, or when `signal` aborts, whichever comes first. The receives go on.
+ */
+function firstNonEmpty(receives: readonly Promise<number>[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    let left = receives.length;
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, timeoutMs));
+    signal?.addEventListener('abort', done, { once: true });
+    if (left === 0) return done();
+    for (const receive of receives) {
+      receive.then((count) => {
+        left--;
+        if (count > 0 || left === 0) done();
+      });
+    }
+  });
 }

@@ -49,6 +49,29 @@ describe('IntakeWindows', () => {
     expect(windows.refillsDue(1)).toEqual([{ tenantId: 'a', tier: 'normal', limit: 2 }]);
   });
 
+  it('says when a read held back by the gap between reads comes due, so the tick waits no longer (issue 24, item 2)', () => {
+    // Prepare: a window of 2 just read (at 1,000) while more waits in the index
+    const windows = new IntakeWindows({ windowSize: () => 2, bufferSize: 100, indexLagMs: G, minQueryGapMs: 250 });
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t1') }, 0);
+    windows.registration('a', 'normal', 'tok-1');
+    windows.querying('a', 'normal', 1_000);
+    windows.listed({ tenantId: 'a', tier: 'normal' }, { refs: [ref('t1'), ref('t2')], hasMore: true }, 1_000);
+    expect(windows.nextReadAtMs(1_000, true)).toBeUndefined();
+
+    // Act: the window drains at 1,100, before the gap since its read has passed
+    for (const id of ['t1', 't2']) {
+      windows.taken(id, 'a', 'normal');
+      windows.dispatched(ref(id), 0, 1_100);
+    }
+
+    // Assess: not due at 1,100 (the gap), due at 1,250; the tick is told 1,250, not nothing
+    expect(windows.refillsDue(1_100)).toEqual([]);
+    expect(windows.nextReadAtMs(1_100, true)).toBe(1_250);
+    expect(windows.refillsDue(1_250)).toHaveLength(1);
+    // Due already: at or before now.
+    expect(windows.nextReadAtMs(1_300, true)).toBeLessThanOrEqual(1_300);
+  });
+
   it('backs a throttled tenant-tier off alone: no reads, nothing offered, doubling per throttle in a row', () => {
     const windows = intake(3);
     for (const [tenantId, id] of [

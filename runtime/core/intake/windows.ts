@@ -343,6 +343,36 @@ export class IntakeWindows {
     return due;
   }
 
+  /**
+   * The earliest time `refillsDue` (and, with `probes`, `probesDue`) will name a tenant-tier:
+   * `nowMs` or earlier when one is due now, undefined when none is waiting for a time. The tick
+   * waits no longer than this, so a read held back only by the gap between two reads of one
+   * partition (or a backoff, or a delay) is made when it comes due, not after a long poll.
+   */
+  nextReadAtMs(nowMs: number, probes: boolean): number | undefined {
+    let next: number | undefined;
+    const at = (ms: number) => {
+      next = next === undefined ? ms : Math.min(next, ms);
+    };
+    const gapMs = this.#options.minQueryGapMs ?? DEFAULT_MIN_QUERY_GAP_MS;
+    const rereadMs = this.#options.promiseRereadMs ?? DEFAULT_PROMISE_REREAD_MS;
+    for (const state of this.#states.values()) {
+      if (state.queryInFlight || state.registration === 'deregistering') continue;
+      const earliest = Math.max(state.lastQueryMs + gapMs, state.backoffUntilMs);
+      const roomy = this.#occupied(state) <= this.windowOf(state.tenantId) / 2;
+      if (state.hasMore && roomy) at(earliest);
+      if (roomy && state.scanUntilMs > 0) {
+        const rereadAt = Math.max(earliest, state.lastQueryMs + rereadMs);
+        if (rereadAt < state.scanUntilMs + this.#graceMs) at(rereadAt);
+      }
+      if (state.nextDueMs !== NEVER) at(Math.max(earliest, state.nextDueMs));
+      if (probes && state.registration === 'registered' && state.probeAtMs !== undefined) {
+        at(Math.max(state.probeAtMs, state.backoffUntilMs));
+      }
+    }
+    return next === undefined ? undefined : Math.max(next, nowMs - 1);
+  }
+
   /** Tenant-tiers whose partition should be probed for deregistration or for future work. */
   probesDue(nowMs: number, max = NEVER): TenantTier[] {
     const due: TenantTier[] = [];
