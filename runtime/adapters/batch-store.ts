@@ -57,8 +57,6 @@ export interface StoredBatch {
   readonly endedAt?: string;
   readonly counts?: BatchCounts;
   readonly thenTaskId?: string;
-  /** Why the then-task could not be submitted (its type removed, its payload no longer valid). */
-  readonly thenError?: string;
 }
 
 /** A counter shard as read. */
@@ -240,7 +238,7 @@ export class BatchStore {
    */
   async markEnded(
     batch: StoredBatch,
-    ended: { endedAt: string; counts: BatchCounts; thenTaskId?: string; thenError?: string },
+    ended: { endedAt: string; counts: BatchCounts; thenTaskId?: string },
   ): Promise<void> {
     const expiresAt = Math.floor(Date.parse(ended.endedAt) / 1000) + FINISHED_TASK_RETENTION_DAYS * 86_400;
     try {
@@ -250,14 +248,13 @@ export class BatchStore {
           Key: { taskId: metaKey(batch.batchId) },
           UpdateExpression: `SET endedAt = :endedAt, counts = :counts, expiresAt = :expiresAt${
             ended.thenTaskId ? ', thenTaskId = :then' : ''
-          }${ended.thenError ? ', thenError = :thenError' : ''}`,
+          }`,
           ConditionExpression: 'attribute_not_exists(endedAt)',
           ExpressionAttributeValues: {
             ':endedAt': ended.endedAt,
             ':counts': ended.counts,
             ':expiresAt': expiresAt,
             ...(ended.thenTaskId ? { ':then': ended.thenTaskId } : {}),
-            ...(ended.thenError ? { ':thenError': ended.thenError } : {}),
           },
         }),
       );
@@ -424,7 +421,6 @@ function toBatch(item: Record<string, unknown>): StoredBatch {
     ...(item.endedAt ? { endedAt: item.endedAt as string } : {}),
     ...(item.counts ? { counts: item.counts as BatchCounts } : {}),
     ...(item.thenTaskId ? { thenTaskId: item.thenTaskId as string } : {}),
-    ...(item.thenError ? { thenError: item.thenError as string } : {}),
   };
 }
 

@@ -274,7 +274,6 @@ export const batchViewSchema = z
       .meta({ description: 'By how members ended (always on GET /v1/batches/{batchId}; in listings once ended)' }),
     endedAt: isoTime.optional().meta({ description: 'When the last member was counted' }),
     thenTaskId: z.string().optional().meta({ description: 'The then-task, once submitted' }),
-    thenError: z.string().optional().meta({ description: 'Why the then-task could not be submitted' }),
   })
   .meta({ id: 'Batch' });
 

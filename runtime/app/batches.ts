@@ -34,7 +34,7 @@ import {
 import { IdempotencyConflictError, ValidationError } from '../core/errors.ts';
 import { createTask } from '../core/lifecycle.ts';
 import type { TaskLogger } from '../core/logger.ts';
-import { isTerminal, type Task, type TaskState } from '../core/task.ts';
+import { isTerminal, type NewTaskSpec, type Task, type TaskState } from '../core/task.ts';
 import {
   canonicalJson,
   effectiveRequest,
@@ -77,7 +77,6 @@ export interface BatchView {
   readonly counts?: BatchCounts & { readonly pending: number };
   readonly endedAt?: string;
   readonly thenTaskId?: string;
-  readonly thenError?: string;
 }
 
 export interface BatchServiceDeps {
@@ -141,11 +140,29 @@ export class BatchService {
     const now = this.#now();
     const requestHash = createHash('sha256').update(canonicalJson(input)).digest('base64url').slice(0, 32);
     const batchId = batchIdOf(tenantId, input.idempotencyKey ? `key\u0000${input.idempotencyKey}` : requestHash);
+    let thenRequest: StoredThen | undefined;
     if (input.then) {
-      // Refused now rather than when the batch ends: the then-task as it would be submitted.
+      // Resolved now, against this registry and config: refused now rather than when the batch
+      // ends, and whichever component ends the batch (a worker with its own task types) creates
+      // it from the stored spec without needing the type.
       const probe = { batchId, succeeded: 0, failed: 0, cancelled: 0 };
       try {
-        service.resolveSpec({ ...input.then, payload: thenPayload(input.then.payload, probe) }, now);
+        const {
+          runAt: _runAt,
+          idempotencyKey: _key,
+          ...spec
+        } = service.resolveSpec({ ...input.then, payload: thenPayload(input.then.payload, probe) }, now);
+        // The parsed payload without the probe's summary (the real one is added at the end).
+        const parsed = spec.payload;
+        const payload =
+          typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+            ? Object.fromEntries(Object.entries(parsed).filter(([key]) => key !== 'batch'))
+            : parsed;
+        thenRequest = {
+          spec: { ...spec, payload },
+          ...(input.then.delaySeconds === undefined ? {} : { delaySeconds: input.then.delaySeconds }),
+          ...(input.then.runAt === undefined ? {} : { runAt: input.then.runAt }),
+        };
       } catch (error) {
         if (error instanceof ValidationError) {
           throw new ValidationError(error.code, `then: ${error.message}`, {
@@ -200,7 +217,7 @@ export class BatchService {
       createdAt: now.toISOString(),
       requestHash,
       total: input.tasks.length,
-      ...(input.then ? { thenRequest: input.then } : {}),
+      ...(thenRequest ? { thenRequest } : {}),
       members: planned.map((plan) => plan?.taskId),
       firstSweepAt: new Date(now.getTime() + nextSweepDelayMs(0)).toISOString(),
     });
@@ -288,15 +305,14 @@ export class BatchService {
    * finds the first's and creates nothing), then record the end.
    */
   async #end(batch: StoredBatch): Promise<void> {
-    const { batches, tasks: service, store } = this.#deps;
+    const { batches, store } = this.#deps;
     const counters = await batches.getCounters(batch);
     const counts = sumCounts(counters);
     const now = this.#now();
     let thenTaskId: string | undefined;
-    let thenError: string | undefined;
     if (batch.hasThen) {
-      const thenInput = (await batches.getThen(batch.batchId)) as SubmitInput | undefined;
-      if (thenInput) {
+      const thenRequest = (await batches.getThen(batch.batchId)) as StoredThen | undefined;
+      if (thenRequest) {
         const summary = {
           batchId: batch.batchId,
           succeeded: counts.succeeded,
@@ -304,26 +320,29 @@ export class BatchService {
           cancelled: counts.cancelled,
         };
         const taskId = idempotentTaskId(batch.tenantId, thenTaskKey(batch.batchId));
-        try {
-          const spec = service.resolveSpec({ ...thenInput, payload: thenPayload(thenInput.payload, summary) }, now);
-          const { created, task } = await store.create(createTask(taskId, spec, now));
-          // Announced whatever the intake promise says (a worker ending the last member may not
-          // read it); a second announcement of a task is harmless, the scheduler dedups on its id.
-          if (created || task.state === 'QUEUED') await this.#deps.queues.announce([task], now);
-          thenTaskId = taskId;
-        } catch (error) {
-          if (!(error instanceof ValidationError)) throw error;
-          // Its type removed or changed since the submit: the batch ends without it, saying why.
-          thenError = `${error.code}: ${error.message}`;
-          this.#deps.logger?.warn('batch then-task refused', { batchId: batch.batchId, error: thenError });
-        }
+        const { spec, delaySeconds, runAt } = thenRequest;
+        const startAt =
+          runAt !== undefined
+            ? new Date(runAt)
+            : delaySeconds
+              ? new Date(now.getTime() + delaySeconds * 1000)
+              : undefined;
+        const thenSpec: NewTaskSpec = {
+          ...spec,
+          payload: thenPayload(spec.payload, summary),
+          ...(startAt ? { runAt: startAt } : {}),
+        };
+        const { created, task } = await store.create(createTask(taskId, thenSpec, now));
+        // Announced whatever the intake promise says (a worker ending the last member may not
+        // read it); a second announcement of a task is harmless, the scheduler dedups on its id.
+        if (created || task.state === 'QUEUED') await this.#deps.queues.announce([task], now);
+        thenTaskId = taskId;
       }
     }
     await batches.markEnded(batch, {
       endedAt: now.toISOString(),
       counts,
       ...(thenTaskId ? { thenTaskId } : {}),
-      ...(thenError ? { thenError } : {}),
     });
   }
 
@@ -402,6 +421,16 @@ export class BatchService {
   }
 }
 
+/**
+ * The then-task as resolved at submit (defaults applied, payload parsed), without its start time,
+ * which counts from the batch's end (`delaySeconds`) or is the instant given (`runAt`).
+ */
+interface StoredThen {
+  readonly spec: Omit<NewTaskSpec, 'runAt' | 'idempotencyKey'>;
+  readonly delaySeconds?: number;
+  readonly runAt?: string;
+}
+
 /** A batch idempotency key reused with another body. */
 export class BatchConflictError extends IdempotencyConflictError {
   constructor(batchId: string, idempotencyKey: string | undefined) {
@@ -434,7 +463,6 @@ function viewOf(batch: StoredBatch, counts: BatchCounts | undefined): BatchView 
     ...(counts ? { counts: { ...counts, pending: Math.max(0, pending!) } } : {}),
     ...(batch.endedAt ? { endedAt: batch.endedAt } : {}),
     ...(batch.thenTaskId ? { thenTaskId: batch.thenTaskId } : {}),
-    ...(batch.thenError ? { thenError: batch.thenError } : {}),
   };
 }
 
