@@ -27,6 +27,12 @@
  *                  never outnumber the key's limit;
  * - pause:         no task of a tenant or type is recorded dispatched (its `dispatchedAt`) after
  *                  the PUT that paused it answered and before the resume was asked for.
+ * - dependency-order: no task submitted with `dependsOn` is recorded DISPATCHED before every one
+ *                  of its dependencies is recorded SUCCEEDED;
+ * - dependency-failed: a dependent of a task that ends FAILED or CANCELLED ends CANCELLED with
+ *                  DEPENDENCY_FAILED, and a dependent so cancelled had a dependency recorded
+ *                  FAILED or CANCELLED before;
+ * - stranded:      no task is left held on dependencies (QUEUED with `waitingOn`) at the end.
  */
 import { firstNonConforming } from '../../runtime/core/policy/rate.ts';
 import type { Task } from '../../runtime/core/task.ts';
@@ -45,7 +51,10 @@ export type Invariant =
   | 'rotation'
   | 'rate'
   | 'key-limit'
-  | 'pause';
+  | 'pause'
+  | 'dependency-order'
+  | 'dependency-failed'
+  | 'stranded';
 
 export interface Violation {
   readonly invariant: Invariant;
@@ -92,6 +101,12 @@ export interface CheckSummary {
       readonly mostLeasedOfOneKey: number;
       readonly pausesAnswered: number;
       readonly dispatchesChecked: number;
+    };
+    /** Tasks submitted with dependencies; of them, released to run, and cancelled for a failed one. */
+    readonly dependencies: {
+      readonly dependents: number;
+      readonly ran: number;
+      readonly cancelledForDependency: number;
     };
     readonly maxReceivesOfOneMessage: Readonly<Record<string, number>>;
     readonly deadLettered: Readonly<Record<string, number>>;
@@ -392,6 +407,7 @@ export function checkHistory(history: History): CheckSummary {
   }
 
   const flow = checkFlow(history, violations, sec, traceOf);
+  const dependencies = checkDependencies(history, violations, sec, traceOf, writesByTask, finalById);
 
   return {
     violations,
@@ -417,6 +433,7 @@ export function checkHistory(history: History): CheckSummary {
       },
       rotation: { checked: rotationChecked, mostStartsOfOneTenantAhead: mostAhead },
       flow,
+      dependencies,
       maxReceivesOfOneMessage: maxReceives,
       deadLettered,
       mostTierMessagesForOneTask: mostAnnouncements,
@@ -477,6 +494,81 @@ function flowHeldMeanwhile(history: History, task: Task | undefined, fromMs: num
           resume.requestedAtMs > fromMs,
       ),
   );
+}
+
+/** The dependency-order, dependency-failed and stranded invariants, over the stored writes. */
+function checkDependencies(
+  history: History,
+  violations: Violation[],
+  sec: (ms: number) => number,
+  traceOf: (taskId: string) => string[],
+  writesByTask: ReadonlyMap<string, readonly { atMs: number; task: Task }[]>,
+  finalById: ReadonlyMap<string, Task>,
+): CheckSummary['stats']['dependencies'] {
+  let ran = 0;
+  let cancelledForDependency = 0;
+  const firstAt = (taskId: string, states: readonly string[]) =>
+    (writesByTask.get(taskId) ?? []).find(({ task }) => states.includes(task.state))?.atMs;
+  for (const [taskId, dependsOn] of history.dependsOn ?? []) {
+    const dispatchedAtMs = firstAt(taskId, ['DISPATCHED']);
+    if (dispatchedAtMs !== undefined) {
+      ran++;
+      for (const dependencyId of dependsOn) {
+        const succeededAtMs = firstAt(dependencyId, ['SUCCEEDED']);
+        if (succeededAtMs === undefined || succeededAtMs > dispatchedAtMs) {
+          violations.push({
+            invariant: 'dependency-order',
+            taskId,
+            atSeconds: sec(dispatchedAtMs),
+            detail: `dispatched at t=${sec(dispatchedAtMs)}s, before its dependency ${dependencyId} succeeded (${succeededAtMs === undefined ? 'never' : `t=${sec(succeededAtMs)}s`})`,
+            trace: traceOf(taskId),
+          });
+        }
+      }
+    }
+    const final = finalById.get(taskId);
+    const failedDependency = dependsOn.find((id) => ['FAILED', 'CANCELLED'].includes(finalById.get(id)?.state ?? ''));
+    const cancelledForIt = final?.state === 'CANCELLED' && final.error?.code === 'DEPENDENCY_FAILED';
+    if (cancelledForIt) cancelledForDependency++;
+    if (failedDependency && !cancelledForIt) {
+      violations.push({
+        invariant: 'dependency-failed',
+        taskId,
+        atSeconds: sec(history.endMs),
+        detail: `its dependency ${failedDependency} ended ${finalById.get(failedDependency)!.state}, and it ended ${final?.state ?? 'missing'}${final?.error ? ` (${final.error.name})` : ''}, not CANCELLED with DEPENDENCY_FAILED`,
+        trace: traceOf(taskId),
+      });
+    }
+    if (cancelledForIt) {
+      const cancelledAtMs = firstAt(taskId, ['CANCELLED'])!;
+      const cause = dependsOn.find((id) => {
+        const endedAtMs = firstAt(id, ['FAILED', 'CANCELLED']);
+        return endedAtMs !== undefined && endedAtMs <= cancelledAtMs;
+      });
+      if (!cause) {
+        violations.push({
+          invariant: 'dependency-failed',
+          taskId,
+          atSeconds: sec(cancelledAtMs),
+          detail: `cancelled with DEPENDENCY_FAILED at t=${sec(cancelledAtMs)}s, but none of ${dependsOn.join(', ')} had failed or been cancelled by then`,
+          trace: traceOf(taskId),
+        });
+      }
+    }
+  }
+  for (const task of history.finalTasks) {
+    if (task.state === 'QUEUED' && (task.waitingOn?.length ?? 0) > 0) {
+      violations.push({
+        invariant: 'stranded',
+        taskId: task.taskId,
+        tenantId: task.tenantId,
+        atSeconds: sec(history.endMs),
+        detail: `still held on ${task.waitingOn!.join(', ')} at the end (${task.waitingOn!.map((id) => `${id}: ${finalById.get(id)?.state ?? 'missing'}`).join(', ')})`,
+        trace: traceOf(task.taskId),
+      });
+    }
+  }
+  return { dependents: history.dependsOn?.size ?? 0, ran, cancelledForDependency };
 }
 
 /** The rate, key-limit and pause invariants, over the stored writes (see the header). */

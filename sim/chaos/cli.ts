@@ -24,7 +24,8 @@ Options:
                    same whichever process runs it (compare historyDigest)
   --tasks N        tasks submitted per run (default ${DEFAULT_OPTIONS.tasks})
   --tenants M      tenants, quotas 1, 2, 3, 1, ... (default ${DEFAULT_OPTIONS.tenants})
-  --scenario NAME  mixed (default): short tasks over 3 quota-limited tenants;
+  --scenario NAME  mixed (default): short tasks over 3 quota-limited tenants, a quarter of
+                   them depending on earlier tasks of their tenant (chains);
                    short: mixed with 20 tasks submitted over 30 s, delays up to 60 s (the
                    long sweep's runs, about 1 s of CPU each);
                    backlog: one tenant at quota 1 with 30 min of work queued (tasks wait

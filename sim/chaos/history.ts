@@ -52,6 +52,8 @@ export interface History {
     readonly requestedAtMs: number;
     readonly answeredAtMs: number | undefined;
   }[];
+  /** Each accepted (or written) task's `dependsOn`, for those submitted with dependencies. */
+  readonly dependsOn?: Map<string, readonly string[]>;
   /** Submits the client gave up on (never acknowledged; the task may still exist). */
   unacknowledged: number;
   /** Every handler run that began. */

@@ -25,14 +25,17 @@ import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
+import { isDependentsKey } from '../../runtime/adapters/dependents-store.ts';
+import { checkDependencies, DependencyService } from '../../runtime/app/dependencies.ts';
 import { idempotentTaskId } from '../../runtime/app/task-service.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
 import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
+import { holdOnDependencies } from '../../runtime/core/dependencies.ts';
 import { NonRetryableError } from '../../runtime/core/errors.ts';
 import { createTask } from '../../runtime/core/lifecycle.ts';
 import type { TaskLogger } from '../../runtime/core/logger.ts';
 import { seededRandom } from '../../runtime/core/random.ts';
-import type { PriorityTier, Task, TenantSettings } from '../../runtime/core/task.ts';
+import type { PriorityTier, Task, TaskState, TenantSettings } from '../../runtime/core/task.ts';
 import {
   type SchedulerHandlerLogger,
   type SchedulerHandlerMetrics,
@@ -193,6 +196,11 @@ export interface ChaosOptions {
    * keys, and an operator pausing and resuming a tenant or a type every few seconds.
    */
   readonly flow?: boolean;
+  /**
+   * Task dependencies (issue 25): the chance that a submit depends on one or two tasks its tenant
+   * submitted before (chains form), settled by the task table's stream function (default 0).
+   */
+  readonly dependencyRate?: number;
 }
 
 export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
@@ -207,7 +215,8 @@ export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
 
 /** Workloads on top of DEFAULT_OPTIONS (`--scenario`). */
 export const CHAOS_SCENARIOS = {
-  mixed: {},
+  /** With dependency chains: a quarter of the submits depend on earlier tasks of their tenant. */
+  mixed: { dependencyRate: 0.25 },
   /** The long sweep's runs: the mixed workload compressed so a run settles in 1-3 simulated minutes. */
   short: { tasks: 20, submitSeconds: 30, maxDelaySeconds: 60 },
   backlog: { tasks: 60, tenants: 1, submitSeconds: 60, workMs: [20_000, 40_000] as const, cancelRate: 0 },
@@ -267,6 +276,8 @@ const FLOW_RATES: readonly ({ maxStartsPerSecond: number; burst: number } | unde
 ];
 
 const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
+/** The task table's stream function's timeout, as lib/task-events.ts deploys it. */
+const STREAM_FUNCTION_TIMEOUT_MS = 60_000;
 /** The scheduler Lambda's safety-net tick (EventBridge Scheduler, rate 1 minute). */
 const TICK_EVERY_MS = 60_000;
 /** The scheduler function's timeout and maximum event age, as lib/scheduler-loop.ts deploys it. */
@@ -357,12 +368,25 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   );
   const tasksTable = world.resources.tables.tasks!;
   if (options.record === false) world.dynamodb.recordTables.delete(tasksTable);
-  if (options.onTaskWrite) {
-    const observe = options.onTaskWrite;
-    world.dynamodb.onWrite = (tableName, atMs, item) => {
-      if (tableName === tasksTable) observe(atMs, item);
-    };
-  }
+  // The task table's stream (NEW_AND_OLD_IMAGES): what the stream function reads, below.
+  const streamed: { taskId: string; event: { state: TaskState; previousState: TaskState | null } }[] = [];
+  const streamedState = new Map<string, TaskState>();
+  let onStreamed = () => {};
+  const observe = options.onTaskWrite;
+  world.dynamodb.onWrite = (tableName, atMs, item) => {
+    if (tableName !== tasksTable) return;
+    observe?.(atMs, item);
+    if (!item?.taskId || !item.state) return;
+    const after = unmarshallTask(item) as Task;
+    const before = streamedState.get(after.taskId);
+    streamedState.set(after.taskId, after.state);
+    if (before === after.state) return;
+    const event = { state: after.state, previousState: before ?? null };
+    if (DependencyService.concerns(after, event)) {
+      streamed.push({ taskId: after.taskId, event });
+      onStreamed();
+    }
+  };
   const config = parseConfig(
     {
       pools: { lambda: { concurrency: 6 }, fargate: { vcpu: 2, memoryMiB: 4096 } },
@@ -385,6 +409,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     leases: [],
     stalls: [],
     pauses: [],
+    dependsOn: new Map(),
     runs: [],
     starts: [],
     deaths: [],
@@ -482,6 +507,8 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   const rotationRandom = seededRandom(seed * 7919 + 43);
   // And the flow scenario's (types, keys, the operator's pauses).
   const flowRandom = seededRandom(seed * 7919 + 61);
+  // And the dependencies' (which submits depend on earlier tasks, and on which).
+  const dependencyRandom = seededRandom(seed * 7919 + 83);
   let solos = 0;
   const describeAndRecord = async (environment: Services, taskId: string, tenantId: string) => {
     const described = await environment.tasks.describe(taskId).catch(() => undefined);
@@ -533,10 +560,22 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         ? { delaySeconds: Math.floor(random() * (options.maxDelaySeconds ?? 300)) }
         : {}),
     };
-    const cancelAfterMs = random() < options.cancelRate ? random() * 30_000 : undefined;
+    let cancelAfterMs = random() < options.cancelRate ? random() * 30_000 : undefined;
     const retryAfterMs = random() < options.operatorRetryRate ? 1000 + random() * 30_000 : undefined;
     const environment = apiEnvironments[i % apiEnvironments.length]!;
+    const dependencyPicks =
+      dependencyRandom() < (options.dependencyRate ?? 0)
+        ? Array.from({ length: 1 + Math.floor(dependencyRandom() * 2) }, () => dependencyRandom())
+        : [];
+    // A dependent is left alone by the operator (its dependencies are cancelled and retried).
+    if (dependencyPicks.length > 0) cancelAfterMs = undefined;
     setTimeout(() => {
+      // Tasks its tenant had accepted by now, the most recent most likely: chains form.
+      const earlier = history.accepted.filter((accepted) => accepted.tenantId === tenantId).map((a) => a.taskId);
+      const dependsOn = [
+        ...new Set(dependencyPicks.map((pick) => earlier[Math.floor(earlier.length * Math.sqrt(pick))]!)),
+      ].filter((id) => id !== undefined);
+      if (dependsOn.length > 0) Object.assign(input, { dependsOn });
       options.onSubmitStart?.(idempotentTaskId(input.tenantId, input.idempotencyKey), Date.now());
       track(
         (async () => {
@@ -544,6 +583,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
             const written = await writeWithoutAnnouncing(environment, input);
             // Stored, so it must run, though its client never heard of it (and gives no wait bound).
             if (written) {
+              if (written.dependsOn) history.dependsOn!.set(written.taskId, written.dependsOn);
               const atMs = Date.now();
               history.accepted.push({
                 taskId: written.taskId,
@@ -561,6 +601,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
             history.unacknowledged++;
             return;
           }
+          if (task.dependsOn) history.dependsOn!.set(task.taskId, task.dependsOn);
           const described =
             options.describe === false ? undefined : await describeAndRecord(environment, task.taskId, tenantId);
           history.accepted.push({
@@ -750,12 +791,47 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   startDeadLetterConsumer({ ...servicesFor(component('redrive')), logger: silent, waitSeconds: 20 });
   // Workers' retries and the redrive announce work too: they wake it (servicesFor's default).
 
+  // --- The task table's stream function: the dependencies' durable step ----------------------
+  // Each change it must act on (a held task's creation, a marked dependency's end) reaches a fresh
+  // invocation after the stream's lag; an invocation may crash at a random moment (its calls never
+  // answered, as at a Lambda timeout) and the record is retried until an invocation gets through,
+  // as the event source mapping retries it. Its releases announce work and wake the scheduler.
+  const streamRandom = seededRandom(seed * 7919 + 97);
+  let streamInvocations = 0;
+  const settleStreamed = async (change: (typeof streamed)[number]) => {
+    await sleep(100 + streamRandom() * 900);
+    for (let attempt = 0; !stop.signal.aborted; attempt++) {
+      const part = component(`stream-${++streamInvocations}`);
+      if (streamRandom() < faults.schedulerCrashRate) {
+        setTimeout(() => part.transport.kill(), streamRandom() * 2_000);
+      }
+      const outcome = await Promise.race([
+        servicesFor(part)
+          .dependencies.onChange(change.taskId, change.event)
+          .then(
+            () => 'done',
+            () => 'failed',
+          ),
+        sleep(STREAM_FUNCTION_TIMEOUT_MS).then(() => 'timed out'),
+      ]);
+      if (outcome === 'done') return;
+      await sleep(Math.min(30_000, 1000 * 2 ** attempt));
+    }
+  };
+  onStreamed = () => {
+    for (const change of streamed.splice(0)) track(settleStreamed(change));
+  };
+
   // --- Run until every task has settled (or the time is up) --------------------------------
   const allSettled = () => {
     if (Date.now() < START_MS + options.submitSeconds * 1000 + 1000 || pending.size > 0) return false;
     return world.dynamodb
       .items(tasksTable)
-      .every((item) => ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(String(item.state?.S)));
+      .every(
+        (item) =>
+          ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(String(item.state?.S)) ||
+          isDependentsKey(String(item.taskId?.S)),
+      );
   };
   let settled = false;
   const checker = setInterval(() => {
@@ -773,11 +849,18 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   history.startedBy = startedBy;
   history.throughput = world.dynamodb.throughput;
   if (options.record !== false) {
-    history.writes = world.dynamodb.writes.map(({ atMs, item }) => ({
-      atMs,
-      task: item ? (unmarshallTask(item) as Task) : undefined,
-    }));
-    history.finalTasks = world.dynamodb.items(tasksTable).map((item) => unmarshallTask(item) as Task);
+    // The dependents buckets (adapters/dependents-store.ts) share the table: not tasks.
+    const isTask = (item: AttributeMap) => !isDependentsKey(String(item.taskId?.S));
+    history.writes = world.dynamodb.writes
+      .filter(({ item }) => item === undefined || isTask(item))
+      .map(({ atMs, item }) => ({
+        atMs,
+        task: item ? (unmarshallTask(item) as Task) : undefined,
+      }));
+    history.finalTasks = world.dynamodb
+      .items(tasksTable)
+      .filter(isTask)
+      .map((item) => unmarshallTask(item) as Task);
   }
   history.messagesLeft = Object.fromEntries(
     Object.keys(world.resources.queueUrls).map((queueId) => [queueId, world.sqs.pending(queueId).length]),
@@ -821,7 +904,13 @@ async function writeWithoutAnnouncing(
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
       const now = new Date();
-      return (await api.store.create(createTask(taskId, api.tasks.resolveSpec(input, now), now))).task;
+      const spec = api.tasks.resolveSpec(input, now);
+      const created = createTask(taskId, spec, now);
+      // Held as the API holds it: on the dependencies not yet SUCCEEDED, read consistently first.
+      const task = spec.dependsOn
+        ? holdOnDependencies(created, await checkDependencies(api.store, spec.tenantId, taskId, spec.dependsOn))
+        : created;
+      return (await api.store.create(task)).task;
     } catch {
       await sleep(1000 * 2 ** attempt);
     }
