@@ -827,11 +827,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     if (Date.now() < START_MS + options.submitSeconds * 1000 + 1000 || pending.size > 0) return false;
     return world.dynamodb
       .items(tasksTable)
-      .every(
-        (item) =>
-          ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(String(item.state?.S)) ||
-          isDependentsKey(String(item.taskId?.S)),
-      );
+      .every((item) => !isTaskItem(item) || ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(String(item.state?.S)));
   };
   let settled = false;
   const checker = setInterval(() => {
@@ -849,17 +845,15 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   history.startedBy = startedBy;
   history.throughput = world.dynamodb.throughput;
   if (options.record !== false) {
-    // The dependents buckets (adapters/dependents-store.ts) share the table: not tasks.
-    const isTask = (item: AttributeMap) => !isDependentsKey(String(item.taskId?.S));
     history.writes = world.dynamodb.writes
-      .filter(({ item }) => item === undefined || isTask(item))
+      .filter(({ item }) => item === undefined || isTaskItem(item))
       .map(({ atMs, item }) => ({
         atMs,
         task: item ? (unmarshallTask(item) as Task) : undefined,
       }));
     history.finalTasks = world.dynamodb
       .items(tasksTable)
-      .filter(isTask)
+      .filter(isTaskItem)
       .map((item) => unmarshallTask(item) as Task);
   }
   history.messagesLeft = Object.fromEntries(
@@ -916,6 +910,14 @@ async function writeWithoutAnnouncing(
     }
   }
   return undefined;
+}
+
+/**
+ * Whether an item of the task table is a task: the dependents buckets (adapters/dependents-store.ts)
+ * and the batches' items share the table, and have no state.
+ */
+function isTaskItem(item: AttributeMap): boolean {
+  return item.state !== undefined && !isDependentsKey(String(item.taskId?.S));
 }
 
 function unmarshallTask(item: Record<string, Record<string, unknown>>): unknown {
