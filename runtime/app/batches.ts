@@ -31,10 +31,12 @@ import {
   thenTaskKey,
   UNWRITTEN_MEMBER_GRACE_MS,
 } from '../core/batch.ts';
+import { holdOnDependencies } from '../core/dependencies.ts';
 import { IdempotencyConflictError, ValidationError } from '../core/errors.ts';
 import { createTask } from '../core/lifecycle.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { isTerminal, type NewTaskSpec, type Task, type TaskState } from '../core/task.ts';
+import { dependencyStates } from './dependencies.ts';
 import {
   canonicalJson,
   effectiveRequest,
@@ -228,12 +230,20 @@ export class BatchService {
     const accepted: SubmitResult[] = [];
     const excluded: number[] = [];
     const failures: unknown[] = [];
+    // Every item's dependencies read at once (consistently): tasks that existed before the batch
+    // (app/dependencies.ts); an item's is refused at its index when one is missing.
+    const dependencyIds = [...new Set(planned.flatMap((plan) => plan?.input.dependsOn ?? []))];
+    const dependencies = dependencyIds.length > 0 ? await store.getMany(dependencyIds) : new Map<string, Task>();
     await inParallel(planned, CREATE_CONCURRENCY, async (plan, index) => {
       if (!plan) return;
       try {
         const spec = { ...service.resolveSpec(plan.input, now), batchId, batchIndex: index };
         const hash = hashRequest(effectiveRequest(plan.input, spec));
-        const outcome = await store.create(createTask(plan.taskId, spec, now, hash));
+        const fresh = createTask(plan.taskId, spec, now, hash);
+        const newTask = spec.dependsOn
+          ? holdOnDependencies(fresh, dependencyStates(dependencies, tenantId, plan.taskId, spec.dependsOn))
+          : fresh;
+        const outcome = await store.create(newTask);
         const { task } = outcome;
         if (!outcome.created && (task.batchId !== batchId || task.batchIndex !== index)) {
           // The item's own key names a task submitted outside this batch (or at another index).

@@ -45,10 +45,23 @@ export async function checkDependencies(
   taskId: string,
   dependsOn: readonly string[],
 ): Promise<Map<string, TaskState>> {
+  if (dependsOn.includes(taskId)) return dependencyStates(new Map(), tenantId, taskId, dependsOn);
+  return dependencyStates(await store.getMany(dependsOn), tenantId, taskId, dependsOn);
+}
+
+/**
+ * {@link checkDependencies} over tasks already read (consistently): a batch reads every item's
+ * dependencies at once.
+ */
+export function dependencyStates(
+  found: ReadonlyMap<string, Task>,
+  tenantId: string,
+  taskId: string,
+  dependsOn: readonly string[],
+): Map<string, TaskState> {
   if (dependsOn.includes(taskId)) {
     throw new ValidationError('invalid_dependency', 'A task cannot depend on itself', { field: 'dependsOn', taskId });
   }
-  const found = await store.getMany(dependsOn);
   const missing = dependsOn.filter((id) => found.get(id)?.tenantId !== tenantId);
   if (missing.length > 0) {
     const listed = `${missing.slice(0, 10).join(', ')}${missing.length > 10 ? ', …' : ''}`;

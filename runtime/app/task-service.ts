@@ -185,7 +185,8 @@ export class TaskService {
   async announceAccepted(accepted: readonly SubmitResult[]): Promise<void> {
     const due = await Promise.all(
       accepted.map(async ({ created, task }) =>
-        (created || task.state === 'QUEUED') && !(await this.#promised(task)) ? [task] : [],
+        // A held task is not announced: its release is (app/dependencies.ts).
+        (created || task.state === 'QUEUED') && !isHeld(task) && !(await this.#promised(task)) ? [task] : [],
       ),
     );
     await this.#deps.queues.announce(due.flat(), this.#now());

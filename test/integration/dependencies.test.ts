@@ -110,6 +110,38 @@ describe('Submit with dependsOn', () => {
   });
 });
 
+describe('Batch items with dependsOn', () => {
+  it('holds an item on a task that existed before the batch, refuses one on an unknown task at its index', async () => {
+    // Prepare
+    const tenantId = freshTenant();
+    const dependency = await runningTask(services, { tenantId });
+    const item = (tag: string, dependsOn?: string[]) => ({
+      tenantId,
+      type: 'demo.echo',
+      payload: { tag },
+      ...(dependsOn ? { dependsOn } : {}),
+    });
+
+    // Act
+    const { results } = await services.batches.submit({
+      tasks: [item('held', [dependency.taskId]), item('unknown', ['tsk_nowhere']), item('free')],
+    });
+    await relay.drain();
+
+    // Assess
+    expect(results[1]).toEqual({ error: expect.objectContaining({ code: 'unknown_dependency' }) });
+    const [held, , free] = await Promise.all(
+      results.map((result) => ('taskId' in result ? services.store.get(result.taskId) : undefined)),
+    );
+    expect(held?.waitingOn).toEqual([dependency.taskId]);
+    expect(await inQueueIndex(held!)).toBe(false);
+    expect(free?.waitingOn).toBeUndefined();
+    await succeedTask((await services.store.get(dependency.taskId))!);
+    await relay.drain();
+    expect(await inQueueIndex((await services.store.get(held!.taskId))!)).toBe(true);
+  });
+});
+
 describe('Settling from the change feed', () => {
   it('releases the dependent once its last dependency succeeded, and only then', async () => {
     // Prepare
