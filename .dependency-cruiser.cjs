@@ -90,7 +90,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(cdk\\.out|\\.data|dist|coverage)/' },
+    // examples/user-project is a project of its own that installs this package (test/packaging).
+    exclude: { path: '^(cdk\\.out|\\.data|dist|coverage|examples/user-project)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: {

@@ -4,28 +4,17 @@
  *
  *   npx cdk deploy --context config=config/prod.json   (or SCHEDULER_CONFIG=config/prod.json)
  */
-import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { App, Validations } from 'aws-cdk-lib';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { loadConfig } from '../lib/config-file.ts';
 import { deployEnvironment } from '../lib/deploy-environment.ts';
 import { TaskSchedulerStack } from '../lib/task-scheduler-stack.ts';
-import { parseConfig, type SchedulerConfig } from '../runtime/core/config.ts';
+import type { SchedulerConfig } from '../runtime/core/config.ts';
 import { ENV } from '../runtime/infra/resources.ts';
 
 const DEFAULT_CONFIG = 'config/default.json';
-
-function loadConfig(file: string): SchedulerConfig {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`Cannot read the scheduler configuration ${file}: ${reason}`, { cause: error });
-  }
-  return parseConfig(raw, `configuration ${file}`);
-}
 
 const app = new App();
 const contextPath: unknown = app.node.tryGetContext('config');

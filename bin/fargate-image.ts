@@ -5,6 +5,7 @@
  */
 import * as path from 'node:path';
 import { buildFargateWorkerContext, type ImagePlatform } from '../lib/fargate-worker-image.ts';
+import { runtimeCode } from '../lib/runtime-code.ts';
 
 const [outArg, platformArg = 'linux/arm64'] = process.argv.slice(2);
 if (!outArg || !['linux/arm64', 'linux/amd64'].includes(platformArg)) {
@@ -13,7 +14,7 @@ if (!outArg || !['linux/arm64', 'linux/amd64'].includes(platformArg)) {
 }
 const outDir = path.resolve(outArg);
 const bytes = buildFargateWorkerContext({
-  projectRoot: path.resolve(import.meta.dirname, '..'),
+  code: runtimeCode({ projectRoot: path.resolve(import.meta.dirname, '..') }),
   outDir,
   platform: platformArg as ImagePlatform,
 });

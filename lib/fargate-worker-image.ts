@@ -11,9 +11,10 @@
  * `docker build DIR`.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { buildSync } from 'esbuild';
+import { installedVersion, type RuntimeCode } from './runtime-code.ts';
 
 /** Native packages the worker may import at run time; esbuild cannot bundle their binaries. */
 export const WORKER_NATIVE_MODULES = ['sharp'] as const;
@@ -21,8 +22,10 @@ export const WORKER_NATIVE_MODULES = ['sharp'] as const;
 export type ImagePlatform = 'linux/arm64' | 'linux/amd64';
 
 export interface FargateWorkerContextOptions {
-  /** Repository root: `runtime/`, `Dockerfile` and `package-lock.json`. */
-  readonly projectRoot: string;
+  /** Where the worker's entry and the Dockerfile are, and the project that bundles it. */
+  readonly code: RuntimeCode;
+  /** The inject file installing the user's task modules (lib/runtime-code.ts). @default - none */
+  readonly taskModulesInject?: string | undefined;
   /** Where to write the context; emptied first. */
   readonly outDir: string;
   /** @default 'linux/arm64' (the service's default Graviton workers) */
@@ -31,7 +34,7 @@ export interface FargateWorkerContextOptions {
 
 /** Write the build context and return its size in bytes (what the image adds to its base). */
 export function buildFargateWorkerContext(options: FargateWorkerContextOptions): number {
-  const { projectRoot, outDir } = options;
+  const { code, outDir } = options;
   // npm names Docker's amd64 `x64`.
   const cpu = (options.platform ?? 'linux/arm64') === 'linux/arm64' ? 'arm64' : 'x64';
   rmSync(outDir, { recursive: true, force: true });
@@ -39,7 +42,10 @@ export function buildFargateWorkerContext(options: FargateWorkerContextOptions):
 
   // The same esbuild settings as the Lambda functions (lib/runtime-function.ts).
   buildSync({
-    entryPoints: [path.join(projectRoot, 'runtime', 'handlers', 'fargate-worker.ts')],
+    entryPoints: [code.handlerEntry('fargate-worker')],
+    // Resolve the handler's imports (the AWS SDK, Powertools) from the project that bundles.
+    absWorkingDir: code.projectRoot,
+    ...(options.taskModulesInject ? { inject: [options.taskModulesInject] } : {}),
     outfile: path.join(outDir, 'index.mjs'),
     bundle: true,
     platform: 'node',
@@ -55,11 +61,20 @@ export function buildFargateWorkerContext(options: FargateWorkerContextOptions):
     logLevel: 'warning',
   });
 
-  const versions = lockedVersions(projectRoot, WORKER_NATIVE_MODULES);
+  const versions = Object.fromEntries(
+    code.nativeModules.map((name) => [name, installedVersion(code.projectRoot, name)]),
+  );
   writeFileSync(
     path.join(outDir, 'package.json'),
     `${JSON.stringify({ name: 'task-scheduler-fargate-worker', private: true, type: 'module', dependencies: versions }, null, 2)}\n`,
   );
+  if (code.nativeModules.length > 0) installNativeModules(outDir, cpu);
+  copyFileSync(code.dockerfile, path.join(outDir, 'Dockerfile'));
+  return directorySize(outDir);
+}
+
+/** The native packages named in outDir's package.json, for the image's platform. */
+function installNativeModules(outDir: string, cpu: 'arm64' | 'x64'): void {
   execFileSync('npm', ['install', '--omit=dev', '--ignore-scripts', '--no-package-lock', '--no-audit', '--no-fund'], {
     cwd: outDir,
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -74,22 +89,6 @@ export function buildFargateWorkerContext(options: FargateWorkerContextOptions):
       npm_config_update_notifier: 'false',
     },
   });
-  copyFileSync(path.join(projectRoot, 'Dockerfile'), path.join(outDir, 'Dockerfile'));
-  return directorySize(outDir);
-}
-
-/** Exact versions of `names` from the lockfile, so the image runs what the tests ran. */
-function lockedVersions(projectRoot: string, names: readonly string[]): Record<string, string> {
-  const lock = JSON.parse(readFileSync(path.join(projectRoot, 'package-lock.json'), 'utf8')) as {
-    packages: Record<string, { version?: string }>;
-  };
-  return Object.fromEntries(
-    names.map((name) => {
-      const version = lock.packages[`node_modules/${name}`]?.version;
-      if (!version) throw new Error(`Fargate worker image: ${name} is not in package-lock.json`);
-      return [name, version];
-    }),
-  );
 }
 
 export function directorySize(dir: string): number {

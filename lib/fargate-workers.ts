@@ -16,7 +16,7 @@ import type { RuntimeSettings } from './runtime-function.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
 export interface FargateWorkersProps {
-  /** `projectRoot` holds the Dockerfile; `environment` is passed to the container. */
+  /** `code` has the worker's entry and the Dockerfile; `environment` is passed to the container. */
   readonly runtime: RuntimeSettings;
   readonly tasksTable: dynamodb.ITable;
   /** The `worker-fargate` queue the workers long-poll. */
@@ -141,7 +141,7 @@ export class FargateWorkers extends Construct {
     let image = props.image;
     let imageContextBytes = 0;
     if (!image) {
-      const context = this.imageContext(props.runtime.projectRoot, architecture);
+      const context = this.imageContext(props.runtime, architecture);
       imageContextBytes = context.bytes;
       image = ecs.ContainerImage.fromAsset(context.dir, {
         platform: architecture === ecs.CpuArchitecture.ARM64 ? Platform.LINUX_ARM64 : Platform.LINUX_AMD64,
@@ -253,16 +253,22 @@ export class FargateWorkers extends Construct {
    * app's output directory. When the stack is not being bundled (`cdk synth` of other stacks,
    * the stack tests) it holds only the Dockerfile, as NodejsFunction skips esbuild then too.
    */
-  private imageContext(projectRoot: string, architecture: ecs.CpuArchitecture): { dir: string; bytes: number } {
+  private imageContext(runtime: RuntimeSettings, architecture: ecs.CpuArchitecture): { dir: string; bytes: number } {
     const dir = path.join(Stage.of(this)?.outdir ?? os.tmpdir(), `fargate-worker-context-${Names.uniqueId(this)}`);
     if (!Stack.of(this).bundlingRequired) {
       rmSync(dir, { recursive: true, force: true });
       mkdirSync(dir, { recursive: true });
-      copyFileSync(path.join(projectRoot, 'Dockerfile'), path.join(dir, 'Dockerfile'));
+      copyFileSync(runtime.code.dockerfile, path.join(dir, 'Dockerfile'));
       return { dir, bytes: 0 };
     }
     const platform = architecture === ecs.CpuArchitecture.ARM64 ? 'linux/arm64' : 'linux/amd64';
-    return { dir, bytes: buildFargateWorkerContext({ projectRoot, outDir: dir, platform }) };
+    const bytes = buildFargateWorkerContext({
+      code: runtime.code,
+      taskModulesInject: runtime.taskModulesInject,
+      outDir: dir,
+      platform,
+    });
+    return { dir, bytes };
   }
 
   private defaultVpc(retention: logs.RetentionDays): ec2.Vpc {

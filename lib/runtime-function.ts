@@ -6,12 +6,20 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { estimateEnvironmentBytes, LAMBDA_ENVIRONMENT_LIMIT } from './environment-size.ts';
+import type { RuntimeCode } from './runtime-code.ts';
 
 export interface RuntimeFunctionProps {
   /** Absolute path of the handler module; it must export `handler`. */
   readonly entry: string;
-  /** Repository root: holds `package-lock.json`, which pins what esbuild bundles. */
+  /** The project that bundles: esbuild resolves the handler's imports from its node_modules. */
   readonly projectRoot: string;
+  /** The lockfile that pins what esbuild bundles. @default projectRoot/package-lock.json */
+  readonly depsLockFilePath?: string;
+  /**
+   * An esbuild `inject` file evaluated before the handler: the user's task modules
+   * (lib/runtime-code.ts). @default - none
+   */
+  readonly inject?: string;
   readonly description: string;
   /** @default Duration.seconds(30) */
   readonly timeout?: Duration;
@@ -130,7 +138,7 @@ export class RuntimeFunction extends Construct {
       logGroup: this.logGroup,
       tracing: lambda.Tracing.ACTIVE,
       reservedConcurrentExecutions: reserved,
-      depsLockFilePath: path.join(props.projectRoot, 'package-lock.json'),
+      depsLockFilePath: props.depsLockFilePath ?? path.join(props.projectRoot, 'package-lock.json'),
       projectRoot: props.projectRoot,
       environment,
       bundling: {
@@ -140,6 +148,7 @@ export class RuntimeFunction extends Construct {
         minify: true,
         sourceMap: true,
         sourcesContent: false,
+        ...(props.inject ? { inject: [props.inject] } : {}),
         // Bundle the SDK so its version is the lockfile's, not whatever the runtime ships.
         bundleAwsSDK: true,
         // Native packages stay out of the bundle and are installed beside it instead. sharp is
@@ -175,20 +184,27 @@ export class RuntimeFunction extends Construct {
 
 /** What every runtime function shares: where the code is, its environment, how long logs stay. */
 export interface RuntimeSettings {
-  /** Repository root (holds package-lock.json and runtime/). */
-  readonly projectRoot: string;
+  /** Where the handlers are, the project that bundles them and the user's task modules. */
+  readonly code: RuntimeCode;
   /** TASKS_TABLE, CONTROL_TABLE, QUEUE_URLS, SCHEDULER_CONFIG_JSON and the Powertools settings. */
   readonly environment: Readonly<Record<string, string>>;
   readonly logRetention: logs.RetentionDays;
   /** Native packages every function's code imports (see {@link RuntimeFunctionProps.nativeModules}). */
   readonly nativeModules?: readonly string[];
+  /** The inject file installing the task modules (writeTaskModulesInject in lib/runtime-code.ts). @default - none */
+  readonly taskModulesInject?: string;
 }
 
-/** The props every runtime function shares, for the handler `runtime/handlers/<name>.ts`. */
+/** The handlers that build a task-type registry (run, validate or submit tasks): they get the task modules. */
+const REGISTRY_HANDLERS = new Set(['api', 'scheduler', 'worker', 'redrive', 'scheduled-submit', 'fargate-worker']);
+
+/** The props every runtime function shares, for the handler `runtime/handlers/<name>`. */
 export const handlerProps = (settings: RuntimeSettings, name: string) => ({
-  entry: path.join(settings.projectRoot, 'runtime', 'handlers', `${name}.ts`),
-  projectRoot: settings.projectRoot,
+  entry: settings.code.handlerEntry(name),
+  projectRoot: settings.code.projectRoot,
+  depsLockFilePath: settings.code.depsLockFilePath,
   environment: settings.environment,
   logRetention: settings.logRetention,
   nativeModules: settings.nativeModules,
+  inject: REGISTRY_HANDLERS.has(name) ? settings.taskModulesInject : undefined,
 });

@@ -1,6 +1,6 @@
+import * as os from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type CfnElement, CfnOutput, Fn, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { type CfnElement, CfnOutput, Fn, Names, Stack, type StackProps, Stage, Validations } from 'aws-cdk-lib';
 import type * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -14,6 +14,7 @@ import { LambdaWorkers } from './lambda-workers.ts';
 import { Monitoring } from './monitoring.ts';
 import { NightlySchedules } from './nightly-schedules.ts';
 import { Redrive } from './redrive.ts';
+import { runtimeCode, writeTaskModulesInject } from './runtime-code.ts';
 import type { RuntimeSettings } from './runtime-function.ts';
 import { SchedulerLoop } from './scheduler-loop.ts';
 import { TaskApi } from './task-api.ts';
@@ -25,10 +26,21 @@ export interface TaskSchedulerStackProps extends StackProps {
   /** The validated configuration (parseConfig): the same file the local runtime reads. */
   readonly config: SchedulerConfig;
   /**
-   * Repository root: `runtime/handlers/*.ts`, `package-lock.json` and the worker `Dockerfile`.
-   * @default the directory above lib/
+   * The project that bundles the functions: its lockfile pins what esbuild bundles and its
+   * node_modules resolve what the handlers import. In this repository it also holds
+   * `runtime/handlers/*.ts` and the worker `Dockerfile`; from the installed package they come
+   * from the package itself (lib/runtime-code.ts).
+   * @default this repository; from the installed package, the current directory (where
+   *   `cdk synth` runs your app)
    */
   readonly projectRoot?: string;
+  /**
+   * Your task modules (as for `tasks dev --task-types`), absolute or relative to projectRoot:
+   * bundled into every function that runs, validates or submits tasks and into the Fargate
+   * worker image, beside the built-in types, and checked as the local runtime checks them.
+   * @default - none
+   */
+  readonly taskModules?: readonly string[];
   /**
    * The Fargate worker image, when built elsewhere (FargateWorkersProps.image).
    * @default - built at deploy time from the repository's Dockerfile
@@ -68,7 +80,14 @@ export class TaskSchedulerStack extends Stack {
   constructor(scope: Construct, id: string, props: TaskSchedulerStackProps) {
     super(scope, id, props);
     const { config } = props;
-    const projectRoot = props.projectRoot ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+    const code = runtimeCode({
+      ...(props.projectRoot ? { projectRoot: props.projectRoot } : {}),
+      ...(props.taskModules ? { taskModules: props.taskModules } : {}),
+    });
+    const taskModulesInject = writeTaskModulesInject(
+      code.taskModules,
+      path.join(Stage.of(this)?.outdir ?? os.tmpdir(), `task-modules-${Names.uniqueId(this)}`),
+    );
     // Webhook secrets go to Secrets Manager (lib/task-events.ts), never into functions' environments.
     const configJson = JSON.stringify(withoutWebhookSecrets(config));
 
@@ -82,7 +101,8 @@ export class TaskSchedulerStack extends Stack {
     const controlTable = this.tables.control;
 
     const runtime: RuntimeSettings = {
-      projectRoot,
+      code,
+      ...(taskModulesInject ? { taskModulesInject } : {}),
       logRetention: retentionDays(config.deploy.logRetentionDays),
       environment: {
         [ENV.tasksTable]: tasksTable.tableName,
@@ -114,7 +134,7 @@ export class TaskSchedulerStack extends Stack {
     // Only workers run handlers, and the photo-resize type loads sharp (native) when it runs.
     const workerRuntime: RuntimeSettings = {
       ...announcing,
-      nativeModules: ['sharp'],
+      nativeModules: code.nativeModules,
       environment: {
         ...announcing.environment,
         [EXAMPLE_RESOURCES_ENV]: this.toJsonString(this.exampleStores.names()),

@@ -10,6 +10,7 @@ import { LambdaWorkers } from '../../lib/lambda-workers.ts';
 import { Monitoring } from '../../lib/monitoring.ts';
 import { NightlySchedules } from '../../lib/nightly-schedules.ts';
 import { Redrive } from '../../lib/redrive.ts';
+import { runtimeCode } from '../../lib/runtime-code.ts';
 import { RuntimeFunction, type RuntimeSettings } from '../../lib/runtime-function.ts';
 import { SchedulerLoop } from '../../lib/scheduler-loop.ts';
 import { TaskApi } from '../../lib/task-api.ts';
@@ -27,7 +28,7 @@ function parts() {
   const tables = new TaskTables(stack, 'Tables');
   const queues = new TaskQueues(stack, 'Queues', { namePrefix: 'Test' });
   const runtime: RuntimeSettings = {
-    projectRoot: projectFixture(),
+    code: runtimeCode({ projectRoot: projectFixture() }),
     environment: {},
     logRetention: logs.RetentionDays.ONE_WEEK,
   };
@@ -46,8 +47,8 @@ describe('Construct props are validated up front, with exact messages', () => {
   it('RuntimeFunction: timeout, memory, reserved concurrency', () => {
     const { stack, runtime } = parts();
     const base = {
-      entry: path.join(runtime.projectRoot, 'runtime/handlers/api.ts'),
-      projectRoot: runtime.projectRoot,
+      entry: runtime.code.handlerEntry('api'),
+      projectRoot: runtime.code.projectRoot,
       description: 'test',
     };
     expect(() => new RuntimeFunction(stack, 'A', { ...base, timeout: Duration.seconds(901) })).toThrow(
