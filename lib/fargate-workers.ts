@@ -31,6 +31,12 @@ export interface FargateWorkersProps {
    *   public IP and a security group that admits nothing inbound
    */
   readonly vpc?: ec2.IVpc;
+  /**
+   * Place the workers in the VPC's public subnets with a public IP (how they reach the AWS APIs
+   * without a NAT gateway), rather than in PRIVATE_WITH_EGRESS subnets.
+   * @default true for the construct's own VPC, false for a VPC passed in
+   */
+  readonly publicSubnets?: boolean;
   /** CPU units of one worker (1024 = 1 vCPU). @default 1024 */
   readonly workerCpu?: number;
   /** Memory of one worker. @default 2048 */
@@ -94,6 +100,8 @@ export class FargateWorkers extends Construct {
   public readonly service: ecs.FargateService;
   public readonly logGroup: logs.LogGroup;
   public readonly securityGroup: ec2.SecurityGroup;
+  /** Whether the workers run in public subnets with a public IP (see FargateWorkersProps.publicSubnets). */
+  public readonly publicSubnets: boolean;
   /** Workers at most: the pool divided by one worker's size. */
   public readonly maxWorkers: number;
   public readonly tasksPerWorker: number;
@@ -191,14 +199,15 @@ export class FargateWorkers extends Construct {
       description: 'Task scheduler Fargate workers: outbound only',
       allowAllOutbound: true,
     });
-    const ownVpc = props.vpc === undefined;
+    const publicSubnets = props.publicSubnets ?? props.vpc === undefined;
+    this.publicSubnets = publicSubnets;
     this.service = new ecs.FargateService(this, 'Service', {
       cluster: this.cluster,
       taskDefinition: this.taskDefinition,
       securityGroups: [this.securityGroup],
       // Without a NAT gateway a public IP is the way out to the AWS APIs; nothing can reach in.
-      assignPublicIp: ownVpc,
-      vpcSubnets: { subnetType: ownVpc ? ec2.SubnetType.PUBLIC : ec2.SubnetType.PRIVATE_WITH_EGRESS },
+      assignPublicIp: publicSubnets,
+      vpcSubnets: { subnetType: publicSubnets ? ec2.SubnetType.PUBLIC : ec2.SubnetType.PRIVATE_WITH_EGRESS },
       // Stated, not left to CloudFormation's default of one worker at creation: an idle pool runs
       // nothing, and the backlog scaling below starts workers. Unchanged in the template, a deploy
       // never resets what scaling set.

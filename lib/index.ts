@@ -26,3 +26,11 @@ export { loadConfig } from './config-file.ts';
 export { type DeployEnvironment, deployEnvironment } from './deploy-environment.ts';
 export { DEPLOY_PEERS } from './runtime-code.ts';
 export { retentionDays, TaskSchedulerStack, type TaskSchedulerStackProps } from './task-scheduler-stack.ts';
+export type {
+  TaskTypeContainerWorker,
+  TaskTypeEntryWorker,
+  TaskTypeFunctionWorker,
+  TaskTypeWorker,
+  TaskTypeWorkerResources,
+  TaskTypeWorkers,
+} from './task-type-workers.ts';

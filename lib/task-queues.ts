@@ -119,10 +119,14 @@ export class TaskQueues extends Construct {
     return found;
   }
 
-  /** Every queue and dead-letter queue by id, as the QUEUE_URLS environment variable lists them. */
-  public urlsById(): Record<string, string> {
+  /**
+   * Every queue and dead-letter queue by id, as the QUEUE_URLS environment variable lists them;
+   * with `only`, the queues of those ids (and their dead-letter queues).
+   */
+  public urlsById(only?: ReadonlySet<string>): Record<string, string> {
     const urls: Record<string, string> = {};
     for (const { definition, queue, deadLetterQueue } of this.byId.values()) {
+      if (only && !only.has(definition.id)) continue;
       urls[definition.id] = queue.queueUrl;
       if (definition.deadLetter && deadLetterQueue) urls[definition.deadLetter.id] = deadLetterQueue.queueUrl;
     }

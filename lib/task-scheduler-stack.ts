@@ -2,11 +2,16 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { type CfnElement, CfnOutput, Fn, Names, Stack, type StackProps, Stage, Validations } from 'aws-cdk-lib';
 import type * as ecs from 'aws-cdk-lib/aws-ecs';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
-import type { Construct } from 'constructs';
+import { Construct } from 'constructs';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
 import { EXAMPLE_RESOURCES_ENV } from '../runtime/infra/example-resources.ts';
-import { ENV } from '../runtime/infra/resources.ts';
+import { ENV, QUEUES } from '../runtime/infra/resources.ts';
+
+/** The shared queues (tiers, pools, completions): every function's QUEUE_URLS. */
+const POOL_QUEUE_IDS: ReadonlySet<string> = new Set(QUEUES.map((queue) => queue.id));
+
 import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE, POWERTOOLS_ENV } from '../runtime/infra/telemetry.ts';
 import { ExampleStores } from './example-stores.ts';
 import { FargateWorkers } from './fargate-workers.ts';
@@ -21,6 +26,12 @@ import { TaskApi } from './task-api.ts';
 import { TaskEvents } from './task-events.ts';
 import { constructId, TaskQueues } from './task-queues.ts';
 import { TaskTables } from './task-tables.ts';
+import {
+  checkTaskTypeWorkers,
+  type TaskTypeWorker,
+  TaskTypeWorkers,
+  taskTypeWorkerQueue,
+} from './task-type-workers.ts';
 
 export interface TaskSchedulerStackProps extends StackProps {
   /** The validated configuration (parseConfig): the same file the local runtime reads. */
@@ -41,6 +52,15 @@ export interface TaskSchedulerStackProps extends StackProps {
    * @default - none
    */
   readonly taskModules?: readonly string[];
+  /**
+   * Task types run by your own code instead of the pools, each from a queue of its own: a Lambda
+   * function built from your entry (`{ type, entry }`, with this stack's function defaults), a
+   * function of yours (`{ type, function }`), or a container image of yours (`{ type, image }`),
+   * each running the worker library (`serverless-task-scheduler/worker`). Each type must be
+   * defined in `taskModules` too (the API validates payloads with it).
+   * @default - none: every type runs in the pools
+   */
+  readonly taskTypeWorkers?: readonly TaskTypeWorker[];
   /**
    * The Fargate worker image, when built elsewhere (FargateWorkersProps.image).
    * @default - built at deploy time from the repository's Dockerfile
@@ -65,6 +85,8 @@ export class TaskSchedulerStack extends Stack {
   public readonly schedules?: NightlySchedules;
   public readonly monitoring: Monitoring;
   public readonly events: TaskEvents;
+  /** Absent without `taskTypeWorkers`. */
+  public readonly taskTypeWorkers?: TaskTypeWorkers;
 
   /**
    * The region's first two availability zones, chosen by CloudFormation when it deploys
@@ -92,11 +114,32 @@ export class TaskSchedulerStack extends Stack {
     const configJson = JSON.stringify(withoutWebhookSecrets(config));
 
     this.tables = new TaskTables(this, 'Tables', { deletionProtection: config.deploy.deletionProtection });
-    this.queues = new TaskQueues(this, 'Queues', { namePrefix: this.stackName });
+    const typeWorkers = props.taskTypeWorkers ?? [];
+    checkTaskTypeWorkers(typeWorkers);
+    // Your functions first: their timeouts size their queues' visibility.
+    const adopted = new Map<string, lambda.Function>();
+    const adoptedScope = typeWorkers.some((worker) => 'function' in worker)
+      ? new Construct(this, 'TaskTypeFunctions')
+      : undefined;
+    for (const worker of typeWorkers) {
+      if ('function' in worker && adoptedScope) adopted.set(worker.type, worker.function(adoptedScope));
+    }
+    const typeQueueDefinitions = Object.fromEntries(
+      typeWorkers.map((worker) => [worker.type, taskTypeWorkerQueue(worker, adopted.get(worker.type))] as const),
+    );
+    this.queues = new TaskQueues(this, 'Queues', {
+      namePrefix: this.stackName,
+      definitions: [...QUEUES, ...Object.values(typeQueueDefinitions)],
+    });
     this.exampleStores = new ExampleStores(this, 'Examples', {
       deletionProtection: config.deploy.deletionProtection,
     });
-    const { tiers, workers, completions } = this.queues;
+    const { tiers, completions } = this.queues;
+    const typeQueues = new Map(
+      typeWorkers.map((worker) => [worker.type, this.queues.get(typeQueueDefinitions[worker.type]!.id)]),
+    );
+    // The scheduler dispatches to the type queues too, and the redrive drains their dead letters.
+    const workers = [...this.queues.workers, ...typeQueues.values()];
     const tasksTable = this.tables.tasks;
     const controlTable = this.tables.control;
 
@@ -107,7 +150,7 @@ export class TaskSchedulerStack extends Stack {
       environment: {
         [ENV.tasksTable]: tasksTable.tableName,
         [ENV.controlTable]: controlTable.tableName,
-        [ENV.queueUrls]: this.toJsonString(this.queues.urlsById()),
+        [ENV.queueUrls]: this.toJsonString(this.queues.urlsById(POOL_QUEUE_IDS)),
         [ENV.configJson]: configJson,
         // The runtime publishes under this service name; the alarms match on it.
         [POWERTOOLS_ENV.serviceName]: DEFAULT_SERVICE_NAME,
@@ -116,9 +159,24 @@ export class TaskSchedulerStack extends Stack {
       },
     };
 
+    // The type queues, for what dispatches to them (the scheduler), drains their dead letters
+    // (redrive) or polls them (a container worker), and only there: every queue URL counts
+    // against each function's 4 KB of environment.
+    const withTypeQueues = (settings: RuntimeSettings): RuntimeSettings =>
+      typeWorkers.length === 0
+        ? settings
+        : {
+            ...settings,
+            environment: {
+              ...settings.environment,
+              [ENV.queueUrls]: this.toJsonString(this.queues.urlsById()),
+              [ENV.taskTypeQueues]: JSON.stringify(typeQueueDefinitions),
+            },
+          };
+
     // The scheduler first: every other function wakes it by name when it announces a task.
     this.scheduler = new SchedulerLoop(this, 'Scheduler', {
-      runtime,
+      runtime: withTypeQueues(runtime),
       tasksTable,
       controlTable,
       tierQueues: tiers,
@@ -173,7 +231,7 @@ export class TaskSchedulerStack extends Stack {
     });
 
     this.redrive = new Redrive(this, 'Redrive', {
-      runtime: announcing,
+      runtime: withTypeQueues(announcing),
       eventQueues: {
         failedRecords: this.events.failedRecords,
         ...(this.events.deliveryQueue && this.events.deliveryDeadLetters
@@ -195,7 +253,25 @@ export class TaskSchedulerStack extends Stack {
       });
     }
 
+    if (typeWorkers.length > 0) {
+      this.taskTypeWorkers = new TaskTypeWorkers(this, 'TaskTypeWorkers', {
+        workers: typeWorkers,
+        runtime: announcing,
+        containerRuntime: withTypeQueues(announcing),
+        queues: typeQueues,
+        adopted,
+        tasksTable,
+        completionsQueue: completions,
+        tierQueues: tiers,
+        lambdaConcurrency: config.pools.lambda.concurrency,
+        fargatePool: config.pools.fargate,
+        vpc: this.fargateWorkers.vpc,
+        publicSubnets: this.fargateWorkers.publicSubnets,
+      });
+    }
+
     for (const grantee of [
+      ...(this.taskTypeWorkers?.workers.flatMap((worker) => worker.grantees) ?? []),
       this.api.handler.function,
       ...this.lambdaWorkers.functions.map((worker) => worker.function),
       this.fargateWorkers.taskDefinition.taskRole,
