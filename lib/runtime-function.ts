@@ -195,8 +195,20 @@ export interface RuntimeSettings {
   readonly taskModulesInject?: string;
 }
 
-/** The handlers that build a task-type registry (run, validate or submit tasks): they get the task modules. */
-const REGISTRY_HANDLERS = new Set(['api', 'scheduler', 'worker', 'redrive', 'scheduled-submit', 'fargate-worker']);
+/**
+ * The handlers that build the runtime's services, and with them a task-type registry (they run,
+ * validate, submit or settle tasks): they get the task modules. The event stream settles
+ * dependencies; only the webhook delivery never touches a task.
+ */
+export const REGISTRY_HANDLERS: ReadonlySet<string> = new Set([
+  'api',
+  'scheduler',
+  'worker',
+  'redrive',
+  'scheduled-submit',
+  'fargate-worker',
+  'task-events',
+]);
 
 /** The props every runtime function shares, for the handler `runtime/handlers/<name>`. */
 export const handlerProps = (settings: RuntimeSettings, name: string) => ({

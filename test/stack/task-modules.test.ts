@@ -3,13 +3,14 @@
  * them before the handler's own code runs, so the registry every handler builds serves them.
  * Bundled here with esbuild as the stack bundles a function, then imported.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runtimeCode, writeTaskModulesInject } from '../../lib/runtime-code.ts';
+import { REGISTRY_HANDLERS } from '../../lib/runtime-function.ts';
 import { REPO_ROOT } from './helpers.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'task-modules-'));
@@ -75,6 +76,21 @@ describe('Task modules in the deployed bundles', () => {
     await expect(bundleWith([clash])).rejects.toThrow(
       /clash\.mjs \[0\]: "demo\.echo" is the name of a built-in task type/,
     );
+  });
+
+  it('goes to every handler that builds the services (and so a registry), and only those', () => {
+    // A handler that starts building services without being listed would run without the user's types.
+    const handlers = path.join(REPO_ROOT, 'runtime', 'handlers');
+    const building = readdirSync(handlers)
+      .filter((file) => file.endsWith('.ts') && file !== 'task-worker.ts')
+      .filter((file) =>
+        /\b(servicesFromEnvironment|buildServicesFromEnvironment|defaultRegistry)\b/.test(
+          readFileSync(path.join(handlers, file), 'utf8'),
+        ),
+      )
+      .map((file) => file.replace(/\.ts$/, ''));
+    // task-worker.ts is the worker library: its users pass their types themselves.
+    expect(building.sort()).toEqual([...REGISTRY_HANDLERS].sort());
   });
 
   it('refuses a missing module and a project without a lockfile at synth, saying what to do', () => {
