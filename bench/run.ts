@@ -9,6 +9,7 @@ import { runAwsCalls } from './aws-calls.ts';
 import { runBullmqComparison } from './bullmq.ts';
 import { runFaultsLiveBench } from './faults-live.ts';
 import { runIntakeLive } from './intake-live.ts';
+import { runLatencyLive } from './latency-live.ts';
 import { runLocalE2E } from './local-e2e.ts';
 import { runLocalMemory } from './local-memory.ts';
 import { runPolicyBench } from './policy.ts';
@@ -28,6 +29,7 @@ const BENCHES: {
   { name: 'intake-live', run: runIntakeLive, onlyWhenNamed: true },
   { name: 'faults-live', run: runFaultsLiveBench, onlyWhenNamed: true },
   { name: 'rotation-live', run: runRotationLive, onlyWhenNamed: true },
+  { name: 'latency-live', run: runLatencyLive, onlyWhenNamed: true },
 ];
 
 const quick = process.argv.includes('--quick');
