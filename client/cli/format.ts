@@ -92,13 +92,20 @@ export function formatTask(task: Task | TaskDetail, style: Style): string {
     ['payload', json(task.payload)],
   ];
   if (task.idempotencyKey) lines.push(['idempotency', task.idempotencyKey]);
+  if (task.dependsOn) lines.push(['depends on', task.dependsOn.join(', ')]);
+  // Held: out of the queue until these succeed (one that fails cancels it, DEPENDENCY_FAILED).
+  if (task.waitingOn) lines.push(['held on', `${task.waitingOn.join(', ')} (not yet SUCCEEDED)`]);
   lines.push(['submitted', task.submittedAt]);
   if (task.runAt !== task.submittedAt) lines.push(['run at', task.runAt]);
   if (task.startedAt) lines.push(['started', task.startedAt]);
   if (task.finishedAt) lines.push(['finished', task.finishedAt]);
   if (task.result !== null && task.result !== undefined) lines.push(['result', json(task.result)]);
   if (task.error) {
-    lines.push(['error', `${task.error.name}: ${task.error.message}${task.error.retryable ? '' : ' (not retryable)'}`]);
+    const code = task.error.code && task.error.code !== task.error.name ? ` [${task.error.code}]` : '';
+    lines.push([
+      'error',
+      `${task.error.name}${code}: ${task.error.message}${task.error.retryable ? '' : ' (not retryable)'}`,
+    ]);
   }
   const wait = 'wait' in task ? task.wait : undefined;
   if (wait) {

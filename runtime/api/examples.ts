@@ -140,6 +140,13 @@ export const EXAMPLE_STATUS = {
 };
 
 /** An error body of each code the API answers with, by HTTP status. */
+/** POST /v1/tasks with a `dependsOn` naming a task its tenant does not have: refused, nothing written. */
+export const EXAMPLE_UNKNOWN_DEPENDENCY = {
+  code: 'unknown_dependency',
+  message: `dependsOn names 1 task tenant ${EXAMPLE_TENANT_ID} does not have: tsk_0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b`,
+  details: { field: 'dependsOn', missing: ['tsk_0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b'] },
+};
+
 export const EXAMPLE_ERRORS: Readonly<Record<number, { code: string; message: string; details?: unknown }>> = {
   400: {
     code: 'invalid_request',

@@ -18,6 +18,7 @@ import {
   EXAMPLE_TASK_TYPE,
   EXAMPLE_TENANT,
   EXAMPLE_TENANT_SETTINGS,
+  EXAMPLE_UNKNOWN_DEPENDENCY,
   EXAMPLE_WAIT,
 } from './examples.ts';
 import { LIST_RESPONSE_BUDGET_BYTES, MAX_BODY_BYTES } from './limits.ts';
@@ -110,6 +111,12 @@ const submitTask = defineRoute({
       example: EXAMPLE_SUCCEEDED_TASK,
     },
     ...errors(400, 403, 409, 413, 415),
+    400: {
+      description:
+        'Invalid request (invalid_request, ...), or a dependsOn naming tasks the tenant does not have (unknown_dependency, details.missing): nothing written',
+      schema: errorResponseSchema,
+      example: { error: EXAMPLE_UNKNOWN_DEPENDENCY },
+    },
   },
   async handle({ body, services, requireTenant, event }) {
     await requireTenant(body.tenantId);

@@ -93,6 +93,7 @@ export const submitTaskSchema = z
       .optional()
       .meta({
         description: `Task ids of the same tenant (at most ${MAX_DEPENDENCIES}, each existing at submit, else 400 unknown_dependency): the task is held (QUEUED, wait.reason "dependencies") until all of them SUCCEEDED; if one ends FAILED or CANCELLED it is CANCELLED with error code DEPENDENCY_FAILED`,
+        examples: [['tsk_5f3a9c1e7b2d4e6f8a0b1c2d3e4f5a6b']],
       }),
   })
   .superRefine((input, ctx) => {

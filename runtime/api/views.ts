@@ -41,10 +41,10 @@ export const taskViewSchema = z
     finishedAt: isoTime.nullable(),
     result: z.unknown().meta({ description: 'What the handler returned; null until it succeeds' }),
     dependsOn: z.array(z.string()).optional().meta({ description: 'The tasks it starts after (as submitted)' }),
-    waitingOn: z
-      .array(z.string())
-      .optional()
-      .meta({ description: 'While held: those of dependsOn that have not SUCCEEDED yet' }),
+    waitingOn: z.array(z.string()).optional().meta({
+      description:
+        'While held (QUEUED, wait.reason "dependencies"): those of dependsOn that have not SUCCEEDED yet; the task is out of the queue until none is left',
+    }),
     error: z
       .object({
         name: z.string(),

@@ -25,6 +25,25 @@ interface Document {
 const document = buildOpenApiDocument(API_ROUTES) as unknown as Document;
 
 describe('Function: buildOpenApiDocument', () => {
+  it('documents dependsOn, its 400 unknown_dependency and the DEPENDENCY_FAILED code (issue 25)', () => {
+    const submit = document.paths['/v1/tasks']!.post! as unknown as {
+      requestBody: {
+        content: { 'application/json': { schema: { properties: Record<string, Record<string, unknown>> } } };
+      };
+      responses: Record<string, { description: string; content: { 'application/json': { example: unknown } } }>;
+    };
+    const dependsOn = submit.requestBody.content['application/json'].schema.properties.dependsOn!;
+    expect(dependsOn).toMatchObject({ type: 'array', minItems: 1, maxItems: 100 });
+    expect(String(dependsOn.description)).toContain('DEPENDENCY_FAILED');
+    expect(submit.responses['400']!.content['application/json'].example).toMatchObject({
+      error: { code: 'unknown_dependency', details: { missing: [expect.any(String)] } },
+    });
+    const task = document.components.schemas.Task as { properties: Record<string, { anyOf?: unknown[] }> };
+    expect(Object.keys(task.properties)).toEqual(expect.arrayContaining(['dependsOn', 'waitingOn', 'error']));
+    expect(JSON.stringify(task.properties.error)).toContain('DEPENDENCY_FAILED');
+    expect(JSON.stringify(document.components.schemas.Wait)).toContain('dependencies');
+  });
+
   it('shows a Wait example the code gives: the explanation of the situation it describes', () => {
     // Prepare
     const { task, input } = exampleWaitFixture();

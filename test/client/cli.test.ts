@@ -469,4 +469,35 @@ describe('Function: runCli', () => {
       expect(stdout.endsWith('\x1b[?25h')).toBe(true);
     });
   });
+
+  describe('Dependencies (issue 25)', () => {
+    it('submits with --depends-on and shows the hold in get', async () => {
+      // Prepare: a dependency that runs a while.
+      const dependency = JSON.parse(
+        (await cli(['submit', '--tenant', 'cli-deps', '--type', 'demo.sleep', '--payload', '{"ms":60000}', '--json']))
+          .stdout,
+      ) as { taskId: string };
+
+      // Act
+      const submitted = await cli([
+        'submit',
+        '--tenant',
+        'cli-deps',
+        '--type',
+        'demo.echo',
+        '--depends-on',
+        dependency.taskId,
+        '--json',
+      ]);
+      const { taskId } = JSON.parse(submitted.stdout) as { taskId: string };
+      const run = await cli(['get', taskId]);
+      await cli(['cancel', dependency.taskId]);
+
+      // Assess
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(`depends on  ${dependency.taskId}`);
+      expect(run.stdout).toContain(`held on     ${dependency.taskId} (not yet SUCCEEDED)`);
+      expect(run.stdout).toContain('waiting     dependencies: Held until its dependency');
+    });
+  });
 });

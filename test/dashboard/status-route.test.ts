@@ -185,6 +185,26 @@ describe('Route: GET /v1/status', () => {
     expect(status.tenants.find((tenant) => tenant.tenantId === tenantId)).toMatchObject({ running: 2, queued: 1 });
   });
 
+  it('shows a task held on its dependencies as waiting on them, naming them (issue 25)', async () => {
+    // Prepare
+    const tenantId = 'held-deps';
+    const dependency = await runningTask(services, { tenantId });
+    const { task } = await services.tasks.submit({
+      tenantId,
+      type: 'demo.echo',
+      dependsOn: [dependency.taskId],
+    });
+
+    // Act
+    const result = await createApiRouter(services)(apiEvent({ path: `/v1/status?tenants=${tenantId}&recent=5` }));
+
+    // Assess
+    const status = statusSchema.parse(jsonOf(result));
+    const shown = status.recentTasks.find((recent) => recent.taskId === task.taskId);
+    expect(shown).toMatchObject({ state: 'QUEUED', waitingOn: [dependency.taskId], wait: { reason: 'dependencies' } });
+    expect(shown?.wait?.message).toContain(dependency.taskId);
+  });
+
   it('shows a caller only the tenants it may act for (tiers and pools are aggregates)', async () => {
     // Prepare
     const api = createApiRouter(services, { authorize: (_event, tenantId) => tenantId === 'busy' });

@@ -9,7 +9,7 @@ import { formatTask } from '../format.ts';
 export const submitCommand: Command = {
   summary: 'Submit a task (and optionally wait for it)',
   usage:
-    'tasks submit --tenant T --type X [--payload JSON|@file] [--priority P] [--idempotency-key K] [--delay S] [--wait]',
+    'tasks submit --tenant T --type X [--payload JSON|@file] [--priority P] [--idempotency-key K] [--delay S] [--depends-on ID,...] [--wait]',
   help: `Options:
   --tenant T            tenant the task belongs to (required)
   --type X              task type, e.g. demo.sleep (required)
@@ -17,6 +17,8 @@ export const submitCommand: Command = {
   --priority P          ${PRIORITY_TIERS.join(' | ')} (default: the task type's, else normal)
   --idempotency-key K   submitting again with the same key returns the original task
   --delay S             do not start before S seconds from now
+  --depends-on ID,...   start only after these tasks of the tenant SUCCEEDED (held until then;
+                        cancelled with DEPENDENCY_FAILED if one fails or is cancelled)
   --wait                wait until the task finishes; exit 1 unless it SUCCEEDED
   --wait-timeout S      give up waiting after S seconds (default 300)
 
@@ -29,6 +31,7 @@ Example:
     priority: { type: 'string' },
     'idempotency-key': { type: 'string' },
     delay: { type: 'string' },
+    'depends-on': { type: 'string' },
     wait: { type: 'boolean' },
     'wait-timeout': { type: 'string' },
   },
@@ -41,6 +44,10 @@ Example:
       priority: oneOf(ctx, 'priority', PRIORITY_TIERS) as PriorityTier | undefined,
       idempotencyKey: str(ctx, 'idempotency-key'),
       delaySeconds: integer(ctx, 'delay', 0),
+      dependsOn: str(ctx, 'depends-on')
+        ?.split(',')
+        .map((id) => id.trim())
+        .filter((id) => id.length > 0),
     };
     const waitTimeout = integer(ctx, 'wait-timeout', 1);
     if (waitTimeout !== undefined && !ctx.values.wait) throw new UsageError('--wait-timeout needs --wait', ctx.name);
