@@ -33,8 +33,13 @@
  *                  DEPENDENCY_FAILED, and a dependent so cancelled had a dependency recorded
  *                  FAILED or CANCELLED before;
  * - stranded:      no task is left held on dependencies (QUEUED with `waitingOn`) at the end.
+ * - then-once:     each acknowledged batch whose members all ended has exactly one then-task (its
+ *                  deterministic id; no other task carries the batch's summary), created after
+ *                  every member's first end, with the members' end states counted in its payload,
+ *                  and it ends too (a count never made would leave it missing: the Celery chord bug).
  */
 import { firstNonConforming } from '../../runtime/core/policy/rate.ts';
+import { decodeJsonFields } from '../../runtime/core/storable.ts';
 import type { Task } from '../../runtime/core/task.ts';
 import { startRateOf } from '../../runtime/core/tenant-settings.ts';
 import { TIER_QUEUES } from '../../runtime/infra/resources.ts';
@@ -54,7 +59,8 @@ export type Invariant =
   | 'pause'
   | 'dependency-order'
   | 'dependency-failed'
-  | 'stranded';
+  | 'stranded'
+  | 'then-once';
 
 export interface Violation {
   readonly invariant: Invariant;
@@ -108,6 +114,8 @@ export interface CheckSummary {
       readonly ran: number;
       readonly cancelledForDependency: number;
     };
+    /** Batches acknowledged, and those whose then-task was checked (every member ended). */
+    readonly batches: { readonly acknowledged: number; readonly checked: number; readonly members: number };
     readonly maxReceivesOfOneMessage: Readonly<Record<string, number>>;
     readonly deadLettered: Readonly<Record<string, number>>;
     readonly mostTierMessagesForOneTask: number;
@@ -408,6 +416,7 @@ export function checkHistory(history: History): CheckSummary {
 
   const flow = checkFlow(history, violations, sec, traceOf);
   const dependencies = checkDependencies(history, violations, sec, traceOf, writesByTask, finalById);
+  const batches = checkBatches(history, violations, sec, writesByTask, finalById, traceOf);
 
   return {
     violations,
@@ -434,6 +443,7 @@ export function checkHistory(history: History): CheckSummary {
       rotation: { checked: rotationChecked, mostStartsOfOneTenantAhead: mostAhead },
       flow,
       dependencies,
+      batches,
       maxReceivesOfOneMessage: maxReceives,
       deadLettered,
       mostTierMessagesForOneTask: mostAnnouncements,
@@ -719,4 +729,71 @@ function safeTaskId(body: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+const TERMINAL = ['SUCCEEDED', 'FAILED', 'CANCELLED'];
+
+/** A recorded item's payload (stored as JSON text: core/storable.ts). */
+const payloadOf = (task: Task): unknown => decodeJsonFields(task as unknown as Record<string, unknown>).payload;
+
+/** then-once: each batch's then-task exists once, after every member's end, with the right counts. */
+function checkBatches(
+  history: History,
+  violations: Violation[],
+  sec: (ms: number) => number,
+  writesByTask: ReadonlyMap<string, readonly { atMs: number; task: Task }[]>,
+  finalById: ReadonlyMap<string, Task>,
+  traceOf: (taskId: string) => string[],
+): CheckSummary['stats']['batches'] {
+  const batches = history.batches ?? [];
+  let checked = 0;
+  let members = 0;
+  for (const batch of batches) {
+    members += batch.memberIds.length;
+    const finals = batch.memberIds.map((id) => finalById.get(id));
+    // A member that never ended is the terminal invariant's; the then-task may rightly not exist.
+    if (finals.some((task) => !task || !TERMINAL.includes(task.state))) continue;
+    checked++;
+    const fail = (detail: string, atMs = history.endMs) =>
+      violations.push({
+        invariant: 'then-once',
+        taskId: batch.thenTaskId,
+        tenantId: batch.tenantId,
+        atSeconds: sec(atMs),
+        detail: `batch ${batch.batchId}: ${detail}`,
+        trace: traceOf(batch.thenTaskId),
+      });
+    const others = history.finalTasks.filter(
+      (task) =>
+        task.taskId !== batch.thenTaskId &&
+        (payloadOf(task) as { batch?: { batchId?: string } } | null)?.batch?.batchId === batch.batchId,
+    );
+    if (others.length > 0) fail(`${others.length} other task(s) carry its summary: ${others[0]!.taskId}`);
+    const thenTask = finalById.get(batch.thenTaskId);
+    if (!thenTask) {
+      fail(`every member ended (${batch.memberIds.length}) and no then-task was submitted`);
+      continue;
+    }
+    const createdAtMs = writesByTask.get(batch.thenTaskId)?.[0]?.atMs ?? Number.NaN;
+    const lastEnd = Math.max(
+      ...batch.memberIds.map(
+        (id) => (writesByTask.get(id) ?? []).find(({ task }) => TERMINAL.includes(task.state))?.atMs ?? Number.NaN,
+      ),
+    );
+    if (!(createdAtMs >= lastEnd))
+      fail(`then-task created at ${sec(createdAtMs)} s, a member ended at ${sec(lastEnd)} s`, createdAtMs);
+    const count = (state: string) => finals.filter((task) => task!.state === state).length;
+    const expected = {
+      batchId: batch.batchId,
+      succeeded: count('SUCCEEDED'),
+      failed: count('FAILED'),
+      cancelled: count('CANCELLED'),
+    };
+    const summary = (payloadOf(thenTask) as { batch?: unknown } | null)?.batch;
+    if (JSON.stringify(summary) !== JSON.stringify(expected)) {
+      fail(`then-task counts ${JSON.stringify(summary)}, members ended ${JSON.stringify(expected)}`);
+    }
+    if (!TERMINAL.includes(thenTask.state)) fail(`then-task still ${thenTask.state} when the run ended`);
+  }
+  return { acknowledged: batches.length, checked, members };
 }

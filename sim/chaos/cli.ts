@@ -25,9 +25,10 @@ Options:
   --tasks N        tasks submitted per run (default ${DEFAULT_OPTIONS.tasks})
   --tenants M      tenants, quotas 1, 2, 3, 1, ... (default ${DEFAULT_OPTIONS.tenants})
   --scenario NAME  mixed (default): short tasks over 3 quota-limited tenants, a quarter of
-                   them depending on earlier tasks of their tenant (chains);
-                   short: mixed with 20 tasks submitted over 30 s, delays up to 60 s (the
-                   long sweep's runs, about 1 s of CPU each);
+                   them depending on earlier tasks of their tenant (chains), and 2 batches
+                   of 4-12 tasks with a then-task;
+                   short: mixed with 20 tasks submitted over 30 s, delays up to 60 s, one
+                   batch of 3-6 (the long sweep's runs, about 1 s of CPU each);
                    backlog: one tenant at quota 1 with 30 min of work queued (tasks wait
                    past the backstop's 15-minute mark); payloads: 150 KiB payloads and characters
                    SQS refuses raw (U+FFFE, U+FFFF) or above U+FFFF; hot: one tenant (quota

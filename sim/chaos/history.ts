@@ -54,6 +54,17 @@ export interface History {
   }[];
   /** Each accepted (or written) task's `dependsOn`, for those submitted with dependencies. */
   readonly dependsOn?: Map<string, readonly string[]>;
+  /**
+   * Batches the API acknowledged (POST /v1/tasks/batch, issue 25): their members (also in
+   * `accepted`) and the id their then-task must have.
+   */
+  readonly batches?: {
+    readonly batchId: string;
+    readonly tenantId: string;
+    readonly memberIds: readonly string[];
+    readonly thenTaskId: string;
+    readonly atMs: number;
+  }[];
   /** Submits the client gave up on (never acknowledged; the task may still exist). */
   unacknowledged: number;
   /** Every handler run that began. */

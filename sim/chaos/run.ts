@@ -29,6 +29,7 @@ import { isDependentsKey } from '../../runtime/adapters/dependents-store.ts';
 import { checkDependencies, DependencyService } from '../../runtime/app/dependencies.ts';
 import { idempotentTaskId } from '../../runtime/app/task-service.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
+import { thenTaskKey } from '../../runtime/core/batch.ts';
 import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
 import { holdOnDependencies } from '../../runtime/core/dependencies.ts';
 import { NonRetryableError } from '../../runtime/core/errors.ts';
@@ -201,6 +202,14 @@ export interface ChaosOptions {
    * submitted before (chains form), settled by the task table's stream function (default 0).
    */
   readonly dependencyRate?: number;
+  /**
+   * Batches (POST /v1/tasks/batch) submitted beside the single tasks, each of `batchSize` tasks
+   * of one tenant and a then-task (`batchSize` default 4-12); members are neither cancelled nor
+   * retried by the operator, so each ends once and the then-task's counts are the checker's.
+   * Default 0; the mixed and short scenarios (the CLI's default, the long sweep's) have some.
+   */
+  readonly batches?: number;
+  readonly batchSize?: readonly [number, number];
 }
 
 export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
@@ -215,10 +224,10 @@ export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
 
 /** Workloads on top of DEFAULT_OPTIONS (`--scenario`). */
 export const CHAOS_SCENARIOS = {
-  /** With dependency chains: a quarter of the submits depend on earlier tasks of their tenant. */
-  mixed: { dependencyRate: 0.25 },
+  /** With dependency chains (a quarter of the submits depend on earlier tasks of their tenant) and 2 batches. */
+  mixed: { dependencyRate: 0.25, batches: 2 },
   /** The long sweep's runs: the mixed workload compressed so a run settles in 1-3 simulated minutes. */
-  short: { tasks: 20, submitSeconds: 30, maxDelaySeconds: 60 },
+  short: { tasks: 20, submitSeconds: 30, maxDelaySeconds: 60, batches: 1, batchSize: [3, 6] as const },
   backlog: { tasks: 60, tenants: 1, submitSeconds: 60, workMs: [20_000, 40_000] as const, cancelRate: 0 },
   payloads: { largePayloadRate: 0.3, oddCharacterRate: 0.3 },
   /**
@@ -298,6 +307,8 @@ const workPayload = z.strictObject({
   pad: z.string().optional(),
   failTimes: z.number().int().min(0),
   permanent: z.boolean(),
+  /** A batch's then-task gets its batch's counts here (core/batch.ts). */
+  batch: z.unknown().optional(),
 });
 
 export async function runChaos(options: ChaosOptions): Promise<History> {
@@ -398,12 +409,14 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     'chaos configuration',
   );
 
+  const acknowledgedBatches: NonNullable<History['batches']>[number][] = [];
   const history: History = {
     seed,
     startMs: START_MS,
     endMs: START_MS,
     tenants: quotas,
     accepted: [],
+    batches: acknowledgedBatches,
     bounds: [],
     admitted: new Map(),
     leases: [],
@@ -627,6 +640,57 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     }, atMs - START_MS);
   });
 
+  // --- Batches: their own stream of draws, so every other draw of a seed stays where it was ---
+  const batchRandom = seededRandom(seed * 7919 + 73);
+  const [minBatch, maxBatch] = options.batchSize ?? [4, 12];
+  for (let b = 0; b < (options.batches ?? 0); b++) {
+    const tenantId = tenants[Math.floor(batchRandom() * tenants.length)]!;
+    const size = minBatch + Math.floor(batchRandom() * (maxBatch - minBatch + 1));
+    const atMs = batchRandom() * options.submitSeconds * 1000;
+    const [minMs, maxMs] = options.workMs ?? [200, 8200];
+    const item = () => ({
+      tenantId,
+      type: 'sim.work',
+      payload: {
+        ms: Math.floor(minMs + batchRandom() * (maxMs - minMs)),
+        failTimes: batchRandom() < 0.2 ? 1 + Math.floor(batchRandom() * 3) : 0,
+        permanent: batchRandom() < 0.1,
+      },
+      maxAttempts: 3,
+      runtime: batchRandom() < 0.25 ? ('fargate' as const) : ('lambda' as const),
+    });
+    const input = {
+      tasks: Array.from({ length: size }, item),
+      // biome-ignore lint/suspicious/noThenProperty: the field's name is pinned (PRODUCT.md, POST /v1/tasks/batch)
+      then: { tenantId, type: 'sim.work', payload: { ms: 100, failTimes: 0, permanent: false } },
+      idempotencyKey: `chaos-batch-${b}`,
+    };
+    const environment = apiEnvironments[b % apiEnvironments.length]!;
+    setTimeout(() => {
+      track(
+        (async () => {
+          const answer = await submitBatchWithRetries(environment, input, lambda);
+          if (!answer) {
+            history.unacknowledged++;
+            return;
+          }
+          const at = Date.now();
+          const memberIds = answer.results.flatMap((result) => ('taskId' in result ? [result.taskId] : []));
+          for (const taskId of memberIds) {
+            history.accepted.push({ taskId, tenantId, atMs: at, maxAttempts: 3, maxWaitSeconds: null, boundAtMs: at });
+          }
+          acknowledgedBatches.push({
+            batchId: answer.batchId,
+            tenantId,
+            memberIds,
+            thenTaskId: idempotentTaskId(tenantId, thenTaskKey(answer.batchId)),
+            atMs: at,
+          });
+        })(),
+      );
+    }, atMs);
+  }
+
   // --- The operator (flow scenario): pauses a tenant or a task type, resumes it a while later ---
   if (options.flow) {
     const types = ['sim.work', 'sim.other'];
@@ -825,9 +889,17 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   // --- Run until every task has settled (or the time is up) --------------------------------
   const allSettled = () => {
     if (Date.now() < START_MS + options.submitSeconds * 1000 + 1000 || pending.size > 0) return false;
-    return world.dynamodb
-      .items(tasksTable)
-      .every((item) => !isTaskItem(item) || ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(String(item.state?.S)));
+    // Task items (batch items have no state) have all ended, and no batch is still open.
+    return (
+      world.dynamodb
+        .items(tasksTable)
+        // Task items have all ended (batch and dependents items have no state), and no batch is open.
+        .every((item) =>
+          isTaskItem(item)
+            ? ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(String(item.state?.S))
+            : !String(item.taskId?.S).endsWith('#open'),
+        )
+    );
   };
   let settled = false;
   const checker = setInterval(() => {
@@ -875,6 +947,27 @@ async function submitWithRetries(
     if (lambda.tryAcquire()) {
       try {
         return (await api.tasks.submit(input)).task;
+      } catch {
+        // a 5xx: retried below
+      } finally {
+        lambda.release();
+      }
+    }
+    await sleep(1000 * 2 ** attempt);
+  }
+  return undefined;
+}
+
+/** The same, for a batch: a retry sends the same body (the same batch key), so it answers the same. */
+async function submitBatchWithRetries(
+  api: Services,
+  input: Parameters<Services['batches']['submit']>[0],
+  lambda: LambdaAccount,
+): Promise<Awaited<ReturnType<Services['batches']['submit']>> | undefined> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    if (lambda.tryAcquire()) {
+      try {
+        return await api.batches.submit(input);
       } catch {
         // a 5xx: retried below
       } finally {
