@@ -7,6 +7,7 @@
  */
 import { runAwsCalls } from './aws-calls.ts';
 import { runBullmqComparison } from './bullmq.ts';
+import { runDependencyCost } from './dependency-cost.ts';
 import { runFaultsLiveBench } from './faults-live.ts';
 import { runIntakeLive } from './intake-live.ts';
 import { runLatencyLive } from './latency-live.ts';
@@ -30,6 +31,7 @@ const BENCHES: {
   { name: 'faults-live', run: runFaultsLiveBench, onlyWhenNamed: true },
   { name: 'rotation-live', run: runRotationLive, onlyWhenNamed: true },
   { name: 'latency-live', run: runLatencyLive, onlyWhenNamed: true },
+  { name: 'dependency-cost', run: runDependencyCost, onlyWhenNamed: true },
 ];
 
 const quick = process.argv.includes('--quick');
