@@ -7,7 +7,7 @@
  *   const done = await client.waitFor(taskId);
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TERMINAL_STATES } from '../../runtime/api/contract.ts';
+import { MAX_BATCH_TASKS, TERMINAL_STATES } from '../../runtime/api/contract.ts';
 import {
   apiErrorFor,
   SchedulerApiError,
@@ -17,9 +17,14 @@ import {
 } from './errors.ts';
 import { type CredentialsOption, isLocalEndpoint, RequestSigner, regionOfEndpoint } from './signing.ts';
 import type {
+  Batch,
+  BatchItemResult,
+  BatchPage,
+  BatchSubmitResult,
   ListTasksQuery,
   SchedulerStatus,
   StoredTenantSettings,
+  SubmitBatchInput,
   SubmitTaskInput,
   Task,
   TaskDetail,
@@ -62,6 +67,30 @@ export interface SubmitManyOptions {
   readonly concurrency?: number;
   /** Stops starting new submits; those not started are reported as rejected with the abort reason. */
   readonly signal?: AbortSignal | undefined;
+}
+
+export interface SubmitBatchOptions {
+  /** Submitted once every task has ended (only when the tasks fit one request: 1,000 at most). */
+  readonly then?: SubmitTaskInput | undefined;
+  /**
+   * Names the batch (request `n` of a split array gets `${key}-${n}`); without it the same tasks
+   * again are the same batch, so a retry after a lost answer creates nothing.
+   */
+  readonly idempotencyKey?: string | undefined;
+  /** Tasks per request, at most 1,000. @default 1000 */
+  readonly chunkSize?: number;
+  /** Requests in flight at once. @default 2 */
+  readonly concurrency?: number;
+  /** Told after each request answered: tasks answered so far, and in all. */
+  readonly onProgress?: ((done: number, total: number) => void) | undefined;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** What `submitBatch` answers: one result per task in input order, and the batch of each request. */
+export interface SubmitBatchResult {
+  readonly results: BatchItemResult[];
+  /** Per request: its batch id and the input indexes it covered, `[from, from + count)`. */
+  readonly batches: { readonly batchId: string; readonly from: number; readonly count: number }[];
 }
 
 /** One input's outcome, in input order. `created` is false when an idempotency key matched an earlier task. */
@@ -151,6 +180,76 @@ export class SchedulerClient {
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, inputs.length) }, lane));
     return outcomes;
+  }
+
+  /**
+   * Submit many tasks in batch requests (POST /v1/tasks/batch, up to 1,000 a request): an array
+   * larger than `chunkSize` is split, the results come back in input order. Each item is validated
+   * on its own (a refused one is `{ error }` at its index, the others go ahead). A request whose
+   * answer is lost is sent again: the same body names the same batch and creates nothing twice.
+   */
+  async submitBatch(tasks: readonly SubmitTaskInput[], options: SubmitBatchOptions = {}): Promise<SubmitBatchResult> {
+    const chunkSize = Math.min(MAX_BATCH_TASKS, Math.max(1, Math.floor(options.chunkSize ?? MAX_BATCH_TASKS)));
+    const chunks: { from: number; tasks: readonly SubmitTaskInput[] }[] = [];
+    for (let from = 0; from < tasks.length; from += chunkSize)
+      chunks.push({ from, tasks: tasks.slice(from, from + chunkSize) });
+    if (options.then && chunks.length > 1) {
+      throw new SchedulerClientError(
+        `A then-task needs all its tasks in one batch request: ${tasks.length} tasks is more than ${chunkSize}`,
+      );
+    }
+    const results = new Array<BatchItemResult>(tasks.length);
+    const batches = new Array<SubmitBatchResult['batches'][number]>(chunks.length);
+    let done = 0;
+    let next = 0;
+    const lane = async () => {
+      while (next < chunks.length) {
+        const n = next++;
+        const chunk = chunks[n]!;
+        options.signal?.throwIfAborted();
+        const body: SubmitBatchInput = {
+          tasks: [...chunk.tasks],
+          ...(options.then ? { then: options.then } : {}),
+          ...(options.idempotencyKey === undefined
+            ? {}
+            : { idempotencyKey: chunks.length === 1 ? options.idempotencyKey : `${options.idempotencyKey}-${n}` }),
+        };
+        const answer = (
+          await this.#request<BatchSubmitResult>('POST', 'v1/tasks/batch', {
+            body,
+            repeatable: true,
+            signal: options.signal,
+          })
+        ).body;
+        answer.results.forEach((result, i) => {
+          results[chunk.from + i] = result;
+        });
+        batches[n] = { batchId: answer.batchId, from: chunk.from, count: chunk.tasks.length };
+        done += chunk.tasks.length;
+        options.onProgress?.(done, tasks.length);
+      }
+    };
+    const lanes = Math.min(chunks.length, Math.max(1, Math.floor(options.concurrency ?? 2)));
+    await Promise.all(Array.from({ length: lanes }, lane));
+    return { results, batches };
+  }
+
+  /** A batch: its members' counts by how they ended, and its then-task once submitted. */
+  async getBatch(batchId: string, options: { signal?: AbortSignal | undefined } = {}): Promise<Batch> {
+    return (await this.#request<Batch>('GET', `v1/batches/${encodeURIComponent(batchId)}`, read(options.signal))).body;
+  }
+
+  /** One page of a tenant's batches, newest first. */
+  async listBatches(
+    query: { tenantId: string; limit?: number | undefined; cursor?: string | undefined },
+    options: { signal?: AbortSignal | undefined } = {},
+  ): Promise<BatchPage> {
+    return (
+      await this.#request<BatchPage>('GET', 'v1/batches', {
+        ...read(options.signal),
+        query: { tenantId: query.tenantId, limit: query.limit, cursor: query.cursor },
+      })
+    ).body;
   }
 
   async #submit(

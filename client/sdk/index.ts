@@ -4,6 +4,8 @@
 export {
   SchedulerClient,
   type SchedulerClientOptions,
+  type SubmitBatchOptions,
+  type SubmitBatchResult,
   type SubmitManyOptions,
   type SubmitOutcome,
   type WaitForOptions,
@@ -22,11 +24,16 @@ export {
 } from './errors.ts';
 export type { AwsCredentials, CredentialsOption } from './signing.ts';
 export type {
+  Batch,
+  BatchItemResult,
+  BatchPage,
+  BatchSubmitResult,
   ListTasksQuery,
   PriorityTier,
   Runtime,
   SchedulerStatus,
   StoredTenantSettings,
+  SubmitBatchInput,
   SubmitTaskInput,
   Task,
   TaskDetail,

@@ -6,10 +6,15 @@
 import type { ListTasksQueryInput, TaskState } from '../../runtime/api/contract.ts';
 
 export type {
+  Batch,
+  BatchItemResult,
+  BatchPage,
+  BatchSubmitResult,
   PriorityTier,
   Runtime,
   SchedulerStatus,
   StoredTenantSettings,
+  SubmitBatchInput,
   SubmitTaskInput,
   Task,
   TaskDetail,

@@ -5,9 +5,13 @@
  * sdk-sees-only-the-contract), so it cannot drift from what the server accepts and returns.
  */
 import type { z } from 'zod';
-import type { listTasksQuerySchema, submitTaskSchema, tenantSettingsSchema } from './schemas.ts';
+import type { listTasksQuerySchema, submitBatchSchema, submitTaskSchema, tenantSettingsSchema } from './schemas.ts';
 import type { StatusView } from './status.ts';
 import type {
+  batchItemResultSchema,
+  batchPageSchema,
+  batchSubmitResultSchema,
+  batchViewSchema,
   storedTenantSchema,
   taskDetailSchema,
   taskPageSchema,
@@ -17,10 +21,19 @@ import type {
   waitSchema,
 } from './views.ts';
 
+export { MAX_BATCH_TASKS } from '../core/batch.ts';
 export { type PriorityTier, type Runtime, type TaskState, TERMINAL_STATES } from '../core/task.ts';
 
 /** What `submit` takes: the body of POST /v1/tasks. */
 export type SubmitTaskInput = z.input<typeof submitTaskSchema>;
+/** The body of POST /v1/tasks/batch. */
+export type SubmitBatchInput = z.input<typeof submitBatchSchema>;
+/** One item's result: the task (`created` false on a repeat), or why the item was refused. */
+export type BatchItemResult = z.infer<typeof batchItemResultSchema>;
+export type BatchSubmitResult = z.infer<typeof batchSubmitResultSchema>;
+/** A batch: counts by how its members ended, and its then-task once submitted. */
+export type Batch = z.infer<typeof batchViewSchema>;
+export type BatchPage = z.infer<typeof batchPageSchema>;
 /** A task as the API returns it. */
 export type Task = z.infer<typeof taskViewSchema>;
 /** A task with, while it is QUEUED, why it waits and for how long at most. */

@@ -5,11 +5,12 @@ import { PRIORITY_TIERS, type PriorityTier } from '../../../runtime/core/task.ts
 import type { SubmitTaskInput } from '../../sdk/types.ts';
 import { type Command, integer, noPositionals, oneOf, payloadOf, required, str, UsageError } from '../command.ts';
 import { formatTask } from '../format.ts';
+import { submitFile } from './submit-file.ts';
 
 export const submitCommand: Command = {
   summary: 'Submit a task (and optionally wait for it)',
   usage:
-    'tasks submit --tenant T --type X [--payload JSON|@file] [--priority P] [--idempotency-key K] [--delay S] [--depends-on ID,...] [--wait]',
+    'tasks submit --tenant T --type X [--payload JSON|@file] [--priority P] [--idempotency-key K] [--delay S] [--depends-on ID,...] [--wait]\n       tasks submit --file tasks.ndjson [--tenant T] [--type X] [--then JSON|@file] [--idempotency-key K] [--chunk N]',
   help: `Options:
   --tenant T            tenant the task belongs to (required)
   --type X              task type, e.g. demo.sleep (required)
@@ -22,8 +23,18 @@ export const submitCommand: Command = {
   --wait                wait until the task finishes; exit 1 unless it SUCCEEDED
   --wait-timeout S      give up waiting after S seconds (default 300)
 
+  --file PATH           one task a line (a POST /v1/tasks body, JSON), submitted in batches of
+                        up to 1,000 (POST /v1/tasks/batch) with a progress bar; --tenant and
+                        --type fill what a line leaves out; exit 1 if any line was refused
+  --then JSON|@file     with --file: a task submitted once every task of the file has ended,
+                        with the counts in its payload's "batch" (the file must fit one batch)
+  --chunk N             with --file: tasks per request (default 1000)
+  --idempotency-key K   with --file: names the batch (without it the same file again is the
+                        same batch, and creates nothing)
+
 Example:
-  tasks submit --tenant acme --type demo.sleep --payload '{"ms":500}' --wait`,
+  tasks submit --tenant acme --type demo.sleep --payload '{"ms":500}' --wait
+  tasks submit --file photos.ndjson --tenant acme --then '{"type":"demo.echo","payload":{"report":1}}'`,
   options: {
     tenant: { type: 'string' },
     type: { type: 'string' },
@@ -33,10 +44,15 @@ Example:
     delay: { type: 'string' },
     'depends-on': { type: 'string' },
     wait: { type: 'boolean' },
+    file: { type: 'string' },
+    then: { type: 'string' },
+    chunk: { type: 'string' },
     'wait-timeout': { type: 'string' },
   },
   async run(ctx) {
     noPositionals(ctx);
+    const file = str(ctx, 'file');
+    if (file !== undefined) return submitFile(ctx, file);
     const input: SubmitTaskInput = {
       tenantId: required(ctx, 'tenant'),
       type: required(ctx, 'type'),

@@ -1,0 +1,119 @@
+/**
+ * Batches from the tools (issue 25): SchedulerClient.submitBatch splits a large array into
+ * requests and keeps the input order; `tasks submit --file tasks.ndjson` shows its progress
+ * (a bar on a terminal, plain lines otherwise) and names refused lines.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { progressLine } from '../../client/cli/commands/submit-file.ts';
+import { type CliIo, runCli } from '../../client/cli/run.ts';
+import { SchedulerClient } from '../../index.ts';
+import type { LocalServer } from '../../local/server.ts';
+import { startQuietServer } from './local-server.ts';
+
+let server: LocalServer;
+let client: SchedulerClient;
+beforeAll(async () => {
+  server = await startQuietServer();
+  client = new SchedulerClient({ endpoint: server.url });
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+async function cli(argv: string[], io: Partial<CliIo> = {}) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    env: { SCHEDULER_ENDPOINT: server.url },
+    ...io,
+  });
+  return { code, stdout, stderr };
+}
+
+describe('Method: submitBatch', () => {
+  it('splits an array into requests and answers in input order, a bad item in its place', async () => {
+    // Prepare: 7 tasks, requests of 3, the fifth refused
+    const tasks = Array.from({ length: 7 }, (_, n) => ({ tenantId: 'sdk-batch', type: 'demo.echo', payload: { n } }));
+    tasks[4] = { ...tasks[4]!, type: 'demo.nope' };
+    const progress: number[] = [];
+
+    // Act
+    const result = await client.submitBatch(tasks, { chunkSize: 3, onProgress: (done) => progress.push(done) });
+    const again = await client.submitBatch(tasks, { chunkSize: 3 });
+
+    // Assess
+    expect(result.batches.map(({ from, count }) => [from, count])).toEqual([
+      [0, 3],
+      [3, 3],
+      [6, 1],
+    ]);
+    expect(result.results.map((item) => ('error' in item ? item.error.code : item.state))).toEqual([
+      'QUEUED',
+      'QUEUED',
+      'QUEUED',
+      'QUEUED',
+      'unknown_task_type',
+      'QUEUED',
+      'QUEUED',
+    ]);
+    expect(progress.sort((a, b) => a - b)).toEqual([3, 6, 7]);
+    const ids = (r: typeof result) => r.results.map((item) => ('taskId' in item ? item.taskId : item.error.code));
+    expect(ids(again)).toEqual(ids(result));
+    const batch = await client.getBatch(result.batches[1]!.batchId);
+    expect(batch).toMatchObject({ tenantId: 'sdk-batch', total: 3 });
+    expect(batch.counts?.excluded).toBe(1);
+    const listed = await client.listBatches({ tenantId: 'sdk-batch' });
+    expect(listed.items.map((b) => b.batchId).sort()).toEqual(result.batches.map((b) => b.batchId).sort());
+  });
+
+  it('refuses a then-task for more tasks than one request holds, before sending anything', async () => {
+    const tasks = Array.from({ length: 3 }, () => ({ tenantId: 'sdk-batch-2', type: 'demo.echo' }));
+    await expect(
+      client.submitBatch(tasks, { chunkSize: 2, then: { tenantId: 'sdk-batch-2', type: 'demo.echo' } }),
+    ).rejects.toThrow('A then-task needs all its tasks in one batch request');
+    expect((await client.listBatches({ tenantId: 'sdk-batch-2' })).items).toEqual([]);
+  });
+});
+
+describe('Command: submit --file', () => {
+  const file = [
+    '{"type":"demo.echo","payload":{"n":1}}',
+    '',
+    '{"type":"demo.echo","payload":{"n":2},"priority":"urgent"}',
+    '{"type":"demo.echo","payload":{"n":3}}',
+  ].join('\n');
+  const readFile = async (path: string) => (path === 'tasks.ndjson' ? file : Promise.reject(new Error('ENOENT')));
+
+  it('submits every line in batches, prints progress lines off a terminal, and names refused lines', async () => {
+    // Act
+    const run = await cli(['submit', '--file', 'tasks.ndjson', '--tenant', 'cli-batch', '--chunk', '2'], { readFile });
+
+    // Assess
+    expect(run.code).toBe(1);
+    // One line per request answered (two in flight: either may answer first), the last at 3/3
+    expect(run.stderr).toMatch(/^submitted [12]\/3\nsubmitted 3\/3\n$/);
+    expect(run.stdout).toMatch(
+      /^Submitted 3 tasks in 2 batches \(bat_\S+, bat_\S+\): 2 created, 0 already there, 1 refused/,
+    );
+    expect(run.stdout).toContain('line 3: invalid_request');
+  });
+
+  it('draws a bar on a terminal', () => {
+    expect(progressLine(3, 10, true)).toBe(`\r[${'#'.repeat(9)}${'.'.repeat(21)}]  3/10`);
+    expect(progressLine(10, 10, true)).toBe(`\r[${'#'.repeat(30)}] 10/10`);
+  });
+
+  it('refuses a file that is not NDJSON, naming the line, before sending anything', async () => {
+    const run = await cli(['submit', '--file', 'bad.ndjson', '--tenant', 'cli-batch'], {
+      readFile: async () => '{"type":"demo.echo"}\n{nope',
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('bad.ndjson:2 is not valid JSON');
+  });
+});
