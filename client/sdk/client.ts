@@ -70,8 +70,11 @@ export interface SubmitManyOptions {
 }
 
 export interface SubmitBatchOptions {
-  /** Submitted once every task has ended (only when the tasks fit one request: 1,000 at most). */
-  readonly then?: SubmitTaskInput | undefined;
+  /**
+   * The batch's `then`: submitted once every task has ended (only when the tasks fit one request:
+   * 1,000 at most). Not named `then`, which would make the options object a thenable.
+   */
+  readonly thenTask?: SubmitTaskInput | undefined;
   /**
    * Names the batch (request `n` of a split array gets `${key}-${n}`); without it the same tasks
    * again are the same batch, so a retry after a lost answer creates nothing.
@@ -193,7 +196,7 @@ export class SchedulerClient {
     const chunks: { from: number; tasks: readonly SubmitTaskInput[] }[] = [];
     for (let from = 0; from < tasks.length; from += chunkSize)
       chunks.push({ from, tasks: tasks.slice(from, from + chunkSize) });
-    if (options.then && chunks.length > 1) {
+    if (options.thenTask && chunks.length > 1) {
       throw new SchedulerClientError(
         `A then-task needs all its tasks in one batch request: ${tasks.length} tasks is more than ${chunkSize}`,
       );
@@ -209,7 +212,8 @@ export class SchedulerClient {
         options.signal?.throwIfAborted();
         const body: SubmitBatchInput = {
           tasks: [...chunk.tasks],
-          ...(options.then ? { then: options.then } : {}),
+          // biome-ignore lint/suspicious/noThenProperty: the field's name is pinned (PRODUCT.md, POST /v1/tasks/batch)
+          ...(options.thenTask ? { then: options.thenTask } : {}),
           ...(options.idempotencyKey === undefined
             ? {}
             : { idempotencyKey: chunks.length === 1 ? options.idempotencyKey : `${options.idempotencyKey}-${n}` }),

@@ -75,7 +75,7 @@ describe('Method: submitBatch', () => {
   it('refuses a then-task for more tasks than one request holds, before sending anything', async () => {
     const tasks = Array.from({ length: 3 }, () => ({ tenantId: 'sdk-batch-2', type: 'demo.echo' }));
     await expect(
-      client.submitBatch(tasks, { chunkSize: 2, then: { tenantId: 'sdk-batch-2', type: 'demo.echo' } }),
+      client.submitBatch(tasks, { chunkSize: 2, thenTask: { tenantId: 'sdk-batch-2', type: 'demo.echo' } }),
     ).rejects.toThrow('A then-task needs all its tasks in one batch request');
     expect((await client.listBatches({ tenantId: 'sdk-batch-2' })).items).toEqual([]);
   });

@@ -69,7 +69,7 @@ export async function submitFile(ctx: CommandContext, path: string): Promise<num
   }
   const tty = ctx.io.isTTY === true && !ctx.json;
   const result = await ctx.client().submitBatch(tasks, {
-    ...(then ? { then } : {}),
+    ...(then ? { thenTask: then } : {}),
     idempotencyKey: str(ctx, 'idempotency-key'),
     chunkSize: integer(ctx, 'chunk', 1) ?? 1000,
     signal: ctx.io.signal,

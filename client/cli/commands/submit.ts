@@ -45,6 +45,7 @@ Example:
     'depends-on': { type: 'string' },
     wait: { type: 'boolean' },
     file: { type: 'string' },
+    // biome-ignore lint/suspicious/noThenProperty: the --then flag (parseArgs options), not a thenable
     then: { type: 'string' },
     chunk: { type: 'string' },
     'wait-timeout': { type: 'string' },
