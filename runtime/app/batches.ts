@@ -232,7 +232,11 @@ export class BatchService {
     const failures: unknown[] = [];
     // Every item's dependencies read at once (consistently): tasks that existed before the batch
     // (app/dependencies.ts); an item's is refused at its index when one is missing.
-    const dependencyIds = [...new Set(planned.flatMap((plan) => plan?.input.dependsOn ?? []))];
+    // The items with dependencies are read too: one that exists (a retried batch) is answered with
+    // it, even if a dependency has since gone.
+    const dependencyIds = [
+      ...new Set(planned.flatMap((plan) => (plan?.input.dependsOn ? [plan.taskId, ...plan.input.dependsOn] : []))),
+    ];
     const dependencies = dependencyIds.length > 0 ? await store.getMany(dependencyIds) : new Map<string, Task>();
     await inParallel(planned, CREATE_CONCURRENCY, async (plan, index) => {
       if (!plan) return;
@@ -240,9 +244,10 @@ export class BatchService {
         const spec = { ...service.resolveSpec(plan.input, now), batchId, batchIndex: index };
         const hash = hashRequest(effectiveRequest(plan.input, spec));
         const fresh = createTask(plan.taskId, spec, now, hash);
-        const newTask = spec.dependsOn
-          ? holdOnDependencies(fresh, dependencyStates(dependencies, tenantId, plan.taskId, spec.dependsOn))
-          : fresh;
+        const newTask =
+          spec.dependsOn && !dependencies.has(plan.taskId)
+            ? holdOnDependencies(fresh, dependencyStates(dependencies, tenantId, plan.taskId, spec.dependsOn))
+            : fresh;
         const outcome = await store.create(newTask);
         const { task } = outcome;
         if (!outcome.created && (task.batchId !== batchId || task.batchIndex !== index)) {

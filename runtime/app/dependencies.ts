@@ -24,6 +24,7 @@ import type { DependentsStore } from '../adapters/dependents-store.ts';
 import type { QueueClient } from '../adapters/queues.ts';
 import type { TaskStore } from '../adapters/task-store.ts';
 import {
+  type DependencyEnd,
   dependencyFailed,
   dependencySucceeded,
   failsDependents,
@@ -35,7 +36,8 @@ import type { TaskEvent } from '../core/events.ts';
 import { isTerminal, type Task, type TaskState } from '../core/task.ts';
 
 /**
- * The dependencies' states, read consistently, before a submit writes anything. Refused (400
+ * The dependencies' states, read consistently, before a submit writes anything (undefined when
+ * the task exists already: the submit is a repeat, answered with it). Refused (400
  * `unknown_dependency`, naming them) when some do not exist or belong to another tenant (the same
  * answer, so nothing is learnt about other tenants' ids), or when the task would depend on itself.
  */
@@ -44,9 +46,13 @@ export async function checkDependencies(
   tenantId: string,
   taskId: string,
   dependsOn: readonly string[],
-): Promise<Map<string, TaskState>> {
+): Promise<Map<string, TaskState> | undefined> {
   if (dependsOn.includes(taskId)) return dependencyStates(new Map(), tenantId, taskId, dependsOn);
-  return dependencyStates(await store.getMany(dependsOn), tenantId, taskId, dependsOn);
+  // The task itself is read too: a repeat of an accepted request (same idempotency key) finds it
+  // and is answered with it, even if a dependency has since gone (TTL deletes ended tasks).
+  const found = await store.getMany([taskId, ...dependsOn]);
+  if (found.has(taskId)) return undefined;
+  return dependencyStates(found, tenantId, taskId, dependsOn);
 }
 
 /**
@@ -132,7 +138,10 @@ export class DependencyService {
     for (const dependencyId of dependent.waitingOn ?? []) {
       await this.#deps.dependents.add(dependencyId, dependent.taskId);
       const dependency = await this.#markOrRead(dependencyId);
-      if (dependency && isTerminal(dependency.state)) await this.#settleEdge(dependent.taskId, dependency);
+      // Gone: it existed at the submit's check, so it ended and TTL deleted it since; waiting on
+      // it would strand the task, and whether it succeeded is no longer known.
+      if (!dependency) await this.#settleEdge(dependent.taskId, { taskId: dependencyId, state: 'GONE' });
+      else if (isTerminal(dependency.state)) await this.#settleEdge(dependent.taskId, dependency);
     }
   }
 
@@ -165,7 +174,7 @@ export class DependencyService {
   }
 
   /** One edge: the dependency ended; release or cancel the dependent (nothing when already done). */
-  async #settleEdge(dependentId: string, dependency: Task): Promise<void> {
+  async #settleEdge(dependentId: string, dependency: DependencyEnd): Promise<void> {
     const now = this.#now();
     let wrote = false;
     let changed: Task;
@@ -176,7 +185,7 @@ export class DependencyService {
           const planned =
             dependency.state === 'SUCCEEDED'
               ? dependencySucceeded(current, dependency.taskId, now)
-              : failsDependents(dependency.state)
+              : dependency.state === 'GONE' || failsDependents(dependency.state)
                 ? dependencyFailed(current, dependency, now)
                 : undefined;
           wrote = planned !== undefined;

@@ -156,6 +156,7 @@ export class TaskService {
         ? await checkDependencies(this.#deps.store, spec.tenantId, taskId, spec.dependsOn)
         : undefined;
       const fresh = createTask(taskId, traced, now, requestHash);
+      // (undefined for a repeat: the create finds the task and answers with it.)
       const newTask = dependencies ? holdOnDependencies(fresh, dependencies) : fresh;
       ({ created, task } = await this.#deps.store.create(newTask));
     } catch (error) {

@@ -20,13 +20,22 @@ export const MAX_DEPENDENCIES = 100;
 export const DEPENDENCY_FAILED = 'DEPENDENCY_FAILED';
 
 /** The error a task cancelled for its dependency carries. */
-export function dependencyFailedError(dependency: Pick<Task, 'taskId' | 'state'>): TaskError {
+export function dependencyFailedError(dependency: DependencyEnd): TaskError {
   return {
     name: DEPENDENCY_FAILED,
     code: DEPENDENCY_FAILED,
-    message: `Dependency ${dependency.taskId} ended ${dependency.state}`,
+    message:
+      dependency.state === 'GONE'
+        ? `Dependency ${dependency.taskId} no longer exists (it ended and was deleted)`
+        : `Dependency ${dependency.taskId} ended ${dependency.state}`,
     retryable: false,
   };
+}
+
+/** How a dependency ended, as its settling read it: `GONE` when its item was deleted (TTL, after its end). */
+export interface DependencyEnd {
+  readonly taskId: string;
+  readonly state: TaskState | 'GONE';
 }
 
 /** Whether the task is held for dependencies: QUEUED, with some not yet succeeded. */
@@ -77,7 +86,7 @@ export function dependencySucceeded(task: Task, dependencyId: string, now: Date)
  * Dependency ended FAILED or CANCELLED: the held task is CANCELLED with `DEPENDENCY_FAILED` (its own
  * dependents follow when this write's change is settled). Undefined when it is no longer held.
  */
-export function dependencyFailed(task: Task, dependency: Pick<Task, 'taskId' | 'state'>, now: Date) {
+export function dependencyFailed(task: Task, dependency: DependencyEnd, now: Date) {
   if (!isHeld(task) || !task.waitingOn!.includes(dependency.taskId)) return undefined;
   return plan(
     'dependencyFailed',

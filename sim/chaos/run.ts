@@ -994,9 +994,8 @@ async function writeWithoutAnnouncing(
       const spec = api.tasks.resolveSpec(input, now);
       const created = createTask(taskId, spec, now);
       // Held as the API holds it: on the dependencies not yet SUCCEEDED, read consistently first.
-      const task = spec.dependsOn
-        ? holdOnDependencies(created, await checkDependencies(api.store, spec.tenantId, taskId, spec.dependsOn))
-        : created;
+      const states = spec.dependsOn && (await checkDependencies(api.store, spec.tenantId, taskId, spec.dependsOn));
+      const task = states ? holdOnDependencies(created, states) : created;
       return (await api.store.create(task)).task;
     } catch {
       await sleep(1000 * 2 ** attempt);

@@ -4,6 +4,7 @@
  * (the local outbox relay), and no missed wake-up when a dependency ends while its dependent is
  * being written or registered, or when the process dies between a final write and its settling.
  */
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { isDependentsKey } from '../../runtime/adapters/dependents-store.ts';
 import { DEPENDENCY_FAILED } from '../../runtime/core/dependencies.ts';
@@ -93,6 +94,29 @@ describe('Submit with dependsOn', () => {
     expect(described?.wait?.reason).toBe('dependencies');
     expect(described?.wait?.message).toContain(dependency.taskId);
     expect(described?.wait?.maxWaitSeconds).toBeNull();
+  });
+
+  it('answers a repeat (same idempotency key) with the task, even once a dependency is gone', async () => {
+    // Prepare
+    const tenantId = freshTenant();
+    const dependency = await runningTask(services, { tenantId });
+    const input = { tenantId, type: 'demo.echo', payload: {}, idempotencyKey: 'k-1', dependsOn: [dependency.taskId] };
+    const first = await services.tasks.submit(input);
+    await services.emulators.clients.documents.send(
+      new DeleteCommand({ TableName: services.store.tableName, Key: { taskId: dependency.taskId } }),
+    );
+
+    // Act
+    const again = await services.tasks.submit(input);
+
+    // Assess
+    expect(again.created).toBe(false);
+    expect(again.task.taskId).toBe(first.task.taskId);
+    // Registered after its dependency was deleted: cancelled, not stranded.
+    await relay.drain();
+    const settled = (await services.store.get(first.task.taskId))!;
+    expect(settled.state).toBe('CANCELLED');
+    expect(settled.error?.message).toBe(`Dependency ${dependency.taskId} no longer exists (it ended and was deleted)`);
   });
 
   it('is not held when every dependency has already succeeded', async () => {
