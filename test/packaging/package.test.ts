@@ -11,7 +11,7 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -32,6 +32,8 @@ const npmEnv = {
   npm_config_fund: 'false',
 };
 let project: string;
+/** The packed package (npm pack, once for this file): installed here and into examples/user-project. */
+let tarball: string;
 let server: LocalServer;
 const children: ChildProcess[] = [];
 const snippetsDir = join(repo, '.snippets');
@@ -45,12 +47,13 @@ beforeAll(async () => {
     env: npmEnv,
     maxBuffer: 16 * 1024 * 1024,
   });
-  const [tarball] = (await readdir(packed)).filter((name) => name.endsWith('.tgz'));
+  const [packedName] = (await readdir(packed)).filter((name) => name.endsWith('.tgz'));
+  tarball = join(packed, packedName!);
   await writeFile(
     join(project, 'package.json'),
     JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }),
   );
-  await run(npm, ['install', '--no-audit', '--no-fund', join(packed, tarball!)], {
+  await run(npm, ['install', '--no-audit', '--no-fund', tarball], {
     cwd: project,
     env: npmEnv,
     maxBuffer: 16 * 1024 * 1024,
@@ -409,4 +412,175 @@ console.log(JSON.stringify((await client.waitFor(taskId, { timeoutMs: 60000 })).
     );
     expect(await dev.stop()).toMatch(/INFO {2}stopped$/m);
   }, 900_000);
+});
+
+describe('examples/user-project, installed from the packed package (issue 28)', () => {
+  let example: string;
+  /** The example's own CDK app, as `npx cdk synth` runs it: offline, no Docker, telemetry off. */
+  const cdkEnv = () => ({ ...npmEnv, CDK_DISABLE_CLI_TELEMETRY: 'true' });
+
+  beforeAll(async () => {
+    // A copy outside the repository, depending on the packed package instead of the registry's.
+    example = join(project, 'user-project');
+    await cp(join(repo, 'examples', 'user-project'), example, {
+      recursive: true,
+      filter: (source) => !/[\\/](node_modules|cdk\.out)$/.test(source),
+    });
+    const manifest = JSON.parse(readFileSync(join(example, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    expect(Object.keys(manifest.dependencies)).toEqual(['serverless-task-scheduler']);
+    manifest.dependencies['serverless-task-scheduler'] = `file:${tarball}`;
+    await writeFile(join(example, 'package.json'), JSON.stringify(manifest, null, 2));
+    await run(npm, ['install', '--no-audit', '--no-fund'], { cwd: example, env: npmEnv, maxBuffer: 16 * 1024 * 1024 });
+  }, 900_000);
+
+  it("keeps the repository's CDK feature flags, so its template is the one the stack tests check", () => {
+    const context = (file: string) => (JSON.parse(readFileSync(file, 'utf8')) as { context: object }).context;
+    expect(context(join(repo, 'examples', 'user-project', 'cdk.json'))).toEqual(context(join(repo, 'cdk.json')));
+  });
+
+  it('`npx tasks dev --task-types ./tasks.mjs` runs its type, and submit.mjs prints the handler’s result', async () => {
+    // Arrange
+    const dev = started(
+      spawn(
+        npm,
+        ['exec', '--', 'tasks', 'dev', '--task-types', './tasks.mjs', '--config', 'scheduler.json', '--port', '0'],
+        {
+          cwd: example,
+          env: { ...npmEnv, DATA_DIR: join(example, '.data') },
+          stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true,
+        },
+      ),
+    );
+    const url = await dev.url();
+
+    // Act
+    const submit = await run(process.execPath, ['submit.mjs'], {
+      cwd: example,
+      env: { ...process.env, SCHEDULER_ENDPOINT: url },
+    });
+
+    // Assert: 3 × 450 + 1 × 1200 − 200, as the handler computes it.
+    expect(JSON.parse(submit.stdout)).toEqual({
+      state: 'SUCCEEDED',
+      result: { orderId: 'o-1001', totalCents: 2350 },
+    });
+    // Everything tasks dev needs came with the example's own install.
+    expect(dev.output()).not.toContain('installing what the local system needs');
+    expect(dev.output()).toContain('types=shop.order-total');
+    expect(await dev.stop()).toMatch(/INFO {2}stopped$/m);
+  }, 600_000);
+
+  it('`cdk synth` of its app: offline, nag-clean, the module in every function that builds a task-type registry and in the Fargate image', async () => {
+    // Act
+    const synth = await run(npm, ['exec', '--', 'cdk', 'synth', '--no-notices', '-q'], {
+      cwd: example,
+      env: cdkEnv(),
+      maxBuffer: 64 * 1024 * 1024,
+    });
+
+    // Assert
+    const out = join(example, 'cdk.out');
+    const report = JSON.parse(readFileSync(join(out, 'validation-report.json'), 'utf8')) as {
+      pluginReports: { violations: unknown[] }[];
+    };
+    expect(report.pluginReports.flatMap((plugin) => plugin.violations)).toEqual([]);
+    expect(synth.stderr).not.toMatch(/AwsSolutions-/);
+    const stack = 'ShopTaskScheduler';
+    const assets = JSON.parse(readFileSync(join(out, `${stack}.assets.json`), 'utf8')) as {
+      files: Record<string, { displayName?: string; source: { path: string } }>;
+      dockerImages: Record<string, { displayName: string; source: { directory: string; dockerFile?: string } }>;
+    };
+    // Lambda bundles (identical bundles, as the two worker classes have, are one asset).
+    const bundles = Object.values(assets.files)
+      .filter((asset) => /\/Function\/Code$/.test(asset.displayName ?? ''))
+      .map((asset) => ({
+        name: asset.displayName!,
+        code: readFileSync(join(out, asset.source.path, 'index.mjs'), 'utf8'),
+      }));
+    const withType = bundles.filter((bundle) => bundle.code.includes('shop.order-total')).map((b) => b.name);
+    // The API validates payloads, the workers run it, the scheduler, redrive and event stream
+    // build the registry with the services.
+    for (const construct of ['Api/', 'Scheduler/', 'LambdaWorkers/', 'Redrive/', 'Events/Stream/']) {
+      expect(
+        withType.some((name) => name.startsWith(construct)),
+        `${construct} in ${withType}`,
+      ).toBe(true);
+    }
+    const images = Object.values(assets.dockerImages);
+    expect(images.map((image) => image.displayName).sort()).toEqual([
+      'FargateWorkers/Task/Worker/AssetImage',
+      'TaskTypeWorkers/Service-shop_receipt/Task/Worker/AssetImage',
+    ]);
+    // The scheduler's worker image: its Dockerfile around the worker bundle, with the module in it.
+    const pool = join(out, images.find((image) => image.displayName.startsWith('FargateWorkers/'))!.source.directory);
+    expect(readdirSync(pool).sort()).toEqual(['Dockerfile', 'index.mjs', 'index.mjs.map', 'package.json']);
+    expect(readFileSync(join(pool, 'index.mjs'), 'utf8')).toContain('shop.order-total');
+    expect(readFileSync(join(pool, 'Dockerfile'), 'utf8')).toMatch(/CMD \["node", "index\.mjs"\]/);
+    // The project's own image for shop.receipt: staged from the project with its Dockerfile, not built.
+    const own = images.find((image) => image.displayName.startsWith('TaskTypeWorkers/'))!;
+    expect(own.source.dockerFile).toBe('worker/Dockerfile');
+    const ownContext = join(out, own.source.directory);
+    expect(existsSync(join(ownContext, 'worker', 'worker.mjs'))).toBe(true);
+    expect(existsSync(join(ownContext, 'tasks.mjs'))).toBe(true);
+    expect(existsSync(join(ownContext, 'node_modules'))).toBe(false);
+    // Its service polls the type's own queue; the scheduler dispatches shop.receipt there.
+    const template = JSON.parse(readFileSync(join(out, `${stack}.template.json`), 'utf8')) as {
+      Resources: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+    };
+    const containers = Object.values(template.Resources)
+      .filter((resource) => resource.Type === 'AWS::ECS::TaskDefinition')
+      .flatMap(
+        (resource) => resource.Properties.ContainerDefinitions as { Environment: { Name: string; Value: unknown }[] }[],
+      );
+    const queues = containers.map((container) => container.Environment.find((e) => e.Name === 'WORKER_QUEUE')?.Value);
+    expect(queues).toContain('worker-type-shop_receipt');
+    const scheduler = Object.values(template.Resources).find(
+      (resource) =>
+        resource.Type === 'AWS::Lambda::Function' && String(resource.Properties.FunctionName).endsWith('-scheduler'),
+    )!;
+    const variables = (scheduler.Properties.Environment as { Variables: Record<string, string> }).Variables;
+    expect(Object.keys(JSON.parse(variables.TASK_TYPE_QUEUES!))).toEqual(['shop.receipt']);
+  }, 900_000);
+
+  it("cdk-nag is live in the example's app: a queue planted in its stack fails the synth, and nothing else is found", async () => {
+    // Arrange: app.mjs with an unencrypted queue added to the scheduler's stack, bundling skipped.
+    const app = readFileSync(join(example, 'app.mjs'), 'utf8');
+    expect(app).toContain('new AwsSolutionsChecks(app)');
+    await writeFile(
+      join(example, 'nag-live.mjs'),
+      `import * as sqs from 'aws-cdk-lib/aws-sqs';\n${app.replace(
+        'app.synth();',
+        "new sqs.Queue(app.node.findChild(config.deploy.stackName), 'Planted', { encryption: sqs.QueueEncryption.UNENCRYPTED, enforceSSL: true });\napp.synth();",
+      )}`,
+    );
+    const cdkJson = JSON.parse(readFileSync(join(example, 'cdk.json'), 'utf8')) as { context: object };
+
+    // Act
+    const failed = await run(process.execPath, ['nag-live.mjs'], {
+      cwd: example,
+      env: {
+        ...cdkEnv(),
+        // Outside the project: the receipt worker's image is staged from the project directory.
+        CDK_OUTDIR: join(project, 'nag-live.out'),
+        CDK_CONTEXT_JSON: JSON.stringify({ ...cdkJson.context, 'aws:cdk:bundling-stacks': [] }),
+      },
+    }).then(
+      () => undefined,
+      (error: { stderr?: string; code?: number }) => error,
+    );
+
+    // Assert
+    expect(failed?.code).not.toBe(0);
+    const report = JSON.parse(readFileSync(join(project, 'nag-live.out', 'validation-report.json'), 'utf8')) as {
+      pluginReports: { violations: { ruleName: string; violatingConstructs: { constructPath: string }[] }[] }[];
+    };
+    const violations = report.pluginReports.flatMap((plugin) => plugin.violations);
+    expect(violations.map((violation) => violation.ruleName)).toContain('AwsSolutions-SQS2');
+    // Every finding is the planted queue's (SQS2 unencrypted, SQS3 no dead-letter queue).
+    const paths = violations.flatMap((violation) => violation.violatingConstructs.map((c) => c.constructPath));
+    expect([...new Set(paths)]).toEqual(['ShopTaskScheduler/Planted/Resource']);
+  }, 300_000);
 });

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runtimeCode, writeTaskModulesInject } from '../../lib/runtime-code.ts';
+import { DEPLOY_PEERS, missingPackages, runtimeCode, writeTaskModulesInject } from '../../lib/runtime-code.ts';
 import { REGISTRY_HANDLERS } from '../../lib/runtime-function.ts';
 import { REPO_ROOT } from './helpers.ts';
 
@@ -100,5 +100,10 @@ describe('Task modules in the deployed bundles', () => {
     expect(() => runtimeCode({ projectRoot: dir })).toThrow(
       /no lockfile in .*Run npm install there, or pass projectRoot/,
     );
+    // From the installed package, the peers the handlers import are looked for in the project.
+    expect(missingPackages(REPO_ROOT, [...DEPLOY_PEERS])).toEqual([]);
+    expect(missingPackages(path.join(REPO_ROOT, 'lib'), ['esbuild', 'no-such-package-for-this-test'])).toEqual([
+      'no-such-package-for-this-test',
+    ]);
   });
 });
