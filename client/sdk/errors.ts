@@ -13,6 +13,8 @@ export type KnownApiErrorCode =
   | 'invalid_runtime'
   | 'exceeds_pool'
   | 'invalid_schedule'
+  | 'unknown_dependency'
+  | 'invalid_dependency'
   | 'forbidden'
   | 'task_not_found'
   | 'route_not_found'

@@ -196,6 +196,26 @@ describe('Class: SchedulerClient', () => {
       });
     });
 
+    it('submits with dependsOn, and throws InvalidRequestError naming a missing dependency (issue 25)', async () => {
+      // Prepare
+      const dependency = await client.submit({ tenantId: 'sdk-deps', type: 'demo.sleep', payload: { ms: 60_000 } });
+
+      // Act
+      const held = await client.submit({ tenantId: 'sdk-deps', type: 'demo.echo', dependsOn: [dependency.taskId] });
+      const detail = await client.get(held.taskId);
+      const error = await client
+        .submit({ tenantId: 'sdk-deps', type: 'demo.echo', dependsOn: ['tsk_gone'] })
+        .catch((e: unknown) => e);
+      await client.cancel(dependency.taskId);
+
+      // Assess
+      expect(held.dependsOn).toEqual([dependency.taskId]);
+      expect(detail.waitingOn).toEqual([dependency.taskId]);
+      expect(detail.wait?.reason).toBe('dependencies');
+      expect(error).toBeInstanceOf(InvalidRequestError);
+      expect(error).toMatchObject({ status: 400, code: 'unknown_dependency', details: { missing: ['tsk_gone'] } });
+    });
+
     it('throws InvalidRequestError naming each invalid field', async () => {
       // Act
       const error = await client
