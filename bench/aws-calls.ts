@@ -23,6 +23,7 @@ import {
   type SubmitSpec,
   startCountedServer,
   submitAll,
+  submitBatches,
   writeBarChart,
 } from './lib.ts';
 import {
@@ -43,6 +44,8 @@ import { NO_OP_TASK_EVENTS, taskEventsUsage } from './metering/task-events.ts';
  */
 const AWS_LATENCY_MS = { DynamoDB: 6, SQS: 12 } as const;
 const API_MEMORY_GB = 0.5; // lib/task-api.ts
+/** Tasks per batch request in the batched measurement (the pinned line's "batches of 100"). */
+const BATCH_OF = 100;
 export interface AwsCallsResult {
   readonly tasks: number;
   readonly callsPerTask: number;
@@ -50,6 +53,7 @@ export interface AwsCallsResult {
   readonly stats: Map<string, CallStat>;
   readonly idleCallsPerSecond: number;
   readonly oursUsdPerMillion: number;
+  readonly oursBatchedUsdPerMillion: number;
   readonly stepFunctionsUsdPerMillion: number;
 }
 
@@ -87,6 +91,18 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
 
     console.log(formatCallTable(stats, n));
     console.log(`(${n} tasks in ${fmt(seconds)} s; the per-time calls below are included pro rata)`);
+
+    // The same tasks submitted in batches of 100 (POST /v1/tasks/batch, issue 25): one API request,
+    // one submit invocation and 10 announcement sends per 100 tasks, plus the batch's own items
+    // and each member's count (adapters/batch-store.ts).
+    await sleep(500);
+    run.counter.reset();
+    const batchedDone = run.finished(n);
+    await submitBatches(url, specs(n), BATCH_OF, 4);
+    await batchedDone;
+    const batchedStats = run.counter.snapshot();
+    console.log(`\nThe same ${n} tasks submitted in batches of ${BATCH_OF} (POST /v1/tasks/batch):`);
+    console.log(formatCallTable(batchedStats, n));
 
     // The same tasks on the Fargate pool: its long-polling workers batch deletes and reports.
     await sleep(500);
@@ -141,6 +157,20 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
     );
     console.log(formatCost('\nOurs, per million no-op tasks (variable costs):', ours));
     console.log(`ours per million tasks: $${fmt(ours.usdPerMillionTasks, 2)}`);
+    // A batch request's modelled duration: the batch's items (two rounds), the creates 32 at a
+    // time, the announcements one SendMessageBatch of 10 after another (runtime/app/batches.ts).
+    const batchApiMs =
+      5 + AWS_LATENCY_MS.DynamoDB * (2 + Math.ceil(BATCH_OF / 32)) + AWS_LATENCY_MS.SQS * Math.ceil(BATCH_OF / 10);
+    const batched = costPerMillionTasks({
+      ...usageFromCalls(batchedStats, n),
+      apiRequests: 1 / BATCH_OF,
+      lambdaInvocations: 1 / BATCH_OF + worker.invocations,
+      lambdaGbSeconds: (API_MEMORY_GB * batchApiMs) / 1000 / BATCH_OF + workerGbSeconds,
+    });
+    console.log(
+      formatCost(`\nOurs in batches of ${BATCH_OF} (submit request ${fmt(batchApiMs, 0)} ms modelled):`, batched),
+    );
+    console.log(`ours per million tasks in batches of ${BATCH_OF}: $${fmt(batched.usdPerMillionTasks, 2)}`);
     // Task events (issue 27): the bus always, and a webhook when configured (bench/metering/task-events.ts).
     const base = {
       ...usageFromCalls(stats, n),
@@ -197,6 +227,7 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
       stats,
       idleCallsPerSecond: idleCalls,
       oursUsdPerMillion: ours.usdPerMillionTasks,
+      oursBatchedUsdPerMillion: batched.usdPerMillionTasks,
       stepFunctionsUsdPerMillion: sfn.usdPerMillionTasks,
     };
   } finally {

@@ -94,6 +94,8 @@ export interface SubmitSpec {
   readonly priority?: 'critical' | 'high' | 'normal' | 'low';
   readonly runtime?: 'lambda' | 'fargate';
   readonly resources?: { readonly vcpu: number; readonly memoryMiB: number };
+  /** Do not start before this many seconds from the submit. */
+  readonly delaySeconds?: number;
 }
 
 export interface SubmittedTask {
@@ -111,6 +113,45 @@ export async function submit(url: string, spec: SubmitSpec): Promise<SubmittedTa
   if (response.status !== 202 || !body.taskId)
     throw new Error(`submit refused: ${response.status} ${JSON.stringify(body)}`);
   return { taskId: body.taskId, spec };
+}
+
+/**
+ * Submit every spec through POST /v1/tasks/batch, `size` a request (a batch is one tenant's: the
+ * specs are grouped by tenant first), at most `concurrency` requests in flight.
+ */
+export async function submitBatches(
+  url: string,
+  specs: readonly SubmitSpec[],
+  size: number,
+  concurrency: number,
+): Promise<SubmittedTask[]> {
+  const bodies: SubmitSpec[][] = [];
+  for (const group of Map.groupBy(specs, (spec) => spec.tenantId).values()) {
+    for (let from = 0; from < group.length; from += size) bodies.push(group.slice(from, from + size));
+  }
+  const submitted: SubmittedTask[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, bodies.length) }, async () => {
+      while (next < bodies.length) {
+        const batch = bodies[next++]!;
+        const response = await fetch(`${url}/v1/tasks/batch`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ tasks: batch.map((spec) => ({ type: 'demo.echo', payload: { n: 1 }, ...spec })) }),
+        });
+        const body = (await response.json()) as { results?: ({ taskId: string } | { error: unknown })[] };
+        const refused = body.results?.find((result) => 'error' in result);
+        if (response.status !== 200 || !body.results || refused) {
+          throw new Error(`batch refused: ${response.status} ${JSON.stringify(refused ?? body)}`);
+        }
+        body.results.forEach((result, i) => {
+          submitted.push({ taskId: (result as { taskId: string }).taskId, spec: batch[i]! });
+        });
+      }
+    }),
+  );
+  return submitted;
 }
 
 /** Submit every spec with at most `concurrency` requests in flight. */

@@ -6,6 +6,7 @@
  *   npm run bench -- <name> [--quick]   (one bench; `local-memory` and `intake-live` run only when named)
  */
 import { runAwsCalls } from './aws-calls.ts';
+import { runBatchIngest } from './batch-ingest.ts';
 import { runBullmqComparison } from './bullmq.ts';
 import { runDependencyCost } from './dependency-cost.ts';
 import { runFaultsLiveBench } from './faults-live.ts';
@@ -25,6 +26,7 @@ const BENCHES: {
   { name: 'policy', run: runPolicyBench },
   { name: 'local-e2e', run: runLocalE2E },
   { name: 'aws-calls', run: runAwsCalls },
+  { name: 'batch-ingest', run: runBatchIngest },
   { name: 'bullmq', run: runBullmqComparison },
   { name: 'local-memory', run: runLocalMemory, onlyWhenNamed: true },
   { name: 'intake-live', run: runIntakeLive, onlyWhenNamed: true },

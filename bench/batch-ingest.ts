@@ -1,0 +1,77 @@
+/**
+ * Batched ingest against one-by-one (issue 25): the same N tasks (100,000 by default) submitted to
+ * the local runtime over HTTP, once as 100 batches (N/100 tasks each, at most 1,000) through
+ * POST /v1/tasks/batch, and once one POST /v1/tasks each, each mode
+ * on a fresh runtime, in one run. Ingest is from the first request to the last answer; the tasks
+ * are delayed an hour so that running them does not compete with the submits for the CPU. Prints
+ * the ratio and the calls per task of each mode (the call counter of bench/metering).
+ *
+ *   npm run bench -- batch-ingest [--quick] [--tasks N]
+ */
+import { MAX_BATCH_TASKS } from '../runtime/core/batch.ts';
+import {
+  type BenchOptions,
+  benchConfig,
+  fmt,
+  isMain,
+  machineLoad,
+  type SubmitSpec,
+  startCountedServer,
+  submitAll,
+  submitBatches,
+} from './lib.ts';
+
+export interface BatchIngestResult {
+  readonly tasks: number;
+  readonly oneByOnePerSecond: number;
+  readonly batchedPerSecond: number;
+  readonly ratio: number;
+}
+
+/** Requests in flight: the one-by-one client as bench/aws-calls.ts, the batch client as the SDK. */
+const ONE_BY_ONE_CONCURRENCY = 16;
+const BATCH_CONCURRENCY = 2;
+
+export async function runBatchIngest(options: BenchOptions & { tasks?: number }): Promise<BatchIngestResult> {
+  const n = options.tasks ?? (options.quick ? 5_000 : 100_000);
+  const batchSize = Math.min(MAX_BATCH_TASKS, Math.max(1, Math.ceil(n / 100)));
+  console.log(
+    `\n## Batched ingest (${n} tasks: ${Math.ceil(n / batchSize)} batches of ${batchSize}, against one request a task; ${await machineLoad()})`,
+  );
+  const specs: SubmitSpec[] = Array.from({ length: n }, (_, i) => ({
+    tenantId: 'ingest',
+    payload: { i },
+    delaySeconds: 3600,
+  }));
+  const measure = async (mode: 'batched' | 'one by one') => {
+    const run = await startCountedServer(benchConfig());
+    try {
+      run.counter.reset();
+      const t0 = performance.now();
+      if (mode === 'batched') await submitBatches(run.server.url, specs, batchSize, BATCH_CONCURRENCY);
+      else await submitAll(run.server.url, specs, ONE_BY_ONE_CONCURRENCY);
+      const seconds = (performance.now() - t0) / 1000;
+      const calls = [...run.counter.snapshot().values()].reduce((sum, s) => sum + s.count, 0);
+      console.log(
+        `${mode.padEnd(11)} ${fmt(seconds)} s, ${fmt(n / seconds, 0)} tasks/s, ${fmt(calls / n, 2)} AWS calls a task`,
+      );
+      return n / seconds;
+    } finally {
+      await run.stop();
+    }
+  };
+  const oneByOne = await measure('one by one');
+  const batched = await measure('batched');
+  console.log(
+    `batched ingest / one by one: ${fmt(batched, 0)} / ${fmt(oneByOne, 0)} tasks/s = ${fmt(batched / oneByOne, 2)}×`,
+  );
+  return { tasks: n, oneByOnePerSecond: oneByOne, batchedPerSecond: batched, ratio: batched / oneByOne };
+}
+
+if (isMain(import.meta.url)) {
+  const at = process.argv.indexOf('--tasks');
+  await runBatchIngest({
+    quick: process.argv.includes('--quick'),
+    ...(at > 0 ? { tasks: Number(process.argv[at + 1]) } : {}),
+  });
+}
