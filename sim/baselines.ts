@@ -10,7 +10,8 @@
  * a Fargate task that does not fit is passed by later ones that do (first fit among the next 64),
  * with no reservation — the usual behaviour of a worker that pulls what it can run.
  */
-import { addInto, capacityOf, demandOf, fits, zeroVector } from '../runtime/core/policy/drf.ts';
+import { fits } from '../runtime/core/policy/constraints.ts';
+import { addInto, capacityOf, demandOf, zeroVector } from '../runtime/core/policy/drf.ts';
 import { IndexedHeap, NOT_IN_HEAP } from '../runtime/core/policy/heap.ts';
 import type { Candidate, Pools, ResourceVector } from '../runtime/core/policy/types.ts';
 import { tierRank } from '../runtime/core/task.ts';

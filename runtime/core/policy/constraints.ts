@@ -12,12 +12,14 @@
  * - task units (task-type pause, concurrency key) hold one task: the engine parks it apart and
  *   serves the tenant's next task, so a held task never blocks the work behind it (no
  *   head-of-line blocking), and a parked task counts for nothing (no share, no slot, no quota).
- * Capacity (the pool's free resources, drf.ts `fits`) is the fifth, asked per pool.
+ * Capacity (the pool's free resources) is the fifth, asked per pool: it holds a task the engine
+ * keeps ready (the next one that fits may start beside it, or the pool is reserved for it).
  *
  * The engine's view is a cache. The durable records decide where it matters (control store):
  * the start-rate bucket and the key's holders are conditional writes in the dispatch round, and
  * pauses are read consistently after the round's picks (runtime/scheduler/dispatch.ts).
  */
+import type { Runtime } from '../task.ts';
 import type { StartRate, TenantSettings } from '../tenant-settings.ts';
 import { nextStartUs } from './rate.ts';
 
@@ -98,6 +100,43 @@ export const concurrencyKey = {
     if (task.concurrencyKey === undefined) return undefined;
     const limit = task.concurrencyLimit ?? DEFAULT_CONCURRENCY_LIMIT;
     return active >= limit ? { constraint: 'key', key: task.concurrencyKey, active, limit } : undefined;
+  },
+};
+
+/** A pool's resources, used or asked for (drf.ts's `ResourceVector`: Lambda slots, Fargate vCPU and memory). */
+export interface PoolAmounts {
+  readonly slots: number;
+  readonly milliVcpu: number;
+  readonly memoryMiB: number;
+}
+
+const NOTHING: PoolAmounts = { slots: 0, milliVcpu: 0, memoryMiB: 0 };
+
+/** True when `demand` fits in `size − used` on every resource. */
+export function fits(demand: PoolAmounts, used: PoolAmounts, size: PoolAmounts): boolean {
+  return (
+    used.slots + demand.slots <= size.slots &&
+    used.milliVcpu + demand.milliVcpu <= size.milliVcpu &&
+    used.memoryMiB + demand.memoryMiB <= size.memoryMiB
+  );
+}
+
+/** The capacity unit's hold: the pool has no room for the task now, or never (bigger than the pool). */
+export interface CapacityHold {
+  readonly constraint: 'capacity';
+  readonly runtime: Runtime;
+  readonly never: boolean;
+}
+
+export const capacity = {
+  hold(demand: PoolAmounts, used: PoolAmounts, size: PoolAmounts, runtime: Runtime): CapacityHold | undefined {
+    if (!fits(demand, NOTHING, size)) return { constraint: 'capacity', runtime, never: true };
+    return fits(demand, used, size) ? undefined : { constraint: 'capacity', runtime, never: false };
+  },
+  describe(hold: CapacityHold): string {
+    return hold.never
+      ? `It is bigger than the whole ${hold.runtime} pool`
+      : `The ${hold.runtime} pool has no room for it now`;
   },
 };
 

@@ -35,15 +35,6 @@ export function addInto(target: ResourceVector, delta: ResourceVector, sign: 1 |
   target.memoryMiB += sign * delta.memoryMiB;
 }
 
-/** True when `demand` fits in `capacity − used` on every resource. */
-export function fits(demand: ResourceVector, used: ResourceVector, capacity: ResourceVector): boolean {
-  return (
-    used.slots + demand.slots <= capacity.slots &&
-    used.milliVcpu + demand.milliVcpu <= capacity.milliVcpu &&
-    used.memoryMiB + demand.memoryMiB <= capacity.memoryMiB
-  );
-}
-
 /** max over resources of used / capacity (a resource with no capacity counts as 0). */
 export function dominantShare(used: ResourceVector, capacity: ResourceVector): number {
   const ratio = (u: number, c: number) => (c > 0 ? u / c : 0);

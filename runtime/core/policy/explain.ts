@@ -8,7 +8,7 @@ import type { PolicyName, SchedulerConfig } from '../config.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Runtime, tierRank } from '../task.ts';
 import { effectiveRank, type NoBoundReason, topTierAtMs, type WaitBound, waitBound } from './aging.ts';
 import { rotationBoundSeconds } from './bound.ts';
-import { describeHold, type Hold } from './constraints.ts';
+import { capacity, describeHold, type Hold } from './constraints.ts';
 
 /** The wait reason each constraint unit's hold reports. */
 const HOLD_REASONS = {
@@ -295,7 +295,11 @@ function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message:
   if (task.runAtMs > view.nowMs) {
     return { reason: 'delayed', message: `Not eligible before ${new Date(task.runAtMs).toISOString()}` };
   }
-  if (!task.fitsPool) return { reason: 'capacity', message: `It is bigger than the whole ${task.runtime} pool` };
+  if (!task.fitsPool)
+    return {
+      reason: 'capacity',
+      message: capacity.describe({ constraint: 'capacity', runtime: task.runtime, never: true }),
+    };
   if (view.hold) return { reason: HOLD_REASONS[view.hold.constraint], message: describeHold(view.hold, task.tenantId) };
   if (pool.unknown) {
     return { reason: 'queue', message: 'The scheduler has not reported what is ahead of it yet' };
@@ -312,7 +316,11 @@ function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message:
       message: `The ${task.runtime} pool is held for a larger task that goes first; it drains until that one fits`,
     };
   }
-  if (!task.fitsFree) return { reason: 'capacity', message: `The ${task.runtime} pool has no room for it now` };
+  if (!task.fitsFree)
+    return {
+      reason: 'capacity',
+      message: capacity.describe({ constraint: 'capacity', runtime: task.runtime, never: false }),
+    };
   const leader = pool.leader;
   if (!leader || leader.taskId === task.taskId) {
     return { reason: 'queue', message: "Nothing ranks ahead of it; it starts on the scheduler's next round" };

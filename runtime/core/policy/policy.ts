@@ -52,8 +52,15 @@ import type { PolicyName } from '../config.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Runtime, tierRank } from '../task.ts';
 import { type StartRate, startRateOf, type TenantSettings } from '../tenant-settings.ts';
 import { effectiveRank, nextPromotionMs } from './aging.ts';
-import { concurrencyKey, DEFAULT_CONCURRENCY_LIMIT, type Hold, tenantHold, typePause } from './constraints.ts';
-import { addInto, capacityOf, demandOf, fits, weightedDominantShare, zeroVector } from './drf.ts';
+import {
+  capacity,
+  concurrencyKey,
+  DEFAULT_CONCURRENCY_LIMIT,
+  type Hold,
+  tenantHold,
+  typePause,
+} from './constraints.ts';
+import { addInto, capacityOf, demandOf, weightedDominantShare, zeroVector } from './drf.ts';
 import { explainWait, type HoldSeconds, type PoolLeader, type WaitExplanation } from './explain.ts';
 import { IndexedHeap, NOT_IN_HEAP } from './heap.ts';
 import { grantStarts } from './rate.ts';
@@ -398,7 +405,7 @@ export class SchedulingPolicy {
     this.#waiting.set(candidate.taskId, task);
     tenant.waiting++;
     pool.waiting++;
-    if (!fits(demand, zeroVector(), this.#capacity)) {
+    if (capacity.hold(demand, zeroVector(), this.#capacity, pool.runtime)) {
       // Bigger than the whole pool: it could only block its tenant's queue. Kept aside, explained.
       task.state = 'unschedulable';
       this.#unschedulable++;
@@ -972,7 +979,7 @@ export class SchedulingPolicy {
   }
 
   #fitsFree(task: WaitingTask): boolean {
-    return fits(task.demand, this.#used, this.#capacity);
+    return capacity.hold(task.demand, this.#used, this.#capacity, task.pool.runtime) === undefined;
   }
 
   #holdMs(task: WaitingTask): number {
@@ -1064,7 +1071,7 @@ export class SchedulingPolicy {
     const running = [...pool.running].sort((a, b) => a.untilMs - b.untilMs);
     for (const active of running) {
       addInto(used, active.demand, -1);
-      if (fits(task.demand, used, this.#capacity)) return active.untilMs;
+      if (!capacity.hold(task.demand, used, this.#capacity, task.pool.runtime)) return active.untilMs;
     }
     return Number.POSITIVE_INFINITY;
   }

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  capacity,
   concurrencyKey,
   quota,
   startRate,
@@ -102,6 +103,23 @@ describe('Module: constraints (one unit each)', () => {
     });
     expect(concurrencyKey.hold({ concurrencyKey: 'k', concurrencyLimit: 2 }, 1)).toBeUndefined();
     expect(concurrencyKey.hold({}, 5)).toBeUndefined();
+  });
+
+  it('capacity holds a task its pool has no room for now, and says never for one bigger than the pool', () => {
+    const pool = { slots: 0, milliVcpu: 4000, memoryMiB: 8192 };
+    const task = { slots: 0, milliVcpu: 2000, memoryMiB: 4096 };
+    expect(capacity.hold(task, { slots: 0, milliVcpu: 2000, memoryMiB: 0 }, pool, 'fargate')).toBeUndefined();
+    const now = capacity.hold(task, { slots: 0, milliVcpu: 2500, memoryMiB: 0 }, pool, 'fargate');
+    expect(now).toEqual({ constraint: 'capacity', runtime: 'fargate', never: false });
+    expect(capacity.describe(now!)).toBe('The fargate pool has no room for it now');
+    const never = capacity.hold(
+      { ...task, memoryMiB: 9000 },
+      { slots: 0, milliVcpu: 0, memoryMiB: 0 },
+      pool,
+      'fargate',
+    );
+    expect(never).toEqual({ constraint: 'capacity', runtime: 'fargate', never: true });
+    expect(capacity.describe(never!)).toBe('It is bigger than the whole fargate pool');
   });
 });
 
