@@ -211,8 +211,25 @@ const SCRIPT = `
     }));
   }
 
+  function renderBatches(s) {
+    var batches = s.openBatches || [];
+    if (batches.length === 0) { fill('batches', [empty('No batch in progress. Try: tasks submit --file tasks.ndjson --tenant acme', 5)]); return; }
+    fill('batches', batches.map(function (b) {
+      var c = b.counts || { succeeded: 0, failed: 0, cancelled: 0, excluded: 0, pending: b.total };
+      var ended = c.succeeded + c.failed + c.cancelled;
+      var members = b.total - c.excluded;
+      return el('tr', { 'data-batch': b.batchId }, [
+        el('td', { class: 'mono', text: b.batchId, title: b.batchId }),
+        el('td', { class: 'mono', text: b.tenantId }),
+        el('td', null, [barRow(members > 0 ? ended / members : 1, ended + ' of ' + members + ' ended', { title: 'members ended of those accepted' })]),
+        el('td', { class: 'num', text: c.succeeded + ' / ' + c.failed + ' / ' + c.cancelled }),
+        el('td', { class: 'num', text: String(c.pending) }),
+      ]);
+    }));
+  }
+
   function render(s) {
-    renderHeader(s); renderTiers(s); renderPools(s); renderTenants(s); renderTasks(s);
+    renderHeader(s); renderTiers(s); renderPools(s); renderTenants(s); renderBatches(s); renderTasks(s);
     document.body.setAttribute('data-loaded', 'true');
   }
 
@@ -268,6 +285,12 @@ const BODY = `
     <tbody id="tenants"><tr><td class="empty" colspan="6">Loading\u2026</td></tr></tbody></table>
     <p class="hint" id="paused-types"></p>
     <div class="legend"><span><i></i>running / share held</span><span><i class="full"></i>quota reached</span><span><i class="over"></i>above its fair share: others go first</span><span><i class="mark"></i>entitlement</span></div>
+  </section>
+  <section class="wide" aria-labelledby="h-batches">
+    <h2 id="h-batches">Batches in progress</h2>
+    <p class="hint">Batches (POST /v1/tasks/batch) whose tasks have not all ended: how many ended, how, and how many are pending. When the last one ends the batch's then-task is submitted.</p>
+    <table><thead><tr><th>Batch</th><th>Tenant</th><th>Ended</th><th class="num">Succeeded / failed / cancelled</th><th class="num">Pending</th></tr></thead>
+    <tbody id="batches"><tr><td class="empty" colspan="5">Loading\u2026</td></tr></tbody></table>
   </section>
   <section class="wide" aria-labelledby="h-tasks">
     <h2 id="h-tasks">Recent tasks</h2>

@@ -137,6 +137,15 @@ export const EXAMPLE_STATUS = {
     },
   ],
   recentTasks: [{ ...EXAMPLE_TASK, wait: EXAMPLE_WAIT }],
+  openBatches: [
+    {
+      batchId: 'bat_Q2x7mN4pR8sT1vW5yZ9aB3cD6e',
+      tenantId: EXAMPLE_TENANT_ID,
+      createdAt: '2026-12-01T08:59:40.000Z',
+      total: 1000,
+      counts: { succeeded: 612, failed: 3, cancelled: 0, excluded: 2, pending: 383 },
+    },
+  ],
 };
 
 /** An error body of each code the API answers with, by HTTP status. */

@@ -17,13 +17,15 @@ import { EXAMPLE_STATUS } from './examples.ts';
 import { LIST_RESPONSE_BUDGET_BYTES, MAX_ID_LENGTH } from './limits.ts';
 import { defineRoute } from './route.ts';
 import { idSchema } from './schemas.ts';
-import { errorResponseSchema, fitToBudget, presentTask, taskViewSchema, waitSchema } from './views.ts';
+import { batchViewSchema, errorResponseSchema, fitToBudget, presentTask, taskViewSchema, waitSchema } from './views.ts';
 
 /** Tenants shown at most: the dashboard is for eyes, and each costs a few reads. */
 export const MAX_STATUS_TENANTS = 20;
 export const RECENT_PER_TENANT = { min: 0, max: 20, default: 5 } as const;
 /** Recent tasks returned at most, newest first, across the shown tenants. */
 export const MAX_RECENT_TASKS = 50;
+/** Open batches the status shows (each costs a read of its counter shards). */
+export const MAX_OPEN_BATCHES = 5;
 
 export const statusQuerySchema = z.strictObject({
   recent: z
@@ -136,6 +138,12 @@ export const statusSchema = z
     recentTasks: z
       .array(taskViewSchema.extend({ wait: waitSchema.optional() }))
       .meta({ description: `Newest tasks of the shown tenants, at most ${MAX_RECENT_TASKS}` }),
+    openBatches: z
+      .array(batchViewSchema)
+      .optional()
+      .meta({
+        description: `Batches not ended yet, newest first, at most ${MAX_OPEN_BATCHES} (of tenants the caller may see)`,
+      }),
   })
   .meta({ id: 'Status' });
 export type StatusView = z.infer<typeof statusSchema>;
@@ -256,6 +264,7 @@ export async function buildStatus(
         parked: ownEntry(snapshot?.parkedByType, type.type) ?? 0,
       })),
     recentTasks,
+    openBatches: await services.batches.listOpen(MAX_OPEN_BATCHES, input.mayActFor),
   };
 }
 

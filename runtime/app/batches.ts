@@ -429,6 +429,22 @@ export class BatchService {
     return viewOf(batch, counts);
   }
 
+  /**
+   * Batches not ended yet, at most `limit` of those `include` accepts (the dashboard's): read from
+   * the sweeper's open list (one Query a key), with their counts so far.
+   */
+  async listOpen(limit: number, include: (tenantId: string) => Promise<boolean>): Promise<BatchView[]> {
+    const ids = await this.#deps.batches.listOpenDue('9999', limit);
+    const views: BatchView[] = [];
+    for (const batchId of ids) {
+      if (views.length >= limit) break;
+      const batch = await this.#deps.batches.get(batchId);
+      if (!batch || batch.endedAt || !(await include(batch.tenantId))) continue;
+      views.push(viewOf(batch, sumCounts(await this.#deps.batches.getCounters(batch))));
+    }
+    return views.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+  }
+
   async list(tenantId: string, limit: number, cursor?: string): Promise<{ items: BatchView[]; nextCursor?: string }> {
     const page = await this.#deps.batches.list(tenantId, limit, cursor);
     const items = page.items.map((batch) => viewOf(batch, batch.counts));

@@ -22,7 +22,7 @@ let context: BrowserContext;
 let page: Page;
 let profile: string;
 const pageErrors: string[] = [];
-const delayed: { taskId?: string } = {};
+const delayed: { taskId?: string; batchId?: string } = {};
 
 beforeAll(async () => {
   const browser = await findChromium();
@@ -40,6 +40,13 @@ beforeAll(async () => {
     })),
   ]);
   delayed.taskId = (await client.submit({ tenantId: 'globex', type: 'demo.echo', delaySeconds: 3600 })).taskId;
+  // A batch that stays open: one task ends at once, two wait an hour.
+  const batch = await client.submitBatch([
+    { tenantId: 'globex', type: 'demo.echo' },
+    { tenantId: 'globex', type: 'demo.echo', delaySeconds: 3600 },
+    { tenantId: 'globex', type: 'demo.echo', delaySeconds: 3600 },
+  ]);
+  delayed.batchId = batch.batches[0]!.batchId;
 
   profile = await mkdtemp(join(tmpdir(), 'dashboard-chromium-'));
   context = await chromium.launchPersistentContext(profile, {
@@ -105,6 +112,9 @@ describe('Dashboard in headless Chromium', () => {
     expect(await page.locator('#meta').textContent()).toMatch(
       /policy fair-share · aging every 5m 0s · [\d.]+ dispatches\/s/,
     );
+    const batchRow = page.locator(`tr[data-batch="${delayed.batchId}"]`);
+    await expect.poll(() => batchRow.locator('td').nth(2).textContent(), { timeout: 20_000 }).toBe('1 of 3 ended');
+    expect(await batchRow.locator('td').last().textContent()).toBe('2');
     expect(pageErrors).toEqual([]);
   });
 
