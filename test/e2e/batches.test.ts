@@ -8,11 +8,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { consoleLogger } from '../../local/console-logger.ts';
-import { type LocalServer, startLocalServer } from '../../local/server.ts';
-import { parseConfig } from '../../runtime/core/config.ts';
+import type { LocalServer } from '../../local/server.ts';
 import { NonRetryableError } from '../../runtime/core/errors.ts';
-import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
+import { defineTaskType } from '../../runtime/task-types/define.ts';
+import { apiOf, startTestServer } from '../helpers/live-server.ts';
 
 /** Handler runs by tag: every task must run exactly once. */
 const runs = new Map<string, number>();
@@ -29,30 +28,13 @@ const countType = defineTaskType({
 
 let server: LocalServer;
 beforeAll(async () => {
-  server = await startLocalServer({
-    config: parseConfig({
-      pools: { lambda: { concurrency: 50 }, fargate: { vcpu: 1, memoryMiB: 2048 } },
-      tenantDefaults: { weight: 1, maxConcurrency: 50 },
-    }),
-    port: 0,
-    examples: false,
-    summaryEverySeconds: 0,
-    logger: consoleLogger({ quiet: true }),
-    registry: new TaskTypeRegistry([countType]),
-  });
+  server = await startTestServer([countType], 50);
 });
 afterAll(async () => {
   await server?.stop();
 });
 
-async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const api = apiOf(() => server.url);
 
 type ItemResult = { taskId: string; state: string; created: boolean } | { error: { code: string; message: string } };
 interface BatchView {

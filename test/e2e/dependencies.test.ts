@@ -8,11 +8,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { consoleLogger } from '../../local/console-logger.ts';
-import { type LocalServer, startLocalServer } from '../../local/server.ts';
-import { parseConfig } from '../../runtime/core/config.ts';
+import type { LocalServer } from '../../local/server.ts';
 import { NonRetryableError } from '../../runtime/core/errors.ts';
-import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
+import { defineTaskType } from '../../runtime/task-types/define.ts';
+import { apiOf, startTestServer } from '../helpers/live-server.ts';
 
 /** Gated tasks running now, by tag: calling one ends that task. */
 const gates = new Map<string, () => void>();
@@ -38,31 +37,14 @@ const step = defineTaskType({
 
 let server: LocalServer;
 beforeAll(async () => {
-  server = await startLocalServer({
-    config: parseConfig({
-      pools: { lambda: { concurrency: 20 }, fargate: { vcpu: 1, memoryMiB: 2048 } },
-      tenantDefaults: { weight: 1, maxConcurrency: 20 },
-    }),
-    port: 0,
-    examples: false,
-    summaryEverySeconds: 0,
-    logger: consoleLogger({ quiet: true }),
-    registry: new TaskTypeRegistry([step]),
-  });
+  server = await startTestServer([step], 20);
 });
 afterAll(async () => {
   for (const release of gates.values()) release();
   await server?.stop();
 });
 
-async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const api = apiOf(() => server.url);
 
 interface TaskView {
   taskId: string;

@@ -7,11 +7,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { consoleLogger } from '../../local/console-logger.ts';
-import { type LocalServer, startLocalServer } from '../../local/server.ts';
-import { parseConfig } from '../../runtime/core/config.ts';
+import type { LocalServer } from '../../local/server.ts';
 import { firstNonConforming } from '../../runtime/core/policy/rate.ts';
-import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
+import { defineTaskType } from '../../runtime/task-types/define.ts';
+import { apiOf, startTestServer } from '../helpers/live-server.ts';
 
 /** Gated tasks running now, by tag: calling one ends that task. */
 const gates = new Map<string, () => void>();
@@ -52,28 +51,11 @@ afterEach(async () => {
 
 async function start(): Promise<LocalServer> {
   gatesOpen = false;
-  server = await startLocalServer({
-    config: parseConfig({
-      pools: { lambda: { concurrency: 50 }, fargate: { vcpu: 1, memoryMiB: 2048 } },
-      tenantDefaults: { weight: 1, maxConcurrency: 50 },
-    }),
-    port: 0,
-    examples: false,
-    summaryEverySeconds: 0,
-    logger: consoleLogger({ quiet: true }),
-    registry: new TaskTypeRegistry([flow, other]),
-  });
+  server = await startTestServer([flow, other], 50);
   return server;
 }
 
-async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${server!.url}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const api = apiOf(() => server!.url);
 
 interface TaskView {
   taskId: string;

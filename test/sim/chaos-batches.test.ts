@@ -9,8 +9,9 @@ import type { Task } from '../../runtime/core/task.ts';
 import { checkHistory } from '../../sim/chaos/check.ts';
 import type { History } from '../../sim/chaos/history.ts';
 import { DEFAULT_OPTIONS, runChaos } from '../../sim/chaos/run.ts';
+import { emptyHistory, HISTORY_T0 } from '../helpers/chaos-history.ts';
 
-const T0 = Date.parse('2026-01-05T00:00:00.000Z');
+const T0 = HISTORY_T0;
 
 const task = (taskId: string, state: Task['state'], payload: unknown = {}): Task =>
   ({
@@ -33,11 +34,7 @@ function history(then: { atMs: number; summary: unknown } | undefined, extra: Ta
     ...(then ? [{ atMs: then.atMs, task: task('then', 'SUCCEEDED', { batch: then.summary }) }] : []),
   ];
   const finals = new Map(writes.map(({ task }) => [task.taskId, task]));
-  return {
-    seed: 0,
-    startMs: T0,
-    endMs: T0 + 60_000,
-    tenants: {},
+  return emptyHistory({
     accepted: ['m1', 'm2'].map((taskId) => ({
       taskId,
       tenantId: 'a',
@@ -47,24 +44,9 @@ function history(then: { atMs: number; summary: unknown } | undefined, extra: Ta
       boundAtMs: T0,
     })),
     batches: [{ batchId: 'bat_1', tenantId: 'a', memberIds: ['m1', 'm2'], thenTaskId: 'then', atMs: T0 }],
-    bounds: [],
-    admitted: new Map(),
-    leases: [],
-    stalls: [],
-    pauses: [],
-    unacknowledged: 0,
-    runs: [],
-    starts: [],
-    deaths: [],
     writes,
-    receives: [],
-    sends: [],
-    deadLettered: [],
     finalTasks: [...finals.values(), ...extra],
-    schedulerInvocations: 0,
-    scheduler: { invoked: {}, ended: {} },
-    calls: { ok: 0, lost: 0, throttled: 0 },
-  };
+  });
 }
 
 const right = { batchId: 'bat_1', succeeded: 1, failed: 1, cancelled: 0 };

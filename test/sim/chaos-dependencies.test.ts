@@ -9,35 +9,17 @@ import type { Task } from '../../runtime/core/task.ts';
 import { checkHistory } from '../../sim/chaos/check.ts';
 import type { History } from '../../sim/chaos/history.ts';
 import { CHAOS_SCENARIOS, DEFAULT_OPTIONS, runChaos } from '../../sim/chaos/run.ts';
+import { emptyHistory, HISTORY_T0 } from '../helpers/chaos-history.ts';
 
-const T0 = Date.parse('2026-01-05T00:00:00.000Z');
+const T0 = HISTORY_T0;
 
 function history(writes: { atMs: number; task: Task }[], extra: Partial<History> = {}): History {
-  return {
-    seed: 0,
-    startMs: T0,
-    endMs: T0 + 60_000,
+  return emptyHistory({
     tenants: { a: { weight: 1, maxConcurrency: 10 } },
-    accepted: [],
-    bounds: [],
-    admitted: new Map(),
-    leases: [],
-    stalls: [],
-    pauses: [],
-    unacknowledged: 0,
-    runs: [],
-    starts: [],
-    deaths: [],
     writes,
-    receives: [],
-    sends: [],
-    deadLettered: [],
     finalTasks: writes.map((write) => write.task),
-    schedulerInvocations: 0,
-    scheduler: { invoked: {}, ended: {} },
-    calls: { ok: 0, lost: 0, throttled: 0 },
     ...extra,
-  };
+  });
 }
 
 const task = (taskId: string, state: Task['state'], extra: Partial<Task> = {}): Task =>
