@@ -7,11 +7,17 @@
  * The local retention is shorter than AWS's (FINISHED_TASK_RETENTION_DAYS): a laptop keeps an
  * hour of history by default, enough for the dashboard, `tasks list` and debugging. Each delete
  * is conditional on the version the sweep saw, so a task retried in the meantime is kept.
+ *
+ * Items of the table that are not tasks (a batch's records: no `state`) get AWS's `expiresAt`
+ * once their batch has ended (runtime/adapters/batch-store.ts); they go when the batch ended
+ * longer ago than the local retention (expiresAt − AWS's retention), conditional on the
+ * `expiresAt` the sweep saw.
  */
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, type DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { TaskLogger } from '../runtime/core/logger.ts';
 import { TERMINAL_STATES } from '../runtime/core/task.ts';
+import { FINISHED_TASK_RETENTION_DAYS } from '../runtime/infra/resources.ts';
 
 /** Conditional deletes in flight at once during a sweep. */
 const DELETE_CONCURRENCY = 8;
@@ -44,7 +50,10 @@ export function startTaskExpiry(options: TaskExpiryOptions): TaskExpiry {
   let stopped = false;
 
   async function sweepOnce(): Promise<number> {
-    const cutoff = new Date(now().getTime() - retentionSeconds * 1000).toISOString();
+    const cutoffMs = now().getTime() - retentionSeconds * 1000;
+    const cutoff = new Date(cutoffMs).toISOString();
+    // A stateless item whose AWS expiry is before this ended before the cutoff.
+    const statelessBefore = Math.floor(cutoffMs / 1000) + FINISHED_TASK_RETENTION_DAYS * 86_400;
     let deleted = 0;
     let startKey: Record<string, unknown> | undefined;
     do {
@@ -52,14 +61,16 @@ export function startTaskExpiry(options: TaskExpiryOptions): TaskExpiry {
         new ScanCommand({
           TableName: tableName,
           // A task whose events are not all delivered yet stays (its outbox is the only record).
-          FilterExpression: '#state IN (:s0, :s1, :s2) AND finishedAt < :cutoff AND attribute_not_exists(outbox)',
-          ProjectionExpression: 'taskId, #version',
+          FilterExpression:
+            '(#state IN (:s0, :s1, :s2) AND finishedAt < :cutoff AND attribute_not_exists(outbox)) OR (attribute_not_exists(#state) AND expiresAt < :statelessBefore)',
+          ProjectionExpression: 'taskId, #version, #state, expiresAt',
           ExpressionAttributeNames: { '#state': 'state', '#version': 'version' },
           ExpressionAttributeValues: {
             ':s0': TERMINAL_STATES[0],
             ':s1': TERMINAL_STATES[1],
             ':s2': TERMINAL_STATES[2],
             ':cutoff': cutoff,
+            ':statelessBefore': statelessBefore,
           },
           ExclusiveStartKey: startKey,
         }),
@@ -74,9 +85,17 @@ export function startTaskExpiry(options: TaskExpiryOptions): TaskExpiry {
                 new DeleteCommand({
                   TableName: tableName,
                   Key: { taskId: item.taskId },
-                  ConditionExpression: '#version = :version AND attribute_not_exists(outbox)',
-                  ExpressionAttributeNames: { '#version': 'version' },
-                  ExpressionAttributeValues: { ':version': item.version },
+                  ...(item.state === undefined
+                    ? {
+                        ConditionExpression: 'attribute_not_exists(#state) AND expiresAt = :expiresAt',
+                        ExpressionAttributeNames: { '#state': 'state' },
+                        ExpressionAttributeValues: { ':expiresAt': item.expiresAt },
+                      }
+                    : {
+                        ConditionExpression: '#version = :version AND attribute_not_exists(outbox)',
+                        ExpressionAttributeNames: { '#version': 'version' },
+                        ExpressionAttributeValues: { ':version': item.version },
+                      }),
                 }),
               );
               deleted++;
