@@ -5,10 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { progressLine } from '../../client/cli/commands/submit-file.ts';
-import { type CliIo, runCli } from '../../client/cli/run.ts';
 import { SchedulerClient } from '../../index.ts';
 import type { LocalServer } from '../../local/server.ts';
-import { startQuietServer } from './local-server.ts';
+import { cliAgainst, startQuietServer } from './local-server.ts';
 
 let server: LocalServer;
 let client: SchedulerClient;
@@ -20,21 +19,7 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function cli(argv: string[], io: Partial<CliIo> = {}) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    env: { SCHEDULER_ENDPOINT: server.url },
-    ...io,
-  });
-  return { code, stdout, stderr };
-}
+const cli = cliAgainst(() => server.url);
 
 describe('Method: submitBatch', () => {
   it('splits an array into requests and answers in input order, a bad item in its place', async () => {

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type CliIo, runCli } from '../../client/cli/run.ts';
+import { runCli } from '../../client/cli/run.ts';
 import { startEmulators } from '../../local/emulators.ts';
 import type { LocalServer } from '../../local/server.ts';
-import { startQuietServer } from './local-server.ts';
+import { cliAgainst, startQuietServer } from './local-server.ts';
 
 let server: LocalServer;
 
@@ -18,28 +18,7 @@ afterAll(async () => {
   await server.stop();
 });
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run the CLI in-process against the local server (via SCHEDULER_ENDPOINT, as a user would). */
-async function cli(argv: string[], io: Partial<CliIo> = {}): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    env: { SCHEDULER_ENDPOINT: server.url },
-    ...io,
-  });
-  return { code, stdout, stderr };
-}
+const cli = cliAgainst(() => server.url);
 
 describe('Function: runCli', () => {
   describe('Help and usage errors', () => {

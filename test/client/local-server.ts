@@ -3,6 +3,7 @@
  * port, quiet, for tests that drive it over HTTP as a user would.
  */
 
+import { type CliIo, runCli } from '../../client/cli/run.ts';
 import { type LocalServer, startLocalServer } from '../../local/server.ts';
 import { parseConfig } from '../../runtime/core/config.ts';
 
@@ -16,4 +17,29 @@ export async function startQuietServer(): Promise<LocalServer> {
     summaryEverySeconds: 0,
     logger: quiet,
   });
+}
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the CLI in-process against the server at `url()` (via SCHEDULER_ENDPOINT, as a user would), output captured. */
+export function cliAgainst(url: () => string) {
+  return async (argv: string[], io: Partial<CliIo> = {}): Promise<CliRun> => {
+    let stdout = '';
+    let stderr = '';
+    const code = await runCli(argv, {
+      stdout: (text) => {
+        stdout += text;
+      },
+      stderr: (text) => {
+        stderr += text;
+      },
+      env: { SCHEDULER_ENDPOINT: url() },
+      ...io,
+    });
+    return { code, stdout, stderr };
+  };
 }

@@ -6,12 +6,11 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliIo, runCli } from '../../client/cli/run.ts';
 import { SchedulerClient } from '../../client/sdk/client.ts';
 import type { LocalServer } from '../../local/server.ts';
 import { parseTraceFile } from '../../runtime/ops/trace-file.ts';
 import { replay } from '../../sim/replay.ts';
-import { startQuietServer } from './local-server.ts';
+import { cliAgainst, startQuietServer } from './local-server.ts';
 
 let server: LocalServer;
 
@@ -22,21 +21,7 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function cli(argv: string[], io: Partial<CliIo> = {}) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(argv, {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    env: { SCHEDULER_ENDPOINT: server.url },
-    ...io,
-  });
-  return { code, stdout, stderr };
-}
+const cli = cliAgainst(() => server.url);
 
 describe('Command: tasks trace export', () => {
   it('writes the tasks that ran as a trace that replays task for task', async () => {
