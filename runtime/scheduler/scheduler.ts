@@ -33,6 +33,7 @@ import { BacklogCounter, RecentlyFinishedTenants } from './backlog.ts';
 import { dispatchReady, type HeldLease, mayDispatch } from './dispatch.ts';
 import { Intake } from './intake.ts';
 import { Reconciler } from './reconciler.ts';
+import { Reservations } from './reservation.ts';
 import { buildSnapshot } from './snapshot.ts';
 
 export { DEFAULT_DISPATCH_MARGIN_MS, type HeldLease } from './dispatch.ts';
@@ -84,6 +85,8 @@ export class Scheduler {
   readonly #now: () => Date;
   readonly #policy: SchedulingPolicy;
   readonly #intake: Intake;
+  /** The dispatch round's picks, each holding its task's capacity and window entry until decided. */
+  readonly #reservations: Reservations;
   /** Dispatched or running tasks this scheduler counts against capacity: taskId → fence (and key). */
   readonly #active = new Map<string, ActiveAttempt>();
   readonly #reconciler: Reconciler;
@@ -125,6 +128,13 @@ export class Scheduler {
       now: this.#now,
       logger: deps.logger,
       queuedAgain: (ref) => this.#queuedAgain(ref),
+    });
+    this.#reservations = new Reservations({
+      policy: this.#policy,
+      intake: this.#intake,
+      flow: deps.control.flow,
+      onCommitted: (task, nowMs, queued) => this.#counted(task, nowMs, queued),
+      logger: deps.logger,
     });
     this.#backlog = new BacklogCounter(deps.store);
     this.#reconciler = new Reconciler({
@@ -246,21 +256,26 @@ export class Scheduler {
     const [completed, received] = await Promise.all([this.#drainCompletions(), this.#intake.receive()]);
     await this.#intake.refill(mayDispatch(this.#lease, this.#now().getTime()));
     await this.#bindTenantSettings();
-    const dispatched = await dispatchReady(
-      {
-        store: this.#deps.store,
-        flow: this.#deps.control.flow,
-        settingsMoved: () => this.#settingsMoved(),
-        queues: this.#deps.queues,
-        config: this.#deps.config,
-        policy: this.#policy,
-        intake: this.#intake,
-        onDispatched: (task, nowMs, queued) => this.#counted(task, nowMs, queued),
-        ...(options.signal ? { stopped: () => options.signal!.aborted } : {}),
-      },
-      this.#now(),
-      this.#lease,
-    );
+    let dispatched: number;
+    try {
+      dispatched = await dispatchReady(
+        {
+          store: this.#deps.store,
+          flow: this.#deps.control.flow,
+          settingsMoved: () => this.#settingsMoved(),
+          queues: this.#deps.queues,
+          config: this.#deps.config,
+          policy: this.#policy,
+          reservations: this.#reservations,
+          ...(options.signal ? { stopped: () => options.signal!.aborted } : {}),
+        },
+        this.#now(),
+        this.#lease,
+      );
+    } finally {
+      // Every pick was committed or aborted by the round; one still open is a bug, reported and let go.
+      this.#reservations.endRound();
+    }
     await this.#maintain();
     return { received, dispatched, completed };
   }

@@ -191,4 +191,32 @@ describe('Flow control (scheduler against the emulators)', () => {
     expect(count(afterEnd, 'DISPATCHED')).toBe(1);
     expect(count(afterEnd, 'SUCCEEDED')).toBe(1);
   });
+
+  it('a round that fails between the pick and the write holds no quota and strands no task (reservations)', async () => {
+    // Prepare: `limited` has a start rate (its bucket is written per round), `free` has none.
+    // The bucket write fails once, as an unanswered DynamoDB call does after the SDK's retries.
+    // Before reservations the round threw with `free`'s picks counted and taken: never dispatched.
+    await services.tasks.putTenant('limited', { weight: 1, maxConcurrency: 20, maxStartsPerSecond: 100 });
+    const limited = await submit(1, 'limited');
+    const free = await submit(2, 'free');
+    const scheduler = await newScheduler();
+    const flow = services.control.flow;
+    const grant = flow.grant.bind(flow);
+    let grants = 0;
+    flow.grant = async (...args) => {
+      if (grants++ === 0) throw new Error('socket hang up');
+      return grant(...args);
+    };
+    // Act: tick until the failing round has run (it throws, as the loop sees it)
+    const errors: unknown[] = [];
+    for (let i = 0; i < 4 && grants === 0; i++) await scheduler.tick().catch((error) => errors.push(error));
+    const heldAfterFailure = scheduler.policy.activeCount;
+    const dispatched = await settle(scheduler);
+    // Assess: nothing held for the failed round's picks, and every task dispatched after it
+    expect(errors.map(String)).toEqual(['Error: socket hang up']);
+    expect(heldAfterFailure).toBe(0);
+    expect(dispatched).toBe(3);
+    expect(await states([...limited, ...free])).toEqual(['DISPATCHED', 'DISPATCHED', 'DISPATCHED']);
+    expect([scheduler.policy.activeCount, scheduler.activeCount]).toEqual([3, 3]);
+  });
 });
