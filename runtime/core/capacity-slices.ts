@@ -1,0 +1,268 @@
+/**
+ * Pool capacity shared exactly among sharded schedulers (issue 24 item 6). Each shard's
+ * scheduler may start tasks only within its *allowance* of each pool; the allowances, together
+ * with what each shard still holds, never sum to more than the pool, and they follow demand so a
+ * busy shard is not capped at 1/N while the others idle. Pure: the shared record is read and
+ * written by the caller (one conditional write on its version), time is passed in.
+ *
+ * A shard's *claim* on a pool is what it may be using: max(allowed, held). A report sets the
+ * reporting shard's allowance to min(target, what the others' claims leave free); its claim is
+ * then at most what was free, so the claims never exceed the pool. The allowance may drop below
+ * what the shard holds (it shrinks at once; the claim follows as its tasks end), and it grows
+ * only into what is free. A shard that has not reported for `staleAfterMs` (the scheduler
+ * lease's TTL) has stopped dispatching: its weight no longer counts, but its claim does, for its
+ * `held` at the report is not all it may hold (it may have filled its allowance since); only
+ * once `heldAtMostMs` more has passed (the longest one task holds its pool) has every task it
+ * started ended, and its entry is forgotten. A scheduler that stops cleanly reports an empty
+ * allowance first, so only its tasks still running stay claimed.
+ * Targets, per resource and per pool (Lambda slots; Fargate vCPU and memory together):
+ *   1. fair: the pool, less what stale shards claim, split by the weights of the shards that
+ *      report (the summed weights of their tenants with work in the pool); all equal when no
+ *      shard has work, so a shard that gets some can start at once;
+ *   2. need: a shard whose largest waiting head task is bigger than its fair share would never
+ *      start it; such needs are granted whole, oldest first, while they fit (the first that does
+ *      not fit stops the grants, so a large need is not passed by smaller ones forever), and the
+ *      rest of the pool is split by weight among the others.
+ * Integer resources are split by largest remainder, so nothing is left over by rounding.
+ */
+import type { ResourceVector } from './policy/types.ts';
+
+export type SlicedPool = 'lambda' | 'fargate';
+
+/** The resources of one pool (a Fargate task takes vCPU and memory together). */
+const POOL_RESOURCES: Readonly<Record<SlicedPool, readonly (keyof ResourceVector)[]>> = {
+  lambda: ['slots'],
+  fargate: ['milliVcpu', 'memoryMiB'],
+};
+const POOLS: readonly SlicedPool[] = ['lambda', 'fargate'];
+const RESOURCES: readonly (keyof ResourceVector)[] = ['slots', 'milliVcpu', 'memoryMiB'];
+
+export interface PoolWeights {
+  readonly lambda: number;
+  readonly fargate: number;
+}
+
+/** One shard's line in the shared record, as it last wrote it. */
+export interface SliceEntry {
+  /** What it may start tasks within. */
+  readonly allowed: ResourceVector;
+  /** What its tasks held when it reported. */
+  readonly held: ResourceVector;
+  readonly weight: PoolWeights;
+  /** Its largest waiting head task's demand (per resource). */
+  readonly need: ResourceVector;
+  /** Per pool: since when its need has been above its fair share (absent: it is not). */
+  readonly needSinceMs: Partial<Record<SlicedPool, number>>;
+  readonly reportedAtMs: number;
+}
+
+/** The shared record (one item per pool set). `version` grows by one on every write. */
+export interface CapacitySlices {
+  readonly version: number;
+  readonly shards: number;
+  readonly entries: Readonly<Record<string, SliceEntry>>;
+}
+
+/** What a shard reports: what it holds now, the weight of its busy tenants per pool, its need. */
+export interface SliceReport {
+  readonly shard: number;
+  readonly held: ResourceVector;
+  readonly weight: PoolWeights;
+  readonly need: ResourceVector;
+}
+
+export interface SliceOptions {
+  /** Shards configured (recorded with the state). */
+  readonly shards: number;
+  /** An entry not reported for longer has no weight (the scheduler lease's TTL). */
+  readonly staleAfterMs: number;
+  /** The longest one task holds its pool: a stale entry is forgotten that much later. */
+  readonly heldAtMostMs: number;
+}
+
+export interface SliceDecision {
+  /** What the reporting shard may use once `next` is written. */
+  readonly allowance: ResourceVector;
+  /** The record to write, conditional on the version read. */
+  readonly next: CapacitySlices;
+}
+
+const zero = (): ResourceVector => ({ slots: 0, milliVcpu: 0, memoryMiB: 0 });
+
+export const isStale = (entry: SliceEntry, nowMs: number, staleAfterMs: number): boolean =>
+  nowMs - entry.reportedAtMs > staleAfterMs;
+
+/** Every task the entry's shard can have started has ended: it claims nothing. */
+export const isForgotten = (entry: SliceEntry, nowMs: number, options: SliceOptions): boolean =>
+  nowMs - entry.reportedAtMs > options.staleAfterMs + options.heldAtMostMs;
+
+/** What an entry may be using now (see the header). */
+export function claimOf(entry: SliceEntry, nowMs: number, options: SliceOptions): ResourceVector {
+  if (isForgotten(entry, nowMs, options)) return zero();
+  const claim = zero();
+  for (const resource of RESOURCES) claim[resource] = Math.max(entry.allowed[resource], entry.held[resource]);
+  return claim;
+}
+
+/** The sum of every entry's claim (the invariant: at most the pool in every resource). */
+export function claimedOf(state: CapacitySlices | undefined, nowMs: number, options: SliceOptions): ResourceVector {
+  const sum = zero();
+  for (const entry of Object.values(state?.entries ?? {})) {
+    const claim = claimOf(entry, nowMs, options);
+    for (const resource of RESOURCES) sum[resource] += claim[resource];
+  }
+  return sum;
+}
+
+/**
+ * The reporting shard's new allowance and the record to write. `capacity`: the whole pools
+ * (integers: slots, milli-vCPU, MiB).
+ */
+export function nextSlices(
+  state: CapacitySlices | undefined,
+  report: SliceReport,
+  capacity: ResourceVector,
+  nowMs: number,
+  options: SliceOptions,
+): SliceDecision {
+  const self = String(report.shard);
+  const previous = state?.entries[self];
+  const kept: Record<string, SliceEntry> = {};
+  const live = new Map<string, SliceEntry>();
+  const free = { ...capacity };
+  const forTargets = { ...capacity };
+  for (const [shard, entry] of Object.entries(state?.entries ?? {})) {
+    if (shard === self) continue;
+    const stale = isStale(entry, nowMs, options.staleAfterMs);
+    const claim = claimOf(entry, nowMs, options);
+    // A stopped shard that claims nothing is forgotten (it comes back with its next report).
+    if (stale && RESOURCES.every((resource) => claim[resource] === 0)) continue;
+    kept[shard] = entry;
+    for (const resource of RESOURCES) {
+      free[resource] -= claim[resource];
+      // What a stopped shard may still hold is not there to share.
+      if (stale) forTargets[resource] -= claim[resource];
+    }
+    if (!stale) live.set(shard, entry);
+  }
+  const reporting: SliceEntry = {
+    allowed: zero(),
+    held: { ...report.held },
+    weight: { ...report.weight },
+    need: { ...report.need },
+    needSinceMs: previous?.needSinceMs ?? {},
+    reportedAtMs: nowMs,
+  };
+  live.set(self, reporting);
+
+  const allowance = zero();
+  const needSinceMs: Partial<Record<SlicedPool, number>> = {};
+  for (const pool of POOLS) {
+    const { target, needy } = poolTargets(pool, live, forTargets);
+    const since = previous?.needSinceMs[pool];
+    if (needy.has(self)) needSinceMs[pool] = since ?? nowMs;
+    for (const resource of POOL_RESOURCES[pool]) {
+      allowance[resource] = Math.max(0, Math.min(target.get(self)?.[resource] ?? 0, free[resource]));
+    }
+  }
+  kept[self] = { ...reporting, allowed: allowance, needSinceMs };
+  return {
+    allowance: { ...allowance },
+    next: { version: (state?.version ?? 0) + 1, shards: options.shards, entries: kept },
+  };
+}
+
+/**
+ * The record once `shard` gives its allowance up (its scheduler stops cleanly): it claims only
+ * what its tasks still hold, and has no weight.
+ */
+export function releasedSlices(
+  state: CapacitySlices | undefined,
+  shard: number,
+  held: ResourceVector,
+  nowMs: number,
+  options: SliceOptions,
+): CapacitySlices {
+  const entries = { ...(state?.entries ?? {}) };
+  entries[String(shard)] = {
+    allowed: zero(),
+    held: { ...held },
+    weight: { lambda: 0, fargate: 0 },
+    need: zero(),
+    needSinceMs: {},
+    reportedAtMs: nowMs,
+  };
+  return { version: (state?.version ?? 0) + 1, shards: options.shards, entries };
+}
+
+/**
+ * Each live shard's target in one pool, and which shards' needs exceed their fair share there.
+ * `size`: the pool less what stale shards hold.
+ */
+function poolTargets(
+  pool: SlicedPool,
+  live: ReadonlyMap<string, SliceEntry>,
+  size: ResourceVector,
+): { target: Map<string, ResourceVector>; needy: Set<string> } {
+  const resources = POOL_RESOURCES[pool];
+  const shards = [...live.keys()].sort(byShard);
+  const anyWeight = shards.some((shard) => (live.get(shard) as SliceEntry).weight[pool] > 0);
+  const weightOf = (shard: string) => (anyWeight ? (live.get(shard) as SliceEntry).weight[pool] : 1);
+  const split = (members: readonly string[], amounts: ResourceVector) => {
+    const shares = new Map<string, ResourceVector>(members.map((shard) => [shard, zero()]));
+    for (const resource of resources) {
+      const parts = splitByWeight(
+        Math.max(0, amounts[resource]),
+        members.map((shard) => weightOf(shard)),
+      );
+      members.forEach((shard, i) => {
+        (shares.get(shard) as ResourceVector)[resource] = parts[i] as number;
+      });
+    }
+    return shares;
+  };
+  const fair = split(shards, size);
+  const exceeds = (shard: string, than: ResourceVector) =>
+    resources.some((resource) => (live.get(shard) as SliceEntry).need[resource] > than[resource]);
+  const needy = new Set(shards.filter((shard) => exceeds(shard, fair.get(shard) as ResourceVector)));
+  // Oldest need first; a need not yet dated (another shard's, first seen needy here) after, by shard.
+  const since = (shard: string) => (live.get(shard) as SliceEntry).needSinceMs[pool] ?? Number.POSITIVE_INFINITY;
+  const queue = [...needy].sort((a, b) => since(a) - since(b) || byShard(a, b));
+  const rest = { ...size };
+  const target = new Map<string, ResourceVector>();
+  for (const shard of queue) {
+    const need = (live.get(shard) as SliceEntry).need;
+    if (exceeds(shard, rest)) break;
+    const granted = zero();
+    for (const resource of resources) {
+      granted[resource] = need[resource];
+      rest[resource] -= need[resource];
+    }
+    target.set(shard, granted);
+  }
+  const others = shards.filter((shard) => !target.has(shard));
+  for (const [shard, share] of split(others, rest)) target.set(shard, share);
+  return { target, needy };
+}
+
+const byShard = (a: string, b: string): number => Number(a) - Number(b) || (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * `total` (an integer) split in proportion to `weights` by largest remainder: the parts are
+ * integers summing to `total` (0 each when no weight is positive); ties go to the earlier weight.
+ */
+export function splitByWeight(total: number, weights: readonly number[]): number[] {
+  const sum = weights.reduce((a, w) => a + Math.max(0, w), 0);
+  if (sum <= 0 || total <= 0) return weights.map(() => 0);
+  const exact = weights.map((w) => (total * Math.max(0, w)) / sum);
+  const parts = exact.map(Math.floor);
+  let left = total - parts.reduce((a, p) => a + p, 0);
+  const order = exact.map((x, i) => ({ i, rest: x - Math.floor(x) })).sort((a, b) => b.rest - a.rest || a.i - b.i);
+  for (const { i } of order) {
+    if (left <= 0) break;
+    if ((weights[i] as number) <= 0) continue;
+    parts[i] = (parts[i] as number) + 1;
+    left--;
+  }
+  return parts;
+}
