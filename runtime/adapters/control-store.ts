@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import type { CapacitySlices } from '../core/capacity-slices.ts';
 import type { RotationState } from '../core/policy/types.ts';
 import { PRIORITY_TIERS, type PriorityTier } from '../core/task.ts';
 import { type PauseRecord, pickPause, pickTenantSettings, type TenantSettings } from '../core/tenant-settings.ts';
@@ -94,6 +95,17 @@ const SWEEP_MARKS_KEY = 'sweeps#reconciler';
 export interface SweepMarks {
   /** Where the current pass goes on (the last page's LastEvaluatedKey); absent: from the start. */
   readonly backstopCursor?: QueueScanCursor;
+}
+
+/** The shards' allowances of one pool set (runtime/core/capacity-slices.ts), one item. */
+const slicesKey = (poolSet: string) => `slices#${poolSet}`;
+
+/** How a conditional write of the capacity slices ended, and the record stored after it. */
+export interface SlicesWrite {
+  /** True when the item now is the state written (by this call, or by an earlier attempt of it). */
+  readonly written: boolean;
+  /** Refused: the record as read consistently afterwards (undefined: no item). */
+  readonly current?: CapacitySlices | undefined;
 }
 
 /** A token every tenant PUT replaces, so the scheduler learns of new settings with one small read. */
@@ -415,6 +427,51 @@ export class ControlStore {
     };
   }
 
+  /** The shards' capacity slices of a pool set, read consistently (none yet: undefined). */
+  async getCapacitySlices(poolSet = 'pools'): Promise<CapacitySlices | undefined> {
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { pk: slicesKey(poolSet) }, ConsistentRead: true }),
+    );
+    return Item ? toSlices(Item) : undefined;
+  }
+
+  /**
+   * Replace the capacity slices if the item is still at `expectedVersion` (0: no item yet), as a
+   * PutItem with a condition (the simulated DynamoDB has no UpdateItem). The record is stored as
+   * JSON text, so a refusal can tell whether the item is this very write:
+   *
+   *   put v7→v8 ── applied, answer lost ──▶ SDK retries ── condition v7 fails ──▶ read: item is our v8
+   *
+   * A refusal with another record means another shard wrote first: the caller reads it (here:
+   * `current`) and computes again.
+   */
+  async putCapacitySlices(state: CapacitySlices, expectedVersion: number, poolSet = 'pools'): Promise<SlicesWrite> {
+    const slicesJson = JSON.stringify(state);
+    try {
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.#tableName,
+          Item: { pk: slicesKey(poolSet), kind: 'capacity-slices', version: state.version, slicesJson },
+          ConditionExpression: expectedVersion === 0 ? 'attribute_not_exists(pk)' : '#version = :expected',
+          ...(expectedVersion === 0
+            ? {}
+            : {
+                ExpressionAttributeNames: { '#version': 'version' },
+                ExpressionAttributeValues: { ':expected': expectedVersion },
+              }),
+        }),
+      );
+      return { written: true };
+    } catch (error) {
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+    }
+    const { Item } = await this.#documents.send(
+      new GetCommand({ TableName: this.#tableName, Key: { pk: slicesKey(poolSet) }, ConsistentRead: true }),
+    );
+    if (Item?.slicesJson === slicesJson) return { written: true };
+    return { written: false, current: Item ? toSlices(Item) : undefined };
+  }
+
   /** The cursor is kept as JSON text: one opaque attribute, replaced whole. */
   async getSweepMarks(): Promise<SweepMarks> {
     const { Item } = await this.#documents.send(
@@ -508,6 +565,13 @@ export class ControlStore {
     );
     return Item;
   }
+}
+
+function toSlices(item: Record<string, unknown>): CapacitySlices | undefined {
+  if (typeof item.slicesJson !== 'string') return undefined;
+  const parsed = JSON.parse(item.slicesJson) as CapacitySlices;
+  // The item's version is what writes are conditioned on: it wins over the text's.
+  return { ...parsed, version: typeof item.version === 'number' ? item.version : parsed.version };
 }
 
 function toRegistration(item: Record<string, unknown>): IntakeRegistration | undefined {
