@@ -129,9 +129,20 @@ export interface CapacityHold {
 }
 
 export const capacity = {
-  hold(demand: PoolAmounts, used: PoolAmounts, size: PoolAmounts, runtime: Runtime): CapacityHold | undefined {
+  /**
+   * `size`: the whole pool (a task bigger never fits). `allowance`: what this scheduler may use
+   * of it, when pools are shared among sharded schedulers (runtime/core/capacity-slices.ts);
+   * "fits now" is asked of it instead.
+   */
+  hold(
+    demand: PoolAmounts,
+    used: PoolAmounts,
+    size: PoolAmounts,
+    runtime: Runtime,
+    allowance: PoolAmounts = size,
+  ): CapacityHold | undefined {
     if (!fits(demand, NOTHING, size)) return { constraint: 'capacity', runtime, never: true };
-    return fits(demand, used, size) ? undefined : { constraint: 'capacity', runtime, never: false };
+    return fits(demand, used, allowance) ? undefined : { constraint: 'capacity', runtime, never: false };
   },
   describe(hold: CapacityHold): string {
     return hold.never

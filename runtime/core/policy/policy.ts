@@ -227,6 +227,12 @@ export class SchedulingPolicy {
   readonly #agingMs: number;
   readonly #options: PolicyOptions;
   readonly #capacity: ResourceVector;
+  /**
+   * What this scheduler may use of the pools when they are shared among sharded schedulers
+   * (setAllowance); undefined: the whole pools. "Fits now" is asked of it; "never fits" and the
+   * DRF shares keep the whole pools.
+   */
+  #allowance: ResourceVector | undefined;
   readonly #used: ResourceVector = zeroVector();
   readonly #holdSeconds: HoldSeconds;
   readonly #reservations: boolean;
@@ -321,6 +327,46 @@ export class SchedulingPolicy {
    * The paused task types (the whole set, as stored). Tasks of a type that pauses are parked at
    * once; those of a type that resumes are ready again at once. O(waiting) when the set changes.
    */
+  /**
+   * This scheduler's allowance of the pools (runtime/scheduler/capacity-slice.ts), or undefined
+   * for the whole pools (one scheduler). Below what it uses, nothing new starts until enough ends.
+   */
+  setAllowance(allowance: ResourceVector | undefined): void {
+    this.#allowance = allowance && {
+      slots: Math.min(allowance.slots, this.#capacity.slots),
+      milliVcpu: Math.min(allowance.milliVcpu, this.#capacity.milliVcpu),
+      memoryMiB: Math.min(allowance.memoryMiB, this.#capacity.memoryMiB),
+    };
+  }
+
+  /**
+   * What a sharded scheduler reports for its slices (capacity-slices.ts `SliceReport`): what its
+   * tasks hold, the summed weight per pool of its tenants with ready or running work there, and
+   * per resource the largest ready head task's demand. O(tenants + running tasks).
+   */
+  sliceReport(nowMs: number): {
+    held: ResourceVector;
+    weight: { lambda: number; fargate: number };
+    need: ResourceVector;
+  } {
+    this.#advance(nowMs);
+    const weight = { lambda: 0, fargate: 0 };
+    const need = zeroVector();
+    for (const tenant of this.#tenants.values()) {
+      for (const pool of this.#poolList) {
+        const entry = tenant.entries[pool.runtime];
+        const head = entry && entry.ready > 0 ? entry.head : undefined;
+        const runs = [...tenant.running].some((active) => active.pool === pool);
+        if (head || runs) weight[pool.runtime] += tenant.settings.weight;
+        if (!head) continue;
+        need.slots = Math.max(need.slots, head.demand.slots);
+        need.milliVcpu = Math.max(need.milliVcpu, head.demand.milliVcpu);
+        need.memoryMiB = Math.max(need.memoryMiB, head.demand.memoryMiB);
+      }
+    }
+    return { held: { ...this.#used }, weight, need };
+  }
+
   setPausedTypes(types: Iterable<string>): void {
     const next = new Set(types);
     const resumed = [...this.#pausedTypes].filter((type) => !next.has(type));
@@ -957,9 +1003,14 @@ export class SchedulingPolicy {
     }
   }
 
+  /** What this scheduler may fill: its allowance, else the whole pools. */
+  get #room(): ResourceVector {
+    return this.#allowance ?? this.#capacity;
+  }
+
   #hasRoom(pool: PoolState): boolean {
     const used = this.#used;
-    const capacity = this.#capacity;
+    const capacity = this.#room;
     return pool.runtime === 'lambda'
       ? used.slots < capacity.slots
       : used.milliVcpu < capacity.milliVcpu && used.memoryMiB < capacity.memoryMiB;
@@ -979,7 +1030,7 @@ export class SchedulingPolicy {
   }
 
   #fitsFree(task: WaitingTask): boolean {
-    return capacity.hold(task.demand, this.#used, this.#capacity, task.pool.runtime) === undefined;
+    return capacity.hold(task.demand, this.#used, this.#capacity, task.pool.runtime, this.#room) === undefined;
   }
 
   #holdMs(task: WaitingTask): number {
@@ -1019,10 +1070,11 @@ export class SchedulingPolicy {
     const ends = [...pool.running].map((active) => Math.max(now, active.untilMs)).sort((a, b) => a - b);
     if (pool.runtime === 'fargate') return [[1, ends.at(-1) ?? now]];
     const steps: [number, number][] = [];
-    const free = this.#capacity.slots - this.#used.slots;
+    // Below an allowance it uses more of, the first ends free nothing it may use.
+    const free = this.#room.slots - this.#used.slots;
     if (free > 0) steps.push([free, now]);
     ends.forEach((end, i) => {
-      steps.push([free + i + 1, end]);
+      if (free + i + 1 > 0) steps.push([free + i + 1, end]);
     });
     return steps;
   }
@@ -1071,7 +1123,7 @@ export class SchedulingPolicy {
     const running = [...pool.running].sort((a, b) => a.untilMs - b.untilMs);
     for (const active of running) {
       addInto(used, active.demand, -1);
-      if (!capacity.hold(task.demand, used, this.#capacity, task.pool.runtime)) return active.untilMs;
+      if (!capacity.hold(task.demand, used, this.#capacity, task.pool.runtime, this.#room)) return active.untilMs;
     }
     return Number.POSITIVE_INFINITY;
   }
