@@ -18,7 +18,7 @@ import { maxHoldSeconds, type Trace } from './trace.ts';
 /** The scheduler publishes its snapshot this often. */
 export const PUBLISH_EVERY_MS = 2_000;
 /** The least leases the configuration allows (5 s each); the simulated tasks hold no lease. */
-const LEASE_SECONDS = 5;
+export const LEASE_SECONDS = 5;
 
 const NO_WINDOWS = {
   refs: () => [][Symbol.iterator](),

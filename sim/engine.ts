@@ -32,6 +32,8 @@ export interface RunResult {
   readonly meanShareWhileBacklogged: Float64Array;
   /** With `apiBounds`: per task, the maxWaitSeconds the API would have given at submit, ms (NaN: none). */
   readonly boundMs?: Float64Array;
+  /** With `apiBounds`: per task, 1 when its tenant had a task running at submit (the bound then waits for it). */
+  readonly tenantRanAtSubmit?: Uint8Array;
   readonly wallMs: number;
 }
 
@@ -134,6 +136,7 @@ export function simulate(
       ? new ApiBoundModel(trace, dispatcher, options.config)
       : undefined;
   const boundMs = api ? new Float64Array(trace.size).fill(Number.NaN) : undefined;
+  const tenantRanAtSubmit = api ? new Uint8Array(trace.size) : undefined;
   /** Per tenant, its running tasks (for the API's describe), only with `apiBounds`. */
   const runningOf = api ? trace.tenantIds.map(() => new Map<number, RunningTask>()) : undefined;
   const n = trace.size;
@@ -215,11 +218,11 @@ export function simulate(
       dispatcher.add(candidate);
       const tenant = trace.tenant[task] as number;
       waiting[tenant] = (waiting[tenant] as number) + 1;
-      if (api && boundMs && runningOf) {
-        const bound = api.atSubmit(candidate, now, waiting[tenant] as number, [
-          ...(runningOf[tenant] as Map<number, RunningTask>).values(),
-        ]);
+      if (api && boundMs && tenantRanAtSubmit && runningOf) {
+        const running = [...(runningOf[tenant] as Map<number, RunningTask>).values()];
+        const bound = api.atSubmit(candidate, now, waiting[tenant] as number, running);
         if (bound !== null) boundMs[task] = bound * 1000;
+        tenantRanAtSubmit[task] = running.length > 0 ? 1 : 0;
       }
     }
     observe?.(dispatcher, now, arrived);
@@ -261,6 +264,7 @@ export function simulate(
     jain: jainSamples ? jainSum / jainSamples : 1,
     meanShareWhileBacklogged,
     ...(boundMs ? { boundMs } : {}),
+    ...(tenantRanAtSubmit ? { tenantRanAtSubmit } : {}),
     wallMs: performance.now() - started,
   };
 }

@@ -83,12 +83,14 @@ export interface BoundStats {
   readonly broken: number;
   /** bound / actual wait (the wait at least 1 s), over the checked bounds. */
   readonly ratio: { readonly p50: number; readonly p90: number; readonly max: number } | null;
+  /** Medians over the checked bounds: the bound and the wait, seconds. */
+  readonly median: { readonly boundSeconds: number; readonly waitSeconds: number } | null;
 }
 
 /** The API's bounds at submit against the waits, for the tasks `include` selects. */
 export function boundStats(trace: Trace, run: RunResult, include: (task: number) => boolean = () => true): BoundStats {
   const boundMs = run.boundMs;
-  if (!boundMs) return { given: 0, checked: 0, broken: 0, ratio: null };
+  if (!boundMs) return { given: 0, checked: 0, broken: 0, ratio: null, median: null };
   // A1 of the bound: its tenant submits nothing more until it starts.
   const nextArrival = new Float64Array(trace.size).fill(Number.POSITIVE_INFINITY);
   const lastSeen = new Map<number, number>();
@@ -101,6 +103,8 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
   let given = 0;
   let broken = 0;
   const ratios: number[] = [];
+  const bounds: number[] = [];
+  const waits: number[] = [];
   for (let i = 0; i < trace.size; i++) {
     const bound = boundMs[i] as number;
     if (Number.isNaN(bound) || !include(i)) continue;
@@ -110,13 +114,17 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
     if ((nextArrival[i] as number) < startMs) continue;
     if (wait > bound) broken++;
     ratios.push(bound / Math.max(1000, wait));
+    bounds.push(bound / 1000);
+    waits.push(wait / 1000);
   }
-  ratios.sort((a, b) => a - b);
-  const at = (q: number) => ratios[Math.min(ratios.length - 1, Math.ceil(q * ratios.length) - 1)] as number;
+  for (const values of [ratios, bounds, waits]) values.sort((a, b) => a - b);
+  const at = (values: number[], q: number) =>
+    values[Math.min(values.length - 1, Math.ceil(q * values.length) - 1)] as number;
   return {
     given,
     checked: ratios.length,
     broken,
-    ratio: ratios.length ? { p50: at(0.5), p90: at(0.9), max: ratios.at(-1) as number } : null,
+    ratio: ratios.length ? { p50: at(ratios, 0.5), p90: at(ratios, 0.9), max: ratios.at(-1) as number } : null,
+    median: ratios.length ? { boundSeconds: at(bounds, 0.5), waitSeconds: at(waits, 0.5) } : null,
   };
 }

@@ -1,7 +1,8 @@
 /** Text tables and SVG charts of simulation results (drawn by report/). */
 import { groupedLogBarChart } from '../report/chart.ts';
 import { formatTable } from '../report/table.ts';
-import type { RunResult } from './engine.ts';
+import { LEASE_SECONDS } from './api-bound.ts';
+import { maxHoldSeconds, type RunResult } from './engine.ts';
 import { boundStats, type RunSummary, type WaitStats, waitStats } from './metrics.ts';
 import type { Trace } from './trace.ts';
 
@@ -94,27 +95,49 @@ export function renderText(trace: Trace, runs: readonly { run: RunResult; summar
   );
   const withBounds = runs.filter(({ run }) => run.boundMs);
   const { names, groupOf } = tenantGroups(trace);
+  // Each group, then split by whether its tenant ran a task at submit (the bound then waits for it).
+  const splits = [
+    { label: '', include: (_run: RunResult, _i: number) => true },
+    { label: ' · tenant idle at submit', include: (run: RunResult, i: number) => run.tenantRanAtSubmit?.[i] === 0 },
+    { label: ' · tenant running at submit', include: (run: RunResult, i: number) => run.tenantRanAtSubmit?.[i] === 1 },
+  ];
   const bounds = withBounds.length
     ? formatTable(
-        ['dispatcher', 'given', 'checked', 'broken', 'bound / wait p50', 'p90', 'max'],
+        ['dispatcher', 'given', 'checked', 'broken', 'bound / wait p50', 'p90', 'max', 'bound p50 s', 'wait p50 s'],
         withBounds.flatMap(({ run, summary }) =>
-          names.map((group, g) => {
-            const b = boundStats(trace, run, (i) => groupOf[trace.tenant[i] as number] === g);
-            const ratio = (value: number | undefined) => (value === undefined ? '-' : `${value.toFixed(0)}×`);
-            return [
-              `${summary.dispatcher} · ${group}`,
-              `${b.given}`,
-              `${b.checked}`,
-              `${b.broken}`,
-              ratio(b.ratio?.p50),
-              ratio(b.ratio?.p90),
-              ratio(b.ratio?.max),
-            ];
-          }),
+          names.flatMap((group, g) =>
+            splits.map(({ label, include }) => {
+              const b = boundStats(trace, run, (i) => groupOf[trace.tenant[i] as number] === g && include(run, i));
+              const ratio = (value: number | undefined) => (value === undefined ? '-' : `${value.toFixed(0)}×`);
+              return [
+                `${summary.dispatcher} · ${group}${label}`,
+                `${b.given}`,
+                `${b.checked}`,
+                `${b.broken}`,
+                ratio(b.ratio?.p50),
+                ratio(b.ratio?.p90),
+                ratio(b.ratio?.max),
+                b.median ? seconds(b.median.boundSeconds) : '-',
+                b.median ? seconds(b.median.waitSeconds) : '-',
+              ];
+            }),
+          ),
         ),
         { markdown: true },
       )
     : undefined;
+  const hold = maxHoldSeconds(trace);
+  let atCap = 0;
+  const used = [false, false];
+  for (let i = 0; i < trace.size; i++) {
+    used[trace.runtime[i] as number] = true;
+    const cap = trace.runtime[i] === 0 ? hold.lambda : hold.fargate;
+    if ((trace.timeoutMs[i] as number) >= cap * 1000) atCap++;
+  }
+  const taus = [
+    ...(used[0] ? [`Lambda ${hold.lambda + 2 * LEASE_SECONDS} s`] : []),
+    ...(used[1] ? [`Fargate ${hold.fargate + 2 * LEASE_SECONDS} s`] : []),
+  ];
   return [
     `## ${trace.scenario}: ${trace.size.toLocaleString('en')} tasks, ${trace.tenantIds.length.toLocaleString('en')} tenants`,
     '',
@@ -130,7 +153,8 @@ export function renderText(trace: Trace, runs: readonly { run: RunResult; summar
     '',
     ...(bounds
       ? [
-          "The API's wait bound at submit (sim/api-bound.ts: app/wait.ts over a snapshot up to 2 s old), for tasks that are their tenant's only waiting one; checked when the tenant then submitted nothing before the task started; the wait counted at least 1 s:",
+          "The API's wait bound at submit (sim/api-bound.ts: app/wait.ts over a snapshot up to 2 s old), for tasks that are their tenant's only waiting one; checked when the tenant then submitted nothing before the task started; the wait counted at least 1 s in the ratio. " +
+            `${percent(atCap / Math.max(1, trace.size))} of the tasks have their pool's longest timeout in the trace (the pool's cap); τ, what the bound charges a task dispatched after the snapshot, is that cap plus the leases: ${taus.join(', ')}:`,
           '',
           bounds,
           '',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { simulate } from '../../../sim/engine.ts';
-import { summarize } from '../../../sim/metrics.ts';
+import { boundStats, summarize } from '../../../sim/metrics.ts';
 import { groupStats } from '../../../sim/report.ts';
 import { buildScenario } from '../../../sim/scenarios.ts';
 
@@ -71,5 +71,35 @@ describe('Function: simulate', () => {
     const second = run('mixed-sizes', 'fair-share', 1000);
     // Assess
     expect(Array.from(second.result.waitMs)).toEqual(Array.from(first.result.waitMs));
+  });
+
+  it("marks the API's bounds given while the task's tenant ran a task, and reports their medians", () => {
+    // Prepare
+    const trace = buildScenario('noisy-neighbour', { tasks: 2000, seed: 7 });
+    // Act
+    const result = simulate(trace, 'fair-share', undefined, { apiBounds: true });
+    const all = boundStats(trace, result);
+    const running = boundStats(trace, result, (i) => result.tenantRanAtSubmit?.[i] === 1);
+    const idle = boundStats(trace, result, (i) => result.tenantRanAtSubmit?.[i] === 0);
+    // Assess: the flag is whether an earlier task of the tenant had started and not ended at submit
+    const startMs = (i: number) => (trace.arriveMs[i] as number) + (result.waitMs[i] as number);
+    let marked = 0;
+    for (let i = 0; i < trace.size; i++) {
+      if (Number.isNaN(result.boundMs?.[i] as number)) continue;
+      const arrive = trace.arriveMs[i] as number;
+      let ran = false;
+      for (let j = 0; j < i; j++) {
+        if (trace.tenant[j] !== trace.tenant[i]) continue;
+        if (startMs(j) < arrive && startMs(j) + (trace.holdMs[j] as number) > arrive) ran = true;
+      }
+      expect(result.tenantRanAtSubmit?.[i]).toBe(ran ? 1 : 0);
+      if (ran) marked++;
+    }
+    expect(marked).toBeGreaterThan(0);
+    expect(running.given + idle.given).toBe(all.given);
+    expect(running.given).toBe(marked);
+    // The bound waits for the tenant's own task first, so its median is the larger
+    expect(running.median?.boundSeconds).toBeGreaterThan(idle.median?.boundSeconds ?? Number.POSITIVE_INFINITY);
+    expect(all.median?.waitSeconds).toBeLessThan(all.median?.boundSeconds ?? 0);
   });
 });
