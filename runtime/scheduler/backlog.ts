@@ -12,10 +12,11 @@
  * often: the interval grows with the last count, 10 ms per queued task, from 15 s to 2 minutes.
  * A tenant-tier at 3,000 is counted every 30 s, about 190 read units, ~$0.0000235.
  */
-import type { TaskStore } from '../adapters/task-store.ts';
+
 import { QUEUED_COUNT_CAP } from '../app/task-service.ts';
 import type { RecentlyFinished, SchedulerSnapshot, TenantTierBacklog } from '../core/scheduler-snapshot.ts';
 import type { PriorityTier, TaskState } from '../core/task.ts';
+import type { TaskRepository } from './ports.ts';
 
 /** A tenant-tier's backlog is counted up to this many (as `GET /v1/tenants/{id}` counts). */
 export const BACKLOG_COUNT_CAP = QUEUED_COUNT_CAP;
@@ -54,10 +55,10 @@ export function countIntervalMs(queued: number): number {
 }
 
 export class BacklogCounter {
-  readonly #store: Pick<TaskStore, 'countQueued'>;
+  readonly #store: Pick<TaskRepository, 'countQueued'>;
   readonly #counts = new Map<string, Counted>();
 
-  constructor(store: Pick<TaskStore, 'countQueued'>) {
+  constructor(store: Pick<TaskRepository, 'countQueued'>) {
     this.#store = store;
   }
 

@@ -17,12 +17,11 @@
  * fresh scheduler goes on with the pass instead of starting over. A pass over n entries takes
  * n / page reconcile passes; a lost cursor write repeats part of a pass, never skips one.
  */
-import type { ControlStore } from '../adapters/control-store.ts';
-import type { QueueClient } from '../adapters/queues.ts';
-import type { QueuedTaskRef, QueueScanCursor, TaskStore } from '../adapters/task-store.ts';
+import type { QueuedTaskRef, QueueScanCursor } from '../adapters/task-store.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { PRIORITY_TIERS, type PriorityTier } from '../core/task.ts';
 import { tierQueue } from '../infra/resources.ts';
+import type { Announcer, MessageQueues, SchedulerState, TaskRepository } from './ports.ts';
 
 /**
  * Entries read per page: at the index's 327 bytes an entry, a full page is about 160 KB, 20 read
@@ -54,9 +53,10 @@ export interface IntakeView {
 export const NO_INTAKE: IntakeView = { holds: () => false, reads: () => false };
 
 export interface BackstopDeps {
-  readonly store: TaskStore;
-  readonly control: ControlStore;
-  readonly queues: QueueClient;
+  readonly store: Pick<TaskRepository, 'scanQueued' | 'getMany'>;
+  /** Where the backstop's cursor is kept across schedulers. */
+  readonly control: Pick<SchedulerState, 'getSweepMarks' | 'putSweepMarks'>;
+  readonly queues: Announcer & Pick<MessageQueues, 'attributes'>;
   readonly now: () => Date;
   readonly logger?: TaskLogger | undefined;
   /** @default BACKSTOP_PAGE */

@@ -10,9 +10,8 @@
  * Writes are idempotent on taskId + fence, so a duplicate ref, a replayed round or a second
  * scheduler cannot dispatch a task twice.
  */
-import type { FlowStore, KeyHolders } from '../adapters/flow-store.ts';
-import type { QueueClient, WorkerMessage } from '../adapters/queues.ts';
-import type { TaskStore } from '../adapters/task-store.ts';
+import type { KeyHolders } from '../adapters/flow-store.ts';
+import type { WorkerMessage } from '../adapters/queues.ts';
 import { isThrottling } from '../adapters/throttling.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
@@ -21,6 +20,7 @@ import { DEFAULT_CONCURRENCY_LIMIT } from '../core/policy/constraints.ts';
 import type { SchedulingPolicy } from '../core/policy/index.ts';
 import { ACTIVE_STATES, type Task } from '../core/task.ts';
 import { startRateOf } from '../core/tenant-settings.ts';
+import type { FlowControl, MessageQueues, TaskRepository } from './ports.ts';
 import type { Reservation, Reservations } from './reservation.ts';
 
 /**
@@ -41,15 +41,15 @@ export interface HeldLease {
 }
 
 export interface DispatchDeps {
-  readonly store: TaskStore;
+  readonly store: Pick<TaskRepository, 'getMany' | 'apply'>;
   /** The durable flow-control records (start-rate buckets, concurrency keys). */
-  readonly flow?: FlowStore | undefined;
+  readonly flow?: FlowControl | undefined;
   /**
    * One consistent read of the settings version after the round's picks: true when settings
    * moved since the engine last took them (it has taken them again), and the round starts nothing.
    */
   readonly settingsMoved?: (() => Promise<boolean>) | undefined;
-  readonly queues: QueueClient;
+  readonly queues: Pick<MessageQueues, 'sendToWorkers'>;
   readonly config: SchedulerConfig;
   /** The engine's settings and flow-control mirrors (its picks come through `reservations`). */
   readonly policy: SchedulingPolicy;
@@ -266,7 +266,11 @@ export const KEY_RECHECK_MS = 5_000;
 export const KEY_HOLDER_GRACE_MS = 60_000;
 
 /** The holders whose attempt is over, from a consistent read of their tasks. */
-async function staleHolders(store: TaskStore, holders: KeyHolders, nowMs: number): Promise<string[]> {
+async function staleHolders(
+  store: Pick<TaskRepository, 'getMany'>,
+  holders: KeyHolders,
+  nowMs: number,
+): Promise<string[]> {
   const ids = Object.keys(holders);
   const tasks = await store.getMany(ids);
   return ids.filter((taskId) => {

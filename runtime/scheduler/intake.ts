@@ -14,9 +14,8 @@
  * picked task consistently, and the conditional write is the final guard. The bookkeeping is the
  * pure `IntakeWindows` (runtime/core/intake); this module does its I/O.
  */
-import type { ControlStore } from '../adapters/control-store.ts';
-import type { QueueClient, ReceivedMessage, TierMessage } from '../adapters/queues.ts';
-import type { QueuedTaskRef, TaskStore } from '../adapters/task-store.ts';
+import type { ReceivedMessage, TierMessage } from '../adapters/queues.ts';
+import type { QueuedTaskRef } from '../adapters/task-store.ts';
 import { isThrottling } from '../adapters/throttling.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { IntakeWindows, type QueuedRef, type TenantTier } from '../core/intake/index.ts';
@@ -24,6 +23,7 @@ import type { TaskLogger } from '../core/logger.ts';
 import type { SchedulingPolicy } from '../core/policy/index.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Task } from '../core/task.ts';
 import { tierQueue } from '../infra/resources.ts';
+import type { IntakeRegistry, MessageQueues, TaskRepository } from './ports.ts';
 
 /**
  * Visibility of a received announcement: consumed within the tick, so this only matters when a
@@ -50,9 +50,9 @@ const RECEIVE_PARALLEL = 8;
 const QUERIES_PER_TICK = 32;
 
 export interface IntakeDeps {
-  readonly store: TaskStore;
-  readonly control: ControlStore;
-  readonly queues: QueueClient;
+  readonly store: Pick<TaskRepository, 'listDue' | 'firstQueued'>;
+  readonly control: IntakeRegistry;
+  readonly queues: Pick<MessageQueues, 'receive' | 'delete' | 'changeVisibility'>;
   readonly config: SchedulerConfig;
   readonly policy: SchedulingPolicy;
   readonly now: () => Date;
@@ -294,7 +294,7 @@ export class Intake {
     let admitted = 0;
     await Promise.all([
       ...promises.map(async (promise) => {
-        let stored: Awaited<ReturnType<ControlStore['promiseIntake']>>;
+        let stored: Awaited<ReturnType<IntakeRegistry['promiseIntake']>>;
         try {
           stored = await control.promiseIntake(promise, now);
         } catch (error) {

@@ -9,9 +9,7 @@
  *   `byTenantQueue` a pass (backstop.ts), and announces them again.
  * Each fix is a conditional write or an idempotent message, so running it twice is harmless.
  */
-import type { ControlStore } from '../adapters/control-store.ts';
-import type { QueueClient } from '../adapters/queues.ts';
-import type { LeasedTaskRef, TaskStore } from '../adapters/task-store.ts';
+import type { LeasedTaskRef } from '../adapters/task-store.ts';
 import { backoffMs } from '../core/backoff.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
@@ -19,14 +17,15 @@ import { expireLease } from '../core/lifecycle.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { ACTIVE_STATES, type Task } from '../core/task.ts';
 import { type IntakeView, QueueBackstop } from './backstop.ts';
+import type { Announcer, MessageQueues, SchedulerState, TaskRepository } from './ports.ts';
 
 export { type IntakeView, NO_INTAKE } from './backstop.ts';
 
 export interface ReconcilerDeps {
-  readonly store: TaskStore;
+  readonly store: TaskRepository;
   /** Where the backstop's cursor is kept across schedulers. */
-  readonly control: ControlStore;
-  readonly queues: QueueClient;
+  readonly control: Pick<SchedulerState, 'getSweepMarks' | 'putSweepMarks'>;
+  readonly queues: Announcer & Pick<MessageQueues, 'attributes'>;
   readonly config: SchedulerConfig;
   readonly now: () => Date;
   readonly random?: (() => number) | undefined;

@@ -18,12 +18,12 @@
  * one leaks quota or strands a task in `taken` (the compensating calls it replaces were five,
  * and one round that threw between the pick and the write held its other picks for good).
  */
-import type { FlowStore } from '../adapters/flow-store.ts';
 import type { IntakeWindows, QueuedRef } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { SchedulingPolicy } from '../core/policy/index.ts';
 import type { PriorityTier, Task } from '../core/task.ts';
 import { toRef } from './intake.ts';
+import type { FlowControl } from './ports.ts';
 
 /** Why a reservation was let go; it decides what becomes of the task and of its key's place. */
 export type AbortReason =
@@ -73,7 +73,7 @@ export interface ReservationsDeps {
   readonly policy: Pick<SchedulingPolicy, 'next' | 'release'>;
   readonly intake: ReservedIntake;
   /** The durable flow-control records (the concurrency keys' holders). */
-  readonly flow?: Pick<FlowStore, 'releaseKey'> | undefined;
+  readonly flow?: Pick<FlowControl, 'releaseKey'> | undefined;
   /** The dispatch write landed: count the attempt (`read` is the QUEUED item the write replaced). */
   readonly onCommitted: (written: Task, nowMs: number, read: Task) => void;
   readonly logger?: TaskLogger | undefined;

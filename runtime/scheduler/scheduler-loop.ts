@@ -6,12 +6,13 @@
  * with a fresh Scheduler, because its in-memory view may be stale.
  */
 import { randomUUID } from 'node:crypto';
-import type { ControlStore, Lease } from '../adapters/control-store.ts';
+import type { Lease } from '../adapters/control-store.ts';
 import type { TaskLogger } from '../core/logger.ts';
+import type { LeaseStore } from './ports.ts';
 import type { Scheduler, TickResult } from './scheduler.ts';
 
 export interface SchedulerLoopOptions {
-  readonly control: ControlStore;
+  readonly control: LeaseStore;
   /** A fresh scheduler for each lease held. */
   readonly createScheduler: () => Scheduler;
   readonly signal: AbortSignal;

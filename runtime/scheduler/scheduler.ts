@@ -17,9 +17,7 @@
  *   every few seconds: reconcile (with a page of the registry backstop), refresh tenants, publish a snapshot
  *   and, when it changed, the fair-share rotation's memory (control table), which a restart restores
  */
-import type { ControlStore } from '../adapters/control-store.ts';
-import type { CompletionMessage, QueueClient, ReceivedMessage } from '../adapters/queues.ts';
-import type { TaskStore } from '../adapters/task-store.ts';
+import type { CompletionMessage, ReceivedMessage } from '../adapters/queues.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import type { QueuedRef } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
@@ -32,6 +30,7 @@ import { recordTaskSpan } from '../telemetry/tracing.ts';
 import { BacklogCounter, RecentlyFinishedTenants } from './backlog.ts';
 import { dispatchReady, type HeldLease, mayDispatch } from './dispatch.ts';
 import { Intake } from './intake.ts';
+import type { Announcer, MessageQueues, SchedulerControl, TaskRepository } from './ports.ts';
 import { Reconciler } from './reconciler.ts';
 import { Reservations } from './reservation.ts';
 import { buildSnapshot } from './snapshot.ts';
@@ -39,9 +38,9 @@ import { buildSnapshot } from './snapshot.ts';
 export { DEFAULT_DISPATCH_MARGIN_MS, type HeldLease } from './dispatch.ts';
 
 export interface SchedulerDeps {
-  readonly store: TaskStore;
-  readonly control: ControlStore;
-  readonly queues: QueueClient;
+  readonly store: TaskRepository;
+  readonly control: SchedulerControl;
+  readonly queues: MessageQueues & Announcer;
   readonly config: SchedulerConfig;
   readonly now?: () => Date;
   readonly logger?: TaskLogger;

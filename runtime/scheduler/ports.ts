@@ -1,0 +1,133 @@
+/**
+ * Ports: what the scheduler uses of the outside world, each a small interface. The scheduler,
+ * its intake, dispatch, reconciler and loop depend on these; the DynamoDB and SQS adapters
+ * implement them (TaskStore, ControlStore, FlowStore, QueueClient satisfy them structurally:
+ * the wiring that hands an adapter to the scheduler is where the compiler checks it). Tests of
+ * pure scheduler logic can hand in an in-memory fake instead of faking AWS at the wire.
+ *
+ * The records they carry (refs, registrations, leases, messages) are the adapters' own types.
+ *
+ *   TaskRepository   tasks: consistent reads, conditional transitions, the queue and lease indexes
+ *   IntakeRegistry   the durable registry of active tenant-tiers and their promises
+ *   LeaseStore       the scheduler lease (one holder at a time, fenced by its token)
+ *   Announcer        tier messages that announce queued work
+ *   MessageQueues    receiving, deleting and handing back messages; worker messages
+ *   FlowControl      start-rate buckets and concurrency keys' holders
+ *   TenantSettingsSource, SchedulerState: settings the scheduler applies, state it keeps across restarts
+ */
+import type { IntakeRegistration, Lease, StoredTaskType, StoredTenant, SweepMarks } from '../adapters/control-store.ts';
+import type { KeyAcquisition, StaleHolders } from '../adapters/flow-store.ts';
+import type { BatchEntryFailure, ReceivedMessage, WorkerMessage } from '../adapters/queues.ts';
+import type { DuePage, LeasedTaskRef, QueuedTaskRef, QueueScanCursor } from '../adapters/task-store.ts';
+import type { TransitionPlan } from '../core/lifecycle.ts';
+import type { RotationState } from '../core/policy/index.ts';
+import type { Grant } from '../core/policy/rate.ts';
+import type { PriorityTier, Runtime, Task } from '../core/task.ts';
+import type { StartRate } from '../core/tenant-settings.ts';
+
+/** Tasks as the scheduler reads and writes them. */
+export interface TaskRepository {
+  /** Consistent reads; a task not found is absent from the map. */
+  getMany(taskIds: readonly string[]): Promise<Map<string, Task>>;
+  /** One conditional write (the plan names its precondition); a refusal is a typed error. */
+  apply(plan: TransitionPlan): Promise<Task>;
+  /** Read, decide, write; again on a refused write while `decide` still has a plan. */
+  transition(
+    taskId: string,
+    decide: (current: Task) => TransitionPlan | undefined,
+    options?: { known?: Task; attempts?: number },
+  ): Promise<Task>;
+  /** A tenant-tier's queued work due by `nowMs`, oldest first (the lagging queue index). */
+  listDue(tenantId: string, tier: PriorityTier, nowMs: number, limit: number): Promise<DuePage>;
+  /** A tenant-tier's oldest queued task in the index, due or not. */
+  firstQueued(tenantId: string, tier: PriorityTier): Promise<QueuedTaskRef | undefined>;
+  /** A tenant-tier's queued tasks in the index, counted up to `atMost`. */
+  countQueued(tenantId: string, tier: PriorityTier, atMost: number): Promise<number>;
+  /** Every task holding capacity (DISPATCHED or RUNNING), from the lease index. */
+  listLeased(options?: { tenantId?: string }): AsyncIterable<LeasedTaskRef>;
+  /** A page of every queued task, whatever its tenant-tier (the registry backstop). */
+  scanQueued(limit: number, cursor?: QueueScanCursor): Promise<{ refs: QueuedTaskRef[]; next?: QueueScanCursor }>;
+}
+
+/** The durable registry of active tenant-tiers (docs/intake.md §4(a)). */
+export interface IntakeRegistry {
+  registerIntake(tenantId: string, tier: PriorityTier, now: Date, scanUntilMs?: number): Promise<IntakeRegistration>;
+  /** Write or renew a backlogged tenant-tier's promise; undefined when the registration is gone. */
+  promiseIntake(registration: IntakeRegistration, now: Date): Promise<IntakeRegistration | undefined>;
+  getIntake(tenantId: string, tier: PriorityTier): Promise<IntakeRegistration | undefined>;
+  /** Delete on the token once its promise ended before `promiseEndedBeforeMs`; false when refused. */
+  deregisterIntake(
+    registration: Pick<IntakeRegistration, 'tenantId' | 'tier' | 'token'>,
+    promiseEndedBeforeMs: number,
+  ): Promise<boolean>;
+  listIntake(): Promise<IntakeRegistration[]>;
+}
+
+/** The scheduler lease: one holder at a time; its token fences every dispatch. */
+export interface LeaseStore {
+  /** Take (or renew, as its owner) the lease; undefined while another owner holds it. */
+  acquireLease(name: string, owner: string, nowMs: number, ttlMs: number): Promise<Lease | undefined>;
+  releaseLease(lease: Lease, nowMs?: number): Promise<void>;
+  getLease(name: string): Promise<(Lease & { readonly releasedAtMs?: number | undefined }) | undefined>;
+}
+
+/** Tier messages announcing queued work (one per task, delayed to its runAt). */
+export interface Announcer {
+  announce(tasks: readonly Task[], now: Date): Promise<void>;
+}
+
+/** The queues the scheduler consumes and feeds. */
+export interface MessageQueues {
+  receive<T>(
+    queueId: string,
+    options?: { max?: number; waitSeconds?: number; visibilitySeconds?: number | undefined; abortSignal?: AbortSignal },
+  ): Promise<ReceivedMessage<T>[]>;
+  delete(queueId: string, receiptHandles: readonly string[]): Promise<BatchEntryFailure[]>;
+  changeVisibility(queueId: string, receiptHandles: readonly string[], seconds: number): Promise<BatchEntryFailure[]>;
+  sendToWorkers(runtime: Runtime, messages: readonly WorkerMessage[]): Promise<void>;
+  /** A queue's approximate counts (SQS GetQueueAttributes). */
+  attributes(queueId: string, names: readonly QueueCount[]): Promise<Partial<Record<string, string>>>;
+}
+
+/** The approximate counts a queue reports. */
+export type QueueCount =
+  | 'ApproximateNumberOfMessages'
+  | 'ApproximateNumberOfMessagesDelayed'
+  | 'ApproximateNumberOfMessagesNotVisible';
+
+/** The durable flow-control records: start-rate buckets and concurrency keys' holders. */
+export interface FlowControl {
+  grant(tenantId: string, rate: StartRate, nowMs: number, want: number): Promise<Grant>;
+  acquireKey(
+    tenantId: string,
+    key: string,
+    limit: number,
+    taskId: string,
+    fence: number,
+    nowMs: number,
+    stale: StaleHolders,
+  ): Promise<KeyAcquisition>;
+  releaseKey(tenantId: string, key: string, taskId: string, fence: number): Promise<void>;
+}
+
+/** Tenant and task-type settings, as stored by the API (and the version every change bumps). */
+export interface TenantSettingsSource {
+  listTenants(): Promise<StoredTenant[]>;
+  listTaskTypes(): Promise<StoredTaskType[]>;
+  tenantsVersion(): Promise<string | undefined>;
+}
+
+/** What a scheduler keeps across restarts: its published snapshot, the rotation's memory, sweep marks. */
+export interface SchedulerState {
+  getSnapshot<T>(): Promise<T | undefined>;
+  putSnapshot(snapshot: unknown): Promise<void>;
+  getRotation(): Promise<RotationState | undefined>;
+  putRotation(state: RotationState, at: Date): Promise<void>;
+  getSweepMarks(): Promise<SweepMarks>;
+  putSweepMarks(marks: SweepMarks): Promise<void>;
+}
+
+/** The control table as the scheduler uses it. */
+export interface SchedulerControl extends IntakeRegistry, TenantSettingsSource, SchedulerState {
+  readonly flow: FlowControl;
+}

@@ -1,0 +1,106 @@
+/**
+ * The scheduler against in-memory ports (test/helpers/in-memory-ports.ts): its logic, with no
+ * emulator and no AWS faked at the wire (issue 24 item 8).
+ */
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { createTask, start, succeed } from '../../runtime/core/lifecycle.ts';
+import type { Task } from '../../runtime/core/task.ts';
+import { COMPLETIONS_QUEUE, tierQueue } from '../../runtime/infra/resources.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { taskSpec } from '../helpers/factories.ts';
+import { InMemoryControl, InMemoryQueues, InMemoryTasks } from '../helpers/in-memory-ports.ts';
+
+const NOW = new Date('2026-12-02T08:00:00.000Z');
+
+function setUp() {
+  const tasks = new InMemoryTasks();
+  const control = new InMemoryControl();
+  const queues = new InMemoryQueues();
+  const config = parseConfig({
+    pools: { lambda: { concurrency: 3 }, fargate: { vcpu: 1, memoryMiB: 2048 } },
+    tenantDefaults: { weight: 1, maxConcurrency: 10 },
+    tenants: { capped: { weight: 1, maxConcurrency: 2 } },
+  });
+  const scheduler = new Scheduler({ store: tasks, control, queues, config, now: () => NOW });
+  let seq = 0;
+  /** Tasks as a submit writes and announces them. */
+  const submit = async (count: number, tenantId: string): Promise<Task[]> => {
+    const created = Array.from({ length: count }, () =>
+      createTask(`${tenantId}-${++seq}`, taskSpec({ tenantId }), new Date(NOW.getTime() - 1000)),
+    );
+    tasks.put(...created);
+    await queues.announce(created);
+    return created;
+  };
+  const ticks = async (count: number) => {
+    let dispatched = 0;
+    for (let i = 0; i < count; i++) dispatched += (await scheduler.tick()).dispatched;
+    return dispatched;
+  };
+  return { tasks, control, queues, scheduler, submit, ticks };
+}
+
+describe('Class: Scheduler (in-memory ports)', () => {
+  it('dispatches within the pool and the quota, one fenced worker message each, and frees capacity on completion', async () => {
+    // Prepare
+    const { tasks, control, queues, scheduler, submit, ticks } = setUp();
+    await scheduler.resume();
+    await submit(4, 'capped');
+    await submit(1, 'other');
+
+    // Act
+    const dispatched = await ticks(3);
+
+    // Assess: 3 slots, `capped` held to 2; the announcements consumed, both tenant-tiers registered
+    expect(dispatched).toBe(3);
+    const sent = queues.sentToWorkers.map(({ message }) => message);
+    expect(sent.map((message) => message.tenantId).sort()).toEqual(['capped', 'capped', 'other']);
+    expect(sent.every((message) => message.fence === 1)).toBe(true);
+    expect(sent.map((message) => tasks.items.get(message.taskId)?.state)).toEqual(Array(3).fill('DISPATCHED'));
+    expect(queues.depth(tierQueue('normal').id)).toBe(0);
+    expect([...control.registry.keys()].sort()).toEqual(['normal#capped', 'normal#other']);
+    expect([scheduler.activeCount, scheduler.policy.activeCount]).toEqual([3, 3]);
+
+    // Act: a worker runs the first `capped` task and reports it
+    const first = sent.find((message) => message.tenantId === 'capped')!;
+    await tasks.transition(first.taskId, (task) => start(task, first.fence, NOW, 60));
+    const done = await tasks.transition(first.taskId, (task) => succeed(task, first.fence, NOW, 1));
+    queues.send(COMPLETIONS_QUEUE.id, {
+      taskId: done.taskId,
+      fence: done.fence,
+      tenantId: 'capped',
+      state: done.state,
+    });
+    const more = await ticks(2);
+
+    // Assess: its slot and quota went to the next `capped` task
+    expect(more).toBe(1);
+    expect(queues.sentToWorkers.at(-1)?.message.tenantId).toBe('capped');
+    expect([scheduler.activeCount, scheduler.policy.activeCount]).toEqual([3, 3]);
+  });
+
+  it('a task cancelled between the round read and its write is let go: nothing held, nothing sent, not picked again', async () => {
+    // Prepare: the cancel lands just before the dispatch write is checked
+    const { tasks, queues, scheduler, submit, ticks } = setUp();
+    await scheduler.resume();
+    const [task] = await submit(1, 'other');
+    let refused = 0;
+    tasks.beforeApply = (plan) => {
+      if (plan.next.taskId !== task!.taskId || plan.next.state !== 'DISPATCHED') return;
+      const current = tasks.items.get(task!.taskId)!;
+      tasks.put({ ...current, state: 'CANCELLED', version: current.version + 1 });
+      refused++;
+    };
+
+    // Act
+    const dispatched = await ticks(3);
+
+    // Assess
+    expect(refused).toBe(1);
+    expect(dispatched).toBe(0);
+    expect(queues.sentToWorkers).toEqual([]);
+    expect(tasks.items.get(task!.taskId)?.state).toBe('CANCELLED');
+    expect([scheduler.activeCount, scheduler.policy.activeCount, scheduler.heldCount]).toEqual([0, 0, 0]);
+  });
+});
