@@ -18,6 +18,10 @@
  *   before it: an assumption, said so), every slot frees by then + τ, and its tenant's running
  *   tasks are read from the store.
  *
+ * The snapshot's ends of the running tasks are not used for a task the snapshot predates: any slot
+ * may be refilled, with a task running to the pool's cap, before the task joins (docs/policy.md,
+ * "How tight it can be at submit").
+ *
  * To the core's bound it adds the scheduler's pace: SCHEDULER_PACE_SECONDS per round of the proof
  * and HANDOVER_SECONDS per started minute (the Lambda hands over every minute). Under `priority`
  * and `fifo` it gives none: every older task of the pool counts there, and no process counts them.

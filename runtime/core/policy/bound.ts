@@ -47,6 +47,13 @@
  * after each of its turns it goes to the end, behind tenants that joined meanwhile, and those
  * may keep coming (fair share among them is the point). A delayed task gets none either until
  * it is due: tenants that start waiting before then join ahead of it.
+ *
+ * Tightness. In the Lambda pool, given t₁, k and the slots' ends, the bound is reached (in an
+ * open system, with enough tenants): every slot's task may run to its end and each later one to
+ * τ, the k may take the first k releases, and before t₁ tenants at share 0 (arriving later too)
+ * may refill every slot. So it can only get tighter through what it is given: the ends known at
+ * t₀ and τ (docs/policy.md, "How tight it can be at submit"; test/unit/policy/adversarial.test.ts
+ * runs these worst cases).
  */
 import type { Runtime } from '../task.ts';
 
