@@ -16,11 +16,11 @@
  * - before its first successful write it starts nothing.
  * With one shard none of this runs: the policy keeps the whole pools and nothing is written.
  */
-import type { ControlStore } from '../adapters/control-store.ts';
 import { nextSlices, releasedSlices, type SliceOptions } from '../core/capacity-slices.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { SchedulingPolicy } from '../core/policy/policy.ts';
 import type { ResourceVector } from '../core/policy/types.ts';
+import type { CapacitySlicesStore } from './ports.ts';
 
 /** How often a shard reports by default. */
 export const SLICE_EVERY_MS = 2_000;
@@ -30,7 +30,7 @@ export const SLICE_STALE_AFTER_MS = 30_000;
 const ATTEMPTS = 3;
 
 export interface CapacitySliceDeps {
-  readonly control: Pick<ControlStore, 'getCapacitySlices' | 'putCapacitySlices'>;
+  readonly control: CapacitySlicesStore;
   readonly policy: Pick<SchedulingPolicy, 'sliceReport' | 'setAllowance'>;
   /** This scheduler's shard, of `shards`. */
   readonly shard: number;

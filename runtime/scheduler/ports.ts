@@ -14,11 +14,20 @@
  *   MessageQueues    receiving, deleting and handing back messages; worker messages
  *   FlowControl      start-rate buckets and concurrency keys' holders
  *   TenantSettingsSource, SchedulerState: settings the scheduler applies, state it keeps across restarts
+ *   CapacitySlicesStore  the shards' shared allowances of the pools (capacity-slice.ts)
  */
-import type { IntakeRegistration, Lease, StoredTaskType, StoredTenant, SweepMarks } from '../adapters/control-store.ts';
+import type {
+  IntakeRegistration,
+  Lease,
+  SlicesWrite,
+  StoredTaskType,
+  StoredTenant,
+  SweepMarks,
+} from '../adapters/control-store.ts';
 import type { KeyAcquisition, StaleHolders } from '../adapters/flow-store.ts';
 import type { BatchEntryFailure, ReceivedMessage, WorkerMessage } from '../adapters/queues.ts';
 import type { DuePage, LeasedTaskRef, QueuedTaskRef, QueueScanCursor } from '../adapters/task-store.ts';
+import type { CapacitySlices } from '../core/capacity-slices.ts';
 import type { TransitionPlan } from '../core/lifecycle.ts';
 import type { RotationState } from '../core/policy/index.ts';
 import type { Grant } from '../core/policy/rate.ts';
@@ -125,6 +134,13 @@ export interface SchedulerState {
   putRotation(state: RotationState, at: Date): Promise<void>;
   getSweepMarks(): Promise<SweepMarks>;
   putSweepMarks(marks: SweepMarks): Promise<void>;
+}
+
+/** The sharded schedulers' capacity slices: one record, written conditionally on its version. */
+export interface CapacitySlicesStore {
+  getCapacitySlices(poolSet?: string): Promise<CapacitySlices | undefined>;
+  /** `written` also when this very write had been applied (an SDK retry); else the record now. */
+  putCapacitySlices(state: CapacitySlices, expectedVersion: number, poolSet?: string): Promise<SlicesWrite>;
 }
 
 /** The control table as the scheduler uses it. */
