@@ -14,7 +14,8 @@
  * `held` at the report is not all it may hold (it may have filled its allowance since); only
  * once `heldAtMostMs` more has passed (the longest one task holds its pool) has every task it
  * started ended, and its entry is forgotten. A scheduler that stops cleanly reports an empty
- * allowance first, so only its tasks still running stay claimed.
+ * allowance first, so only its tasks still running stay claimed. Each entry carries its writer's
+ * lease token for the shard: a scheduler that lost the lease cannot write over its successor's.
  * Targets, per resource and per pool (Lambda slots; Fargate vCPU and memory together):
  *   1. fair: the pool, less what stale shards claim, split by the weights of the shards that
  *      report (the summed weights of their tenants with work in the pool); all equal when no
@@ -25,6 +26,7 @@
  *      rest of the pool is split by weight among the others.
  * Integer resources are split by largest remainder, so nothing is left over by rounding.
  */
+import { SchedulerError } from './errors.ts';
 import type { ResourceVector } from './policy/types.ts';
 
 export type SlicedPool = 'lambda' | 'fargate';
@@ -54,6 +56,8 @@ export interface SliceEntry {
   /** Per pool: since when its need has been above its fair share (absent: it is not). */
   readonly needSinceMs: Partial<Record<SlicedPool, number>>;
   readonly reportedAtMs: number;
+  /** The writer's scheduler lease token for the shard: an older holder may not write over it. */
+  readonly token?: number | undefined;
 }
 
 /** The shared record (one item per pool set). `version` grows by one on every write. */
@@ -69,6 +73,26 @@ export interface SliceReport {
   readonly held: ResourceVector;
   readonly weight: PoolWeights;
   readonly need: ResourceVector;
+  /** This scheduler's lease token for the shard (0 without a lease). */
+  readonly token?: number | undefined;
+}
+
+/**
+ * A newer holder of the shard's lease has written its entry: this scheduler lost the lease and
+ * must start nothing more, nor write the entry (it would replace the newer holder's claim).
+ */
+export class SliceSupersededError extends SchedulerError {
+  constructor(shard: number, token: number, stored: number) {
+    super('slice_superseded', `Shard ${shard}'s capacity slice was written under lease token ${stored} > ${token}`, {
+      details: { shard, token, stored },
+    });
+    this.name = 'SliceSupersededError';
+  }
+}
+
+/** Refuse a report or release from an older lease holder of the shard than the entry's writer. */
+function checkToken(previous: SliceEntry | undefined, shard: number, token: number): void {
+  if ((previous?.token ?? 0) > token) throw new SliceSupersededError(shard, token, previous?.token ?? 0);
 }
 
 export interface SliceOptions {
@@ -127,6 +151,8 @@ export function nextSlices(
 ): SliceDecision {
   const self = String(report.shard);
   const previous = state?.entries[self];
+  const token = report.token ?? 0;
+  checkToken(previous, report.shard, token);
   const kept: Record<string, SliceEntry> = {};
   const live = new Map<string, SliceEntry>();
   const free = { ...capacity };
@@ -152,6 +178,7 @@ export function nextSlices(
     need: { ...report.need },
     needSinceMs: previous?.needSinceMs ?? {},
     reportedAtMs: nowMs,
+    token,
   };
   live.set(self, reporting);
 
@@ -182,7 +209,9 @@ export function releasedSlices(
   held: ResourceVector,
   nowMs: number,
   options: SliceOptions,
+  token = 0,
 ): CapacitySlices {
+  checkToken(state?.entries[String(shard)], shard, token);
   const entries = { ...(state?.entries ?? {}) };
   entries[String(shard)] = {
     allowed: zero(),
@@ -191,6 +220,7 @@ export function releasedSlices(
     need: zero(),
     needSinceMs: {},
     reportedAtMs: nowMs,
+    token,
   };
   return { version: (state?.version ?? 0) + 1, shards: options.shards, entries };
 }

@@ -16,7 +16,7 @@
  * - before its first successful write it starts nothing.
  * With one shard none of this runs: the policy keeps the whole pools and nothing is written.
  */
-import { nextSlices, releasedSlices, type SliceOptions } from '../core/capacity-slices.ts';
+import { nextSlices, releasedSlices, type SliceOptions, SliceSupersededError } from '../core/capacity-slices.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { SchedulingPolicy } from '../core/policy/policy.ts';
 import type { ResourceVector } from '../core/policy/types.ts';
@@ -67,7 +67,10 @@ export class CapacitySlice {
   /** When the allowance was last written (the entry's reportedAtMs); undefined: never. */
   #writtenAtMs: number | undefined;
   #lastAttemptMs = Number.NEGATIVE_INFINITY;
+  /** Released, or superseded by a newer holder of the shard's lease: it starts nothing more. */
   #stopped = false;
+  /** The shard's lease token this scheduler holds (0: none, tests and tools). */
+  #token = 0;
 
   constructor(deps: CapacitySliceDeps) {
     this.#deps = deps;
@@ -78,6 +81,11 @@ export class CapacitySlice {
     this.#poolSet = deps.poolSet ?? 'pools';
     // Nothing starts before the first allowance is written.
     deps.policy.setAllowance(NOTHING);
+  }
+
+  /** The scheduler took or renewed the shard's lease: its entry is written under this token. */
+  holdLease(token: number): void {
+    this.#token = token;
   }
 
   /** What the policy may fill now. */
@@ -99,7 +107,7 @@ export class CapacitySlice {
       let state = await this.#deps.control.getCapacitySlices(this.#poolSet);
       for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
         // One synchronous step from the report to the shrink: nothing starts in between.
-        const report = { shard: this.#deps.shard, ...this.#deps.policy.sliceReport(nowMs) };
+        const report = { shard: this.#deps.shard, token: this.#token, ...this.#deps.policy.sliceReport(nowMs) };
         const decision = nextSlices(state, report, this.#deps.capacity, nowMs, this.#options);
         this.#apply(smaller(this.#allowance, decision.allowance));
         const write = await this.#deps.control.putCapacitySlices(decision.next, state?.version ?? 0, this.#poolSet);
@@ -114,6 +122,13 @@ export class CapacitySlice {
         shard: this.#deps.shard,
       });
     } catch (error) {
+      if (error instanceof SliceSupersededError) {
+        this.#stopped = true;
+        this.#deps.logger?.warn('capacity slice superseded: a newer scheduler holds this shard', {
+          ...(error.details as object),
+        });
+        return false;
+      }
       this.#deps.logger?.warn('could not report capacity slices: the allowance does not grow', {
         shard: this.#deps.shard,
         error: String(error),
@@ -129,13 +144,14 @@ export class CapacitySlice {
    * still hold, so the other shards need not wait for it to be forgotten. Best effort.
    */
   async release(nowMs: number): Promise<void> {
+    if (this.#stopped) return;
     this.#stopped = true;
     this.#apply(NOTHING);
     try {
       let state = await this.#deps.control.getCapacitySlices(this.#poolSet);
       for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
         const { held } = this.#deps.policy.sliceReport(nowMs);
-        const next = releasedSlices(state, this.#deps.shard, held, nowMs, this.#options);
+        const next = releasedSlices(state, this.#deps.shard, held, nowMs, this.#options, this.#token);
         const write = await this.#deps.control.putCapacitySlices(next, state?.version ?? 0, this.#poolSet);
         if (write.written) return;
         state = write.current;

@@ -156,6 +156,25 @@ describe('Class: CapacitySlice', () => {
     expect(a.slice.allowance.slots).toBe(5);
   });
 
+  it('stops at once when a newer holder of its shard has written (it lost the lease), and writes nothing more', async () => {
+    const control = new FakeControl();
+    const old = shardWithBacklog(control, 0, 20);
+    old.slice.holdLease(4);
+    await old.slice.sync(1_000);
+    expect(old.slice.allowance.slots).toBe(10);
+    const successor = shardWithBacklog(control, 0, 0);
+    successor.slice.holdLease(5);
+    await successor.slice.sync(2_000);
+    const stored = structuredClone(control.stored);
+
+    await old.slice.sync(3_000);
+    await old.slice.release(3_500);
+
+    expect(old.slice.allowance.slots).toBe(0);
+    expect(drain(old.policy, 3_500)).toHaveLength(0);
+    expect(control.stored).toEqual(stored);
+  });
+
   it('releases its allowance on a clean stop: only what it still holds stays claimed', async () => {
     const control = new FakeControl();
     const a = shardWithBacklog(control, 0, 20);

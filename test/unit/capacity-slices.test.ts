@@ -12,6 +12,7 @@ import {
   releasedSlices,
   type SliceDecision,
   type SliceOptions,
+  SliceSupersededError,
   splitByWeight,
 } from '../../runtime/core/capacity-slices.ts';
 import type { ResourceVector } from '../../runtime/core/policy/types.ts';
@@ -362,6 +363,16 @@ describe('capacity slices', () => {
     world.read(0, both, zero());
     world.write(0, 'ok');
     expect(world.shards[0]?.allowance.slots).toBe(7);
+  });
+
+  it('refuses a report or a release from an older lease holder of the shard', () => {
+    const report = { shard: 0, held: zero(), weight: { lambda: 1, fargate: 1 }, need: zero() };
+    const state = nextSlices(undefined, { ...report, token: 5 }, CAPACITY, 1_000, OPTIONS).next;
+    expect(() => nextSlices(state, { ...report, token: 4 }, CAPACITY, 2_000, OPTIONS)).toThrow(SliceSupersededError);
+    expect(() => releasedSlices(state, 0, zero(), 2_000, OPTIONS, 4)).toThrow(SliceSupersededError);
+    expect(nextSlices(state, { ...report, token: 6 }, CAPACITY, 2_000, OPTIONS).next.entries['0']?.token).toBe(6);
+    // Another shard's token is not compared.
+    expect(nextSlices(state, { ...report, shard: 1, token: 1 }, CAPACITY, 2_000, OPTIONS).next.version).toBe(2);
   });
 
   it('splits integers by largest remainder, nothing left over', () => {
