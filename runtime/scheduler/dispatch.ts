@@ -1,11 +1,14 @@
 /**
- * A dispatch round: every task the policy lets start now is re-read consistently (the intake's
- * refs come from a lagging index or a message, never the truth), written `QUEUED → DISPATCHED`
- * with one conditional write each, and handed to its pool's worker queue.
+ * A dispatch round's stages (the tick composes them, scheduler.ts): every task the policy lets
+ * start now is re-read consistently (the intake's refs come from a lagging index or a message,
+ * never the truth), written `QUEUED → DISPATCHED` with one conditional write each, and handed to
+ * its pool's worker queue.
  *
- *   reservations.pickAll ─▶ BatchGet (consistent) ─▶ flow admission ─▶ conditional dispatch ─▶ worker queues
- *   (policy.next + intake.taken)   └ each pick ends committed (written) or aborted (reservation.ts):
- *                                    not QUEUED: dropped; changed, held or failed: back in the window
+ *   pick: reservations.pickAll ─▶ BatchGet (consistent) ─▶ settings version ─▶ flow admission
+ *   writeDispatches: conditional dispatch writes, all side by side
+ *   sendWorkerMessages: worker queues, a batch per runtime side by side
+ *   Each pick ends committed (written) or aborted (reservation.ts): not QUEUED: dropped;
+ *   changed, held or failed: back in its window.
  *
  * Writes are idempotent on taskId + fence, so a duplicate ref, a replayed round or a second
  * scheduler cannot dispatch a task twice.
@@ -49,7 +52,6 @@ export interface DispatchDeps {
    * moved since the engine last took them (it has taken them again), and the round starts nothing.
    */
   readonly settingsMoved?: (() => Promise<boolean>) | undefined;
-  readonly queues: Pick<MessageQueues, 'sendToWorkers'>;
   readonly config: SchedulerConfig;
   /** The engine's settings and flow-control mirrors (its picks come through `reservations`). */
   readonly policy: SchedulingPolicy;
@@ -65,36 +67,37 @@ export function mayDispatch(lease: HeldLease | undefined, nowMs: number): boolea
 }
 
 /**
- * Ask the policy for every task that can start now, and dispatch them together. Every pick is
- * committed or aborted before this returns or throws (a throw aborts what is still open).
+ * Stage "pick": reserve every task the engine lets start now, re-read them consistently (the
+ * index and messages may be stale), check the settings did not move, and admit them through
+ * flow control. Returns the reservations to write: none when stopping or out of lease time.
+ * When it throws, every pick of the round has been aborted (it waits again).
  */
-export async function dispatchReady(deps: DispatchDeps, now: Date, lease: HeldLease | undefined): Promise<number> {
+export async function pick(deps: DispatchDeps, now: Date, lease: HeldLease | undefined): Promise<Reservation[]> {
   const nowMs = now.getTime();
-  if (!mayDispatch(lease, nowMs) || deps.stopped?.()) return 0;
+  if (!mayDispatch(lease, nowMs) || deps.stopped?.()) return [];
   const picked = deps.reservations.pickAll(nowMs);
-  if (picked.length === 0) return 0;
+  if (picked.length === 0) return [];
   try {
-    return await dispatchPicked(deps, picked, now, lease);
+    const ready = await readPicked(deps, picked, nowMs);
+    if (ready.length === 0 || (await settingsMoved(deps, ready))) return [];
+    const admitted = await admitFlow(deps, ready, nowMs);
+    if (deps.stopped?.()) {
+      // Shutdown began during the reads: the picks wait in their windows, written nothing.
+      for (const reservation of admitted) reservation.abort('stopping');
+      return [];
+    }
+    return admitted;
   } catch (error) {
     for (const reservation of picked) reservation.abort('round-failed');
     throw error;
-  } finally {
-    await deps.reservations.released();
   }
 }
 
-async function dispatchPicked(
-  deps: DispatchDeps,
-  picked: readonly Reservation[],
-  now: Date,
-  lease: HeldLease | undefined,
-): Promise<number> {
-  const nowMs = now.getTime();
-  const { store, queues, config } = deps;
-  // The truth: one consistent read of every picked task (the index and messages may be stale).
+/** The picks as stored: those still QUEUED as their ref said go on; the others are let go. */
+async function readPicked(deps: DispatchDeps, picked: readonly Reservation[], nowMs: number): Promise<Reservation[]> {
   let current: Map<string, Task>;
   try {
-    current = await store.getMany(picked.map(({ ref }) => ref.taskId));
+    current = await deps.store.getMany(picked.map(({ ref }) => ref.taskId));
   } catch (error) {
     for (const reservation of picked) reservation.abort('read-failed');
     throw error;
@@ -112,33 +115,37 @@ async function dispatchPicked(
       ready.push(reservation);
     }
   }
-  if (ready.length > 0 && (await settingsMoved(deps, ready))) return 0;
-  const admitted = await admitFlow(deps, ready, nowMs);
+  return ready;
+}
 
-  if (deps.stopped?.()) {
-    // Shutdown began during the read: the picks wait in their windows, written nothing.
-    for (const reservation of admitted) reservation.abort('stopping');
-    return 0;
-  }
-
-  // Every write is waited for, failed or not: one that lands after another failed must still
-  // be counted and get its worker message.
+/**
+ * Stage "dispatch writes": one conditional write per reservation, all side by side, and every
+ * one waited for, failed or not (one that lands after another failed must still be counted and
+ * get its worker message). Each reservation is committed or aborted by its outcome. Returns the
+ * attempts written and the first failure the tick must report (a refusal or a throttle is none).
+ */
+export async function writeDispatches(
+  deps: Pick<DispatchDeps, 'store' | 'config'>,
+  admitted: readonly Reservation[],
+  now: Date,
+  lease: HeldLease | undefined,
+): Promise<{ written: Task[]; failure: unknown }> {
+  const nowMs = now.getTime();
   const outcomes = await Promise.allSettled(
     admitted.map((reservation) => {
       reservation.writing();
-      return store.apply(dispatch(reservation.item, now, config.scheduler.dispatchLeaseSeconds, lease?.token));
+      return deps.store.apply(
+        dispatch(reservation.item, now, deps.config.scheduler.dispatchLeaseSeconds, lease?.token),
+      );
     }),
   );
-  const messages: WorkerMessage[] = [];
-  const runtimes: Task['runtime'][] = [];
+  const written: Task[] = [];
   let failure: unknown;
   outcomes.forEach((outcome, i) => {
     const reservation = admitted[i]!;
     if (outcome.status === 'fulfilled') {
-      const task = outcome.value;
-      reservation.commit(task, nowMs);
-      messages.push({ taskId: task.taskId, fence: task.fence, tenantId: task.tenantId, type: task.type, task });
-      runtimes.push(task.runtime);
+      reservation.commit(outcome.value, nowMs);
+      written.push(outcome.value);
       return;
     }
     const error = outcome.reason;
@@ -159,13 +166,31 @@ async function dispatchPicked(
       failure ??= error;
     }
   });
-  const byRuntime = Map.groupBy(messages, (_message, i) => runtimes[i]!);
-  await Promise.all([
-    ...[...byRuntime].map(([runtime, batch]) => queues.sendToWorkers(runtime, batch)),
-    deps.reservations.released(),
-  ]);
-  if (failure !== undefined) throw failure;
-  return messages.length;
+  return { written, failure };
+}
+
+/** Stage "sends": each written attempt's worker message, a batch per runtime, side by side. */
+export async function sendWorkerMessages(
+  queues: Pick<MessageQueues, 'sendToWorkers'>,
+  written: readonly Task[],
+): Promise<void> {
+  const byRuntime = Map.groupBy(written, (task) => task.runtime);
+  await Promise.all(
+    [...byRuntime].map(([runtime, tasks]) =>
+      queues.sendToWorkers(
+        runtime,
+        tasks.map(
+          (task): WorkerMessage => ({
+            taskId: task.taskId,
+            fence: task.fence,
+            tenantId: task.tenantId,
+            type: task.type,
+            task,
+          }),
+        ),
+      ),
+    ),
+  );
 }
 
 /**

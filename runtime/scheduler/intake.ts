@@ -5,7 +5,9 @@
  * within the tick, never held or parked. The durable registry of active tenant-tiers in the
  * control table lets a restarted scheduler find every tenant-tier's work with one query each.
  *
- *   tier queues ─▶ announcements ─▶ register tenant-tier (first time) ─▶ delete ─▶ ref into window
+ *   tier queues ─▶ announcements ─▶ ref into window ─▶ register tenant-tier (first time) ─▶ delete
+ *   (the stages are separate calls the tick composes: receiveAnnouncements, admitAnnouncements,
+ *   register, deleteAnnouncements; refill)
  *   windows below half ─▶ Query byTenantQueue ─▶ refs into windows ─▶ engine
  *   backlogged tenant-tier ─▶ promise (registry `scanUntilMs`): submits skip their announcements
  *   emptied tenant-tier ─▶ probe the index G after its last announcement and its promise ─▶ deregister
@@ -64,12 +66,18 @@ export interface IntakeDeps {
   readonly queuedAgain: (ref: QueuedRef) => boolean;
 }
 
+/** A tier message as received, with the queue it came from. */
+export interface ReceivedAnnouncement {
+  readonly queueId: string;
+  readonly message: ReceivedMessage<TierMessage>;
+}
+
 export class Intake {
   readonly windows: IntakeWindows;
   readonly #deps: IntakeDeps;
   /** Tier receives in flight (at most one per tier) and what they returned, not yet consumed. */
   readonly #receiving = new Map<PriorityTier, Promise<number>>();
-  readonly #arrived: { queueId: string; message: ReceivedMessage<TierMessage> }[] = [];
+  readonly #arrived: ReceivedAnnouncement[] = [];
   #receiveError: unknown;
   #seq = 0;
   #backlogged = false;
@@ -144,7 +152,7 @@ export class Intake {
    * Start a receive on every tier queue that has none in flight (one batch each, long-polling
    * `waitSeconds`), and return the receives this call started and every receive in flight. A
    * long poll outlives the tick that started it: what it returns waits in `arrived` for the next
-   * `receive()`. (Aborting it instead could strand a message SQS already handed to the aborted
+   * `receiveAnnouncements()`. (Aborting it instead could strand a message SQS already handed to the aborted
    * request, hidden for its visibility.)
    */
   poll(waitSeconds: number): { started: Promise<number>[]; inFlight: Promise<number>[] } {
@@ -171,19 +179,19 @@ export class Intake {
     return { started, inFlight: [...this.#receiving.values()] };
   }
 
-  /** Announcements received and not consumed yet. */
+  /** Announcements received by the polls and not taken yet. */
   get arrived(): number {
     return this.#arrived.length;
   }
 
   /**
-   * Consume the announcements the polls returned. A tier that returned a full batch may hold
-   * more: it is drained further this tick, so a burst of announcements ahead of other tenants' is
-   * taken at once. Receives of one queue go out side by side (SQS serves concurrent receivers
-   * different messages), doubling while they all come back full: at 2,000 announcements a second,
-   * one receive after another (10 messages a call at SQS's latency) could not keep up.
+   * The announcements the polls returned and, from a tier that returned a full batch, more: a
+   * burst of announcements ahead of other tenants' is taken at once. Receives of one queue go
+   * out side by side (SQS serves concurrent receivers different messages), doubling while they
+   * all come back full: at 2,000 announcements a second, one receive after another (10 messages
+   * a call at SQS's latency) could not keep up. The tick then admits, registers and deletes them.
    */
-  async receive(): Promise<number> {
+  async receiveAnnouncements(): Promise<ReceivedAnnouncement[]> {
     if (this.#arrived.length === 0) this.#throwReceiveError();
     const received = this.#arrived.splice(0);
     let full = fullQueues(received);
@@ -214,35 +222,36 @@ export class Intake {
       full = full.filter((queueId) => more.filter((entry) => entry.queueId === queueId).length >= 10 * width);
     }
     this.#backlogged = full.length > 0;
-    if (received.length > 0) await this.#consume(received);
-    return received.length;
+    return received;
   }
 
   /**
-   * Register the announced tenant-tiers not yet registered, then delete the messages: a message
-   * is deleted only once its tenant-tier is in the registry, so a crash in between leaves the
-   * message (received again), never a QUEUED task nobody will read.
+   * Announced refs into their windows and the engine (no I/O). Returns the tenant-tiers that
+   * must be registered before their announcements may be deleted. Messages that are not
+   * announcements are left alone (to the queue's redrive policy).
    */
-  async #consume(received: readonly { queueId: string; message: ReceivedMessage<TierMessage> }[]): Promise<void> {
-    const { control, queues } = this.#deps;
-    const now = this.#deps.now();
-    const nowMs = now.getTime();
+  admitAnnouncements(received: readonly ReceivedAnnouncement[]): TenantTier[] {
+    const nowMs = this.#deps.now().getTime();
     const toRegister = new Map<string, TenantTier>();
-    const consumable: { queueId: string; message: ReceivedMessage<TierMessage> }[] = [];
-    for (const entry of received) {
-      const body = entry.message.body;
-      if (!isAnnouncement(body)) continue; // Not ours: left to the queue's redrive policy.
-      consumable.push(entry);
+    for (const { message } of received) {
+      const body = message.body;
+      if (!isAnnouncement(body)) continue;
       const tenantTier = { tenantId: body.tenantId, tier: body.priority };
       const ref = refOfMessage(body);
       const decision = this.windows.announced({ ...tenantTier, ...(ref ? { ref } : {}) }, nowMs);
       if (decision.register) toRegister.set(`${body.priority}#${body.tenantId}`, tenantTier);
       if (decision.admitted) this.#admit(decision.admitted);
     }
+    return [...toRegister.values()];
+  }
+
+  /** Register new tenant-tiers in the durable registry, side by side; a failure leaves its announcements to come back. */
+  async register(tenantTiers: readonly TenantTier[]): Promise<void> {
+    const now = this.#deps.now();
     await Promise.all(
-      [...toRegister.values()].map(async ({ tenantId, tier }) => {
+      tenantTiers.map(async ({ tenantId, tier }) => {
         try {
-          const { token, scanUntilMs } = await control.registerIntake(
+          const { token, scanUntilMs } = await this.#deps.control.registerIntake(
             tenantId,
             tier,
             now,
@@ -259,13 +268,22 @@ export class Intake {
         }
       }),
     );
-    const deletable = consumable.filter(({ message }) =>
-      this.windows.isRegistered(message.body.tenantId, message.body.priority),
+  }
+
+  /**
+   * Delete the announcements whose tenant-tier is registered (a queue's batch side by side with
+   * the others): a message goes only once its tenant-tier is in the registry, so a crash in
+   * between leaves the message (received again), never a QUEUED task nobody will read.
+   */
+  async deleteAnnouncements(received: readonly ReceivedAnnouncement[]): Promise<void> {
+    const deletable = received.filter(
+      ({ message }) =>
+        isAnnouncement(message.body) && this.windows.isRegistered(message.body.tenantId, message.body.priority),
     );
     const byQueue = Map.groupBy(deletable, ({ queueId }) => queueId);
     await Promise.all(
       [...byQueue].map(([queueId, entries]) =>
-        queues.delete(
+        this.#deps.queues.delete(
           queueId,
           entries.map(({ message }) => message.receiptHandle),
         ),

@@ -9,11 +9,11 @@
  * taskId + fence, so a duplicate announcement, a duplicate worker message or a replayed tick
  * cannot dispatch a task twice.
  *
- * One tick:
- *   completions ─▶ release capacity
- *   tier queues ─▶ announcements (register tenant-tier, delete) ─▶ windows
+ * One tick (`tick` composes it as named stages, and says what runs side by side):
+ *   completions ─▶ release capacity                                  ‖ with the announcements
+ *   tier queues ─▶ announcements ─▶ windows (register tenant-tier, delete)
  *   windows below half ─▶ Query byTenantQueue ─▶ windows
- *   policy.next ─▶ consistent re-read ─▶ conditional dispatch ─▶ worker messages
+ *   policy.next ─▶ reservations ─▶ consistent re-read ─▶ conditional dispatch ─▶ worker messages
  *   every few seconds: reconcile (with a page of the registry backstop), refresh tenants, publish a snapshot
  *   and, when it changed, the fair-share rotation's memory (control table), which a restart restores
  */
@@ -28,7 +28,14 @@ import { pickTenantSettings } from '../core/tenant-settings.ts';
 import { COMPLETIONS_QUEUE } from '../infra/resources.ts';
 import { recordTaskSpan } from '../telemetry/tracing.ts';
 import { BacklogCounter, RecentlyFinishedTenants } from './backlog.ts';
-import { dispatchReady, type HeldLease, mayDispatch } from './dispatch.ts';
+import {
+  type DispatchDeps,
+  type HeldLease,
+  mayDispatch,
+  pick,
+  sendWorkerMessages,
+  writeDispatches,
+} from './dispatch.ts';
 import { Intake } from './intake.ts';
 import type { Announcer, MessageQueues, SchedulerControl, TaskRepository } from './ports.ts';
 import { Reconciler } from './reconciler.ts';
@@ -218,17 +225,43 @@ export class Scheduler {
   }
 
   /**
-   * One scheduling round. With `waitSeconds` > 0 it first waits, long-polling the completions
-   * queue and the tier queues together, for whichever comes first: a completion (capacity freed),
-   * an announcement (work arrived), the next index read coming due, or `waitSeconds`
-   * (`idleWaitSeconds` while it holds nothing and expects nothing: default `waitSeconds`). The polls
-   * outlive the round: what one returns later is taken by the next round. With announcements
-   * left in a tier or a read due now it does not wait (short polls). Once `signal` aborts
-   * (shutdown began, even during the wait) it dispatches nothing.
+   * One scheduling round: a pipeline of named stages, one after another; inside a stage, `‖`
+   * marks what runs side by side.
+   *
+   *   #waitForWork         polls: tier queues ‖ completions queue (long or short, see there)
+   *   #freeCompleted  ‖  #takeAnnouncements
+   *       completions:   receive more while full ─▶ release capacity ─▶ delete (batches ‖)
+   *       announcements: receive more while full (receives ‖) ─▶ into windows ─▶ register new
+   *                      tenant-tiers (‖) ─▶ delete (a batch per tier queue ‖)
+   *   #refill              index reads ‖ deregistration probes ‖ promise writes
+   *   #bindTenantSettings  one consistent read of the settings version
+   *   #dispatchRound       pick (reserve ─▶ consistent read ─▶ settings ─▶ flow admission)
+   *                        ─▶ dispatch writes (all ‖) ─▶ worker sends (a batch per runtime ‖) ‖ key places handed back
+   *   #maintain            every few seconds: reconcile, refresh tenants, snapshot and rotation
+   *
+   * Once `signal` aborts (shutdown began, even during the wait) it dispatches nothing.
    */
   async tick(
     options: { waitSeconds?: number; idleWaitSeconds?: number; signal?: AbortSignal } = {},
   ): Promise<TickResult> {
+    await this.#waitForWork(options);
+    const [completed, received] = await Promise.all([this.#freeCompleted(), this.#takeAnnouncements()]);
+    await this.#refill();
+    await this.#bindTenantSettings();
+    const dispatched = await this.#dispatchRound(options.signal);
+    await this.#maintain();
+    return { received, dispatched, completed };
+  }
+
+  /**
+   * With `waitSeconds` > 0, wait, long-polling the completions queue and the tier queues
+   * together, for whichever comes first: a completion (capacity freed), an announcement (work
+   * arrived), the next index read coming due, or `waitSeconds` (`idleWaitSeconds` while it holds
+   * nothing and expects nothing: default `waitSeconds`). The polls outlive the round: what one
+   * returns later is taken by the next round. With announcements left in a tier or a read due
+   * now it does not wait (short polls, taken this round).
+   */
+  async #waitForWork(options: { waitSeconds?: number; idleWaitSeconds?: number; signal?: AbortSignal }): Promise<void> {
     const waitSeconds = options.waitSeconds ?? 0;
     const nowMs = this.#now().getTime();
     const nextReadAtMs = this.#intake.nextReadAtMs(mayDispatch(this.#lease, nowMs));
@@ -252,31 +285,52 @@ export class Scheduler {
       const untilMs = Math.min(nowMs + pollSeconds * 1000, nextReadAtMs ?? Number.POSITIVE_INFINITY);
       await firstNonEmpty([...tiers.inFlight, ...completions.inFlight], untilMs - nowMs, options.signal);
     }
-    const [completed, received] = await Promise.all([this.#drainCompletions(), this.#intake.receive()]);
+  }
+
+  /**
+   * Work announced on the tier queues into the windows: receive (more while full), admit,
+   * register the new tenant-tiers, then delete (a message goes only once its tenant-tier is
+   * registered). Returns how many messages were received.
+   */
+  async #takeAnnouncements(): Promise<number> {
+    const received = await this.#intake.receiveAnnouncements();
+    if (received.length === 0) return 0;
+    await this.#intake.register(this.#intake.admitAnnouncements(received));
+    await this.#intake.deleteAnnouncements(received);
+    return received.length;
+  }
+
+  /** Drained windows read from the index, emptied tenant-tiers probed, promises made or renewed. */
+  async #refill(): Promise<void> {
     await this.#intake.refill(mayDispatch(this.#lease, this.#now().getTime()));
-    await this.#bindTenantSettings();
-    let dispatched: number;
+  }
+
+  /**
+   * Pick, write, send. Every pick is a reservation, committed by its write or aborted; one the
+   * round left open is a bug, reported and let go (Reservations.endRound).
+   */
+  async #dispatchRound(signal: AbortSignal | undefined): Promise<number> {
+    const deps: DispatchDeps = {
+      store: this.#deps.store,
+      flow: this.#deps.control.flow,
+      settingsMoved: () => this.#settingsMoved(),
+      config: this.#deps.config,
+      policy: this.#policy,
+      reservations: this.#reservations,
+      ...(signal ? { stopped: () => signal.aborted } : {}),
+    };
+    const now = this.#now();
     try {
-      dispatched = await dispatchReady(
-        {
-          store: this.#deps.store,
-          flow: this.#deps.control.flow,
-          settingsMoved: () => this.#settingsMoved(),
-          queues: this.#deps.queues,
-          config: this.#deps.config,
-          policy: this.#policy,
-          reservations: this.#reservations,
-          ...(options.signal ? { stopped: () => options.signal!.aborted } : {}),
-        },
-        this.#now(),
-        this.#lease,
-      );
+      const admitted = await pick(deps, now, this.#lease);
+      if (admitted.length === 0) return 0;
+      const { written, failure } = await writeDispatches(deps, admitted, now, this.#lease);
+      await Promise.all([sendWorkerMessages(this.#deps.queues, written), this.#reservations.released()]);
+      if (failure !== undefined) throw failure;
+      return written.length;
     } finally {
-      // Every pick was committed or aborted by the round; one still open is a bug, reported and let go.
+      await this.#reservations.released();
       this.#reservations.endRound();
     }
-    await this.#maintain();
-    return { received, dispatched, completed };
   }
 
   /**
@@ -342,9 +396,11 @@ export class Scheduler {
   /**
    * Free capacity for every attempt a worker reports finished: what the poll returned and, while
    * receives come back full, more of them side by side (doubling, up to COMPLETION_PARALLEL), so
-   * capacity is freed as fast as completions arrive, not one SQS round trip per 10.
+   * capacity is freed as fast as completions arrive, not one SQS round trip per 10. Each batch
+   * is released at once and its delete sent; the deletes and key hand-backs are waited for at
+   * the end. Returns how many attempts ended.
    */
-  async #drainCompletions(): Promise<number> {
+  async #freeCompleted(): Promise<number> {
     if (this.#completionError !== undefined) {
       const error = this.#completionError;
       this.#completionError = undefined;
