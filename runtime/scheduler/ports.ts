@@ -144,6 +144,6 @@ export interface CapacitySlicesStore {
 }
 
 /** The control table as the scheduler uses it. */
-export interface SchedulerControl extends IntakeRegistry, TenantSettingsSource, SchedulerState {
+export interface SchedulerControl extends IntakeRegistry, TenantSettingsSource, SchedulerState, CapacitySlicesStore {
   readonly flow: FlowControl;
 }

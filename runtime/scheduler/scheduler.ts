@@ -21,13 +21,14 @@ import type { CompletionMessage, ReceivedMessage } from '../adapters/queues.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import type { QueuedRef } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
-import { holdSecondsOf, SchedulingPolicy, taskHoldSeconds } from '../core/policy/index.ts';
+import { capacityOf, holdSecondsOf, SchedulingPolicy, taskHoldSeconds } from '../core/policy/index.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import type { Task } from '../core/task.ts';
 import { pickTenantSettings } from '../core/tenant-settings.ts';
 import { COMPLETIONS_QUEUE } from '../infra/resources.ts';
 import { recordTaskSpan } from '../telemetry/tracing.ts';
 import { BacklogCounter, RecentlyFinishedTenants } from './backlog.ts';
+import { CapacitySlice } from './capacity-slice.ts';
 import {
   type DispatchDeps,
   type HeldLease,
@@ -64,6 +65,12 @@ export interface SchedulerDeps {
    * batches; run with the upkeep every BATCH_SWEEP_EVERY_MS.
    */
   readonly sweepBatches?: (() => Promise<unknown>) | undefined;
+  /**
+   * This scheduler's shard when schedulers are sharded (issue 24 item 6). With more than one, it
+   * starts tasks only within its capacity slice of the pools (capacity-slice.ts, docs/scaling.md),
+   * reported every `sliceEveryMs` (default 2 s). Absent, or one shard: the whole pools, no writes.
+   */
+  readonly shard?: { readonly index: number; readonly count: number; readonly sliceEveryMs?: number } | undefined;
 }
 
 interface ActiveAttempt {
@@ -112,6 +119,8 @@ export class Scheduler {
   #completionPoll: Promise<number> | undefined;
   readonly #completionsArrived: ReceivedMessage<CompletionMessage>[] = [];
   #completionError: unknown;
+  /** Its slice of the pools, when sharded. */
+  readonly #slice: CapacitySlice | undefined;
 
   constructor(deps: SchedulerDeps) {
     this.#deps = deps;
@@ -143,6 +152,20 @@ export class Scheduler {
       logger: deps.logger,
     });
     this.#backlog = new BacklogCounter(deps.store);
+    const shard = deps.shard;
+    if (shard && shard.count > 1) {
+      const hold = holdSecondsOf(config);
+      this.#slice = new CapacitySlice({
+        control: deps.control,
+        policy: this.#policy,
+        shard: shard.index,
+        shards: shard.count,
+        capacity: capacityOf(config.pools),
+        heldAtMostMs: Math.max(hold.lambda, hold.fargate) * 1000,
+        ...(shard.sliceEveryMs === undefined ? {} : { everyMs: shard.sliceEveryMs }),
+        ...(deps.logger ? { logger: deps.logger } : {}),
+      });
+    }
     this.#reconciler = new Reconciler({
       store: deps.store,
       control: deps.control,
@@ -160,6 +183,7 @@ export class Scheduler {
    */
   holdLease(lease: HeldLease): void {
     this.#lease = lease;
+    this.#slice?.holdLease(lease.token);
   }
 
   get policy(): SchedulingPolicy {
@@ -213,6 +237,8 @@ export class Scheduler {
       const sinceMs = Date.parse(ref.leasedAt);
       this.#policy.markActive({ ...ref, ...(Number.isFinite(sinceMs) ? { sinceMs } : {}) });
     }
+    // Sharded: its first report, now that it knows what it holds (nothing starts before it).
+    await this.#slice?.sync(this.#now().getTime());
   }
 
   /** Apply stored tenant settings (PUT /v1/tenants) to the policy, queued work included. */
@@ -310,6 +336,8 @@ export class Scheduler {
    * round left open is a bug, reported and let go (Reservations.endRound).
    */
   async #dispatchRound(signal: AbortSignal | undefined): Promise<number> {
+    // Sharded: report when due, and drop an allowance too old to use, before picking.
+    await this.#slice?.sync(this.#now().getTime());
     const deps: DispatchDeps = {
       store: this.#deps.store,
       flow: this.#deps.control.flow,
@@ -558,11 +586,17 @@ export class Scheduler {
   }
 
   /**
-   * Clean stop: announcements received and not consumed become visible again at once. Nothing
-   * else is handed back: the windows are a cache of the index, and the registry stays.
+   * Clean stop: announcements received and not consumed become visible again at once, and a
+   * sharded scheduler gives its slice of the pools up (its entry keeps only what its tasks hold).
+   * Nothing else is handed back: the windows are a cache of the index, and the registry stays.
    */
   async releaseHeld(): Promise<void> {
-    await Promise.all([this.#intake.stop(), this.#releaseCompletions(), this.#saveRotation()]);
+    await Promise.all([
+      this.#intake.stop(),
+      this.#releaseCompletions(),
+      this.#saveRotation(),
+      this.#slice?.release(this.#now().getTime()),
+    ]);
   }
 
   /** Completions received and not taken become visible again at once (the next scheduler takes them). */

@@ -6,6 +6,7 @@
  */
 import type {
   IntakeRegistration,
+  SlicesWrite,
   StoredTaskType,
   StoredTenant,
   SweepMarks,
@@ -13,6 +14,7 @@ import type {
 import type { KeyAcquisition, StaleHolders } from '../../runtime/adapters/flow-store.ts';
 import type { BatchEntryFailure, ReceivedMessage, TierMessage, WorkerMessage } from '../../runtime/adapters/queues.ts';
 import type { DuePage, LeasedTaskRef, QueuedTaskRef } from '../../runtime/adapters/task-store.ts';
+import type { CapacitySlices } from '../../runtime/core/capacity-slices.ts';
 import { ConcurrentUpdateError, SchedulerFencedError, TaskNotFoundError } from '../../runtime/core/errors.ts';
 import type { TransitionPlan } from '../../runtime/core/lifecycle.ts';
 import type { RotationState } from '../../runtime/core/policy/index.ts';
@@ -177,6 +179,8 @@ export class InMemoryControl implements SchedulerControl {
   snapshot: unknown;
   rotation: RotationState | undefined;
   marks: SweepMarks = {};
+  /** The sharded schedulers' capacity slices (one record). */
+  slices: CapacitySlices | undefined;
   #tokens = 0;
 
   async registerIntake(tenantId: string, tier: PriorityTier, _now: Date, scanUntilMs = 0) {
@@ -250,6 +254,18 @@ export class InMemoryControl implements SchedulerControl {
 
   async putSweepMarks(marks: SweepMarks) {
     this.marks = marks;
+  }
+
+  async getCapacitySlices(): Promise<CapacitySlices | undefined> {
+    return this.slices && structuredClone(this.slices);
+  }
+
+  /** Conditional on the version, as the item's PutItem is. */
+  async putCapacitySlices(state: CapacitySlices, expectedVersion: number): Promise<SlicesWrite> {
+    if ((this.slices?.version ?? 0) !== expectedVersion)
+      return { written: false, current: structuredClone(this.slices) };
+    this.slices = structuredClone(state);
+    return { written: true };
   }
 }
 
