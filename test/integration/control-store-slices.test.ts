@@ -6,10 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlStore } from '../../runtime/adapters/control-store.ts';
 import { type CapacitySlices, nextSlices } from '../../runtime/core/capacity-slices.ts';
-import { CONTROL_TABLE } from '../../runtime/infra/resources.ts';
-import { directClients } from '../../sim/aws/direct.ts';
-import { InMemoryDynamoDb } from '../../sim/aws/dynamodb.ts';
-import { InMemorySqs } from '../../sim/aws/sqs.ts';
+import { SimulatedAws } from '../../sim/aws/world.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 const CAPACITY = { slots: 10, milliVcpu: 4000, memoryMiB: 8192 };
@@ -25,23 +22,18 @@ afterAll(async () => {
   await services.stop();
 });
 
-function simulatedStore(): ControlStore {
-  const dynamodb = new InMemoryDynamoDb([{ name: 'control', definition: CONTROL_TABLE }], {
-    random: Math.random,
+/** The simulated account (sim/aws) through the full SDK stack, with transport faults when asked. */
+function simulatedStore(lostResponseRate = 0, seed = 1): ControlStore {
+  const aws = new SimulatedAws({
+    seed,
     now: Date.now,
     indexLagMs: 0,
     eventualLagMs: 0,
     unprocessedRate: 0,
+    sqs: { duplicateDeliveryRate: 0, earlyRedeliveryRate: 0, shortPollMissRate: 0, batchEntryFailureRate: 0 },
   });
-  const sqs = new InMemorySqs([], {
-    random: Math.random,
-    now: Date.now,
-    duplicateDeliveryRate: 0,
-    earlyRedeliveryRate: 0,
-    shortPollMissRate: 0,
-    batchEntryFailureRate: 0,
-  });
-  return new ControlStore(directClients(dynamodb, sqs).documents, 'control');
+  const { documents } = aws.component('scheduler', { lostResponseRate, throttleRate: 0 }).clients;
+  return new ControlStore(documents, aws.resources.tables.control as string);
 }
 
 let poolSets = 0;
@@ -83,5 +75,32 @@ describe.each(stores)('Class: ControlStore, capacity slices (%s)', (_name, open)
     expect(await store.putCapacitySlices(next, 1, poolSet)).toEqual({ written: true });
     expect(await store.putCapacitySlices(next, 1, poolSet)).toEqual({ written: true });
     expect((await store.getCapacitySlices(poolSet))?.version).toBe(2);
+  });
+});
+
+describe('Class: ControlStore, capacity slices under lost responses (the simulated DynamoDB)', () => {
+  it('answers written exactly when the item is the record written, whichever attempt applied it', async () => {
+    // Prepare: a third of the calls are applied and their answers lost; the SDK retries them.
+    const store = simulatedStore(0.3, 7);
+    let written = 0;
+
+    // Act: 40 reports in a row, each computed from the record read
+    for (let i = 0; i < 40; i++) {
+      const read = await store.getCapacitySlices().catch(() => null);
+      if (read === null) continue;
+      const next = nextSlices(read, report(i % 2), CAPACITY, 1_000 + i * 1_000, OPTIONS).next;
+      const write = await store.putCapacitySlices(next, read?.version ?? 0).catch(() => null);
+      if (write === null) continue;
+
+      // Assess: written means the item is this record; refused means it is another one
+      const stored = await store.getCapacitySlices().catch(() => null);
+      if (write.written) {
+        written++;
+        if (stored !== null) expect(stored).toEqual(next);
+      } else {
+        expect(write.current).not.toEqual(next);
+      }
+    }
+    expect(written).toBeGreaterThan(20);
   });
 });

@@ -282,32 +282,28 @@ describe('capacity slices', () => {
     expect(world.used(world.shards[1] as Shard).milliVcpu).toBe(4000);
   });
 
-  it('splits 3:1 by weight', () => {
-    const world = new World(2);
-    const [a, b] = converge(
-      world,
-      [
-        { lambda: 3, fargate: 3 },
-        { lambda: 1, fargate: 1 },
+  const weighted = (lambda: number, fargate: number) => ({ lambda, fargate });
+  it.each([
+    {
+      name: 'splits 3:1 by weight',
+      weights: [weighted(3, 3), weighted(1, 1)],
+      task: TASKS[1] as ResourceVector,
+      expected: [
+        { slots: 8, milliVcpu: 6000, memoryMiB: 12_288 },
+        { slots: 2, milliVcpu: 2000, memoryMiB: 4096 },
       ],
-      TASKS[1] as ResourceVector,
-    );
-    expect(a).toEqual({ slots: 8, milliVcpu: 6000, memoryMiB: 12_288 });
-    expect(b).toEqual({ slots: 2, milliVcpu: 2000, memoryMiB: 4096 });
-  });
-
-  it('shares each pool by the weight of the work in that pool only', () => {
-    const world = new World(2);
-    const [a, b] = converge(
-      world,
-      [
-        { lambda: 1, fargate: 0 },
-        { lambda: 0, fargate: 1 },
+    },
+    {
+      name: 'shares each pool by the weight of the work in that pool only',
+      weights: [weighted(1, 0), weighted(0, 1)],
+      task: TASKS[0] as ResourceVector,
+      expected: [
+        { slots: 10, milliVcpu: 0, memoryMiB: 0 },
+        { slots: 0, milliVcpu: 8000, memoryMiB: 16_384 },
       ],
-      TASKS[0] as ResourceVector,
-    );
-    expect(a).toEqual({ slots: 10, milliVcpu: 0, memoryMiB: 0 });
-    expect(b).toEqual({ slots: 0, milliVcpu: 8000, memoryMiB: 16_384 });
+    },
+  ])('$name', ({ weights, task, expected }) => {
+    expect(converge(new World(2), weights, task)).toEqual(expected);
   });
 
   it('grants a head task bigger than the fair share, and then gives the pool back', () => {
