@@ -27,6 +27,7 @@ import type { Task } from '../core/task.ts';
 import { pickTenantSettings } from '../core/tenant-settings.ts';
 import { COMPLETIONS_QUEUE } from '../infra/resources.ts';
 import { recordTaskSpan } from '../telemetry/tracing.ts';
+import { ActiveAttempts } from './attempts.ts';
 import { BacklogCounter, RecentlyFinishedTenants } from './backlog.ts';
 import { CapacitySlice } from './capacity-slice.ts';
 import {
@@ -73,13 +74,6 @@ export interface SchedulerDeps {
   readonly shard?: { readonly index: number; readonly count: number; readonly sliceEveryMs?: number } | undefined;
 }
 
-interface ActiveAttempt {
-  fence: number;
-  sinceMs: number;
-  /** Its concurrency key, when this scheduler dispatched it (released with the attempt). */
-  key?: { readonly tenantId: string; readonly name: string } | undefined;
-}
-
 export interface TickResult {
   readonly received: number;
   readonly dispatched: number;
@@ -100,8 +94,8 @@ export class Scheduler {
   readonly #intake: Intake;
   /** The dispatch round's picks, each holding its task's capacity and window entry until decided. */
   readonly #reservations: Reservations;
-  /** Dispatched or running tasks this scheduler counts against capacity: taskId → fence (and key). */
-  readonly #active = new Map<string, ActiveAttempt>();
+  /** Dispatched or running tasks this scheduler counts against capacity, from commit (or adoption) to end. */
+  readonly #active: ActiveAttempts;
   readonly #reconciler: Reconciler;
   /** The real backlog per tenant-tier, counted at a paced interval (issue 27). */
   readonly #backlog: BacklogCounter;
@@ -144,6 +138,7 @@ export class Scheduler {
       logger: deps.logger,
       queuedAgain: (ref) => this.#queuedAgain(ref),
     });
+    this.#active = new ActiveAttempts({ policy: this.#policy, flow: deps.control.flow, logger: deps.logger });
     this.#reservations = new Reservations({
       policy: this.#policy,
       intake: this.#intake,
@@ -231,11 +226,9 @@ export class Scheduler {
     await this.#intake.restore();
     const nowMs = this.#now().getTime();
     for await (const ref of this.#deps.store.listLeased()) {
-      if (this.#active.has(ref.taskId)) continue;
-      this.#active.set(ref.taskId, { fence: ref.fence, sinceMs: nowMs });
       // Its timeout is not in the index: its hold counts as the pool's cap until it ends.
       const sinceMs = Date.parse(ref.leasedAt);
-      this.#policy.markActive({ ...ref, ...(Number.isFinite(sinceMs) ? { sinceMs } : {}) });
+      this.#active.adopt({ ...ref, ...(Number.isFinite(sinceMs) ? { sinceMs } : {}) }, nowMs);
     }
     // Sharded: its first report, now that it knows what it holds (nothing starts before it).
     await this.#slice?.sync(this.#now().getTime());
@@ -380,25 +373,6 @@ export class Scheduler {
     return true;
   }
 
-  /**
-   * An attempt no longer holds capacity: the engine lets it go, and its concurrency key's place
-   * (when this scheduler knows the key) is released in the key's holders item.
-   */
-  #releaseAttempt(taskId: string, releases: Promise<void>[]): void {
-    const active = this.#active.get(taskId);
-    this.#active.delete(taskId);
-    this.#policy.release(taskId);
-    if (active?.key) {
-      const { tenantId, name } = active.key;
-      releases.push(
-        this.#deps.control.flow.releaseKey(tenantId, name, taskId, active.fence).catch((error: unknown) => {
-          // The holder stays until a start of the key finds it stale (dispatch.ts staleHolders).
-          this.#deps.logger?.warn('could not release a concurrency key', { taskId, key: name, error: String(error) });
-        }),
-      );
-    }
-  }
-
   /** Start a receive on the completions queue unless one is in flight; see `Intake.poll`. */
   #pollCompletions(waitSeconds: number): { started: Promise<number>[]; inFlight: Promise<number>[] } {
     if (this.#completionPoll) return { started: [], inFlight: [this.#completionPoll] };
@@ -444,7 +418,8 @@ export class Scheduler {
         const active = this.#active.get(body.taskId);
         // A stale report (older fence) must not free the capacity of a newer attempt.
         if (active && active.fence === body.fence) {
-          this.#releaseAttempt(body.taskId, releases);
+          const released = this.#active.end(body.taskId);
+          if (released) releases.push(released);
           this.#finished.finished(body.tenantId, body.state, this.#now().getTime());
           count++;
         }
@@ -491,12 +466,7 @@ export class Scheduler {
         new Date(nowMs),
       ).catch(() => undefined);
     }
-    this.#active.set(task.taskId, {
-      fence: task.fence,
-      sinceMs: nowMs,
-      key: task.concurrencyKey === undefined ? undefined : { tenantId: task.tenantId, name: task.concurrencyKey },
-    });
-    this.#policy.heldUntil(task.taskId, nowMs + taskHoldSeconds(this.#deps.config, task.timeoutSeconds) * 1000);
+    this.#active.committed(task, nowMs, nowMs + taskHoldSeconds(this.#deps.config, task.timeoutSeconds) * 1000);
     this.#backlog.dispatched(task.tenantId, task.priority);
     this.#dispatchTimes.push(nowMs);
     this.#deps.onDispatch?.(task);
@@ -511,9 +481,7 @@ export class Scheduler {
     const active = this.#active.get(ref.taskId);
     if (!active) return true;
     if (ref.fence < active.fence) return false;
-    const releases: Promise<void>[] = [];
-    this.#releaseAttempt(ref.taskId, releases);
-    void Promise.all(releases);
+    void this.#active.end(ref.taskId);
     return true;
   }
 
@@ -527,21 +495,21 @@ export class Scheduler {
         holds: (ref) => windows.holds(ref.taskId, ref.tenantId, ref.priority),
         reads: (ref) => windows.isRegistered(ref.tenantId, ref.priority),
       },
-      this.#active,
+      this.#active.view,
     );
     if (reconciled.unregisteredQueued > 0) this.#deps.onUnregisteredQueued?.(reconciled.unregisteredQueued);
-    const releases: Promise<void>[] = [];
-    for (const taskId of reconciled.released) this.#releaseAttempt(taskId, releases);
-    await Promise.all(releases);
+    await Promise.all(reconciled.released.map((taskId) => this.#active.end(taskId)));
     for (const task of reconciled.adopted ?? []) {
-      if (this.#active.has(task.taskId) || windows.holds(task.taskId, task.tenantId, task.priority)) continue;
-      this.#active.set(task.taskId, { fence: task.fence, sinceMs: nowMs });
+      if (windows.holds(task.taskId, task.tenantId, task.priority)) continue;
       const sinceMs = Date.parse(task.dispatchedAt ?? '');
-      this.#policy.markActive({
-        ...task,
-        ...(Number.isFinite(sinceMs) ? { sinceMs } : {}),
-        holdSeconds: taskHoldSeconds(this.#deps.config, task.timeoutSeconds),
-      });
+      this.#active.adopt(
+        {
+          ...task,
+          ...(Number.isFinite(sinceMs) ? { sinceMs } : {}),
+          holdSeconds: taskHoldSeconds(this.#deps.config, task.timeoutSeconds),
+        },
+        nowMs,
+      );
     }
     await this.#backlog.maybeCount(windows.heads(), nowMs);
     if (this.#deps.sweepBatches && nowMs - this.#lastBatchSweepMs >= BATCH_SWEEP_EVERY_MS) {

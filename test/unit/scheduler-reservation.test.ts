@@ -8,11 +8,13 @@ import type { QueuedRef } from '../../runtime/core/intake/index.ts';
 import { createTask } from '../../runtime/core/lifecycle.ts';
 import type { TaskLogger } from '../../runtime/core/logger.ts';
 import type { Task } from '../../runtime/core/task.ts';
+import { ActiveAttempts } from '../../runtime/scheduler/attempts.ts';
 import { Reservations, type ReservedIntake } from '../../runtime/scheduler/reservation.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { candidate, makePolicy } from './policy/helpers.ts';
 
 const NOW = new Date('2026-12-02T08:00:00.000Z');
+const SMALL_TASK = { vcpu: 0.25, memoryMiB: 512 };
 
 function item(taskId: string, overrides: Partial<Task> = {}): Task {
   return { ...createTask(taskId, taskSpec({ tenantId: 't1' }), new Date(0)), ...overrides };
@@ -180,5 +182,38 @@ describe('Class: Reservations', () => {
       expect(reservations.openCount).toBe(0);
       expect(reservations.endRound()).toBe(0);
     });
+  });
+});
+
+describe('Class: ActiveAttempts', () => {
+  it('counts a committed attempt until it ends, then lets go of the engine and its key place', async () => {
+    // Prepare: a pick committed with its key (the engine counts it since the pick)
+    const { policy, items, reservations } = setUp();
+    const releasedKeys: string[] = [];
+    const attempts = new ActiveAttempts({
+      policy,
+      flow: {
+        releaseKey: async (_tenantId, key, taskId, fence) => void releasedKeys.push(`${key} ${taskId} at ${fence}`),
+      },
+    });
+    const [, b] = reservations.pickAll(NOW.getTime());
+    b!.read(items[1]!);
+    b!.commit({ ...items[1]!, state: 'DISPATCHED', fence: 1 }, NOW.getTime());
+    attempts.committed({ ...items[1]!, state: 'DISPATCHED', fence: 1 }, NOW.getTime(), NOW.getTime() + 60_000);
+    // Act
+    const counted = [attempts.size, policy.activeCount];
+    await attempts.end('b');
+    // Assess
+    expect(counted).toEqual([1, 2]);
+    expect([attempts.size, policy.activeCount]).toEqual([0, 1]);
+    expect(releasedKeys).toEqual(['k b at 1']);
+  });
+
+  it('adopts an attempt found in DynamoDB once, counted by the engine too', () => {
+    const policy = makePolicy({ pools: { slots: 10 } });
+    const attempts = new ActiveAttempts({ policy, flow: { releaseKey: async () => {} } });
+    const leased = { taskId: 'x', tenantId: 't1', runtime: 'lambda' as const, resources: SMALL_TASK, fence: 3 };
+    expect([attempts.adopt(leased, 0), attempts.adopt(leased, 0)]).toEqual([true, false]);
+    expect([attempts.get('x')?.fence, policy.activeCount]).toEqual([3, 1]);
   });
 });
