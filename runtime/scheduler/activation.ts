@@ -19,12 +19,11 @@
  * registered tenant-tier's first task is due within DUE_HORIZON_MS, and the tick (every minute)
  * starts one for any task due that soon (`hasSchedulerWork`).
  */
-import type { ControlStore } from '../adapters/control-store.ts';
-import type { QueueClient } from '../adapters/queues.ts';
-import type { QueuedTaskRef, TaskStore } from '../adapters/task-store.ts';
+import type { QueuedTaskRef } from '../adapters/task-store.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { Task } from '../core/task.ts';
 import { QueueBackstop } from './backstop.ts';
+import type { Announcer, IntakeRegistry, LeaseStore, MessageQueues, SchedulerState, TaskRepository } from './ports.ts';
 import { SCHEDULER_LEASE } from './scheduler-loop.ts';
 
 /** How long a scheduler with nothing to hold or run keeps polling before it stops. */
@@ -63,7 +62,11 @@ export interface SchedulerEvent {
  * minute. The indexes may lag: a task they miss is seen by a later tick.
  */
 export async function hasSchedulerWork(
-  services: { readonly store: TaskStore; readonly control: ControlStore; readonly queues: QueueClient },
+  services: {
+    readonly store: Pick<TaskRepository, 'anyLeased' | 'scanQueued' | 'firstQueued' | 'getMany'>;
+    readonly control: Pick<IntakeRegistry, 'listIntake'> & Pick<SchedulerState, 'getSweepMarks' | 'putSweepMarks'>;
+    readonly queues: Announcer & Pick<MessageQueues, 'attributes'>;
+  },
   now: Date,
   horizonMs = DUE_HORIZON_MS,
 ): Promise<boolean> {
@@ -88,7 +91,7 @@ export const leaseIsLive = (lease: { expiresAt: number } | undefined, nowMs: num
   lease !== undefined && lease.expiresAt > nowMs;
 
 export interface SchedulerWakerOptions {
-  readonly control: ControlStore;
+  readonly control: Pick<LeaseStore, 'getLease'>;
   /** Start a scheduler without waiting for it (on AWS: an asynchronous Lambda invoke). */
   readonly wake: () => Promise<void>;
   readonly now?: () => number;

@@ -52,6 +52,8 @@ export interface TaskRepository {
   firstQueued(tenantId: string, tier: PriorityTier): Promise<QueuedTaskRef | undefined>;
   /** A tenant-tier's queued tasks in the index, counted up to `atMost`. */
   countQueued(tenantId: string, tier: PriorityTier, atMost: number): Promise<number>;
+  /** Whether any task holds capacity (one small read of the lease index: is there work to run). */
+  anyLeased(): Promise<boolean>;
   /** Every task holding capacity (DISPATCHED or RUNNING), from the lease index. */
   listLeased(options?: { tenantId?: string }): AsyncIterable<LeasedTaskRef>;
   /** A page of every queued task, whatever its tenant-tier (the registry backstop). */

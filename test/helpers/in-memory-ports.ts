@@ -113,6 +113,10 @@ export class InMemoryTasks implements TaskRepository {
     return Math.min(atMost, this.#queued(tenantId, tier).length);
   }
 
+  async anyLeased(): Promise<boolean> {
+    return [...this.items.values()].some((task) => ACTIVE_STATES.includes(task.state));
+  }
+
   async *listLeased(options: { tenantId?: string } = {}): AsyncGenerator<LeasedTaskRef> {
     for (const task of this.items.values()) {
       if (!ACTIVE_STATES.includes(task.state)) continue;

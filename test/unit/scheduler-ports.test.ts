@@ -7,6 +7,7 @@ import { parseConfig } from '../../runtime/core/config.ts';
 import { createTask, start, succeed } from '../../runtime/core/lifecycle.ts';
 import type { Task } from '../../runtime/core/task.ts';
 import { COMPLETIONS_QUEUE, tierQueue } from '../../runtime/infra/resources.ts';
+import { hasSchedulerWork } from '../../runtime/scheduler/activation.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { InMemoryControl, InMemoryQueues, InMemoryTasks } from '../helpers/in-memory-ports.ts';
@@ -102,5 +103,21 @@ describe('Class: Scheduler (in-memory ports)', () => {
     expect(queues.sentToWorkers).toEqual([]);
     expect(tasks.items.get(task!.taskId)?.state).toBe('CANCELLED');
     expect([scheduler.activeCount, scheduler.policy.activeCount, scheduler.heldCount]).toEqual([0, 0, 0]);
+  });
+
+  it('activation: no scheduler is started for nothing, one is for a registered tenant-tier due soon or a leased task', async () => {
+    const { tasks, control, queues } = setUp();
+    const services = { store: tasks, control, queues };
+    expect(await hasSchedulerWork(services, NOW)).toBe(false);
+
+    const due = createTask('due-1', taskSpec({ tenantId: 'a' }), NOW);
+    tasks.put(due);
+    await control.registerIntake('a', 'normal', NOW);
+    expect(await hasSchedulerWork(services, NOW)).toBe(true);
+
+    tasks.put({ ...due, state: 'RUNNING', fence: 1 });
+    expect(await hasSchedulerWork(services, NOW)).toBe(true);
+    tasks.put({ ...due, state: 'SUCCEEDED', fence: 1 });
+    expect(await hasSchedulerWork(services, NOW)).toBe(false);
   });
 });
