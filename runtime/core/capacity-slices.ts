@@ -18,12 +18,14 @@
  * lease token for the shard: a scheduler that lost the lease cannot write over its successor's.
  * Targets, per resource and per pool (Lambda slots; Fargate vCPU and memory together):
  *   1. fair: the pool, less what stale shards claim, split by the weights of the shards that
- *      report (the summed weights of their tenants with work in the pool); all equal when no
- *      shard has work, so a shard that gets some can start at once;
+ *      report (the summed weights of their tenants with work in the pool), none above what it
+ *      wants (held plus its ready tasks: water-filling, the rest to the others by weight);
  *   2. need: a shard whose largest waiting head task is bigger than its fair share would never
  *      start it; such needs are granted whole, oldest first, while they fit (the first that does
  *      not fit stops the grants, so a large need is not passed by smaller ones forever), and the
- *      rest of the pool is split by weight among the others.
+ *      rest of the pool is split by weight among the others;
+ *   3. headroom: what nobody wants, by weight (all equal when no shard has work), so work that
+ *      arrives at a shard can start before its next report.
  * Integer resources are split by largest remainder, so nothing is left over by rounding.
  */
 import { SchedulerError } from './errors.ts';
@@ -53,6 +55,8 @@ export interface SliceEntry {
   readonly weight: PoolWeights;
   /** Its largest waiting head task's demand (per resource). */
   readonly need: ResourceVector;
+  /** What it could use now: held plus its ready tasks' demand (absent in older records: no cap). */
+  readonly wants?: ResourceVector | undefined;
   /** Per pool: since when its need has been above its fair share (absent: it is not). */
   readonly needSinceMs: Partial<Record<SlicedPool, number>>;
   readonly reportedAtMs: number;
@@ -73,6 +77,8 @@ export interface SliceReport {
   readonly held: ResourceVector;
   readonly weight: PoolWeights;
   readonly need: ResourceVector;
+  /** What it could use now: what it holds plus its ready tasks' demand (default: no cap). */
+  readonly wants?: ResourceVector | undefined;
   /** This scheduler's lease token for the shard (0 without a lease). */
   readonly token?: number | undefined;
 }
@@ -176,6 +182,7 @@ export function nextSlices(
     held: { ...report.held },
     weight: { ...report.weight },
     need: { ...report.need },
+    ...(report.wants ? { wants: { ...report.wants } } : {}),
     needSinceMs: previous?.needSinceMs ?? {},
     reportedAtMs: nowMs,
     token,
@@ -238,12 +245,16 @@ function poolTargets(
   const shards = [...live.keys()].sort(byShard);
   const anyWeight = shards.some((shard) => (live.get(shard) as SliceEntry).weight[pool] > 0);
   const weightOf = (shard: string) => (anyWeight ? (live.get(shard) as SliceEntry).weight[pool] : 1);
+  // What a shard could use at most: an older record's entry without `wants` is not capped.
+  const capOf = (shard: string, resource: keyof ResourceVector) =>
+    (live.get(shard) as SliceEntry).wants?.[resource] ?? Number.POSITIVE_INFINITY;
   const split = (members: readonly string[], amounts: ResourceVector) => {
     const shares = new Map<string, ResourceVector>(members.map((shard) => [shard, zero()]));
     for (const resource of resources) {
-      const parts = splitByWeight(
+      const parts = fillByWeight(
         Math.max(0, amounts[resource]),
         members.map((shard) => weightOf(shard)),
+        members.map((shard) => capOf(shard, resource)),
       );
       members.forEach((shard, i) => {
         (shares.get(shard) as ResourceVector)[resource] = parts[i] as number;
@@ -272,7 +283,51 @@ function poolTargets(
   }
   const others = shards.filter((shard) => !target.has(shard));
   for (const [shard, share] of split(others, rest)) target.set(shard, share);
+  // What nobody wants now is headroom, by weight: work arriving at a shard starts before its
+  // next report.
+  for (const resource of resources) {
+    let left = size[resource];
+    for (const share of target.values()) left -= share[resource];
+    const parts = splitByWeight(
+      Math.max(0, left),
+      shards.map((shard) => weightOf(shard)),
+    );
+    shards.forEach((shard, i) => {
+      (target.get(shard) as ResourceVector)[resource] += parts[i] as number;
+    });
+  }
   return { target, needy };
+}
+
+/**
+ * `total` split by weight as water fills vessels of `caps`: no part above its cap, what a capped
+ * member cannot take goes to the others by weight (max-min fairness, weighted). Integer parts;
+ * what all caps together cannot take is left over.
+ */
+export function fillByWeight(total: number, weights: readonly number[], caps: readonly number[]): number[] {
+  const parts = weights.map(() => 0);
+  let open = weights.map((w, i) => (w > 0 && (caps[i] as number) > 0 ? i : -1)).filter((i) => i >= 0);
+  let remaining = total;
+  while (remaining > 0 && open.length > 0) {
+    const round = splitByWeight(
+      remaining,
+      open.map((i) => weights[i] as number),
+    );
+    const full = open.filter((i, k) => (parts[i] as number) + (round[k] as number) >= (caps[i] as number));
+    if (full.length === 0) {
+      open.forEach((i, k) => {
+        parts[i] = (parts[i] as number) + (round[k] as number);
+      });
+      break;
+    }
+    // Fill the capped ones to their caps and share the rest again among the others.
+    for (const i of full) {
+      remaining -= (caps[i] as number) - (parts[i] as number);
+      parts[i] = caps[i] as number;
+    }
+    open = open.filter((i) => !full.includes(i));
+  }
+  return parts;
 }
 
 const byShard = (a: string, b: string): number => Number(a) - Number(b) || (a < b ? -1 : a > b ? 1 : 0);

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type CapacitySlices,
   claimedOf,
+  fillByWeight,
   nextSlices,
   releasedSlices,
   type SliceDecision,
@@ -27,6 +28,13 @@ const TASKS: readonly ResourceVector[] = [
   { slots: 0, milliVcpu: 500, memoryMiB: 1024 },
   { slots: 0, milliVcpu: 2000, memoryMiB: 4096 },
   { slots: 0, milliVcpu: 6000, memoryMiB: 2048 },
+];
+/** What a shard could use beyond what it holds: no cap, nothing, a little, more than the pool. */
+const WANTS: readonly (ResourceVector | undefined)[] = [
+  undefined,
+  { slots: 0, milliVcpu: 0, memoryMiB: 0 },
+  { slots: 1, milliVcpu: 1000, memoryMiB: 2048 },
+  { slots: 30, milliVcpu: 30_000, memoryMiB: 60_000 },
 ];
 const zero = (): ResourceVector => ({ slots: 0, milliVcpu: 0, memoryMiB: 0 });
 const plus = (a: ResourceVector, b: ResourceVector, sign = 1): ResourceVector => ({
@@ -103,10 +111,12 @@ class World {
   }
 
   /** Read, compute and shrink at once (one synchronous step in the scheduler); the write comes later. */
-  read(index: number, weight: { lambda: number; fargate: number }, need: ResourceVector): void {
+  /** `more`: what it could use beyond what it holds (its ready tasks); undefined: no cap. */
+  read(index: number, weight: { lambda: number; fargate: number }, need: ResourceVector, more?: ResourceVector): void {
     const shard = this.shards[index] as Shard;
     if (shard.pending || shard.stopped) return;
-    const report = { shard: index, held: this.used(shard), weight, need };
+    const held = this.used(shard);
+    const report = { shard: index, held, weight, need, ...(more ? { wants: plus(held, more) } : {}) };
     const decision = nextSlices(this.stored, report, CAPACITY, this.nowMs, OPTIONS);
     shard.allowance = min(shard.allowance, decision.allowance);
     shard.pending = { expected: this.stored?.version ?? 0, decision };
@@ -157,6 +167,7 @@ const step = fc.oneof(
       lambda: fc.nat(4),
       fargate: fc.nat(4),
       need: fc.nat(3),
+      more: fc.nat(WANTS.length - 1),
     }),
     weight: 4,
   },
@@ -222,7 +233,12 @@ describe('capacity slices', () => {
               world.end(s.shard, s.pick);
               break;
             case 'read':
-              world.read(s.shard, { lambda: s.lambda, fargate: s.fargate }, TASKS[s.need] as ResourceVector);
+              world.read(
+                s.shard,
+                { lambda: s.lambda, fargate: s.fargate },
+                TASKS[s.need] as ResourceVector,
+                WANTS[s.more],
+              );
               break;
             case 'write':
               world.write(s.shard, s.outcome);
@@ -361,6 +377,40 @@ describe('capacity slices', () => {
     expect(world.shards[0]?.allowance.slots).toBe(7);
   });
 
+  it('leaves what a shard does not want to the busy one (its share capped at held + ready tasks)', () => {
+    const world = new World(2);
+    const both = { lambda: 1, fargate: 1 };
+    // Shard 0 runs one task and has nothing waiting; shard 1 has far more than the pool waiting.
+    world.dispatch(0, TASKS[0] as ResourceVector);
+    for (let round = 0; round < 10; round++) {
+      world.read(0, both, zero(), zero());
+      world.write(0, 'ok');
+      if (round === 0) world.dispatch(0, TASKS[0] as ResourceVector);
+      world.read(1, both, zero(), WANTS[3]);
+      world.write(1, 'ok');
+      fill(world, 1, TASKS[0] as ResourceVector);
+      world.nowMs += 1000;
+    }
+    expect(world.shards[0]?.allowance.slots).toBe(1);
+    expect(world.shards[1]?.allowance.slots).toBe(9);
+    expect(world.used(world.shards[1] as Shard).slots).toBe(9);
+  });
+
+  it('gives what nobody wants as headroom, by weight', () => {
+    const world = new World(2);
+    world.read(0, { lambda: 3, fargate: 0 }, zero(), WANTS[2]);
+    world.write(0, 'ok');
+    world.read(1, { lambda: 1, fargate: 0 }, zero(), WANTS[2]);
+    world.write(1, 'ok');
+    world.read(0, { lambda: 3, fargate: 0 }, zero(), WANTS[2]);
+    world.write(0, 'ok');
+    world.read(1, { lambda: 1, fargate: 0 }, zero(), WANTS[2]);
+    world.write(1, 'ok');
+    // Each wants 1 slot: 8 left over, 6 and 2 of it by weight.
+    expect(world.shards[0]?.allowance.slots).toBe(7);
+    expect(world.shards[1]?.allowance.slots).toBe(3);
+  });
+
   it('refuses a report or a release from an older lease holder of the shard', () => {
     const report = { shard: 0, held: zero(), weight: { lambda: 1, fargate: 1 }, need: zero() };
     const state = nextSlices(undefined, { ...report, token: 5 }, CAPACITY, 1_000, OPTIONS).next;
@@ -376,6 +426,29 @@ describe('capacity slices', () => {
     expect(splitByWeight(10, [3, 1])).toEqual([8, 2]);
     expect(splitByWeight(7, [0, 2, 0])).toEqual([0, 7, 0]);
     expect(splitByWeight(7, [0, 0])).toEqual([0, 0]);
+    expect(fillByWeight(10, [1, 1], [3, Number.POSITIVE_INFINITY])).toEqual([3, 7]);
+    expect(fillByWeight(10, [1, 1], [3, 4])).toEqual([3, 4]);
+    expect(fillByWeight(10, [3, 1], [9, 9])).toEqual([8, 2]);
+    expect(fillByWeight(10, [1, 1, 2], [1, 100, 100])).toEqual([1, 3, 6]);
+    fc.assert(
+      fc.property(
+        fc.nat(1000),
+        fc.array(fc.record({ weight: fc.nat(5), cap: fc.nat(400) }), { minLength: 1, maxLength: 6 }),
+        (total, members) => {
+          const parts = fillByWeight(
+            total,
+            members.map((m) => m.weight),
+            members.map((m) => m.cap),
+          );
+          const room = members.reduce((a, m) => a + (m.weight > 0 ? m.cap : 0), 0);
+          expect(parts.reduce((a, p) => a + p, 0)).toBe(Math.min(total, room));
+          parts.forEach((part, i) => {
+            expect(part).toBeLessThanOrEqual(members[i]?.cap as number);
+            if (members[i]?.weight === 0) expect(part).toBe(0);
+          });
+        },
+      ),
+    );
     fc.assert(
       fc.property(fc.nat(100_000), fc.array(fc.nat(50), { minLength: 1, maxLength: 8 }), (total, weights) => {
         const parts = splitByWeight(total, weights);

@@ -341,21 +341,26 @@ export class SchedulingPolicy {
 
   /**
    * What a sharded scheduler reports for its slices (capacity-slices.ts `SliceReport`): what its
-   * tasks hold, the summed weight per pool of its tenants with ready or running work there, and
-   * per resource the largest ready head task's demand. O(tenants + running tasks).
+   * tasks hold; per pool the summed weight of its tenants with ready or running work there (a
+   * paused tenant's waiting work does not count); per resource the largest ready head task's
+   * demand (the need); and what it could use now, held plus its ready tasks' demand (the wants).
+   * O(tenants + running + waiting tasks).
    */
   sliceReport(nowMs: number): {
     held: ResourceVector;
     weight: { lambda: number; fargate: number };
     need: ResourceVector;
+    wants: ResourceVector;
   } {
     this.#advance(nowMs);
     const weight = { lambda: 0, fargate: 0 };
     const need = zeroVector();
+    const wants = { ...this.#used };
+    const paused = (tenant: TenantState) => tenant.hold?.constraint === 'tenant_paused';
     for (const tenant of this.#tenants.values()) {
       for (const pool of this.#poolList) {
         const entry = tenant.entries[pool.runtime];
-        const head = entry && entry.ready > 0 ? entry.head : undefined;
+        const head = entry && entry.ready > 0 && !paused(tenant) ? entry.head : undefined;
         const runs = [...tenant.running].some((active) => active.pool === pool);
         if (head || runs) weight[pool.runtime] += tenant.settings.weight;
         if (!head) continue;
@@ -364,7 +369,10 @@ export class SchedulingPolicy {
         need.memoryMiB = Math.max(need.memoryMiB, head.demand.memoryMiB);
       }
     }
-    return { held: { ...this.#used }, weight, need };
+    for (const task of this.#waiting.values()) {
+      if (task.state === 'ready' && !paused(task.tenant)) addInto(wants, task.demand, 1);
+    }
+    return { held: { ...this.#used }, weight, need, wants };
   }
 
   setPausedTypes(types: Iterable<string>): void {

@@ -95,9 +95,17 @@ describe('Class: SchedulingPolicy', () => {
       expect(report.weight).toEqual({ lambda: 3, fargate: 1 });
       // b's head is its first task (2 vCPU, 1 GiB); a's head is a Lambda slot.
       expect(report.need).toEqual({ slots: 1, milliVcpu: 2000, memoryMiB: 1024 });
+      // Held plus every ready task: a2's slot, b1's and b2's vCPU and memory (c1 is delayed).
+      expect(report.wants).toEqual({ slots: 2, milliVcpu: 3000, memoryMiB: 5120 });
       policy.release('a1');
       policy.remove('a2');
       expect(policy.sliceReport(2).weight).toEqual({ lambda: 0, fargate: 1 });
+      // A paused tenant's waiting work is neither weight nor want.
+      policy.setTenant('b', { weight: 1, maxConcurrency: 100, paused: true });
+      expect(policy.sliceReport(3)).toMatchObject({
+        weight: { lambda: 0, fargate: 0 },
+        wants: { slots: 0, milliVcpu: 0, memoryMiB: 0 },
+      });
     });
   });
 });
