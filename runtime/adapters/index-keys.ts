@@ -3,8 +3,9 @@
  *
  * DynamoDB serves 1,000 write units a second per partition key value, GSIs included, and a GSI
  * that cannot take its write refuses the table write. A tenant's QUEUED entry is written twice
- * per task (added at submit, removed at dispatch) in `byTenantState` and in `byTenantQueue`, so
- * one unsharded key caps a tenant at about 500 submits a second. Each of those keys is split
+ * per task (added at submit, removed at dispatch) in `byTenantQueue` (and in `byTenantState` for
+ * a task due later than submitted: `queuedListingOf`), so one unsharded key caps a tenant at
+ * about 500 submits a second. Each of those keys is split
  * into `TENANT_KEY_SHARDS` values by a suffix derived from the task id:
  *
  *   tenantState = `${tenantId}#${state}#${shard}`     queueKey = `${tenantId}#${tier}#${shard}`
@@ -52,6 +53,38 @@ export const tenantStateKeys = (tenantId: string, state: TaskState): string[] =>
   ...SHARDS.map((shard) => `${tenantId}#${state}#${shard}`),
   `${tenantId}#${state}`,
 ];
+
+/**
+ * `byTenantState` key of a QUEUED task held for its dependencies (core/dependencies.ts), which
+ * `byTenantQueue` leaves out: `${tenantId}#HELD#${shard}` ("HELD" is no task state, so no state's
+ * key is shared). Apart from the other QUEUED entries so that a tenant's QUEUED count is
+ * `byTenantQueue`'s plus these, with nothing counted twice.
+ */
+export const heldKey = (tenantId: string, taskId: string): string => `${tenantId}#HELD#${tenantKeyShardOf(taskId)}`;
+
+/** Every `byTenantState` key of a tenant's held tasks (a key new in this version: no unsharded form). */
+export const heldKeys = (tenantId: string): string[] => SHARDS.map((shard) => `${tenantId}#HELD#${shard}`);
+
+/**
+ * Where a QUEUED task is listed newest first (by `listKey` = `${submittedAt}#${taskId}`):
+ * - `held`: held for dependencies: only in `byTenantState`, under `heldKey`;
+ * - `late`: due later than submitted (a delay, a retry's backoff, a dependency's release): in
+ *   `byTenantQueue` under `${runAt}#…`, the wrong place for a newest-first listing, so also in
+ *   `byTenantState` under the QUEUED key;
+ * - `queue`: due when submitted (most tasks): `byTenantQueue` alone, whose `queueSort`
+ *   (`${runAt}#${taskId}`) is then its `listKey`. Its submit and dispatch write no
+ *   `byTenantState` entry (2 write units a task less).
+ */
+export type QueuedListing = 'held' | 'late' | 'queue';
+
+export function queuedListingOf(task: {
+  readonly runAt: string;
+  readonly submittedAt: string;
+  readonly waitingOn?: readonly string[] | undefined;
+}): QueuedListing {
+  if ((task.waitingOn?.length ?? 0) > 0) return 'held';
+  return task.runAt === task.submittedAt ? 'queue' : 'late';
+}
 
 /** `byTenantQueue` key of a QUEUED task: its tenant, tier and shard. */
 export const queueKey = (tenantId: string, tier: PriorityTier, taskId: string): string =>

@@ -24,18 +24,30 @@ import { ConcurrentUpdateError, SchedulerFencedError, StaleAttemptError, TaskNot
 import type { TaskEvent } from '../core/events.ts';
 import { creationEvent, type TransitionPlan } from '../core/lifecycle.ts';
 import { decodeJsonFields, encodeJsonFields } from '../core/storable.ts';
-import { ACTIVE_STATES, isTerminal, type PriorityTier, TASK_STATES, type Task, type TaskState } from '../core/task.ts';
+import {
+  ACTIVE_STATES,
+  isTerminal,
+  PRIORITY_TIERS,
+  type PriorityTier,
+  TASK_STATES,
+  type Task,
+  type TaskState,
+} from '../core/task.ts';
 import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS, LEGACY_ACTIVE_SHARDS } from '../infra/resources.ts';
 import { inParallel } from './in-parallel.ts';
 import {
   decodeKeyCursor,
   encodeCursor,
+  heldKey,
+  heldKeys,
   LEGACY_KEY,
   leasedShardOf,
   mergePages,
   perShardLimit,
+  queuedListingOf,
   queueKey,
   queueKeys,
+  type ShardPage,
   tenantStateKey,
   tenantStateKeys,
 } from './index-keys.ts';
@@ -122,6 +134,36 @@ const listingLimit = (limit: number, legacy: boolean) => (legacy ? limit : perSh
 const newestFirst = (a: { listKey: string }, b: { listKey: string }) =>
   a.listKey < b.listKey ? 1 : a.listKey > b.listKey ? -1 : 0;
 
+/**
+ * An index entry a listing merges: its place newest first, the `listKey` of a `byTenantState`
+ * or `byLeased` entry or the `queueSort` (`${runAt}#${taskId}`) of a `byTenantQueue` one.
+ */
+interface ListingEntry {
+  readonly listKey: string;
+  readonly taskId: string;
+}
+
+/**
+ * Entries are told apart by place, not by task: a task due later than submitted is in
+ * `byTenantQueue` at its due time and in `byTenantState` at its `listKey`, and the merge must
+ * keep the second (`showsTask`); an item in both at the same place (one an older version wrote,
+ * a task due at submit) is one entry, so a page cannot end between its two copies.
+ */
+const entryId = (entry: ListingEntry) => entry.listKey;
+
+/**
+ * Whether a listing entry shows the task as it is now: at its place newest first. A
+ * `byTenantQueue` entry of a task due later than submitted is not (it sits at its due time);
+ * the task is shown from its `byTenantState` entry (index-keys.ts `queuedListingOf`).
+ */
+const showsTask = (entry: ListingEntry, task: Task): boolean => entry.listKey === listKeyOf(task);
+
+/**
+ * How far past its own clock a listing reads `byTenantQueue` for tasks due when submitted: their
+ * `submittedAt` came from the submitting function's clock, which may be a little ahead.
+ */
+const LISTING_CLOCK_MARGIN_MS = 60_000;
+
 /** Oldest due first by `queueSort` (`${runAt}#${taskId}`, the `byTenantQueue` order). */
 const dueFirst = (a: { queueSort: string }, b: { queueSort: string }) =>
   a.queueSort < b.queueSort ? -1 : a.queueSort > b.queueSort ? 1 : 0;
@@ -130,8 +172,15 @@ function toItem(task: Task): Record<string, unknown> {
   // Payload and result as JSON text: see core/storable.ts.
   const item: Record<string, unknown> = { ...encodeJsonFields(task), listKey: listKeyOf(task) };
   // Sparse: DISPATCHED and RUNNING are left out of `byTenantState` (they are listed from
-  // `byLeased`), so the two busiest writes, dispatch and start, do not move its entry.
-  if (!LEASED_STATES.includes(task.state)) item.tenantState = tenantStateKey(task.tenantId, task.state, task.taskId);
+  // `byLeased`), so the two busiest writes, dispatch and start, do not move its entry; so is a
+  // QUEUED task due when submitted (listed from `byTenantQueue`, index-keys.ts `queuedListingOf`).
+  if (task.state === 'QUEUED') {
+    const listing = queuedListingOf(task);
+    if (listing === 'held') item.tenantState = heldKey(task.tenantId, task.taskId);
+    if (listing === 'late') item.tenantState = tenantStateKey(task.tenantId, task.state, task.taskId);
+  } else if (!LEASED_STATES.includes(task.state)) {
+    item.tenantState = tenantStateKey(task.tenantId, task.state, task.taskId);
+  }
   if (task.state === 'QUEUED' && (task.waitingOn?.length ?? 0) === 0) {
     // Sparse `byTenantQueue`: the entry exists exactly while the task waits, and is not held for
     // dependencies (core/dependencies.ts): the scheduler never reads a held task. Not in `byLeased`:
@@ -287,6 +336,8 @@ export interface TaskStoreOptions {
    * counts it for its batch (app/batches.ts). Must not throw; what it misses the sweeper counts.
    */
   readonly onBatchMemberEnded?: ((task: Task) => Promise<void>) | undefined;
+  /** The clock a listing bounds its `byTenantQueue` reads by (default: the system clock). */
+  readonly nowMs?: (() => number) | undefined;
 }
 
 export class TaskStore {
@@ -324,6 +375,10 @@ export class TaskStore {
 
   #recorded(task: Task, event: TaskEvent | undefined): void {
     if (this.#records(task, event)) this.#options.onOutboxEvent?.(task.taskId);
+  }
+
+  #nowMs(): number {
+    return this.#options.nowMs?.() ?? Date.now();
   }
 
   get tableName(): string {
@@ -637,34 +692,25 @@ export class TaskStore {
 
   /**
    * A tenant's tasks in every state, newest first: the `byTenantState` keys of every state it
-   * lists (every shard and, for one release, the unsharded key) and the tenant's leased tasks
-   * from `byLeased`, merged newest first. Every task is in exactly one of them (QUEUED and the
-   * ended states in `byTenantState`, DISPATCHED and RUNNING in `byLeased`), so no per-tenant
-   * index takes a write per task at submit. Eventually consistent, like every index read: a task
-   * whose state changes while the page is read may be missing from it (between the two entries)
-   * or shown once from either. The cursor keeps the shape of the former `byTenant` key, so
-   * cursors handed out before the upgrade still work.
+   * lists (every shard and, for one release, the unsharded key), its held tasks, its
+   * `byTenantQueue` entries due when submitted, and its leased tasks from `byLeased`, merged
+   * newest first. Every task is in one of them (index-keys.ts `queuedListingOf`; DISPATCHED and
+   * RUNNING in `byLeased`), so no per-tenant index takes a write per task at submit beyond the
+   * queue's. Eventually consistent, like every index read: a task whose state changes while the
+   * page is read may be missing from it (between two entries) or shown once from either. The
+   * cursor keeps the shape of the former `byTenant` key, so cursors handed out before the upgrade
+   * still work.
    */
   async #listAll(query: ListTasksQuery): Promise<TaskPage> {
     const after = query.cursor ? (decodeCursor(query.cursor, query.tenantId, undefined).listKey as string) : undefined;
-    const keys = INDEXED_STATES.flatMap((state) => tenantStateKeys(query.tenantId, state));
-    const [pages, leased] = await Promise.all([
-      inParallel(keys, SCATTER_CONCURRENCY, async (key, i) => {
-        const response = await this.#documents.send(
-          new QueryCommand({
-            TableName: this.#tableName,
-            IndexName: 'byTenantState',
-            KeyConditionExpression: after ? 'tenantState = :pk AND listKey < :after' : 'tenantState = :pk',
-            ExpressionAttributeValues: { ':pk': key, ...(after ? { ':after': after } : {}) },
-            ScanIndexForward: false,
-            Limit: listingLimit(query.limit, i % (LEGACY_KEY + 1) === LEGACY_KEY),
-          }),
-        );
-        return {
-          items: (response.Items ?? []) as { listKey: string; taskId: string }[],
-          hasMore: response.LastEvaluatedKey !== undefined,
-        };
-      }),
+    const [merged, leased] = await Promise.all([
+      this.#listingEntries(
+        query.tenantId,
+        [...INDEXED_STATES.map((state) => tenantStateKeys(query.tenantId, state)), heldKeys(query.tenantId)],
+        true,
+        after,
+        query.limit,
+      ),
       this.#leasedRefsOf(query.tenantId),
     ]);
     // The tenant's leased entries, all of them (no more than the pools hold), as one more page;
@@ -673,18 +719,10 @@ export class TaskStore {
       .map((ref) => ({ listKey: listKeyOf(ref), taskId: ref.taskId }))
       .filter((entry) => after === undefined || entry.listKey < after)
       .sort(newestFirst);
-    const merged = mergePages(
-      [...pages, { items: leasedEntries, hasMore: false }],
-      query.limit,
-      newestFirst,
-      (e) => e.taskId,
-    );
-    const ids = merged.items.map((entry) => entry.taskId);
-    // The indexes hold no state or payload: fetch the items (consistently, so states are current).
-    const tasks = await this.getMany(ids);
-    const items = ids.flatMap((id) => tasks.get(id) ?? []);
-    const last = merged.items.at(-1);
-    if (!merged.hasMore || !last) return { items };
+    const page = mergePages([...merged, { items: leasedEntries, hasMore: false }], query.limit, newestFirst, entryId);
+    const items = await this.#shownTasks(page.items, () => true);
+    const last = page.items.at(-1);
+    if (!page.hasMore || !last) return { items };
     return {
       items,
       nextCursor: encodeCursor({ listKey: last.listKey, taskId: last.taskId, tenantId: query.tenantId }),
@@ -694,39 +732,26 @@ export class TaskStore {
   /**
    * A tenant's tasks in one state that `byTenantState` lists (not DISPATCHED or RUNNING), newest
    * first: a scatter-gather over the state's keys (every shard and, for one release, the
-   * unsharded key), each read backwards from the cursor's `listKey`, merged newest first. A page
-   * may hold fewer than `limit` tasks and still have a `nextCursor` (where a shard's unread
-   * entries could come first). The cursor keeps the shape of the unsharded index's key, so
+   * unsharded key), each read backwards from the cursor's `listKey`, merged newest first; for
+   * QUEUED also the held tasks' keys and the tenant's `byTenantQueue` entries due when submitted.
+   * A page may hold fewer than `limit` tasks and still have a `nextCursor` (where a shard's
+   * unread entries could come first). The cursor keeps the shape of the unsharded index's key, so
    * cursors handed out before the upgrade still work.
    */
   async #listInState(query: ListTasksQuery & { state: TaskState }): Promise<TaskPage> {
     const after = query.cursor ? decodeCursor(query.cursor, query.tenantId, query.state) : undefined;
-    const keys = tenantStateKeys(query.tenantId, query.state);
-    const pages = await inParallel(keys, SCATTER_CONCURRENCY, async (key, i) => {
-      const response = await this.#documents.send(
-        new QueryCommand({
-          TableName: this.#tableName,
-          IndexName: 'byTenantState',
-          KeyConditionExpression: after ? 'tenantState = :pk AND listKey < :after' : 'tenantState = :pk',
-          ExpressionAttributeValues: { ':pk': key, ...(after ? { ':after': after.listKey } : {}) },
-          ScanIndexForward: false,
-          Limit: listingLimit(query.limit, i === LEGACY_KEY),
-        }),
-      );
-      return {
-        items: (response.Items ?? []) as { listKey: string; taskId: string }[],
-        hasMore: response.LastEvaluatedKey !== undefined,
-      };
-    });
-    const merged = mergePages(pages, query.limit, newestFirst, (entry) => entry.taskId);
-    const ids = merged.items.map((entry) => entry.taskId);
-    // The index is KEYS_ONLY: fetch the items (consistently, so states are current).
-    const tasks = await this.getMany(ids);
+    const keys = [tenantStateKeys(query.tenantId, query.state)];
+    if (query.state === 'QUEUED') keys.push(heldKeys(query.tenantId));
+    const pages = await this.#listingEntries(
+      query.tenantId,
+      keys,
+      query.state === 'QUEUED',
+      after?.listKey as string | undefined,
+      query.limit,
+    );
+    const merged = mergePages(pages, query.limit, newestFirst, entryId);
     // A GSI lags the table: drop items that have since left the requested state.
-    const items = ids.flatMap((id) => {
-      const task = tasks.get(id);
-      return task && task.state === query.state ? [task] : [];
-    });
+    const items = await this.#shownTasks(merged.items, (task) => task.state === query.state);
     const last = merged.items.at(-1);
     if (!merged.hasMore || !last) return { items };
     const nextCursor = encodeCursor({
@@ -735,6 +760,74 @@ export class TaskStore {
       tenantState: `${query.tenantId}#${query.state}`,
     });
     return { items, nextCursor };
+  }
+
+  /**
+   * Pages of listing entries older than `after` (newest first): each `byTenantState` key of
+   * `keyGroups` (a group's `LEGACY_KEY`-th key, the unsharded one, asked the full limit) and,
+   * `withQueue` (QUEUED is listed), the tenant's `byTenantQueue` keys of every tier. Those are
+   * read below now and a minute only: a task due when submitted has `queueSort` = `listKey`, at
+   * most now (the margin covers clocks a little apart); the entries above are tasks due later,
+   * listed from `byTenantState`, which would fill the page with entries `#shownTasks` drops.
+   */
+  async #listingEntries(
+    tenantId: string,
+    keyGroups: readonly (readonly string[])[],
+    withQueue: boolean,
+    after: string | undefined,
+    limit: number,
+  ): Promise<ShardPage<ListingEntry>[]> {
+    const reads: { index: 'byTenantState' | 'byTenantQueue'; key: string; legacy: boolean }[] = keyGroups.flatMap(
+      (keys) => keys.map((key, i) => ({ index: 'byTenantState' as const, key, legacy: i === LEGACY_KEY })),
+    );
+    if (withQueue) {
+      for (const tier of PRIORITY_TIERS) {
+        queueKeys(tenantId, tier).forEach((key, i) => {
+          reads.push({ index: 'byTenantQueue', key, legacy: i === LEGACY_KEY });
+        });
+      }
+    }
+    const dueBound = new Date(this.#nowMs() + LISTING_CLOCK_MARGIN_MS).toISOString();
+    const queueBefore = after !== undefined && after < dueBound ? after : dueBound;
+    return inParallel(reads, SCATTER_CONCURRENCY, async ({ index, key, legacy }) => {
+      const fromQueue = index === 'byTenantQueue';
+      const [keyName, sortName] = fromQueue ? ['queueKey', 'queueSort'] : ['tenantState', 'listKey'];
+      const before = fromQueue ? queueBefore : after;
+      const response = await this.#documents.send(
+        new QueryCommand({
+          TableName: this.#tableName,
+          IndexName: index,
+          KeyConditionExpression: before === undefined ? '#pk = :pk' : '#pk = :pk AND #sk < :before',
+          ExpressionAttributeNames: { '#pk': keyName, ...(before === undefined ? {} : { '#sk': sortName }) },
+          ExpressionAttributeValues: { ':pk': key, ...(before === undefined ? {} : { ':before': before }) },
+          ScanIndexForward: false,
+          Limit: listingLimit(limit, legacy),
+        }),
+      );
+      const items = (response.Items ?? []).map((item) => ({
+        listKey: item[sortName] as string,
+        taskId: item.taskId as string,
+      }));
+      return { items, hasMore: response.LastEvaluatedKey !== undefined };
+    });
+  }
+
+  /**
+   * The tasks of merged listing entries, read consistently (the indexes hold no state or
+   * payload), in the entries' order: each shown once, from an entry that `showsTask`, and only
+   * if it is `wanted` as it is now.
+   */
+  async #shownTasks(entries: readonly ListingEntry[], wanted: (task: Task) => boolean): Promise<Task[]> {
+    const tasks = await this.getMany(entries.map((entry) => entry.taskId));
+    const shown = new Set<string>();
+    const items: Task[] = [];
+    for (const entry of entries) {
+      const task = tasks.get(entry.taskId);
+      if (!task || shown.has(task.taskId) || !wanted(task) || !showsTask(entry, task)) continue;
+      shown.add(task.taskId);
+      items.push(task);
+    }
+    return items;
   }
 
   /**
@@ -816,10 +909,21 @@ export class TaskStore {
    * Count a tenant's tasks in one state, up to `atMost`: an index query with Select COUNT, page
    * by page until `atMost` entries are counted (a COUNT query is billed for every entry it reads,
    * so an uncapped count of a million-task backlog reads ~200 MB, hundreds of sequential pages);
-   * for DISPATCHED and RUNNING, the tenant's leased items read and counted by state.
+   * for DISPATCHED and RUNNING, the tenant's leased items read and counted by state; for QUEUED,
+   * the tenant's `byTenantQueue` entries (every tier) and held tasks. Held tasks an older version
+   * wrote (under the QUEUED key) are counted only once written again (a release, a cancel).
    */
   async countByTenantState(tenantId: string, state: TaskState, atMost = Number.POSITIVE_INFINITY): Promise<number> {
     if (LEASED_STATES.includes(state)) return Math.min((await this.countLeasedStatesOf(tenantId))[state] ?? 0, atMost);
+    if (state === 'QUEUED') {
+      // Every QUEUED task is in exactly one of `byTenantQueue` (every tier) and the held keys.
+      const queueKeysOfTenant = PRIORITY_TIERS.flatMap((tier) => queueKeys(tenantId, tier));
+      const [waiting, held] = await Promise.all([
+        this.#countKeys('byTenantQueue', 'queueKey', queueKeysOfTenant, atMost),
+        this.#countKeys('byTenantState', 'tenantState', heldKeys(tenantId), atMost),
+      ]);
+      return Math.min(waiting + held, atMost);
+    }
     return this.#countKeys('byTenantState', 'tenantState', tenantStateKeys(tenantId, state), atMost);
   }
 

@@ -88,6 +88,7 @@ export function buildServices(options: {
   const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id), {
     ...outbox,
     ...(dependencyOutbox ? { records: DependencyService.concerns } : {}),
+    nowMs: () => now().getTime(),
     onBatchMemberEnded: async (task) => {
       try {
         await batches?.memberEnded(task);

@@ -37,9 +37,12 @@ export interface TableDefinition extends KeySchema {
  *   (runtime/adapters/index-keys.ts): a tenant's tasks in one state, over `TENANT_KEY_SHARDS`
  *   keys, read back by a scatter-gather over them. Absent while DISPATCHED or RUNNING (sparse),
  *   so dispatch and start do not move the entry; a tenant's leased tasks, never more than the
- *   pools hold, are read from `byLeased` by tenant instead. A tenant's tasks in every state are
- *   the union of both. Items an older version wrote carry `${tenantId}#${state}` until their next
- *   write; readers query that key too, for one release.
+ *   pools hold, are read from `byLeased` by tenant instead. Absent too for a QUEUED task due when
+ *   submitted: `byTenantQueue` lists it in the same place (its `queueSort` is then its `listKey`),
+ *   so its submit and dispatch write no entry here; a task held for dependencies is under
+ *   `${tenantId}#HELD#${shard}` (index-keys.ts `queuedListingOf`). A tenant's tasks in every state
+ *   are the union of the three. Items an older version wrote carry `${tenantId}#${state}` until
+ *   their next write; readers query that key too, for one release.
  * - `leasedShard`  = `LEASED#${shard}` (0-31) while DISPATCHED or RUNNING, absent otherwise (sparse),
  *   sharded so the index has no hot partition; `leasedAt` is `dispatchedAt`: `byLeased`. Its
  *   key does not change at start or on a lease renewal, and it projects nothing those writes
@@ -119,8 +122,9 @@ export const LEGACY_ACTIVE_SHARDS = 4;
 
 /**
  * Shards of a tenant's `byTenantState` and `byTenantQueue` keys (runtime/adapters/index-keys.ts).
- * A task writes its QUEUED entry twice in each (submit, dispatch): 8 keys take one tenant to about
- * 4,000 submits a second before one of them reaches 1,000 write units a second.
+ * A task writes its QUEUED entry twice (submit, dispatch) in `byTenantQueue`, and in
+ * `byTenantState` when due later than submitted: 8 keys take one tenant to about 4,000 submits a
+ * second before one of them reaches 1,000 write units a second.
  */
 export const TENANT_KEY_SHARDS = 8;
 

@@ -1,13 +1,13 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { queueKey, tenantKeyShardOf, tenantStateKey } from '../../runtime/adapters/index-keys.ts';
+import { heldKey, queueKey, tenantKeyShardOf, tenantStateKey } from '../../runtime/adapters/index-keys.ts';
 import {
   ConcurrentUpdateError,
   StaleAttemptError,
   TaskNotFoundError,
   ValidationError,
 } from '../../runtime/core/errors.ts';
-import { cancel, createTask, dispatch, heartbeat, start, succeed } from '../../runtime/core/lifecycle.ts';
+import { cancel, createTask, dispatch, expireLease, heartbeat, start, succeed } from '../../runtime/core/lifecycle.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
@@ -143,6 +143,77 @@ describe('Class: TaskStore (against dynalite)', () => {
         services.store.list({ tenantId: 'someone-else', limit: 3, cursor: first.nextCursor! }),
       ).rejects.toBeInstanceOf(ValidationError);
       await expect(services.store.list({ tenantId: tenant, limit: 3, cursor: 'garbage!' })).rejects.toThrow(/cursor/);
+    });
+  });
+
+  describe('QUEUED: in byTenantState only when byTenantQueue cannot list it newest first', () => {
+    it('lists and counts every QUEUED task once, newest first, whichever index holds it', async () => {
+      // Prepare: a second apart, a tenant's tasks due at submit (a, f), delayed an hour (b),
+      // held for a dependency (c), retried after an expired lease (d: due later than submitted),
+      // written by the previous version (e: its QUEUED key as well as its queue entry), and one
+      // that succeeded (g).
+      const tenant = `queued-${newId()}`;
+      const t0 = Date.now() - 60_000;
+      const at = (second: number) => new Date(t0 + second * 1000);
+      const put = async (task: ReturnType<typeof createTask>) => (await services.store.create(task)).task;
+      const a = await put(createTask(newId(), spec(tenant), at(0)));
+      const b = await put(createTask(newId(), { ...spec(tenant), runAt: new Date(Date.now() + 3_600_000) }, at(1)));
+      const c = await put({ ...createTask(newId(), spec(tenant), at(2)), dependsOn: ['tsk_x'], waitingOn: ['tsk_x'] });
+      const dQueued = await put(createTask(newId(), spec(tenant), at(3)));
+      const dLeased = await services.store.apply(dispatch(dQueued, new Date(), 60));
+      const dRunning = await services.store.apply(start(dLeased, dLeased.fence, new Date(), 60));
+      const d = await services.store.apply(expireLease(dRunning, new Date(Date.now() + 120_000), 5_000));
+      const e = await put(createTask(newId(), spec(tenant), at(4)));
+      await services.clients.documents.send(
+        new PutCommand({
+          TableName: services.emulators.tables.tasks,
+          Item: { ...(await rawItem(e.taskId)), tenantState: `${tenant}#QUEUED`, queueKey: `${tenant}#normal` },
+        }),
+      );
+      const f = await put(createTask(newId(), spec(tenant), at(5)));
+      const gQueued = await put(createTask(newId(), spec(tenant), at(6)));
+      const gLeased = await services.store.apply(dispatch(gQueued, new Date(), 60));
+      const gRunning = await services.store.apply(start(gLeased, gLeased.fence, new Date(), 60));
+      const g = await services.store.apply(succeed(gRunning, gRunning.fence, new Date(), { ok: true }));
+      const listAll = async (state: 'QUEUED' | undefined, limit: number) => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await services.store.list({ tenantId: tenant, state, limit, cursor });
+          expect(page.items.length).toBeLessThanOrEqual(limit);
+          seen.push(...page.items.map((task) => task.taskId));
+          cursor = page.nextCursor;
+          pages++;
+        } while (cursor && pages < 30);
+        return seen;
+      };
+
+      // Assess: where each is held. Due at submit: byTenantQueue alone, no byTenantState entry.
+      expect(d.state).toBe('QUEUED');
+      expect(d.runAt).not.toBe(d.submittedAt);
+      expect(await rawItem(a.taskId)).not.toHaveProperty('tenantState');
+      expect(await rawItem(a.taskId)).toMatchObject({ queueKey: queueKey(tenant, 'normal', a.taskId) });
+      expect(await rawItem(b.taskId)).toMatchObject({
+        tenantState: tenantStateKey(tenant, 'QUEUED', b.taskId),
+        queueKey: queueKey(tenant, 'normal', b.taskId),
+      });
+      expect(await rawItem(c.taskId)).toMatchObject({ tenantState: heldKey(tenant, c.taskId) });
+      expect(await rawItem(c.taskId)).not.toHaveProperty('queueKey');
+      expect(await rawItem(d.taskId)).toMatchObject({ tenantState: tenantStateKey(tenant, 'QUEUED', d.taskId) });
+
+      // Newest first by submission, each once, at every page size; with every state too.
+      const queuedNewestFirst = [f, e, d, c, b, a].map((task) => task.taskId);
+      for (const limit of [1, 2, 4, 10]) expect(await listAll('QUEUED', limit)).toEqual(queuedNewestFirst);
+      for (const limit of [1, 3, 10]) expect(await listAll(undefined, limit)).toEqual([g.taskId, ...queuedNewestFirst]);
+      expect(await services.store.countByTenantState(tenant, 'QUEUED')).toBe(6);
+      expect(await services.store.countByTenantState(tenant, 'QUEUED', 4)).toBe(4);
+
+      // Dispatched, a task due at submit leaves byTenantQueue and was never in byTenantState.
+      await services.store.apply(dispatch(a, new Date(), 60));
+      expect(await rawItem(a.taskId)).not.toHaveProperty('tenantState');
+      expect(await services.store.countByTenantState(tenant, 'QUEUED')).toBe(5);
+      expect(await listAll('QUEUED', 2)).toEqual(queuedNewestFirst.slice(0, 5));
     });
   });
 

@@ -3,10 +3,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { inParallel } from '../../runtime/adapters/in-parallel.ts';
 import {
+  heldKey,
+  heldKeys,
   LEGACY_KEY,
   leasedShardOf,
   mergePages,
   perShardLimit,
+  queuedListingOf,
   queueKey,
   queueKeys,
   type ShardPage,
@@ -42,6 +45,21 @@ describe('Index key shards', () => {
     }
     for (const count of tenant) expect(Math.abs(count / (80_000 / TENANT_KEY_SHARDS) - 1)).toBeLessThan(0.1);
     for (const count of leased) expect(Math.abs(count / (80_000 / ACTIVE_SHARDS) - 1)).toBeLessThan(0.1);
+  });
+
+  it('list a QUEUED task from byTenantQueue alone when due at submit, else from byTenantState too (held: its own key)', () => {
+    const at = '2026-01-01T00:00:00.000Z';
+    const later = '2026-01-01T00:05:00.000Z';
+    expect(queuedListingOf({ submittedAt: at, runAt: at })).toBe('queue');
+    expect(queuedListingOf({ submittedAt: at, runAt: at, waitingOn: [] })).toBe('queue');
+    expect(queuedListingOf({ submittedAt: at, runAt: later })).toBe('late');
+    expect(queuedListingOf({ submittedAt: at, runAt: at, waitingOn: ['tsk_a'] })).toBe('held');
+    const [id] = ids(1);
+    expect(heldKey('acme', id!)).toBe(`acme#HELD#${tenantKeyShardOf(id!)}`);
+    expect(heldKeys('acme')).toHaveLength(TENANT_KEY_SHARDS);
+    expect(heldKeys('acme')).toContain(heldKey('acme', id!));
+    // No state's key: a held task is counted apart from the queue's entries.
+    expect(tenantStateKeys('acme', 'QUEUED')).not.toContain(heldKey('acme', id!));
   });
 
   it('are read back from every shard and, for one release, the unsharded key the previous version wrote', () => {
