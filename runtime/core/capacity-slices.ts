@@ -62,6 +62,8 @@ export interface SliceEntry {
   readonly reportedAtMs: number;
   /** The writer's scheduler lease token for the shard: an older holder may not write over it. */
   readonly token?: number | undefined;
+  /** Its scheduler stopped cleanly (releasedSlices): like a stale entry, it takes no share. */
+  readonly released?: boolean | undefined;
 }
 
 /** The shared record (one item per pool set). `version` grows by one on every write. */
@@ -165,7 +167,7 @@ export function nextSlices(
   const forTargets = { ...capacity };
   for (const [shard, entry] of Object.entries(state?.entries ?? {})) {
     if (shard === self) continue;
-    const stale = isStale(entry, nowMs, options.staleAfterMs);
+    const stale = entry.released === true || isStale(entry, nowMs, options.staleAfterMs);
     const claim = claimOf(entry, nowMs, options);
     // A stopped shard that claims nothing is forgotten (it comes back with its next report).
     if (stale && RESOURCES.every((resource) => claim[resource] === 0)) continue;
@@ -225,9 +227,11 @@ export function releasedSlices(
     held: { ...held },
     weight: { lambda: 0, fargate: 0 },
     need: zero(),
+    wants: { ...held },
     needSinceMs: {},
     reportedAtMs: nowMs,
     token,
+    released: true,
   };
   return { version: (state?.version ?? 0) + 1, shards: options.shards, entries };
 }

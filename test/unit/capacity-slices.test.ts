@@ -377,6 +377,24 @@ describe('capacity slices', () => {
     expect(world.shards[0]?.allowance.slots).toBe(7);
   });
 
+  it('gives a cleanly stopped shard no share: the idle one left gets all it does not hold as headroom', () => {
+    const world = new World(2);
+    const idle = { lambda: 0, fargate: 0 };
+    for (let round = 0; round < 2; round++) {
+      for (const shard of [0, 1]) {
+        world.read(shard, idle, zero(), zero());
+        world.write(shard, 'ok');
+      }
+    }
+    // Idle both: 5 slots of headroom each; shard 1 starts one task and stops.
+    expect(world.shards[1]?.allowance.slots).toBe(5);
+    world.dispatch(1, TASKS[0] as ResourceVector);
+    world.stop(1);
+    world.read(0, idle, zero(), zero());
+    world.write(0, 'ok');
+    expect(world.shards[0]?.allowance).toEqual({ ...CAPACITY, slots: CAPACITY.slots - 1 });
+  });
+
   it('leaves what a shard does not want to the busy one (its share capped at held + ready tasks)', () => {
     const world = new World(2);
     const both = { lambda: 1, fargate: 1 };
