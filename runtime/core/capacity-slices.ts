@@ -14,7 +14,8 @@
  * `held` at the report is not all it may hold (it may have filled its allowance since); only
  * once `heldAtMostMs` more has passed (the longest one task holds its pool) has every task it
  * started ended, and its entry is forgotten. A scheduler that stops cleanly reports an empty
- * allowance first, so only its tasks still running stay claimed. Each entry carries its writer's
+ * allowance first (a released entry: no share, like a stale one), so only its tasks still
+ * running stay claimed. Each entry carries its writer's
  * lease token for the shard: a scheduler that lost the lease cannot write over its successor's.
  * Targets, per resource and per pool (Lambda slots; Fargate vCPU and memory together):
  *   1. fair: the pool, less what stale shards claim, split by the weights of the shards that
