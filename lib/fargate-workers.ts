@@ -21,7 +21,8 @@ export interface FargateWorkersProps {
   readonly tasksTable: dynamodb.ITable;
   /** The `worker-fargate` queue the workers long-poll. */
   readonly queue: DefinedQueue;
-  readonly completionsQueue: DefinedQueue;
+  /** Every scheduler shard's completions queue (one per `scheduler.shards`). */
+  readonly completionQueues: readonly DefinedQueue[];
   readonly tierQueues: readonly DefinedQueue[];
   /** `pools.fargate` from the configuration: the most the service may run at once. */
   readonly pool: { readonly vcpu: number; readonly memoryMiB: number };
@@ -171,7 +172,7 @@ export class FargateWorkers extends Construct {
     const tasksRole = this.taskDefinition.taskRole;
     props.tasksTable.grantReadWriteData(tasksRole);
     props.queue.queue.grantConsumeMessages(tasksRole);
-    props.completionsQueue.queue.grantSendMessages(tasksRole);
+    for (const completions of props.completionQueues) completions.queue.grantSendMessages(tasksRole);
     for (const tier of props.tierQueues) tier.queue.grantSendMessages(tasksRole);
     // Task scale-in protection while a worker runs attempts (runtime/worker/scale-in-protection.ts):
     // the ECS agent calls these with the task role, for this cluster's tasks only.

@@ -14,7 +14,8 @@ export interface LambdaWorkersProps {
   /** The `worker-lambda` queue the scheduler dispatches to. */
   readonly queue: DefinedQueue;
   /** Finished attempts are reported here. */
-  readonly completionsQueue: DefinedQueue;
+  /** Every scheduler shard's completions queue (one per `scheduler.shards`). */
+  readonly completionQueues: readonly DefinedQueue[];
   /** A failed attempt with attempts left is re-enqueued to its tier. */
   readonly tierQueues: readonly DefinedQueue[];
   /** `pools.lambda.concurrency` from the configuration. */
@@ -144,7 +145,7 @@ export class LambdaWorkers extends Construct {
     });
     const fn = worker.function;
     props.tasksTable.grantReadWriteData(fn);
-    props.completionsQueue.queue.grantSendMessages(fn);
+    for (const completions of props.completionQueues) completions.queue.grantSendMessages(fn);
     for (const tier of props.tierQueues) tier.queue.grantSendMessages(fn);
     return worker;
   }

@@ -149,18 +149,22 @@ export class Monitoring extends Construct {
           treatMissingData: cloudwatch.TreatMissingData.BREACHING,
         }),
     );
-    for (const tier of props.tierQueues) {
-      const tierName = tier.definition.id.replace(/^tier-/, '') as PriorityTier;
+    for (const [tierName, queues] of tiersByName(props.tierQueues)) {
       const threshold = thresholds[tierName] ?? DEFAULT_OLDEST_AGE.low;
-      alarms.push(
-        this.oldestWaiting(tier, tierName, Duration.minutes(5)).createAlarm(this, `OldestAge-${tier.definition.id}`, {
-          alarmDescription: `Oldest ${tierName} task has waited over ${threshold.toHumanString()}: capacity or the scheduler is behind`,
-          threshold: threshold.toSeconds(),
-          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 2,
-          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-        }),
-      );
+      // An alarm's metric math takes at most 10 metrics: the held age and up to 9 shards' queues.
+      for (let first = 0; first < queues.length; first += ALARM_QUEUES) {
+        const group = queues.slice(first, first + ALARM_QUEUES);
+        const id = `OldestAge-tier-${tierName}${first === 0 ? '' : `-${first / ALARM_QUEUES}`}`;
+        alarms.push(
+          this.oldestWaiting(group, tierName, Duration.minutes(5)).createAlarm(this, id, {
+            alarmDescription: `Oldest ${tierName} task has waited over ${threshold.toHumanString()}: capacity or the scheduler is behind`,
+            threshold: threshold.toSeconds(),
+            comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluationPeriods: 2,
+            treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+          }),
+        );
+      }
     }
     // Lambda's own Errors: a failed invocation is one whether the handler threw (it also counts
     // SchedulerErrors then, which would only duplicate this) or crashed or timed out.
@@ -263,8 +267,8 @@ export class Monitoring extends Construct {
       }),
       new cloudwatch.GraphWidget({
         title: 'Oldest waiting task per tier (s): held by the scheduler or in the queue',
-        left: props.tierQueues.map((tier) =>
-          this.oldestWaiting(tier, tier.definition.id.replace(/^tier-/, '') as PriorityTier, Duration.minutes(1)),
+        left: [...tiersByName(props.tierQueues)].map(([tierName, queues]) =>
+          this.oldestWaiting(queues, tierName, Duration.minutes(1)),
         ),
         width: 8,
       }),
@@ -336,10 +340,15 @@ export class Monitoring extends Construct {
    * deletes announcements within the tick, SQS's ApproximateAgeOfOldestMessage only says
    * whether the scheduler is consuming; waiting work is in the task table, not the queue.
    */
-  public oldestWaiting(tier: DefinedQueue, tierName: PriorityTier, period: Duration): cloudwatch.MathExpression {
+  public oldestWaiting(
+    queues: readonly DefinedQueue[],
+    tierName: PriorityTier,
+    period: Duration,
+  ): cloudwatch.MathExpression {
+    // Ids unique per tier (the dashboard graphs every tier's expression together) and per shard.
+    const queuedIds = queues.map((_, i) => `queued_${tierName}${i === 0 ? '' : `_${i}`}`);
     return new cloudwatch.MathExpression({
-      // Ids unique per tier: the dashboard graphs every tier's expression together.
-      expression: `MAX([FILL(held_${tierName}, 0), FILL(queued_${tierName}, 0)])`,
+      expression: `MAX([FILL(held_${tierName}, 0), ${queuedIds.map((id) => `FILL(${id}, 0)`).join(', ')}])`,
       usingMetrics: {
         [`held_${tierName}`]: new cloudwatch.Metric({
           namespace: METRICS_NAMESPACE,
@@ -348,7 +357,12 @@ export class Monitoring extends Construct {
           statistic: 'Maximum',
           period,
         }),
-        [`queued_${tierName}`]: tier.queue.metricApproximateAgeOfOldestMessage({ period, statistic: 'Maximum' }),
+        ...Object.fromEntries(
+          queues.map((tier, i) => [
+            queuedIds[i]!,
+            tier.queue.metricApproximateAgeOfOldestMessage({ period, statistic: 'Maximum' }),
+          ]),
+        ),
       },
       label: tierName,
       period,
@@ -369,3 +383,14 @@ export class Monitoring extends Construct {
 
 const withLabel = (metric: cloudwatch.IMetric, label: string): cloudwatch.IMetric =>
   metric instanceof cloudwatch.Metric ? metric.with({ label }) : metric;
+
+/** Metrics an alarm's metric math may use besides the scheduler's held age. */
+const ALARM_QUEUES = 9;
+
+/** The tier queues by tier, every scheduler shard's together (`tier-high`, `tier-high-s1`, …). */
+function tiersByName(tierQueues: readonly DefinedQueue[]): Map<PriorityTier, DefinedQueue[]> {
+  return Map.groupBy(
+    tierQueues,
+    (tier) => tier.definition.id.replace(/^tier-/, '').replace(/-s\d+$/, '') as PriorityTier,
+  );
+}

@@ -17,7 +17,8 @@ export interface RedriveProps {
   /** Retries go back to their tier; dead-lettered tier messages are drained back to it. */
   readonly tierQueues: readonly DefinedQueue[];
   /** A task failed here frees its capacity through a completion. */
-  readonly completionsQueue: DefinedQueue;
+  /** Every scheduler shard's completions queue (one per `scheduler.shards`). */
+  readonly completionQueues: readonly DefinedQueue[];
   /** How often the dead-letter queues are drained, 1 to 60 minutes. @default Duration.minutes(5) */
   readonly drainEvery?: Duration;
   /** @default Duration.seconds(60) */
@@ -103,7 +104,7 @@ export class Redrive extends Construct {
       eventQueues.deliveries?.grantSendMessages(fn);
     }
     for (const tier of props.tierQueues) tier.queue.grantSendMessages(fn);
-    props.completionsQueue.queue.grantSendMessages(fn);
+    for (const completions of props.completionQueues) completions.queue.grantSendMessages(fn);
     // A drain that fails is replaced by the next one; the alarms watch the function's errors
     // and invocations (lib/monitoring.ts).
     fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(60) });

@@ -17,7 +17,8 @@ export interface SchedulerLoopProps {
   /** Dispatch targets. */
   readonly workerQueues: readonly DefinedQueue[];
   /** Finished attempts free capacity through here. */
-  readonly completionsQueue: DefinedQueue;
+  /** Every scheduler shard's completions queue (one per `scheduler.shards`). */
+  readonly completionQueues: readonly DefinedQueue[];
   /**
    * How long one invocation may loop. The handler stops 15 s before it and, with work left,
    * invokes a fresh one to take over; idle, it stops long before (scale to zero).
@@ -81,7 +82,7 @@ export class SchedulerLoop extends Construct {
       tier.queue.grantSendMessages(fn);
     }
     for (const worker of props.workerQueues) worker.queue.grantSendMessages(fn);
-    props.completionsQueue.queue.grantConsumeMessages(fn);
+    for (const completions of props.completionQueues) completions.queue.grantConsumeMessages(fn);
     this.grantWake(fn);
 
     this.invokeRole = schedulerInvokeRole(this, 'TickRole', fn);

@@ -1,11 +1,14 @@
 import { Duration, Validations } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { MAX_SCHEDULER_SHARDS } from '../runtime/core/shards.ts';
 import {
   COMPLETIONS_QUEUE,
+  completionQueuesFor,
   QUEUES,
   type QueueDefinition,
   TIER_QUEUES,
+  tierQueuesFor,
   WORKER_QUEUES,
 } from '../runtime/infra/resources.ts';
 
@@ -48,9 +51,13 @@ const MIN_MAX_RECEIVE_COUNT = 3;
 export class TaskQueues extends Construct {
   /** Queue id (e.g. `tier-high`) → queue. */
   public readonly byId: ReadonlyMap<string, DefinedQueue>;
+  /** Every shard's tier queues. */
   public readonly tiers: readonly DefinedQueue[];
   public readonly workers: readonly DefinedQueue[];
+  /** Shard 0's completions queue. */
   public readonly completions: DefinedQueue;
+  /** Every shard's completions queue. */
+  public readonly completionQueues: readonly DefinedQueue[];
 
   constructor(scope: Construct, id: string, props: TaskQueuesProps) {
     super(scope, id);
@@ -107,9 +114,14 @@ export class TaskQueues extends Construct {
     }
     this.byId = byId;
 
-    this.tiers = TIER_QUEUES.map((definition) => this.get(definition.id));
+    const shardTierIds = new Set(tierQueuesFor(MAX_SCHEDULER_SHARDS).map((definition) => definition.id));
+    const shardCompletionIds = new Set(completionQueuesFor(MAX_SCHEDULER_SHARDS).map((definition) => definition.id));
+    this.tiers = definitions.filter((definition) => shardTierIds.has(definition.id)).map((d) => this.get(d.id));
     this.workers = WORKER_QUEUES.map((definition) => this.get(definition.id));
     this.completions = this.get(COMPLETIONS_QUEUE.id);
+    this.completionQueues = definitions
+      .filter((definition) => shardCompletionIds.has(definition.id))
+      .map((definition) => this.get(definition.id));
   }
 
   /** The queue defined under `id`; throws when no definition has that id. */

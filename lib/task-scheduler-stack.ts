@@ -1,15 +1,15 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { type CfnElement, CfnOutput, Fn, Names, Stack, type StackProps, Stage, Validations } from 'aws-cdk-lib';
+import { Aws, type CfnElement, CfnOutput, Fn, Names, Stack, type StackProps, Stage, Validations } from 'aws-cdk-lib';
 import type * as ecs from 'aws-cdk-lib/aws-ecs';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
 import { EXAMPLE_RESOURCES_ENV } from '../runtime/infra/example-resources.ts';
-import { ENV, QUEUES } from '../runtime/infra/resources.ts';
+import { ENV, QUEUES, queuesFor } from '../runtime/infra/resources.ts';
 
-/** The shared queues (tiers, pools, completions): every function's QUEUE_URLS. */
+/** The shared queues of one scheduler shard (tiers, pools, completions): every function's QUEUE_URLS. */
 const POOL_QUEUE_IDS: ReadonlySet<string> = new Set(QUEUES.map((queue) => queue.id));
 
 import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE, POWERTOOLS_ENV } from '../runtime/infra/telemetry.ts';
@@ -129,12 +129,12 @@ export class TaskSchedulerStack extends Stack {
     );
     this.queues = new TaskQueues(this, 'Queues', {
       namePrefix: this.stackName,
-      definitions: [...QUEUES, ...Object.values(typeQueueDefinitions)],
+      definitions: [...queuesFor(config.scheduler.shards), ...Object.values(typeQueueDefinitions)],
     });
     this.exampleStores = new ExampleStores(this, 'Examples', {
       deletionProtection: config.deploy.deletionProtection,
     });
-    const { tiers, completions } = this.queues;
+    const { tiers, completionQueues: completions } = this.queues;
     const typeQueues = new Map(
       typeWorkers.map((worker) => [worker.type, this.queues.get(typeQueueDefinitions[worker.type]!.id)]),
     );
@@ -151,6 +151,10 @@ export class TaskSchedulerStack extends Stack {
         [ENV.tasksTable]: tasksTable.tableName,
         [ENV.controlTable]: controlTable.tableName,
         [ENV.queueUrls]: this.toJsonString(this.queues.urlsById(POOL_QUEUE_IDS)),
+        // Further shards' queues by name: their URLs would not fit Lambda's 4 KB of environment.
+        ...(config.scheduler.shards > 1
+          ? { [ENV.queueUrlPrefix]: `https://sqs.${Aws.REGION}.${Aws.URL_SUFFIX}/${Aws.ACCOUNT_ID}/${this.stackName}-` }
+          : {}),
         [ENV.configJson]: configJson,
         // The runtime publishes under this service name; the alarms match on it.
         [POWERTOOLS_ENV.serviceName]: DEFAULT_SERVICE_NAME,
@@ -169,7 +173,12 @@ export class TaskSchedulerStack extends Stack {
             ...settings,
             environment: {
               ...settings.environment,
-              [ENV.queueUrls]: this.toJsonString(this.queues.urlsById()),
+              // Shard 0's queues and the type queues; further shards' come from QUEUE_URL_PREFIX.
+              [ENV.queueUrls]: this.toJsonString(
+                this.queues.urlsById(
+                  new Set([...POOL_QUEUE_IDS, ...Object.values(typeQueueDefinitions).map((queue) => queue.id)]),
+                ),
+              ),
               [ENV.taskTypeQueues]: JSON.stringify(typeQueueDefinitions),
             },
           };
@@ -181,7 +190,7 @@ export class TaskSchedulerStack extends Stack {
       controlTable,
       tierQueues: tiers,
       workerQueues: workers,
-      completionsQueue: completions,
+      completionQueues: completions,
     });
     const announcing: RuntimeSettings = {
       ...runtime,
@@ -204,7 +213,7 @@ export class TaskSchedulerStack extends Stack {
       runtime: workerRuntime,
       tasksTable,
       queue: this.queues.get('worker-lambda'),
-      completionsQueue: completions,
+      completionQueues: completions,
       tierQueues: tiers,
       poolConcurrency: config.pools.lambda.concurrency,
     });
@@ -212,7 +221,7 @@ export class TaskSchedulerStack extends Stack {
       runtime: workerRuntime,
       tasksTable,
       queue: this.queues.get('worker-fargate'),
-      completionsQueue: completions,
+      completionQueues: completions,
       tierQueues: tiers,
       pool: config.pools.fargate,
       ...(props.fargateWorkerImage ? { image: props.fargateWorkerImage } : {}),
@@ -241,7 +250,7 @@ export class TaskSchedulerStack extends Stack {
       tasksTable,
       workerQueues: workers,
       tierQueues: tiers,
-      completionsQueue: completions,
+      completionQueues: completions,
     });
     if (config.schedules.length > 0) {
       this.schedules = new NightlySchedules(this, 'Schedules', {
@@ -261,7 +270,7 @@ export class TaskSchedulerStack extends Stack {
         queues: typeQueues,
         adopted,
         tasksTable,
-        completionsQueue: completions,
+        completionQueues: completions,
         tierQueues: tiers,
         lambdaConcurrency: config.pools.lambda.concurrency,
         fargatePool: config.pools.fargate,

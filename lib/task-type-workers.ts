@@ -101,7 +101,8 @@ export interface TaskTypeWorkersProps {
   /** The functions `function` workers built (before the queues: their timeouts size them), by type. */
   readonly adopted: ReadonlyMap<string, lambda.Function>;
   readonly tasksTable: dynamodb.ITable;
-  readonly completionsQueue: DefinedQueue;
+  /** Every scheduler shard's completions queue (one per `scheduler.shards`). */
+  readonly completionQueues: readonly DefinedQueue[];
   readonly tierQueues: readonly DefinedQueue[];
   /** `pools.lambda.concurrency`: the default most concurrent invocations of a function worker. */
   readonly lambdaConcurrency: number;
@@ -153,7 +154,7 @@ export class TaskTypeWorkers extends Construct {
         }),
       );
       props.tasksTable.grantReadWriteData(fn);
-      props.completionsQueue.queue.grantSendMessages(fn);
+      for (const completions of props.completionQueues) completions.queue.grantSendMessages(fn);
       for (const tier of props.tierQueues) tier.queue.grantSendMessages(fn);
       return { type: worker.type, queue, function: fn, grantees: [fn] };
     });
@@ -194,7 +195,7 @@ export class TaskTypeWorkers extends Construct {
       },
       tasksTable: props.tasksTable,
       queue,
-      completionsQueue: props.completionsQueue,
+      completionQueues: props.completionQueues,
       tierQueues: props.tierQueues,
       pool: props.fargatePool,
       vpc: props.vpc,

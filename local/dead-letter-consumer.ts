@@ -9,7 +9,7 @@ import type { TaskStore } from '../runtime/adapters/task-store.ts';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
 import type { TaskLogger } from '../runtime/core/logger.ts';
 import { RUNTIMES } from '../runtime/core/task.ts';
-import { TIER_QUEUES, workerQueue } from '../runtime/infra/resources.ts';
+import { tierQueuesFor, workerQueue } from '../runtime/infra/resources.ts';
 import { isTierMessage, redriveDeadLetter, redriveTierDeadLetter } from '../runtime/worker/redrive.ts';
 
 export function startDeadLetterConsumer(deps: {
@@ -23,7 +23,7 @@ export function startDeadLetterConsumer(deps: {
   const stopping = new AbortController();
   const dlqIds = [
     ...RUNTIMES.map((runtime) => workerQueue(runtime).deadLetter!.id),
-    ...TIER_QUEUES.map((tier) => tier.deadLetter!.id),
+    ...tierQueuesFor(deps.config.scheduler.shards).map((tier) => tier.deadLetter!.id),
   ];
   const loops = dlqIds.map(async (queueId) => {
     while (!stopping.signal.aborted) {

@@ -25,7 +25,7 @@ import {
   createAwsClients,
   localEndpoints,
 } from '../runtime/adapters/aws-clients.ts';
-import { QUEUES, type QueueDefinition, TABLES, type TableDefinition } from '../runtime/infra/resources.ts';
+import { type QueueDefinition, queuesFor, TABLES, type TableDefinition } from '../runtime/infra/resources.ts';
 import { createTableInput } from '../runtime/infra/table-input.ts';
 import { closeDynaliteIterators } from './dynalite-iterators.ts';
 import { type ExternalAws, externalEndpoints } from './external-aws.ts';
@@ -55,6 +55,8 @@ export interface EmulatorOptions {
   readonly prefix?: string;
   /** Bind address of both emulators. @default '127.0.0.1' */
   readonly host?: string | undefined;
+  /** `scheduler.shards`: the tier and completions queues of this many shards. @default 1 */
+  readonly shards?: number | undefined;
 }
 
 export async function startEmulators(options: EmulatorOptions = {}): Promise<Emulators> {
@@ -86,7 +88,7 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
 
   const endpoints = localEndpoints(dynamodbUrl, sqsUrl);
   const clients = createAwsClients(endpoints);
-  const { tables, queueUrls } = await ensureResources(clients, prefix);
+  const { tables, queueUrls } = await ensureResources(clients, prefix, options.shards ?? 1);
 
   return {
     clients,
@@ -111,12 +113,15 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
  * created from the shared definitions where missing, an existing table given the indexes it
  * lacks; nothing is started here and stop() only closes the clients.
  */
-export async function connectExternalAws(external: ExternalAws, options: { prefix?: string } = {}): Promise<Emulators> {
+export async function connectExternalAws(
+  external: ExternalAws,
+  options: { prefix?: string; shards?: number } = {},
+): Promise<Emulators> {
   const prefix = options.prefix ?? 'scheduler';
   const endpoints = externalEndpoints(external);
   const clients = createAwsClients(endpoints);
   try {
-    const { tables, queueUrls } = await ensureResources(clients, prefix);
+    const { tables, queueUrls } = await ensureResources(clients, prefix, options.shards ?? 1);
     return {
       clients,
       endpoints,
@@ -271,10 +276,10 @@ async function ensureQueues(client: SQSClient, queues: readonly QueueDefinition[
 }
 
 /** The shared tables and queues, created where missing (an existing table gets the indexes it lacks). */
-async function ensureResources(clients: Emulators['clients'], prefix: string) {
+async function ensureResources(clients: Emulators['clients'], prefix: string, shards: number) {
   const tables: Record<string, string> = {};
   for (const table of TABLES) tables[table.id] = await ensureTable(clients.dynamodb, table, `${prefix}-${table.id}`);
-  const queueUrls = await ensureQueues(clients.sqs, QUEUES);
+  const queueUrls = await ensureQueues(clients.sqs, queuesFor(shards));
   return { tables, queueUrls };
 }
 

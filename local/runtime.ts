@@ -7,9 +7,11 @@
  */
 import type { AwsClients } from '../runtime/adapters/aws-clients.ts';
 import { QueueClient } from '../runtime/adapters/queues.ts';
+import { mergeSnapshots } from '../runtime/app/shard-snapshots.ts';
 import { buildServices, type Services } from '../runtime/app/wiring.ts';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
 import type { TaskLogger } from '../runtime/core/logger.ts';
+import { type ShardScope, schedulerLeaseName, shardIndexes } from '../runtime/core/shards.ts';
 import { OutboxRelay } from '../runtime/events/outbox-relay.ts';
 import { localWebhookTargets } from '../runtime/events/webhooks.ts';
 import { workerQueue } from '../runtime/infra/resources.ts';
@@ -96,10 +98,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   let emulators: Emulators;
   try {
     emulators = options.externalAws
-      ? await connectExternalAws(options.externalAws)
+      ? await connectExternalAws(options.externalAws, { shards: config.scheduler.shards })
       : await startEmulators({
           dataDir: options.dataDir,
           host: options.host,
+          shards: config.scheduler.shards,
         });
   } catch (error) {
     lock?.release();
@@ -119,9 +122,15 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   const taskLineFlush = setInterval(() => taskLines.flush(), 1000);
   taskLineFlush.unref();
   const stopping = new AbortController();
-  let current: Scheduler | undefined;
-  let loop: Promise<SchedulerLoopEnd> | undefined;
-  let wakeRequested = false;
+  /** One scheduler loop per shard (`scheduler.shards`), each with its own lease, as on AWS. */
+  const shards = shardIndexes(config.scheduler.shards).map(
+    (shard): ShardRun => ({
+      scope: { shard, shards: config.scheduler.shards },
+      current: undefined,
+      loop: undefined,
+      wakeRequested: false,
+    }),
+  );
   let wakes = 0;
   let relay: OutboxRelay | undefined;
   const services = buildServices({
@@ -142,7 +151,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         },
       ),
     // What the asynchronous Lambda invoke is on AWS: start the loop in this process.
-    ...(scaleToZero ? { wakeScheduler: async () => startScheduler('wake'), logger } : {}),
+    ...(scaleToZero ? { wakeScheduler: async (shard: number) => startScheduler(shards[shard]!, 'wake'), logger } : {}),
     // Webhooks configured: every state change also records its event in the item (the outbox).
     // Without: only what the dependencies need (a held task's creation, a dependency's end).
     events: {
@@ -169,7 +178,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       const { recovered } = await recoverAbandonedAttempts({
         store: services.store,
         // The scheduler starts right after, and finds them: the announcements wake nothing.
-        queues: new QueueClient(services.clients.sqs, emulators.queueUrls),
+        queues: new QueueClient(services.clients.sqs, emulators.queueUrls, { shards: config.scheduler.shards }),
         config,
         now: () => new Date(),
       });
@@ -188,14 +197,17 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   relay.start();
   const taskServices = (await options.taskServices?.(emulators.clients)) ?? {};
   // As on AWS, the scheduler's own announces (reconciliation) wake nothing: it is running.
-  const schedulerQueues = new QueueClient(services.clients.sqs, emulators.queueUrls);
+  const schedulerQueues = new QueueClient(services.clients.sqs, emulators.queueUrls, {
+    shards: config.scheduler.shards,
+  });
 
   // With schedulerRestartSeconds the loop hands its lease back and starts afresh that often, as
   // the scheduler Lambda does when its time runs out on AWS.
   const restartMs = (faults?.schedulerRestartSeconds ?? 0) * 1000;
-  const runLoop = (keepGoing?: () => boolean) =>
+  const runLoop = (run: ShardRun, keepGoing?: () => boolean) =>
     runSchedulerLoop({
-      control: services.control,
+      control: services.control.forShard(run.scope.shard),
+      leaseName: schedulerLeaseName(run.scope.shard),
       signal: stopping.signal,
       ...(keepGoing ? { keepGoing } : {}),
       waitSeconds: 1,
@@ -207,67 +219,76 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
             idleStop: {
               afterMs: options.idleStopMs ?? IDLE_STOP_MS,
               graceMs: STOP_GRACE_MS,
-              hasWork: () => hasSchedulerWork(services, new Date()),
+              hasWork: () => hasSchedulerWork(services, new Date(), undefined, run.scope),
             },
           }
         : {}),
       createScheduler: () => {
-        current = new Scheduler({
+        run.current = new Scheduler({
           store: services.store,
-          control: services.control,
+          control: services.control.forShard(run.scope.shard),
           queues: schedulerQueues,
           config,
+          shard: run.scope,
           logger,
-          sweepBatches: () => services.batches.sweep(),
+          // Shard 0 sweeps every batch (batches are not per tenant).
+          ...(run.scope.shard === 0 ? { sweepBatches: () => services.batches.sweep() } : {}),
           onDispatch: (task) =>
             taskLines.debug?.('task DISPATCHED', { taskId: task.taskId, tenant: task.tenantId, pool: task.runtime }),
         });
-        return current;
+        return run.current;
       },
-      onLease: (event, lease) => logger.info(`scheduler lease ${event}`, { token: lease.token }),
+      onLease: (event, lease) =>
+        logger.info(`scheduler lease ${event}`, {
+          token: lease.token,
+          ...(run.scope.shards > 1 ? { shard: run.scope.shard } : {}),
+        }),
     });
-  function startScheduler(reason: 'start' | 'wake' | 'tick'): void {
+  function startScheduler(run: ShardRun, reason: 'start' | 'wake' | 'tick'): void {
     if (stopping.signal.aborted) return;
-    if (loop) {
+    if (run.loop) {
       // A loop that is handing back after an idle spell starts again once it has.
-      wakeRequested = true;
+      run.wakeRequested = true;
       return;
     }
+    const which = run.scope.shards > 1 ? ` shard ${run.scope.shard}` : '';
     if (reason !== 'start') {
       wakes++;
-      logger.info(`scheduler woken (${reason})`);
+      logger.info(`scheduler${which} woken (${reason})`);
     }
-    wakeRequested = false;
-    loop = runRestarting().then((end) => {
-      loop = undefined;
+    run.wakeRequested = false;
+    run.loop = runRestarting(run).then((end) => {
+      run.loop = undefined;
       if (end === 'idle') {
-        if (wakeRequested) startScheduler('wake');
-        else logger.info('scheduler idle: stopped until work arrives');
+        if (run.wakeRequested) startScheduler(run, 'wake');
+        else logger.info(`scheduler${which} idle: stopped until work arrives`);
       }
       return end;
     });
   }
   /** One run until idle, stopped or lease lost; with schedulerRestartSeconds, restarted that often. */
-  async function runRestarting(): Promise<SchedulerLoopEnd> {
-    if (restartMs === 0) return runLoop();
+  async function runRestarting(run: ShardRun): Promise<SchedulerLoopEnd> {
+    if (restartMs === 0) return runLoop(run);
     while (!stopping.signal.aborted) {
       const startedAt = Date.now();
-      const end = await runLoop(() => Date.now() - startedAt < restartMs);
+      const end = await runLoop(run, () => Date.now() - startedAt < restartMs);
       if (end !== 'stopped') return end;
     }
     return 'stopped';
   }
-  startScheduler('start');
+  for (const run of shards) startScheduler(run, 'start');
   const tick = scaleToZero
     ? setInterval(
         () => {
-          if (loop || stopping.signal.aborted) return;
-          hasSchedulerWork(services, new Date()).then(
-            (due) => {
-              if (due) startScheduler('tick');
-            },
-            (error: unknown) => logger.warn('scheduler tick check failed', { error: String(error) }),
-          );
+          for (const run of shards) {
+            if (run.loop || stopping.signal.aborted) continue;
+            hasSchedulerWork(services, new Date(), undefined, run.scope).then(
+              (due) => {
+                if (due) startScheduler(run, 'tick');
+              },
+              (error: unknown) => logger.warn('scheduler tick check failed', { error: String(error) }),
+            );
+          }
         },
         (options.tickSeconds ?? 60) * 1000,
       )
@@ -332,7 +353,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   if (summaryEvery > 0) {
     let lastLine = '';
     summaryTimer = setInterval(() => {
-      const snapshot = current?.snapshot();
+      const snapshot = mergeSnapshots(shards.flatMap((run) => (run.current ? [run.current.snapshot()] : [])));
       if (!snapshot) return;
       const tiers = Object.entries(snapshot.tiers)
         .map(([tier, t]) => `${tier}=${t.waiting}`)
@@ -350,8 +371,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     services,
     workers,
     events: relay,
-    scheduler: () => current,
-    schedulerRunning: () => loop !== undefined,
+    scheduler: () => shards[0]!.current,
+    schedulerRunning: () => shards.some((run) => run.loop !== undefined),
     schedulerWakes: () => wakes,
     running: () => workers.reduce((sum, worker) => sum + worker.inFlight, 0) + (lambdaPool?.handedOff ?? 0),
     async stop() {
@@ -368,7 +389,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
         ...workers.filter((worker) => worker !== lambdaPool?.entry).map((worker) => worker.stop()),
         lambdaPool?.stop(),
       ]);
-      while (loop) await loop;
+      for (const run of shards) while (run.loop) await run.loop;
       await Promise.all([workersStopped, deadLetters.stop(), expiry.stop(), relay.stop()]);
       taskLines.flush();
       // Spans still buffered leave now (OTEL_EXPORTER_OTLP_ENDPOINT set; nothing otherwise).
@@ -377,4 +398,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
       lock?.release();
     },
   };
+}
+
+/** A scheduler shard's loop in this process: its scheduler while it holds the lease, and its run. */
+interface ShardRun {
+  readonly scope: ShardScope;
+  current: Scheduler | undefined;
+  loop: Promise<SchedulerLoopEnd> | undefined;
+  /** Work arrived while the loop was handing back after an idle spell: start it again. */
+  wakeRequested: boolean;
 }

@@ -78,7 +78,10 @@ const SNAPSHOT_KEY = 'snapshot#scheduler';
  */
 const SNAPSHOT_COPY_BYTES = 24 * 1024;
 const SNAPSHOT_MAX_COPIES = 8;
-const snapshotKey = (copy: number) => (copy === 0 ? SNAPSHOT_KEY : `${SNAPSHOT_KEY}#${copy}`);
+/** A shard's own key for one of the scheduler's singletons (shard 0: the key a single scheduler used). */
+const ofShard = (key: string, shard: number) => (shard === 0 ? key : `${key}#s${shard}`);
+const snapshotKey = (copy: number, shard: number) =>
+  ofShard(copy === 0 ? SNAPSHOT_KEY : `${SNAPSHOT_KEY}#${copy}`, shard);
 /** The copies needed for a snapshot of this many bytes of JSON. */
 export const snapshotCopies = (bytes: number): number =>
   Math.min(SNAPSHOT_MAX_COPIES, Math.max(1, Math.ceil(bytes / SNAPSHOT_COPY_BYTES)));
@@ -116,6 +119,11 @@ export interface ControlStoreOptions {
   readonly snapshotCacheMs?: number;
   /** Epoch ms, for the snapshot cache. */
   readonly nowMs?: () => number;
+  /**
+   * The scheduler shard whose snapshot, rotation and sweep marks this store reads and writes
+   * (runtime/core/shards.ts); 0 by default. Everything else in the table is shared.
+   */
+  readonly shard?: number;
 }
 
 export class ControlStore {
@@ -129,12 +137,27 @@ export class ControlStore {
   /** Copies the last snapshot read said there are. */
   #snapshotCopiesKnown = 1;
   #snapshotCache: { readonly atMs: number; readonly value: unknown } | undefined;
+  readonly #shard: number;
+  /** The other shards' views, made once (each keeps its own snapshot cache). */
+  readonly #shardViews = new Map<number, ControlStore>();
 
   constructor(documents: DynamoDBDocumentClient, tableName: string, options: ControlStoreOptions = {}) {
     this.#documents = documents;
     this.#tableName = tableName;
     this.flow = new FlowStore(documents, tableName);
     this.#options = options;
+    this.#shard = options.shard ?? 0;
+  }
+
+  /** This table as scheduler shard `shard` sees it: its own snapshot, rotation and sweep marks. */
+  forShard(shard: number): ControlStore {
+    if (shard === this.#shard) return this;
+    let view = this.#shardViews.get(shard);
+    if (!view) {
+      view = new ControlStore(this.#documents, this.#tableName, { ...this.#options, shard });
+      this.#shardViews.set(shard, view);
+    }
+    return view;
   }
 
   async getTenant(tenantId: string): Promise<StoredTenant | undefined> {
@@ -475,7 +498,11 @@ export class ControlStore {
   /** The cursor is kept as JSON text: one opaque attribute, replaced whole. */
   async getSweepMarks(): Promise<SweepMarks> {
     const { Item } = await this.#documents.send(
-      new GetCommand({ TableName: this.#tableName, Key: { pk: SWEEP_MARKS_KEY }, ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.#tableName,
+        Key: { pk: ofShard(SWEEP_MARKS_KEY, this.#shard) },
+        ConsistentRead: true,
+      }),
     );
     const cursor = typeof Item?.backstopCursor === 'string' ? parseCursor(Item.backstopCursor) : undefined;
     return cursor ? { backstopCursor: cursor } : {};
@@ -487,7 +514,7 @@ export class ControlStore {
       new PutCommand({
         TableName: this.#tableName,
         Item: {
-          pk: SWEEP_MARKS_KEY,
+          pk: ofShard(SWEEP_MARKS_KEY, this.#shard),
           kind: 'sweeps',
           ...(marks.backstopCursor ? { backstopCursor: JSON.stringify(marks.backstopCursor) } : {}),
         },
@@ -505,12 +532,14 @@ export class ControlStore {
         this.#documents.send(
           new PutCommand({
             TableName: this.#tableName,
-            Item: { pk: snapshotKey(copy), kind: 'snapshot', copies, snapshotJson },
+            Item: { pk: snapshotKey(copy, this.#shard), kind: 'snapshot', copies, snapshotJson },
           }),
         ),
       ),
       ...stale.map((copy) =>
-        this.#documents.send(new DeleteCommand({ TableName: this.#tableName, Key: { pk: snapshotKey(copy) } })),
+        this.#documents.send(
+          new DeleteCommand({ TableName: this.#tableName, Key: { pk: snapshotKey(copy, this.#shard) } }),
+        ),
       ),
     ]);
     this.#snapshotCopiesWritten = copies;
@@ -525,14 +554,23 @@ export class ControlStore {
     await this.#documents.send(
       new PutCommand({
         TableName: this.#tableName,
-        Item: { pk: ROTATION_KEY, kind: 'rotation', at: at.toISOString(), rotationJson: JSON.stringify(state) },
+        Item: {
+          pk: ofShard(ROTATION_KEY, this.#shard),
+          kind: 'rotation',
+          at: at.toISOString(),
+          rotationJson: JSON.stringify(state),
+        },
       }),
     );
   }
 
   async getRotation(): Promise<RotationState | undefined> {
     const { Item } = await this.#documents.send(
-      new GetCommand({ TableName: this.#tableName, Key: { pk: ROTATION_KEY }, ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.#tableName,
+        Key: { pk: ofShard(ROTATION_KEY, this.#shard) },
+        ConsistentRead: true,
+      }),
     );
     if (typeof Item?.rotationJson !== 'string') return undefined;
     const parsed = JSON.parse(Item.rotationJson) as Partial<RotationState> | null;
@@ -561,7 +599,7 @@ export class ControlStore {
 
   async #snapshotItem(copy: number): Promise<Record<string, unknown> | undefined> {
     const { Item } = await this.#documents.send(
-      new GetCommand({ TableName: this.#tableName, Key: { pk: snapshotKey(copy) } }),
+      new GetCommand({ TableName: this.#tableName, Key: { pk: snapshotKey(copy, this.#shard) } }),
     );
     return Item;
   }

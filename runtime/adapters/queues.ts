@@ -25,8 +25,9 @@ import {
   type SendMessageBatchRequestEntry,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import { shardOfTenant } from '../core/shards.ts';
 import type { PriorityTier, Runtime, Task, TaskState } from '../core/task.ts';
-import { COMPLETIONS_QUEUE, tierQueue, workerQueue } from '../infra/resources.ts';
+import { completionsQueue, tierQueue, workerQueue } from '../infra/resources.ts';
 import { inParallel } from './in-parallel.ts';
 
 /** SQS limits (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html). */
@@ -143,6 +144,11 @@ export interface QueueClientOptions {
    */
   readonly afterAnnounce?: (tasks: readonly Task[], now: Date) => Promise<void>;
   /**
+   * `scheduler.shards`: announcements go to the tier queue, and completions to the completions
+   * queue, of the shard that owns the task's tenant (runtime/core/shards.ts). Default 1.
+   */
+  readonly shards?: number;
+  /**
    * Task type → the queue its attempts go to instead of their pool's (types the user's own
    * functions or containers run: `taskTypeQueue`). Default: none.
    */
@@ -154,12 +160,14 @@ export class QueueClient {
   readonly #urls: Readonly<Record<string, string>>;
   readonly #afterAnnounce: QueueClientOptions['afterAnnounce'];
   readonly #typeQueues: Readonly<Record<string, string>>;
+  readonly #shards: number;
 
   constructor(sqs: SQSClient, urls: Readonly<Record<string, string>>, options: QueueClientOptions = {}) {
     this.#sqs = sqs;
     this.#urls = urls;
     this.#afterAnnounce = options.afterAnnounce;
     this.#typeQueues = options.typeQueues ?? {};
+    this.#shards = options.shards ?? 1;
   }
 
   urlOf(queueId: string): string {
@@ -171,7 +179,8 @@ export class QueueClient {
 
   /** Announce waiting tasks on their tier queues, delayed until `runAt` where possible. */
   async announce(tasks: readonly Task[], now: Date): Promise<void> {
-    const byTier = new Map<PriorityTier, SendMessageBatchRequestEntry[]>();
+    // By queue: the tier's, of the shard that owns the tenant.
+    const byQueue = new Map<string, SendMessageBatchRequestEntry[]>();
     for (const task of tasks) {
       const delay = Math.ceil((Date.parse(task.runAt) - now.getTime()) / 1000);
       const body: TierMessage = {
@@ -184,7 +193,8 @@ export class QueueClient {
         runAt: task.runAt,
         fence: task.fence,
       };
-      const entries = byTier.get(task.priority) ?? [];
+      const queueId = tierQueue(task.priority, shardOfTenant(task.tenantId, this.#shards)).id;
+      const entries = byQueue.get(queueId) ?? [];
       entries.push({
         Id: String(entries.length),
         MessageBody: toMessageBody(body),
@@ -193,9 +203,9 @@ export class QueueClient {
         MessageGroupId: task.tenantId,
         ...(delay > 0 ? { DelaySeconds: Math.min(delay, MAX_DELAY_SECONDS) } : {}),
       });
-      byTier.set(task.priority, entries);
+      byQueue.set(queueId, entries);
     }
-    await Promise.all([...byTier].map(([tier, entries]) => this.sendBatch(tierQueue(tier).id, entries)));
+    await Promise.all([...byQueue].map(([queueId, entries]) => this.sendBatch(queueId, entries)));
     if (tasks.length > 0) await this.#afterAnnounce?.(tasks, now);
   }
 
@@ -220,10 +230,16 @@ export class QueueClient {
     );
   }
 
+  /** To the completions queue of the shard that owns each attempt's tenant. */
   async reportCompletions(messages: readonly CompletionMessage[]): Promise<void> {
-    await this.sendBatch(
-      COMPLETIONS_QUEUE.id,
-      messages.map((m, i) => ({ Id: String(i), MessageBody: toMessageBody(m) })),
+    const byQueue = Map.groupBy(messages, (m) => completionsQueue(shardOfTenant(m.tenantId, this.#shards)).id);
+    await Promise.all(
+      [...byQueue].map(([queueId, batch]) =>
+        this.sendBatch(
+          queueId,
+          batch.map((m, i) => ({ Id: String(i), MessageBody: toMessageBody(m) })),
+        ),
+      ),
     );
   }
 

@@ -6,6 +6,7 @@
  * (and so their tasks) only to callers that may act for them.
  */
 import { z } from 'zod';
+import { readSnapshots } from '../app/shard-snapshots.ts';
 import { QUEUED_COUNT_CAP, resolveTenantSettings } from '../app/task-service.ts';
 import { explainWait } from '../app/wait.ts';
 import type { Services } from '../app/wiring.ts';
@@ -161,7 +162,7 @@ export async function buildStatus(
   const { config } = services;
   const now = services.now();
   const [snapshot, stored, types] = await Promise.all([
-    services.control.getSnapshot<SchedulerSnapshot>(),
+    readSnapshots(services.control, config.scheduler.shards),
     services.control.listTenants(),
     services.control.listTaskTypes(),
   ]);

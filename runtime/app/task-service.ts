@@ -15,6 +15,7 @@ import { cancel, createTask, retry } from '../core/lifecycle.ts';
 import { concurrencyKey, type Hold, startRate, tenantPause, typePause } from '../core/policy/constraints.ts';
 import { ownEntry } from '../core/records.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
+import { shardOfTenant } from '../core/shards.ts';
 import {
   chooseRuntime,
   fitsLambdaWorker,
@@ -32,6 +33,7 @@ import type { TaskTypeRegistry } from '../task-types/define.ts';
 import { startTaskSpan } from '../telemetry/tracing.ts';
 import { checkDependencies } from './dependencies.ts';
 import { IntakePromises } from './intake-promises.ts';
+import { readSnapshots } from './shard-snapshots.ts';
 import { explainWait, needsRunningTasks, type WaitInfo } from './wait.ts';
 
 /**
@@ -304,7 +306,8 @@ export class TaskService {
     if (task.state !== 'QUEUED') return { task };
     const { store, control, config } = this.#deps;
     const [snapshot, tenant, waiting] = await Promise.all([
-      control.getSnapshot<SchedulerSnapshot>(),
+      // Its tenant's scheduler's view (one shard: the only one).
+      control.forShard(shardOfTenant(task.tenantId, config.scheduler.shards)).getSnapshot<SchedulerSnapshot>(),
       this.tenantSettings(task.tenantId),
       // Whether it is its tenant's only waiting task (the wait bound needs it).
       store.countByTenantState(task.tenantId, 'QUEUED', 2),
@@ -346,7 +349,7 @@ export class TaskService {
   async listTaskTypes(): Promise<(StoredTaskType & { counts: { parked: number } })[]> {
     const [stored, snapshot] = await Promise.all([
       this.#deps.control.listTaskTypes(),
-      this.#deps.control.getSnapshot<SchedulerSnapshot>(),
+      readSnapshots(this.#deps.control, this.#deps.config.scheduler.shards),
     ]);
     const known = new Set(stored.map((type) => type.type));
     const registered = this.#deps.registry
@@ -396,7 +399,7 @@ export class TaskService {
       store.countByTenantState(tenantId, 'QUEUED', cap + 1),
       // One read of the tenant's leased items for both states.
       store.countLeasedStatesOf(tenantId),
-      control.getSnapshot<SchedulerSnapshot>(),
+      control.forShard(shardOfTenant(tenantId, this.#deps.config.scheduler.shards)).getSnapshot<SchedulerSnapshot>(),
     ]);
     const share = ownEntry(snapshot?.tenants, tenantId);
     const counts = {

@@ -15,7 +15,14 @@ import { parseConfig, type SchedulerConfig } from '../core/config.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { Task } from '../core/task.ts';
-import { CONTROL_TABLE, ENV, LAMBDA_ENTRY_CLASS, type QueueDefinition, TASKS_TABLE } from '../infra/resources.ts';
+import {
+  CONTROL_TABLE,
+  ENV,
+  LAMBDA_ENTRY_CLASS,
+  type QueueDefinition,
+  queuesFor,
+  TASKS_TABLE,
+} from '../infra/resources.ts';
 import { type SchedulerEvent, SchedulerWaker } from '../scheduler/activation.ts';
 import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { exampleResourcesFromEnvironment } from '../task-types/examples/stores.ts';
@@ -59,7 +66,7 @@ export function buildServices(options: {
    * Starts a scheduler without waiting for it, when tasks are announced and none runs
    * (runtime/scheduler/activation.ts). Undefined: nothing is woken (the scheduler itself).
    */
-  wakeScheduler?: (() => Promise<void>) | undefined;
+  wakeScheduler?: ((shard: number) => Promise<void>) | undefined;
   logger?: TaskLogger | undefined;
   /**
    * The task store's event outbox (the local runtime; runtime/events/outbox-relay.ts): every event
@@ -106,6 +113,7 @@ export function buildServices(options: {
     ? new SchedulerWaker({
         control,
         wake: options.wakeScheduler,
+        shards: config.scheduler.shards,
         logger: options.logger,
       })
     : undefined;
@@ -114,6 +122,7 @@ export function buildServices(options: {
   );
   const queues = new QueueClient(clients.sqs, resources.queueUrls, {
     typeQueues,
+    shards: config.scheduler.shards,
     ...(waker ? { afterAnnounce: (tasks, at) => waker.afterAnnounce(tasks, at) } : {}),
   });
   const registry = options.registry ?? defaultRegistry();
@@ -162,9 +171,20 @@ export function resourcesFromEnvironment(env: NodeJS.ProcessEnv = process.env): 
   }
   return {
     tables: { [TASKS_TABLE.id]: env[ENV.tasksTable]!, [CONTROL_TABLE.id]: env[ENV.controlTable]! },
-    queueUrls: JSON.parse(env[ENV.queueUrls]!) as Record<string, string>,
+    queueUrls: withShardQueueUrls(JSON.parse(env[ENV.queueUrls]!) as Record<string, string>, env),
     typeQueues: typeQueuesFromEnvironment(env),
   };
+}
+
+/** QUEUE_URLS with every scheduler shard's queues (and dead-letter queues) it lacks, from QUEUE_URL_PREFIX. */
+function withShardQueueUrls(urls: Record<string, string>, env: NodeJS.ProcessEnv): Record<string, string> {
+  const prefix = env[ENV.queueUrlPrefix];
+  if (!prefix) return urls;
+  const all: Record<string, string> = { ...urls };
+  for (const queue of queuesFor(configFromEnvironment(env).scheduler.shards)) {
+    for (const id of [queue.id, ...(queue.deadLetter ? [queue.deadLetter.id] : [])]) all[id] ??= `${prefix}${id}`;
+  }
+  return all;
 }
 
 /** TASK_TYPE_QUEUES: the types the user's own functions or containers run, and their queues. */
@@ -203,7 +223,9 @@ export function buildServicesFromEnvironment(
     clients: createAwsClients(),
     resources: resourcesFromEnvironment(env),
     registry: options.registry,
-    wakeScheduler: schedulerFunction ? () => invokeScheduler(schedulerFunction, { reason: 'wake' }) : undefined,
+    wakeScheduler: schedulerFunction
+      ? (shard) => invokeScheduler(schedulerFunction, shard === 0 ? { reason: 'wake' } : { reason: 'wake', shard })
+      : undefined,
     // Each environment reads the snapshot at most once a second (it is written every 2 s):
     // a thousand API environments cannot make its item hot.
     snapshotCacheMs: 1_000,

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { CronSyntaxError, parseAwsCron } from './cron.ts';
 import { ConfigError } from './errors.ts';
 import { ownEntry } from './records.ts';
+import { MAX_SCHEDULER_SHARDS } from './shards.ts';
 import { LAMBDA_LIMITS, PRIORITY_TIERS, RUNTIMES, TASK_STATES } from './task.ts';
 import { tenantSettingsSchema } from './tenant-settings.ts';
 
@@ -109,8 +110,13 @@ export const configSchema = z.strictObject({
       runLeaseSeconds: z.number().int().min(5).max(3600).default(60),
       /** Candidates held in memory from the tier queues at most. */
       bufferSize: z.number().int().min(10).max(100_000).default(2000),
+      /**
+       * Schedulers side by side, each owning the tenants whose id hashes to it (docs/scaling.md):
+       * its own lease, tier and completions queues; pool capacity shared by allowance.
+       */
+      shards: z.number().int().min(1).max(MAX_SCHEDULER_SHARDS).default(1),
     })
-    .default({ dispatchLeaseSeconds: 120, runLeaseSeconds: 60, bufferSize: 2000 }),
+    .default({ dispatchLeaseSeconds: 120, runLeaseSeconds: 60, bufferSize: 2000, shards: 1 }),
   schedules: z.array(scheduleSchema).default([]),
   /** Task events (docs/events.md): on AWS always on the event bus; webhooks wherever configured. */
   events: z
@@ -184,6 +190,12 @@ export function parseConfig(raw: unknown, source = 'configuration'): SchedulerCo
   const names = config.schedules.map((schedule) => schedule.name);
   const duplicate = names.find((name, index) => names.indexOf(name) !== index);
   if (duplicate) scheduleProblems.push(`schedules: the name "${duplicate}" is used twice`);
+  if (config.scheduler.shards > config.pools.lambda.concurrency) {
+    // Idle shards split the pools equally: each needs a Lambda slot to start work at once.
+    scheduleProblems.push(
+      `scheduler.shards: ${config.scheduler.shards} shards need at least as many Lambda slots (pools.lambda.concurrency is ${config.pools.lambda.concurrency})`,
+    );
+  }
   if (scheduleProblems.length > 0) {
     throw new ConfigError(`Invalid ${source}:\n  ${scheduleProblems.join('\n  ')}`, { problems: scheduleProblems });
   }

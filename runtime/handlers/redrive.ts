@@ -10,7 +10,7 @@ import type { Context } from 'aws-lambda';
 import { servicesFromEnvironment, typeQueuesFromEnvironment } from '../app/wiring.ts';
 import { drainEventDeadLetters, eventQueuesFromEnvironment } from '../events/dead-letters.ts';
 import { METRIC } from '../infra/telemetry.ts';
-import { DRAINED_DEAD_LETTER_QUEUES, type DrainReport, drainDeadLetters } from '../worker/redrive.ts';
+import { type DrainReport, drainDeadLetters, drainedDeadLetterQueues } from '../worker/redrive.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
 
 /** Stop receiving this long before the timeout, so every received dead letter is handled. */
@@ -19,10 +19,11 @@ const STOP_BEFORE_TIMEOUT_MS = 15_000;
 export async function handler(_event: unknown, context: Context): Promise<DrainReport> {
   logger.addContext(context);
   try {
-    const report = await drainDeadLetters(servicesFromEnvironment(), {
+    const services = servicesFromEnvironment();
+    const report = await drainDeadLetters(services, {
       // The pools' and tiers' dead-letter queues, and those of the types the user's own code runs.
       queueIds: [
-        ...DRAINED_DEAD_LETTER_QUEUES,
+        ...drainedDeadLetterQueues(services.config.scheduler.shards),
         ...Object.values(typeQueuesFromEnvironment()).map((queue) => queue.deadLetter!.id),
       ],
       outOfTime: () => context.getRemainingTimeInMillis() < STOP_BEFORE_TIMEOUT_MS,

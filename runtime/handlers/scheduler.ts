@@ -18,6 +18,7 @@ import type { Lease } from '../adapters/control-store.ts';
 import { invokeScheduler, type Services, servicesFromEnvironment } from '../app/wiring.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
+import { type ShardScope, schedulerLeaseName, shardIndexes } from '../core/shards.ts';
 import { DIMENSION, METRIC } from '../infra/telemetry.ts';
 import {
   DUE_HORIZON_MS,
@@ -28,7 +29,7 @@ import {
   STOP_GRACE_MS,
 } from '../scheduler/activation.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
-import { lambdaInvocationTiming, runSchedulerLoop, SCHEDULER_LEASE } from '../scheduler/scheduler-loop.ts';
+import { lambdaInvocationTiming, runSchedulerLoop } from '../scheduler/scheduler-loop.ts';
 import { flushTraces } from '../telemetry/tracing.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
 
@@ -83,6 +84,10 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
     logger.addContext(context);
     const services = deps.services();
     const reason = event?.reason === 'wake' || event?.reason === 'handover' ? event.reason : 'tick';
+    const shards = services.config.scheduler.shards;
+    const shard: ShardScope = { shard: shardFromEvent(event, shards), shards };
+    const control = services.control.forShard(shard.shard);
+    const leaseName = schedulerLeaseName(shard.shard);
     let ticks = 0;
     let dispatched = 0;
     let tickErrors = 0;
@@ -95,18 +100,24 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
     let sampledAtMs = 0;
     try {
       if (reason === 'tick') {
-        // The batch sweeper runs on every tick, even when nothing is due (app/batches.ts).
-        await services.batches
-          .sweep()
-          .catch((error: unknown) => logger.warn('batch sweep failed', { error: String(error) }));
+        if (shard.shard === 0) {
+          // The batch sweeper runs on every tick, even when nothing is due (app/batches.ts).
+          await services.batches
+            .sweep()
+            .catch((error: unknown) => logger.warn('batch sweep failed', { error: String(error) }));
+          // One schedule ticks shard 0; it starts the other shards that have work and no scheduler.
+          if (event?.shard === undefined && shards > 1) await tickOtherShards(services, shards, deps, context, logger);
+        }
         const now = new Date();
-        if (leaseIsLive(await services.control.getLease(SCHEDULER_LEASE), now.getTime())) {
+        if (leaseIsLive(await control.getLease(leaseName), now.getTime())) {
           return finish({ ticks, dispatched, ended: 'live-elsewhere' });
         }
-        if (!(await hasSchedulerWork(services, now))) return finish({ ticks, dispatched, ended: 'nothing-due' });
+        if (!(await hasSchedulerWork(services, now, undefined, shard)))
+          return finish({ ticks, dispatched, ended: 'nothing-due' });
       }
       const end = await runSchedulerLoop({
-        control: services.control,
+        control,
+        leaseName,
         signal: new AbortController().signal,
         ownerId: `lambda-${context.awsRequestId}`,
         ...lambdaInvocationTiming(() => context.getRemainingTimeInMillis()),
@@ -114,17 +125,19 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
         idleStop: {
           afterMs: IDLE_STOP_MS,
           graceMs: STOP_GRACE_MS,
-          hasWork: () => hasSchedulerWork(services, new Date(), DUE_HORIZON_MS),
+          hasWork: () => hasSchedulerWork(services, new Date(), DUE_HORIZON_MS, shard),
         },
         logger: taskLogger,
         createScheduler: () => {
           const scheduler = new Scheduler({
             store: services.store,
-            control: services.control,
+            control,
             queues: services.queues,
             config: services.config,
+            shard,
             logger: taskLogger,
-            sweepBatches: () => services.batches.sweep(),
+            // Shard 0 runs the batch sweeper (every shard's batches: they are not per tenant).
+            ...(shard.shard === 0 ? { sweepBatches: () => services.batches.sweep() } : {}),
             onUnregisteredQueued: (count) => {
               unregisteredQueued += count;
             },
@@ -149,7 +162,7 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
           tickErrors++;
         },
         onLease: (leaseEvent, lease) => {
-          logger.info(`scheduler lease ${leaseEvent}`, { token: lease.token });
+          logger.info(`scheduler lease ${leaseEvent}`, { token: lease.token, shard: shard.shard });
           deps.onLease?.(leaseEvent, lease);
         },
       });
@@ -157,7 +170,10 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
         // Out of time with work possibly left: a fresh invocation takes over at once (the lease is
         // already handed back) instead of leaving it to the next tick.
         try {
-          await deps.handOver(context, { reason: 'handover' });
+          await deps.handOver(
+            context,
+            shard.shard === 0 ? { reason: 'handover' } : { reason: 'handover', shard: shard.shard },
+          );
           return finish({ ticks, dispatched, ended: 'handed-over' });
         } catch (error) {
           logger.warn('could not hand over; the next tick starts a scheduler', { error: String(error) });
@@ -187,6 +203,40 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
       return run;
     }
   };
+}
+
+/** The shard an event names (0 when it names none, or one the configuration does not have). */
+export function shardFromEvent(event: SchedulerEvent | undefined, shards: number): number {
+  const shard = event?.shard;
+  return typeof shard === 'number' && Number.isInteger(shard) && shard >= 0 && shard < shards ? shard : 0;
+}
+
+/**
+ * The per-minute tick of shards 1 … N-1, run by shard 0's tick: each shard with no live
+ * scheduler and work due gets an invocation of its own (a failed one is logged: the next tick
+ * tries again, as for shard 0 itself).
+ */
+async function tickOtherShards(
+  services: Services,
+  shards: number,
+  deps: SchedulerHandlerDeps,
+  context: Context,
+  logger: SchedulerHandlerLogger,
+): Promise<void> {
+  const now = new Date();
+  await Promise.all(
+    shardIndexes(shards)
+      .filter((shard) => shard !== 0)
+      .map(async (shard) => {
+        try {
+          if (leaseIsLive(await services.control.getLease(schedulerLeaseName(shard)), now.getTime())) return;
+          if (!(await hasSchedulerWork(services, now, undefined, { shard, shards }))) return;
+          await deps.handOver(context, { reason: 'wake', shard });
+        } catch (error) {
+          logger.warn('could not start a shard from the tick', { shard, error: String(error) });
+        }
+      }),
+  );
 }
 
 /** The deployed scheduler Lambda. */

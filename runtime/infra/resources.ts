@@ -3,6 +3,7 @@
  * (local/) both build their resources from these objects, so they cannot drift.
  * Pure data: no AWS SDK or CDK imports.
  */
+import { shardIndexes, shardSuffix } from '../core/shards.ts';
 import { type LambdaWorkerSize, PRIORITY_TIERS, type PriorityTier, RUNTIMES, type Runtime } from '../core/task.ts';
 
 export interface KeySchema {
@@ -164,14 +165,14 @@ export const TIER_RETENTION_SECONDS = 7 * DAY;
  * itself from `byTenantQueue`. They carry `MessageGroupId = tenantId` (SQS fair queues) so one
  * tenant's burst does not hold back the others' announcements.
  */
-export const tierQueue = (tier: PriorityTier): QueueDefinition => ({
-  id: `tier-${tier}`,
+export const tierQueue = (tier: PriorityTier, shard = 0): QueueDefinition => ({
+  id: `tier-${tier}${shardSuffix(shard)}`,
   visibilityTimeoutSeconds: 120,
   retentionSeconds: TIER_RETENTION_SECONDS,
   // An announcement is received once in normal operation, +1 per scheduler crash between its
   // receive and its delete; 5 leaves room for two crashes and a duplicate. What does reach the
   // tier DLQ is drained back by the redrive consumer and alarmed (docs/intake.md, step 2).
-  deadLetter: { id: `tier-${tier}-dlq`, maxReceiveCount: 5, retentionSeconds: 14 * DAY },
+  deadLetter: { id: `tier-${tier}${shardSuffix(shard)}-dlq`, maxReceiveCount: 5, retentionSeconds: 14 * DAY },
 });
 
 /**
@@ -203,16 +204,32 @@ export const taskTypeQueue = (type: string, visibilityTimeoutSeconds: number): Q
   };
 };
 
-/** Workers report finished attempts here so the scheduler frees capacity without polling. */
-export const COMPLETIONS_QUEUE: QueueDefinition = {
-  id: 'completions',
+/** Workers report finished attempts to their tenant's shard's queue, so its scheduler frees capacity without polling. */
+export const completionsQueue = (shard = 0): QueueDefinition => ({
+  id: `completions${shardSuffix(shard)}`,
   visibilityTimeoutSeconds: 30,
   retentionSeconds: 1 * DAY,
-};
+});
+export const COMPLETIONS_QUEUE: QueueDefinition = completionsQueue(0);
 
-export const TIER_QUEUES = PRIORITY_TIERS.map(tierQueue);
+/** Shard 0's tier queues: the only ones of a single scheduler. */
+export const TIER_QUEUES = PRIORITY_TIERS.map((tier) => tierQueue(tier));
 export const WORKER_QUEUES = RUNTIMES.map(workerQueue);
-export const QUEUES: readonly QueueDefinition[] = [...TIER_QUEUES, ...WORKER_QUEUES, COMPLETIONS_QUEUE];
+
+/** Every shard's tier queues (`scheduler.shards`), shard by shard. */
+export const tierQueuesFor = (shards: number): readonly QueueDefinition[] =>
+  shardIndexes(shards).flatMap((shard) => PRIORITY_TIERS.map((tier) => tierQueue(tier, shard)));
+/** Every shard's completions queue. */
+export const completionQueuesFor = (shards: number): readonly QueueDefinition[] =>
+  shardIndexes(shards).map(completionsQueue);
+/** The queues of a deployment with `shards` schedulers: tiers and completions per shard, the worker pools once. */
+export const queuesFor = (shards: number): readonly QueueDefinition[] => [
+  ...tierQueuesFor(shards),
+  ...WORKER_QUEUES,
+  ...completionQueuesFor(shards),
+];
+/** The queues of a single scheduler (the same ids as before shards existed). */
+export const QUEUES: readonly QueueDefinition[] = queuesFor(1);
 
 /**
  * The Lambda pool's worker functions, one per memory class (CPU comes in proportion, 1 vCPU per
@@ -249,6 +266,11 @@ export const ENV = {
   controlTable: 'CONTROL_TABLE',
   /** JSON object: queue id → queue URL. */
   queueUrls: 'QUEUE_URLS',
+  /**
+   * With `scheduler.shards` > 1: the URL of every shard's queues but its id (`…/<stack>-`), so the
+   * other shards' queues need no entry in QUEUE_URLS (4 KB of environment in all).
+   */
+  queueUrlPrefix: 'QUEUE_URL_PREFIX',
   config: 'SCHEDULER_CONFIG',
   configJson: 'SCHEDULER_CONFIG_JSON',
   /** Name of the scheduler Lambda, which announcers wake when it has scaled to zero (not set locally). */

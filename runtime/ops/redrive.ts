@@ -23,7 +23,7 @@ import {
 import type { QueueClient, WorkerMessage } from '../adapters/queues.ts';
 import type { TaskStore } from '../adapters/task-store.ts';
 import type { SchedulerConfig } from '../core/config.ts';
-import { QUEUES, type QueueDefinition, WORKER_QUEUES } from '../infra/resources.ts';
+import { type QueueDefinition, queuesFor, WORKER_QUEUES } from '../infra/resources.ts';
 import { redriveDeadLetter } from '../worker/redrive.ts';
 
 export type RedriveMode = 'move' | 'settle';
@@ -74,7 +74,9 @@ export interface RedriveReport {
 export async function redriveDeadLetters(options: RedriveOptions): Promise<RedriveReport> {
   const wanted = options.queueIds ? new Set(options.queueIds) : undefined;
   const typeQueues = options.typeQueues ?? [];
-  const sources = [...QUEUES, ...typeQueues].filter((queue) => queue.deadLetter && (!wanted || wanted.has(queue.id)));
+  const sources = [...queuesFor(options.config?.scheduler.shards ?? 1), ...typeQueues].filter(
+    (queue) => queue.deadLetter && (!wanted || wanted.has(queue.id)),
+  );
   if (wanted) {
     const unknown = [...wanted].filter((id) => !sources.some((queue) => queue.id === id));
     if (unknown.length > 0) throw new Error(`No dead-letter queue for: ${unknown.join(', ')}`);

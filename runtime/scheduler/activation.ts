@@ -21,10 +21,10 @@
  */
 import type { QueuedTaskRef } from '../adapters/task-store.ts';
 import type { TaskLogger } from '../core/logger.ts';
+import { ownsTenant, type ShardScope, SINGLE_SHARD, schedulerLeaseName, shardOfTenant } from '../core/shards.ts';
 import type { Task } from '../core/task.ts';
 import { QueueBackstop } from './backstop.ts';
 import type { Announcer, IntakeRegistry, LeaseStore, MessageQueues, SchedulerState, TaskRepository } from './ports.ts';
-import { SCHEDULER_LEASE } from './scheduler-loop.ts';
 
 /** How long a scheduler with nothing to hold or run keeps polling before it stops. */
 export const IDLE_STOP_MS = 20_000;
@@ -46,6 +46,8 @@ export interface SchedulerEvent {
    * work left. Anything else is treated as a tick.
    */
   readonly reason?: 'tick' | 'wake' | 'handover';
+  /** Which scheduler shard to run (`scheduler.shards`); 0 when absent. A tick without one checks every shard. */
+  readonly shard?: number;
 }
 
 /**
@@ -63,27 +65,49 @@ export interface SchedulerEvent {
  */
 export async function hasSchedulerWork(
   services: {
-    readonly store: Pick<TaskRepository, 'anyLeased' | 'scanQueued' | 'firstQueued' | 'getMany'>;
-    readonly control: Pick<IntakeRegistry, 'listIntake'> & Pick<SchedulerState, 'getSweepMarks' | 'putSweepMarks'>;
+    readonly store: Pick<TaskRepository, 'anyLeased' | 'listLeased' | 'scanQueued' | 'firstQueued' | 'getMany'>;
+    readonly control: Pick<IntakeRegistry, 'listIntake'> &
+      Pick<SchedulerState, 'getSweepMarks' | 'putSweepMarks'> & {
+        /** The shard's own sweep marks (ControlStore.forShard); without it, the one set. */
+        readonly forShard?: (shard: number) => Pick<SchedulerState, 'getSweepMarks' | 'putSweepMarks'>;
+      };
     readonly queues: Announcer & Pick<MessageQueues, 'attributes'>;
   },
   now: Date,
   horizonMs = DUE_HORIZON_MS,
+  shard: ShardScope = SINGLE_SHARD,
 ): Promise<boolean> {
   const { store, control } = services;
-  if (await store.anyLeased()) return true;
+  if (await anyLeasedOf(store, shard)) return true;
   const { refs, next } = await store.scanQueued(1);
   // An empty page is the end only without a cursor: a Scan may return one and go on.
   if (refs.length === 0 && next === undefined) return false;
   const dueByMs = now.getTime() + horizonMs;
-  const registrations = await control.listIntake();
+  const registrations = (await control.listIntake()).filter(({ tenantId }) => ownsTenant(shard, tenantId));
   const registered = new Set(registrations.map(({ tenantId, tier }) => `${tier}#${tenantId}`));
   const isRegistered = (ref: QueuedTaskRef) => registered.has(`${ref.priority}#${ref.tenantId}`);
-  if (refs.some((ref) => !isRegistered(ref) && Date.parse(ref.runAt) <= dueByMs)) return true;
+  if (refs.some((ref) => ownsTenant(shard, ref.tenantId) && !isRegistered(ref) && Date.parse(ref.runAt) <= dueByMs))
+    return true;
   const firsts = await Promise.all(registrations.map(({ tenantId, tier }) => store.firstQueued(tenantId, tier)));
   if (firsts.some((first) => first !== undefined && Date.parse(first.runAt) <= dueByMs)) return true;
-  const backstop = new QueueBackstop({ ...services, now: () => now });
+  const backstop = new QueueBackstop({
+    ...services,
+    control: control.forShard?.(shard.shard) ?? control,
+    now: () => now,
+    shard,
+  });
   return backstop.peek(isRegistered, dueByMs);
+}
+
+/** A task of the shard's tenants DISPATCHED or RUNNING (one shard: any at all, a Limit-1 read). */
+async function anyLeasedOf(
+  store: Pick<TaskRepository, 'anyLeased' | 'listLeased'>,
+  shard: ShardScope,
+): Promise<boolean> {
+  if (shard.shards === 1) return store.anyLeased();
+  // Never more entries than the pools hold.
+  for await (const ref of store.listLeased()) if (ownsTenant(shard, ref.tenantId)) return true;
+  return false;
 }
 
 /** Whether a lease read at `nowMs` shows a scheduler that is running. */
@@ -92,8 +116,10 @@ export const leaseIsLive = (lease: { expiresAt: number } | undefined, nowMs: num
 
 export interface SchedulerWakerOptions {
   readonly control: Pick<LeaseStore, 'getLease'>;
-  /** Start a scheduler without waiting for it (on AWS: an asynchronous Lambda invoke). */
-  readonly wake: () => Promise<void>;
+  /** Start shard `shard`'s scheduler without waiting for it (on AWS: an asynchronous Lambda invoke). */
+  readonly wake: (shard: number) => Promise<void>;
+  /** `scheduler.shards`: a task wakes the scheduler of its tenant's shard. @default 1 */
+  readonly shards?: number;
   readonly now?: () => number;
   readonly logger?: TaskLogger | undefined;
   /** @default WAKE_CACHE_MS */
@@ -108,8 +134,8 @@ export interface SchedulerWakerOptions {
 export class SchedulerWaker {
   readonly #options: SchedulerWakerOptions;
   readonly #now: () => number;
-  /** A scheduler is known to run (or to have been woken) until then. */
-  #liveUntilMs = 0;
+  /** Per shard: a scheduler is known to run (or to have been woken) until then. */
+  readonly #liveUntilMs = new Map<number, number>();
   #wakes = 0;
 
   constructor(options: SchedulerWakerOptions) {
@@ -122,23 +148,32 @@ export class SchedulerWaker {
     return this.#wakes;
   }
 
-  async afterAnnounce(tasks: readonly Pick<Task, 'runAt'>[], now: Date): Promise<void> {
-    if (!tasks.some((task) => Date.parse(task.runAt) - now.getTime() <= DUE_HORIZON_MS)) return;
+  async afterAnnounce(tasks: readonly Pick<Task, 'runAt' | 'tenantId'>[], now: Date): Promise<void> {
+    const shards = this.#options.shards ?? 1;
+    const due = tasks.filter((task) => Date.parse(task.runAt) - now.getTime() <= DUE_HORIZON_MS);
+    const wanted = new Set(due.map((task) => shardOfTenant(task.tenantId, shards)));
+    await Promise.all([...wanted].map((shard) => this.#wake(shard)));
+  }
+
+  async #wake(shard: number): Promise<void> {
     const nowMs = this.#now();
-    if (this.#liveUntilMs > nowMs) return;
+    if ((this.#liveUntilMs.get(shard) ?? 0) > nowMs) return;
     const cacheMs = this.#options.cacheMs ?? WAKE_CACHE_MS;
     try {
-      const lease = await this.#options.control.getLease(SCHEDULER_LEASE);
+      const lease = await this.#options.control.getLease(schedulerLeaseName(shard));
       if (lease && leaseIsLive(lease, nowMs)) {
-        this.#liveUntilMs = Math.min(lease.expiresAt, nowMs + cacheMs);
+        this.#liveUntilMs.set(shard, Math.min(lease.expiresAt, nowMs + cacheMs));
         return;
       }
       // Several submitters may wake at once: the extra schedulers find the lease taken and exit.
-      await this.#options.wake();
+      await this.#options.wake(shard);
       this.#wakes++;
-      this.#liveUntilMs = nowMs + cacheMs;
+      this.#liveUntilMs.set(shard, nowMs + cacheMs);
     } catch (error) {
-      this.#options.logger?.warn('could not wake the scheduler; the next tick starts it', { error: String(error) });
+      this.#options.logger?.warn('could not wake the scheduler; the next tick starts it', {
+        shard,
+        error: String(error),
+      });
     }
   }
 }

@@ -19,6 +19,7 @@
  */
 import type { QueuedTaskRef, QueueScanCursor } from '../adapters/task-store.ts';
 import type { TaskLogger } from '../core/logger.ts';
+import { ownsTenant, type ShardScope, SINGLE_SHARD } from '../core/shards.ts';
 import { PRIORITY_TIERS, type PriorityTier } from '../core/task.ts';
 import { tierQueue } from '../infra/resources.ts';
 import type { Announcer, MessageQueues, SchedulerState, TaskRepository } from './ports.ts';
@@ -63,6 +64,8 @@ export interface BackstopDeps {
   readonly pageSize?: number | undefined;
   /** @default ORPHAN_AFTER_MS */
   readonly orphanAfterMs?: number | undefined;
+  /** The shard whose tenants this backstop looks after (its sweep marks are the shard's own). */
+  readonly shard?: ShardScope | undefined;
 }
 
 export interface BackstopStep {
@@ -92,8 +95,10 @@ export class QueueBackstop {
     for (const [key, atMs] of this.#announcedAt) if (nowMs - atMs >= REANNOUNCE_AFTER_MS) this.#announcedAt.delete(key);
     const cursor = await this.#readCursor();
     const page = await store.scanQueued(this.#deps.pageSize ?? BACKSTOP_PAGE, cursor);
+    const shard = this.#deps.shard ?? SINGLE_SHARD;
     const overdue = page.refs.filter(
       (ref) =>
+        ownsTenant(shard, ref.tenantId) &&
         !intake.reads(ref) &&
         !intake.holds(ref) &&
         !this.#announcedAt.has(`${ref.taskId}#${ref.fence}`) &&
@@ -126,7 +131,11 @@ export class QueueBackstop {
    */
   async peek(registered: (ref: QueuedTaskRef) => boolean, dueByMs: number): Promise<boolean> {
     const page = await this.#deps.store.scanQueued(this.#deps.pageSize ?? BACKSTOP_PAGE, await this.#readCursor());
-    if (page.refs.some((ref) => !registered(ref) && Date.parse(ref.runAt) <= dueByMs)) return true;
+    const shard = this.#deps.shard ?? SINGLE_SHARD;
+    if (
+      page.refs.some((ref) => ownsTenant(shard, ref.tenantId) && !registered(ref) && Date.parse(ref.runAt) <= dueByMs)
+    )
+      return true;
     await this.#moveCursor(page.next);
     return false;
   }
@@ -147,7 +156,7 @@ export class QueueBackstop {
     const drained = new Set<PriorityTier>();
     await Promise.all(
       PRIORITY_TIERS.filter((tier) => tiers.has(tier)).map(async (tier) => {
-        const attributes = await this.#deps.queues.attributes(tierQueue(tier).id, [
+        const attributes = await this.#deps.queues.attributes(tierQueue(tier, this.#deps.shard?.shard ?? 0).id, [
           'ApproximateNumberOfMessages',
           'ApproximateNumberOfMessagesDelayed',
         ]);

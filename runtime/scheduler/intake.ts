@@ -16,13 +16,14 @@
  * picked task consistently, and the conditional write is the final guard. The bookkeeping is the
  * pure `IntakeWindows` (runtime/core/intake); this module does its I/O.
  */
-import type { ReceivedMessage, TierMessage } from '../adapters/queues.ts';
+import { type ReceivedMessage, type TierMessage, toMessageBody } from '../adapters/queues.ts';
 import type { QueuedTaskRef } from '../adapters/task-store.ts';
 import { isThrottling } from '../adapters/throttling.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { IntakeWindows, type QueuedRef, type TenantTier } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { SchedulingPolicy } from '../core/policy/index.ts';
+import { ownsTenant, type ShardScope, SINGLE_SHARD, shardOfTenant } from '../core/shards.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Task } from '../core/task.ts';
 import { tierQueue } from '../infra/resources.ts';
 import type { IntakeRegistry, MessageQueues, TaskRepository } from './ports.ts';
@@ -54,7 +55,7 @@ const QUERIES_PER_TICK = 32;
 export interface IntakeDeps {
   readonly store: Pick<TaskRepository, 'listDue' | 'firstQueued'>;
   readonly control: IntakeRegistry;
-  readonly queues: Pick<MessageQueues, 'receive' | 'delete' | 'changeVisibility'>;
+  readonly queues: Pick<MessageQueues, 'receive' | 'delete' | 'changeVisibility' | 'sendBatch'>;
   readonly config: SchedulerConfig;
   readonly policy: SchedulingPolicy;
   readonly now: () => Date;
@@ -64,6 +65,8 @@ export interface IntakeDeps {
    * QUEUED item's fence is not older than the attempt's. Returns false when the ref is stale.
    */
   readonly queuedAgain: (ref: QueuedRef) => boolean;
+  /** Which shard's tenants this intake serves (runtime/core/shards.ts); one shard by default. */
+  readonly shard?: ShardScope | undefined;
 }
 
 /** A tier message as received, with the queue it came from. */
@@ -82,9 +85,11 @@ export class Intake {
   #seq = 0;
   #backlogged = false;
   #throttles = 0;
+  readonly #shard: ShardScope;
 
   constructor(deps: IntakeDeps) {
     this.#deps = deps;
+    this.#shard = deps.shard ?? SINGLE_SHARD;
     const { config, policy } = deps;
     this.windows = new IntakeWindows({
       // Twice the quota keeps a busy tenant's pipeline full; the head alone keeps it correct.
@@ -144,7 +149,10 @@ export class Intake {
 
   /** After taking the lease: every registered tenant-tier is read from the index (bounded per tick). */
   async restore(): Promise<void> {
-    const registrations = await this.#deps.control.listIntake();
+    // The registry is shared by every shard: each restores the tenant-tiers of its own tenants.
+    const registrations = (await this.#deps.control.listIntake()).filter((registration) =>
+      ownsTenant(this.#shard, registration.tenantId),
+    );
     this.windows.restore(registrations, this.#deps.now().getTime());
   }
 
@@ -159,7 +167,7 @@ export class Intake {
     const started: Promise<number>[] = [];
     for (const tier of PRIORITY_TIERS) {
       if (this.#receiving.has(tier)) continue;
-      const queueId = tierQueue(tier).id;
+      const queueId = tierQueue(tier, this.#shard.shard).id;
       const receive = this.#deps.queues
         .receive<TierMessage>(queueId, { max: 10, waitSeconds, visibilitySeconds: ANNOUNCEMENT_VISIBILITY_SECONDS })
         .then(
@@ -236,6 +244,8 @@ export class Intake {
     for (const { message } of received) {
       const body = message.body;
       if (!isAnnouncement(body)) continue;
+      // Another shard's tenant (sent under another shard count): forwarded when deleting.
+      if (!ownsTenant(this.#shard, body.tenantId)) continue;
       const tenantTier = { tenantId: body.tenantId, tier: body.priority };
       const ref = refOfMessage(body);
       const decision = this.windows.announced({ ...tenantTier, ...(ref ? { ref } : {}) }, nowMs);
@@ -276,10 +286,15 @@ export class Intake {
    * between leaves the message (received again), never a QUEUED task nobody will read.
    */
   async deleteAnnouncements(received: readonly ReceivedAnnouncement[]): Promise<void> {
-    const deletable = received.filter(
+    const announcements = received.filter(({ message }) => isAnnouncement(message.body));
+    const foreign = announcements.filter(({ message }) => !ownsTenant(this.#shard, message.body.tenantId));
+    const deletable = announcements.filter(
       ({ message }) =>
-        isAnnouncement(message.body) && this.windows.isRegistered(message.body.tenantId, message.body.priority),
+        ownsTenant(this.#shard, message.body.tenantId) &&
+        this.windows.isRegistered(message.body.tenantId, message.body.priority),
     );
+    // Sent under another shard count (a deploy changing `scheduler.shards`): to its owner's queue.
+    if (foreign.length > 0) deletable.push(...(await this.#forward(foreign)));
     const byQueue = Map.groupBy(deletable, ({ queueId }) => queueId);
     await Promise.all(
       [...byQueue].map(([queueId, entries]) =>
@@ -289,6 +304,39 @@ export class Intake {
         ),
       ),
     );
+  }
+
+  /**
+   * Send announcements of tenants another shard owns to that shard's tier queue; returns those
+   * sent (to delete here). One that could not be sent stays, and comes back after its visibility.
+   */
+  async #forward(entries: readonly ReceivedAnnouncement[]): Promise<ReceivedAnnouncement[]> {
+    const byOwner = Map.groupBy(
+      entries,
+      ({ message }) => tierQueue(message.body.priority, shardOfTenant(message.body.tenantId, this.#shard.shards)).id,
+    );
+    const sent = await Promise.all(
+      [...byOwner].map(async ([ownerQueueId, batch]) => {
+        try {
+          await this.#deps.queues.sendBatch(
+            ownerQueueId,
+            batch.map(({ message }, i) => ({
+              Id: String(i),
+              MessageBody: toMessageBody(message.body),
+              MessageGroupId: message.body.tenantId,
+            })),
+          );
+          return batch;
+        } catch (error) {
+          this.#deps.logger?.warn('could not forward announcements to their shard', {
+            queueId: ownerQueueId,
+            error: String(error),
+          });
+          return [];
+        }
+      }),
+    );
+    return sent.flat();
   }
 
   /** Until when the promises this scheduler knows of oblige it to keep reading (and running). */

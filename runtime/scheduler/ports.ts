@@ -96,6 +96,11 @@ export interface MessageQueues {
   delete(queueId: string, receiptHandles: readonly string[]): Promise<BatchEntryFailure[]>;
   changeVisibility(queueId: string, receiptHandles: readonly string[], seconds: number): Promise<BatchEntryFailure[]>;
   sendToWorkers(runtime: Runtime, messages: readonly WorkerMessage[]): Promise<void>;
+  /** Send raw messages (an announcement forwarded to its tenant's scheduler shard). */
+  sendBatch(
+    queueId: string,
+    entries: readonly { readonly Id: string; readonly MessageBody: string; readonly MessageGroupId?: string }[],
+  ): Promise<void>;
   /** A queue's approximate counts (SQS GetQueueAttributes). */
   attributes(queueId: string, names: readonly QueueCount[]): Promise<Partial<Record<string, string>>>;
 }

@@ -15,6 +15,7 @@ import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
 import { expireLease } from '../core/lifecycle.ts';
 import type { TaskLogger } from '../core/logger.ts';
+import { ownsTenant, type ShardScope, SINGLE_SHARD } from '../core/shards.ts';
 import { ACTIVE_STATES, type Task } from '../core/task.ts';
 import { type IntakeView, QueueBackstop } from './backstop.ts';
 import type { Announcer, MessageQueues, SchedulerState, TaskRepository } from './ports.ts';
@@ -36,6 +37,8 @@ export interface ReconcilerDeps {
   readonly orphanAfterMs?: number;
   /** Entries of `byTenantQueue` the backstop reads per pass. */
   readonly backstopPage?: number;
+  /** Whose tenants' leased and queued tasks this reconciler looks after; one shard by default. */
+  readonly shard?: ShardScope | undefined;
 }
 
 export interface ReconcileResult {
@@ -80,6 +83,7 @@ export class Reconciler {
       logger: deps.logger,
       pageSize: deps.backstopPage,
       orphanAfterMs: deps.orphanAfterMs,
+      shard: deps.shard,
     });
   }
 
@@ -110,7 +114,9 @@ export class Reconciler {
     // index), so the items, never more than the pools hold, are read consistently for those: each
     // once its known lease has passed, or LEASE_REREAD_MS after its last read (#leaseSeen).
     const stillActive = new Map<string, LeasedTaskRef>();
-    for await (const ref of store.listLeased()) stillActive.set(ref.taskId, ref);
+    // Every shard's leased tasks share the index: each looks after its own tenants'.
+    const shard = this.#deps.shard ?? SINGLE_SHARD;
+    for await (const ref of store.listLeased()) if (ownsTenant(shard, ref.tenantId)) stillActive.set(ref.taskId, ref);
     const seenKey = (ref: { taskId: string; fence: number }) => `${ref.taskId}#${ref.fence}`;
     const toRead = [...stillActive.values()].filter((ref) => {
       // Adoption needs the item's state, whatever its lease.

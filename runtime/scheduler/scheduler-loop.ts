@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Lease } from '../adapters/control-store.ts';
 import type { TaskLogger } from '../core/logger.ts';
+import { schedulerLeaseName } from '../core/shards.ts';
 import type { LeaseStore } from './ports.ts';
 import type { Scheduler, TickResult } from './scheduler.ts';
 
@@ -43,6 +44,8 @@ export interface SchedulerLoopOptions {
   readonly waitForLease?: boolean;
   /** Told of every tick that failed (the loop survives it: it starts over with a fresh scheduler). */
   readonly onTickError?: (error: unknown) => void;
+  /** The lease this loop holds: its shard's (`schedulerLeaseName`). @default SCHEDULER_LEASE */
+  readonly leaseName?: string;
 }
 
 /** Why the loop returned: stopped (signal or keepGoing), idle (scale to zero), or lease held elsewhere. */
@@ -56,7 +59,8 @@ export type SchedulerLoopEnd = 'stopped' | 'idle' | 'lease-held';
  */
 export const INDEX_SETTLE_MS = 2_000;
 
-export const SCHEDULER_LEASE = 'scheduler';
+/** Shard 0's lease: the one a single scheduler holds (runtime/core/shards.ts `schedulerLeaseName`). */
+export const SCHEDULER_LEASE = schedulerLeaseName(0);
 
 /**
  * Long-poll waits of the scheduler Lambda on AWS. Busy (holding tasks): on the completions queue,
@@ -94,9 +98,10 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
   const ttlMs = options.leaseTtlMs ?? 30_000;
   const now = options.now ?? (() => new Date());
   const keepGoing = () => !signal.aborted && (options.keepGoing?.() ?? true);
+  const leaseName = options.leaseName ?? SCHEDULER_LEASE;
 
   while (keepGoing()) {
-    const lease = await control.acquireLease(SCHEDULER_LEASE, owner, now().getTime(), ttlMs);
+    const lease = await control.acquireLease(leaseName, owner, now().getTime(), ttlMs);
     if (!lease) {
       if (options.waitForLease === false) return 'lease-held';
       await sleep(Math.min(ttlMs / 3, 2_000), signal);
@@ -133,12 +138,7 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
         if (step === 'stop') break;
         if (step === 'publish-stop' || step === 'cancel-stop') {
           // Publishing the stop shortens the lease to the grace period; cancelling renews it.
-          held = await control.acquireLease(
-            SCHEDULER_LEASE,
-            owner,
-            nowMs,
-            step === 'publish-stop' ? idle.graceMs : ttlMs,
-          );
+          held = await control.acquireLease(leaseName, owner, nowMs, step === 'publish-stop' ? idle.graceMs : ttlMs);
           if (!held || held.token !== lease.token) {
             options.logger?.warn('scheduler lease lost; starting over', { owner });
             options.onLease?.('lost', lease);
@@ -150,7 +150,7 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
         }
         if (step === 'stopping') continue;
         if (nowMs - renewedAtMs >= ttlMs / 3) {
-          held = await control.acquireLease(SCHEDULER_LEASE, owner, nowMs, ttlMs);
+          held = await control.acquireLease(leaseName, owner, nowMs, ttlMs);
           if (!held) {
             options.logger?.warn('scheduler lease lost; starting over', { owner });
             options.onLease?.('lost', lease);

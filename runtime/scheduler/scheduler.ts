@@ -23,9 +23,10 @@ import type { QueuedRef } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { capacityOf, holdSecondsOf, SchedulingPolicy, taskHoldSeconds } from '../core/policy/index.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
+import { ownsTenant, type ShardScope, SINGLE_SHARD } from '../core/shards.ts';
 import type { Task } from '../core/task.ts';
 import { pickTenantSettings } from '../core/tenant-settings.ts';
-import { COMPLETIONS_QUEUE } from '../infra/resources.ts';
+import { completionsQueue } from '../infra/resources.ts';
 import { recordTaskSpan } from '../telemetry/tracing.ts';
 import { ActiveAttempts } from './attempts.ts';
 import { BacklogCounter, RecentlyFinishedTenants } from './backlog.ts';
@@ -67,11 +68,15 @@ export interface SchedulerDeps {
    */
   readonly sweepBatches?: (() => Promise<unknown>) | undefined;
   /**
-   * This scheduler's shard when schedulers are sharded (issue 24 item 6). With more than one, it
-   * starts tasks only within its capacity slice of the pools (capacity-slice.ts, docs/scaling.md),
-   * reported every `sliceEveryMs` (default 2 s). Absent, or one shard: the whole pools, no writes.
+   * Which shard this scheduler is (`scheduler.shards`, runtime/core/shards.ts): it serves only
+   * the tenants that hash to it, from its own tier and completions queues, and with more than one
+   * shard starts tasks only within its capacity slice of the pools (capacity-slice.ts,
+   * docs/scaling.md). `control` should be the shard's view (`control.forShard(shard)`). Absent,
+   * or one shard: the whole pools, no slice writes.
    */
-  readonly shard?: { readonly index: number; readonly count: number; readonly sliceEveryMs?: number } | undefined;
+  readonly shard?: ShardScope | undefined;
+  /** How often a sharded scheduler reports for its slice. @default 2 s */
+  readonly sliceEveryMs?: number | undefined;
 }
 
 export interface TickResult {
@@ -115,14 +120,19 @@ export class Scheduler {
   #completionError: unknown;
   /** Its slice of the pools, when sharded. */
   readonly #slice: CapacitySlice | undefined;
+  readonly #shard: ShardScope;
+  readonly #completionsQueueId: string;
 
   constructor(deps: SchedulerDeps) {
     this.#deps = deps;
+    this.#shard = deps.shard ?? SINGLE_SHARD;
+    this.#completionsQueueId = completionsQueue(this.#shard.shard).id;
     this.#now = deps.now ?? (() => new Date());
     const { config } = deps;
     this.#policy = new SchedulingPolicy({
       policy: config.policy,
       agingSeconds: config.agingSeconds,
+      // The whole pools: with shards, the capacity slice below sets what it may start within.
       pools: config.pools,
       tenantDefaults: config.tenantDefaults,
       tenants: config.tenants,
@@ -137,6 +147,7 @@ export class Scheduler {
       now: this.#now,
       logger: deps.logger,
       queuedAgain: (ref) => this.#queuedAgain(ref),
+      shard: this.#shard,
     });
     this.#active = new ActiveAttempts({ policy: this.#policy, flow: deps.control.flow, logger: deps.logger });
     this.#reservations = new Reservations({
@@ -147,17 +158,16 @@ export class Scheduler {
       logger: deps.logger,
     });
     this.#backlog = new BacklogCounter(deps.store);
-    const shard = deps.shard;
-    if (shard && shard.count > 1) {
+    if (this.#shard.shards > 1) {
       const hold = holdSecondsOf(config);
       this.#slice = new CapacitySlice({
         control: deps.control,
         policy: this.#policy,
-        shard: shard.index,
-        shards: shard.count,
+        shard: this.#shard.shard,
+        shards: this.#shard.shards,
         capacity: capacityOf(config.pools),
         heldAtMostMs: Math.max(hold.lambda, hold.fargate) * 1000,
-        ...(shard.sliceEveryMs === undefined ? {} : { everyMs: shard.sliceEveryMs }),
+        ...(deps.sliceEveryMs === undefined ? {} : { everyMs: deps.sliceEveryMs }),
         ...(deps.logger ? { logger: deps.logger } : {}),
       });
     }
@@ -169,6 +179,7 @@ export class Scheduler {
       now: this.#now,
       random: deps.random,
       logger: deps.logger,
+      shard: this.#shard,
     });
   }
 
@@ -226,6 +237,8 @@ export class Scheduler {
     await this.#intake.restore();
     const nowMs = this.#now().getTime();
     for await (const ref of this.#deps.store.listLeased()) {
+      // Other shards count their own tenants' attempts.
+      if (!ownsTenant(this.#shard, ref.tenantId)) continue;
       // Its timeout is not in the index: its hold counts as the pool's cap until it ends.
       const sinceMs = Date.parse(ref.leasedAt);
       this.#active.adopt({ ...ref, ...(Number.isFinite(sinceMs) ? { sinceMs } : {}) }, nowMs);
@@ -377,7 +390,7 @@ export class Scheduler {
   #pollCompletions(waitSeconds: number): { started: Promise<number>[]; inFlight: Promise<number>[] } {
     if (this.#completionPoll) return { started: [], inFlight: [this.#completionPoll] };
     const poll = this.#deps.queues
-      .receive<CompletionMessage>(COMPLETIONS_QUEUE.id, { max: 10, waitSeconds })
+      .receive<CompletionMessage>(this.#completionsQueueId, { max: 10, waitSeconds })
       .then(
         (messages) => {
           this.#completionsArrived.push(...messages);
@@ -427,7 +440,7 @@ export class Scheduler {
       if (messages.length > 0) {
         deletes.push(
           this.#deps.queues.delete(
-            COMPLETIONS_QUEUE.id,
+            this.#completionsQueueId,
             messages.map((m) => m.receiptHandle),
           ),
         );
@@ -437,7 +450,7 @@ export class Scheduler {
       batches += width;
       const rounds = await Promise.all(
         Array.from({ length: width }, () =>
-          this.#deps.queues.receive<CompletionMessage>(COMPLETIONS_QUEUE.id, { max: 10, waitSeconds: 0 }),
+          this.#deps.queues.receive<CompletionMessage>(this.#completionsQueueId, { max: 10, waitSeconds: 0 }),
         ),
       );
       messages = rounds.flat();
@@ -571,7 +584,7 @@ export class Scheduler {
   async #releaseCompletions(): Promise<void> {
     if (this.#completionPoll) await this.#completionPoll;
     const handles = this.#completionsArrived.splice(0).map((message) => message.receiptHandle);
-    if (handles.length > 0) await this.#deps.queues.changeVisibility(COMPLETIONS_QUEUE.id, handles, 0);
+    if (handles.length > 0) await this.#deps.queues.changeVisibility(this.#completionsQueueId, handles, 0);
   }
 }
 

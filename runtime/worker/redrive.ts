@@ -11,7 +11,7 @@ import type { SchedulerConfig } from '../core/config.ts';
 import { deadLetter } from '../core/lifecycle.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import type { Task } from '../core/task.ts';
-import { TIER_QUEUES, WORKER_QUEUES } from '../infra/resources.ts';
+import { tierQueuesFor, WORKER_QUEUES } from '../infra/resources.ts';
 
 export async function redriveDeadLetter(
   deps: { store: TaskStore; queues: QueueClient; config: SchedulerConfig; now?: (() => Date) | undefined },
@@ -81,10 +81,11 @@ export async function handleDeadLetter(deps: RedriveDeps, body: unknown): Promis
   return task.state === 'QUEUED' ? 'retried' : task.state === 'FAILED' ? 'failed' : 'cancelled';
 }
 
-/** The dead-letter queues the drain empties: every worker and tier queue's. */
-export const DRAINED_DEAD_LETTER_QUEUES: readonly string[] = [...WORKER_QUEUES, ...TIER_QUEUES].map(
-  (queue) => queue.deadLetter!.id,
-);
+/** The dead-letter queues the drain empties: every worker queue's and every shard's tier queues'. */
+export const drainedDeadLetterQueues = (shards: number): readonly string[] =>
+  [...WORKER_QUEUES, ...tierQueuesFor(shards)].map((queue) => queue.deadLetter!.id);
+/** The same with one scheduler shard. */
+export const DRAINED_DEAD_LETTER_QUEUES: readonly string[] = drainedDeadLetterQueues(1);
 
 export interface DrainOptions {
   readonly queueIds?: readonly string[];

@@ -7,7 +7,7 @@
 import { type AwsClients, createAwsClients } from '../../runtime/adapters/aws-clients.ts';
 import type { Resources } from '../../runtime/app/wiring.ts';
 import { seededRandom } from '../../runtime/core/random.ts';
-import { CONTROL_TABLE, QUEUES, TABLES, TASKS_TABLE } from '../../runtime/infra/resources.ts';
+import { CONTROL_TABLE, QUEUES, type QueueDefinition, TABLES, TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import { DYNAMODB_PARTITION_LIMITS, type PartitionLimits } from './capacity.ts';
 import { directComponent } from './direct.ts';
 import { InMemoryDynamoDb } from './dynamodb.ts';
@@ -34,6 +34,8 @@ export interface WorldOptions {
    */
   readonly partitionLimits?: PartitionLimits | null;
   readonly sqs: Omit<SqsBehaviour, 'random' | 'now'>;
+  /** The queues to create (`queuesFor(scheduler.shards)`). @default QUEUES (one scheduler shard) */
+  readonly queues?: readonly QueueDefinition[];
 }
 
 /** What a driver can do to a component's calls: kill them with it, or hold them for a while. */
@@ -70,7 +72,7 @@ export class SimulatedAws {
         options.partitionLimits === null ? undefined : (options.partitionLimits ?? DYNAMODB_PARTITION_LIMITS),
     });
     this.dynamodb.recordTables.add(`sim-${TASKS_TABLE.id}`);
-    this.sqs = new InMemorySqs(QUEUES, {
+    this.sqs = new InMemorySqs(options.queues ?? QUEUES, {
       ...options.sqs,
       random: seededRandom(options.seed * 31 + 2),
       now: options.now,

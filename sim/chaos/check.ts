@@ -39,10 +39,11 @@
  *                  and it ends too (a count never made would leave it missing: the Celery chord bug).
  */
 import { firstNonConforming } from '../../runtime/core/policy/rate.ts';
+import { MAX_SCHEDULER_SHARDS } from '../../runtime/core/shards.ts';
 import { decodeJsonFields } from '../../runtime/core/storable.ts';
 import type { Task } from '../../runtime/core/task.ts';
 import { startRateOf } from '../../runtime/core/tenant-settings.ts';
-import { TIER_QUEUES } from '../../runtime/infra/resources.ts';
+import { tierQueuesFor } from '../../runtime/infra/resources.ts';
 import type { History } from './history.ts';
 
 export type Invariant =
@@ -256,7 +257,7 @@ export function checkHistory(history: History): CheckSummary {
     maxReceives[receive.queueId] = Math.max(maxReceives[receive.queueId] ?? 0, receive.receiveCount);
   }
   const deadLettered: Record<string, number> = {};
-  const tierIds = new Set(TIER_QUEUES.map((queue) => queue.id));
+  const tierIds = new Set(tierQueuesFor(MAX_SCHEDULER_SHARDS).map((queue) => queue.id));
   for (const letter of history.deadLettered) {
     deadLettered[letter.queueId] = (deadLettered[letter.queueId] ?? 0) + 1;
     if (!tierIds.has(letter.queueId)) continue;

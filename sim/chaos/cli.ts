@@ -4,6 +4,7 @@
  */
 import { fork } from 'node:child_process';
 import { parseArgs } from 'node:util';
+import { MAX_SCHEDULER_SHARDS } from '../../runtime/core/shards.ts';
 import { checkHistory, type Violation } from './check.ts';
 import { type History, historyDigest } from './history.ts';
 import { CHAOS_SCENARIOS, type ChaosOptions, DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
@@ -43,6 +44,8 @@ Options:
   --stalls MS      every scheduler invocation stalls once, at a random moment, for up to MS:
                    its calls are held, then land late, even after it died (default: 10 % of
                    invocations, up to 11,000, inside the lease fence's 12 s window)
+  --shards K       K scheduler shards (scheduler.shards), each owning the tenants that hash
+                   to it, the pools shared among them
   --json           print one JSON object
   -h, --help       this help
 
@@ -63,6 +66,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       scenario: { type: 'string' },
       'no-faults': { type: 'boolean', default: false },
       stalls: { type: 'string' },
+      shards: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -99,6 +103,10 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
     ...(values.tenants ? { tenants: Math.max(1, int(values.tenants, 'tenants', 1000)) } : {}),
     ...(values['no-faults'] ? { faults: NO_FAULTS } : {}),
   };
+  if (values.shards !== undefined) {
+    const shards = int(values.shards, 'shards', MAX_SCHEDULER_SHARDS);
+    base.config = { ...base.config, scheduler: { ...base.config?.scheduler, shards } };
+  }
   // Every invocation stalls once, for up to this long (beyond the fence's 12 s window if asked).
   const options =
     values.stalls === undefined

@@ -42,7 +42,7 @@ import {
   type SchedulerHandlerMetrics,
   schedulerHandler,
 } from '../../runtime/handlers/scheduler.ts';
-import { workerQueue } from '../../runtime/infra/resources.ts';
+import { queuesFor, workerQueue } from '../../runtime/infra/resources.ts';
 import type { SchedulerEvent } from '../../runtime/scheduler/activation.ts';
 import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 import { QueueWorker } from '../../runtime/worker/queue-worker.ts';
@@ -353,6 +353,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   const { seed, faults } = options;
   const random = seededRandom(seed);
   const world = new SimulatedAws({
+    queues: queuesFor(options.config?.scheduler?.shards ?? 1),
     seed,
     now: () => Date.now(),
     ...(options.partitionLimits ? { partitionLimits: options.partitionLimits } : {}),
@@ -403,8 +404,9 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       pools: { lambda: { concurrency: 6 }, fargate: { vcpu: 2, memoryMiB: 4096 } },
       tenants: quotas,
       taskDefaults: { timeoutSeconds: 60, maxAttempts: 3 },
-      scheduler: { dispatchLeaseSeconds: 120, runLeaseSeconds: 30, bufferSize: 200 },
       ...options.config,
+      // The run's scheduler settings, with whatever the options set on top (e.g. `shards`).
+      scheduler: { dispatchLeaseSeconds: 120, runLeaseSeconds: 30, bufferSize: 200, ...options.config?.scheduler },
     },
     'chaos configuration',
   );
@@ -472,7 +474,11 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       resources: world.resources,
       registry,
       ...(wakes
-        ? { wakeScheduler: async () => schedulerFunction.invokeAsync({ reason: 'wake' }), logger: silent }
+        ? {
+            wakeScheduler: async (shard: number) =>
+              schedulerFunction.invokeAsync(shard === 0 ? { reason: 'wake' } : { reason: 'wake', shard }),
+            logger: silent,
+          }
         : {}),
     });
 

@@ -1,9 +1,10 @@
 /**
- * npm run sim -- throughput --json --rate R --tasks N --tenants T [--seed S] [--latency-ms JSON]
+ * npm run sim -- throughput --json --rate R --tasks N --tenants T [--shards K] [--seed S] [--latency-ms JSON]
  * The production scheduler's dispatch rate at AWS's latencies and per-partition limits
  * (sim/chaos/throughput.ts).
  */
 import { parseArgs } from 'node:util';
+import { MAX_SCHEDULER_SHARDS } from '../../runtime/core/shards.ts';
 import { latencyRangesSchema, uniformLatency } from '../aws/faults.ts';
 import { measureThroughput } from './throughput.ts';
 
@@ -19,6 +20,8 @@ scheduler and AWS limit the rate. Rates are the main phase's (10th to 90th perce
   --rate R          offered submits per second (default 100)
   --tasks N         tasks submitted (default 1000)
   --tenants T       tenants, each submitting an equal share at random (default 10)
+  --shards K        scheduler shards (scheduler.shards, default 1): K schedulers, each owning
+                    the tenants that hash to it
   --seed S          PRNG seed (default 1); the same seed gives the same run
   --latency-ms JSON per-call latency ranges instead of AWS's, as SCHEDULER_FAULTS takes them:
                     '{"dynamodb":[5,15],"sqs":[10,30]}' (a service left out: no latency)
@@ -34,6 +37,7 @@ export async function runThroughputCommand(argv: readonly string[]): Promise<num
       tasks: { type: 'string', default: '1000' },
       tenants: { type: 'string', default: '10' },
       seed: { type: 'string', default: '1' },
+      shards: { type: 'string', default: '1' },
       'latency-ms': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -70,6 +74,7 @@ export async function runThroughputCommand(argv: readonly string[]): Promise<num
     tasks: int(values.tasks, 'tasks', 1_000_000),
     tenants: int(values.tenants, 'tenants', 10_000),
     seed: int(values.seed, 'seed', 2 ** 31),
+    shards: int(values.shards, 'shards', MAX_SCHEDULER_SHARDS),
     latency,
   });
   if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -79,7 +84,7 @@ export async function runThroughputCommand(argv: readonly string[]): Promise<num
       .map((p) => `    ${p.table}${p.index ? `/${p.index}` : ''} ${p.kind} ${p.key}: ${p.requests}`);
     process.stdout.write(
       [
-        `throughput: ${result.tasks} tasks over ${result.tenants} tenants, ${result.simulatedSeconds} simulated s`,
+        `throughput: ${result.tasks} tasks over ${result.tenants} tenants, ${result.shards} scheduler shard${result.shards === 1 ? '' : 's'}, ${result.simulatedSeconds} simulated s`,
         `  offered ${result.offeredPerSecond}/s, dispatched ${result.dispatchedPerSecond}/s (${result.dispatchedOverOffered}×)`,
         `  submit to dispatch: p50 ${result.p50WaitSeconds} s, p99 ${result.p99WaitSeconds} s, max ${result.maxWaitSeconds} s; ${result.undispatched} never dispatched, ${result.unacknowledged} submits given up`,
         `  dispatch to start p99 ${result.p99DispatchToStartSeconds} s`,

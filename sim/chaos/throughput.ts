@@ -33,12 +33,15 @@ export interface ThroughputOptions {
   /** Offered submits per second. */
   readonly rate: number;
   readonly tenants: number;
+  /** Scheduler shards (`scheduler.shards`). @default 1 */
+  readonly shards?: number | undefined;
   readonly latency?: LatencyModel | undefined;
 }
 
 export interface ThroughputResult {
   readonly tasks: number;
   readonly tenants: number;
+  readonly shards: number;
   /** Main phase: submits per second between the 10th and 90th percentile of submit times. */
   readonly offeredPerSecond: number;
   /** Main phase: dispatches per second between the 10th and 90th percentile of dispatch times. */
@@ -108,7 +111,7 @@ export async function measureThroughput(options: ThroughputOptions): Promise<Thr
     pools: { lambda: { concurrency: 1000 }, fargate: FARGATE_POOL },
     tenantDefaults: { weight: 1, maxConcurrency: TENANT_QUOTA },
     taskDefaults: { timeoutSeconds: 60, maxAttempts: 3, ...TASK_RESOURCES },
-    scheduler: PRODUCTION_SCHEDULER,
+    scheduler: { ...PRODUCTION_SCHEDULER, shards: options.shards ?? 1 },
   };
   const history = await runChaos({
     ...DEFAULT_OPTIONS,
@@ -176,6 +179,7 @@ export async function measureThroughput(options: ThroughputOptions): Promise<Thr
   return {
     tasks: submittedAt.size,
     tenants,
+    shards: options.shards ?? 1,
     offeredPerSecond: round(offeredPerSecond, 1),
     dispatchedPerSecond: round(dispatchedPerSecond, 1),
     dispatchedOverOffered: offeredPerSecond > 0 ? round(dispatchedPerSecond / offeredPerSecond, 2) : 0,

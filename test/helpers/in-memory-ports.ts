@@ -19,6 +19,7 @@ import { ConcurrentUpdateError, SchedulerFencedError, TaskNotFoundError } from '
 import type { TransitionPlan } from '../../runtime/core/lifecycle.ts';
 import type { RotationState } from '../../runtime/core/policy/index.ts';
 import { type Grant, grantStarts } from '../../runtime/core/policy/rate.ts';
+import { shardOfTenant } from '../../runtime/core/shards.ts';
 import { ACTIVE_STATES, type PriorityTier, type Runtime, type Task } from '../../runtime/core/task.ts';
 import type { StartRate } from '../../runtime/core/tenant-settings.ts';
 import { tierQueue } from '../../runtime/infra/resources.ts';
@@ -287,6 +288,12 @@ export class InMemoryQueues implements MessageQueues, Announcer {
   /** Worker messages, by runtime, in the order sent. */
   readonly sentToWorkers: { runtime: Runtime; message: WorkerMessage }[] = [];
   #ids = 0;
+  readonly #shards: number;
+
+  /** `shards`: announcements go to the tier queue of the task's tenant's shard, as QueueClient sends them. */
+  constructor(options: { shards?: number } = {}) {
+    this.#shards = options.shards ?? 1;
+  }
 
   send(queueId: string, body: unknown): void {
     this.#queue(queueId).push({
@@ -301,7 +308,7 @@ export class InMemoryQueues implements MessageQueues, Announcer {
   async announce(tasks: readonly Task[]): Promise<void> {
     for (const task of tasks) {
       const body: TierMessage = { ...queuedRef(task) };
-      this.send(tierQueue(task.priority).id, body);
+      this.send(tierQueue(task.priority, shardOfTenant(task.tenantId, this.#shards)).id, body);
     }
   }
 
@@ -341,6 +348,10 @@ export class InMemoryQueues implements MessageQueues, Announcer {
 
   async sendToWorkers(runtime: Runtime, messages: readonly WorkerMessage[]): Promise<void> {
     for (const message of messages) this.sentToWorkers.push({ runtime, message: structuredClone(message) });
+  }
+
+  async sendBatch(queueId: string, entries: readonly { readonly MessageBody: string }[]): Promise<void> {
+    for (const entry of entries) this.send(queueId, JSON.parse(entry.MessageBody));
   }
 
   async attributes(queueId: string, _names: readonly QueueCount[]): Promise<Partial<Record<string, string>>> {

@@ -32,9 +32,13 @@ export interface TestServicesOptions {
 
 /** Start in-memory emulators and build the services on them. Call `stop()` in `afterAll`. */
 export async function startTestServices(options: TestServicesOptions = {}): Promise<TestServices> {
-  const emulators = await startEmulators(options.dataDir ? { dataDir: options.dataDir } : {});
+  const config = parseConfig(options.config ?? {}, 'test configuration');
+  const emulators = await startEmulators({
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    shards: config.scheduler.shards,
+  });
   const services = buildServices({
-    config: parseConfig(options.config ?? {}, 'test configuration'),
+    config,
     clients: emulators.clients,
     resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
     ...(options.registry ? { registry: options.registry } : {}),

@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { QueueClient } from '../../runtime/adapters/queues.ts';
 import { buildServices } from '../../runtime/app/wiring.ts';
+import { schedulerLeaseName, shardOfTenant } from '../../runtime/core/shards.ts';
 import { hasSchedulerWork, SchedulerWaker } from '../../runtime/scheduler/activation.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { runSchedulerLoop, SCHEDULER_LEASE } from '../../runtime/scheduler/scheduler-loop.ts';
@@ -155,7 +156,7 @@ describe('Class: SchedulerWaker', () => {
     let wakes = 0;
     let clock = 1_000_000;
     const waker = new SchedulerWaker({ control: services.control, wake: async () => void wakes++, now: () => clock });
-    const due = [{ runAt: new Date().toISOString() }];
+    const due = [{ tenantId: 'a', runAt: new Date().toISOString() }];
     await waker.afterAnnounce(due, new Date());
     await waker.afterAnnounce(due, new Date());
     expect(wakes).toBe(1);
@@ -167,10 +168,10 @@ describe('Class: SchedulerWaker', () => {
   it('does not wake while the lease is live, nor for a task due beyond the horizon', async () => {
     let wakes = 0;
     const waker = new SchedulerWaker({ control: services.control, wake: async () => void wakes++ });
-    await waker.afterAnnounce([{ runAt: new Date(Date.now() + 3_600_000).toISOString() }], new Date());
+    await waker.afterAnnounce([{ tenantId: 'a', runAt: new Date(Date.now() + 3_600_000).toISOString() }], new Date());
     expect(wakes).toBe(0);
     await services.control.acquireLease(SCHEDULER_LEASE, 'running', Date.now(), 30_000);
-    await waker.afterAnnounce([{ runAt: new Date().toISOString() }], new Date());
+    await waker.afterAnnounce([{ tenantId: 'a', runAt: new Date().toISOString() }], new Date());
     expect(wakes).toBe(0);
   });
 
@@ -185,11 +186,31 @@ describe('Class: SchedulerWaker', () => {
     });
     // A scheduler that published its stop: lease expiring 500 ms ahead.
     await services.control.acquireLease(SCHEDULER_LEASE, 'stopping', clock, 500);
-    await waker.afterAnnounce([{ runAt: new Date().toISOString() }], new Date());
+    await waker.afterAnnounce([{ tenantId: 'a', runAt: new Date().toISOString() }], new Date());
     expect(wakes).toBe(0);
     clock += 600;
-    await waker.afterAnnounce([{ runAt: new Date().toISOString() }], new Date());
+    await waker.afterAnnounce([{ tenantId: 'a', runAt: new Date().toISOString() }], new Date());
     expect(wakes).toBe(1);
+  });
+
+  it("wakes the scheduler of each task's shard, and only those whose lease is not live", async () => {
+    const woken: number[] = [];
+    const waker = new SchedulerWaker({
+      control: services.control,
+      wake: async (shard) => void woken.push(shard),
+      shards: 4,
+    });
+    const tenants = ['t1', 't2', 't3', 't4', 't5', 't6', 't7', 't8'];
+    const shardsOf = new Set(tenants.map((tenantId) => shardOfTenant(tenantId, 4)));
+    const live = shardOfTenant('t1', 4);
+    await services.control.acquireLease(schedulerLeaseName(live), 'running', Date.now(), 30_000);
+    const now = new Date();
+    await waker.afterAnnounce(
+      tenants.map((tenantId) => ({ tenantId, runAt: now.toISOString() })),
+      now,
+    );
+    expect(woken.sort()).toEqual([...shardsOf].filter((shard) => shard !== live).sort());
+    expect(shardsOf.size).toBeGreaterThan(1);
   });
 
   it('is called by every announce through the queue client: a submit wakes the scheduler', async () => {

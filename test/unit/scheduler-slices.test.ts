@@ -6,13 +6,18 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../runtime/core/config.ts';
 import { createTask, start, succeed } from '../../runtime/core/lifecycle.ts';
-import { COMPLETIONS_QUEUE } from '../../runtime/infra/resources.ts';
+import { shardOfTenant } from '../../runtime/core/shards.ts';
+import { completionsQueue } from '../../runtime/infra/resources.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { InMemoryControl, InMemoryQueues, InMemoryTasks } from '../helpers/in-memory-ports.ts';
 
 const START_MS = Date.parse('2026-12-02T08:00:00.000Z');
 const POOL = 4;
+/** A tenant each shard of two owns (tenants live in the shard their id hashes to). */
+const TENANT_OF_SHARD = [0, 1].map((shard) => {
+  for (let i = 0; ; i++) if (shardOfTenant(`tenant-${i}`, 2) === shard) return `tenant-${i}`;
+}) as [string, string];
 
 function setUp() {
   let clockMs = START_MS;
@@ -25,8 +30,8 @@ function setUp() {
   let seq = 0;
   const shard = (index: number) => {
     const tasks = new InMemoryTasks();
-    const queues = new InMemoryQueues();
-    const scheduler = new Scheduler({ store: tasks, control, queues, config, now, shard: { index, count: 2 } });
+    const queues = new InMemoryQueues({ shards: 2 });
+    const scheduler = new Scheduler({ store: tasks, control, queues, config, now, shard: { shard: index, shards: 2 } });
     const submit = async (count: number, tenantId: string) => {
       const created = Array.from({ length: count }, () =>
         createTask(`${tenantId}-${++seq}`, taskSpec({ tenantId }), new Date(clockMs - 1000)),
@@ -41,7 +46,7 @@ function setUp() {
       for (const task of active()) {
         await tasks.transition(task.taskId, (current) => start(current, task.fence, now(), 60));
         const done = await tasks.transition(task.taskId, (current) => succeed(current, task.fence, now(), 1));
-        queues.send(COMPLETIONS_QUEUE.id, {
+        queues.send(completionsQueue(index).id, {
           taskId: done.taskId,
           fence: done.fence,
           tenantId: done.tenantId,
@@ -71,7 +76,7 @@ describe('Sharded schedulers sharing a pool (in-memory ports)', () => {
     const [a, b] = shards as [ReturnType<typeof setUp>['shards'][0], ReturnType<typeof setUp>['shards'][0]];
     await a.scheduler.resume();
     await b.scheduler.resume();
-    await a.submit(40, 'alpha');
+    await a.submit(40, TENANT_OF_SHARD[0]);
 
     // Act: shard 0 alone with work for 10 s (its tasks never end)
     for (let i = 0; i < 10; i++) await second();
@@ -81,7 +86,7 @@ describe('Sharded schedulers sharing a pool (in-memory ports)', () => {
     expect(control.slices?.entries['0']?.allowed.slots).toBe(POOL);
 
     // Act: shard 1 gets work; every second the workers finish what is running
-    await b.submit(40, 'beta');
+    await b.submit(40, TENANT_OF_SHARD[1]);
     for (let i = 0; i < 12; i++) {
       await a.completeAll();
       await b.completeAll();
@@ -99,7 +104,7 @@ describe('Sharded schedulers sharing a pool (in-memory ports)', () => {
     const config = parseConfig({ pools: { lambda: { concurrency: POOL }, fargate: { vcpu: 1, memoryMiB: 2048 } } });
     const tasks = new InMemoryTasks();
     const queues = new InMemoryQueues();
-    const single = new Scheduler({ store: tasks, control, queues, config, shard: { index: 0, count: 1 } });
+    const single = new Scheduler({ store: tasks, control, queues, config, shard: { shard: 0, shards: 1 } });
     const created = createTask('t-1', taskSpec({ tenantId: 'solo' }), new Date(Date.now() - 1000));
     tasks.put(created);
     await queues.announce([created]);
