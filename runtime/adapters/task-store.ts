@@ -910,21 +910,37 @@ export class TaskStore {
    * by page until `atMost` entries are counted (a COUNT query is billed for every entry it reads,
    * so an uncapped count of a million-task backlog reads ~200 MB, hundreds of sequential pages);
    * for DISPATCHED and RUNNING, the tenant's leased items read and counted by state; for QUEUED,
-   * the tenant's `byTenantQueue` entries (every tier) and held tasks. Held tasks an older version
+   * the tenant's `byTenantQueue` entries (every tier; `firstTier`'s alone first) and held tasks. Held tasks an older version
    * wrote (under the QUEUED key) are counted only once written again (a release, a cancel).
    */
-  async countByTenantState(tenantId: string, state: TaskState, atMost = Number.POSITIVE_INFINITY): Promise<number> {
+  async countByTenantState(
+    tenantId: string,
+    state: TaskState,
+    atMost = Number.POSITIVE_INFINITY,
+    options: { firstTier?: PriorityTier } = {},
+  ): Promise<number> {
     if (LEASED_STATES.includes(state)) return Math.min((await this.countLeasedStatesOf(tenantId))[state] ?? 0, atMost);
-    if (state === 'QUEUED') {
-      // Every QUEUED task is in exactly one of `byTenantQueue` (every tier) and the held keys.
-      const queueKeysOfTenant = PRIORITY_TIERS.flatMap((tier) => queueKeys(tenantId, tier));
-      const [waiting, held] = await Promise.all([
-        this.#countKeys('byTenantQueue', 'queueKey', queueKeysOfTenant, atMost),
-        this.#countKeys('byTenantState', 'tenantState', heldKeys(tenantId), atMost),
-      ]);
-      return Math.min(waiting + held, atMost);
+    if (state !== 'QUEUED') {
+      return this.#countKeys('byTenantState', 'tenantState', tenantStateKeys(tenantId, state), atMost);
     }
-    return this.#countKeys('byTenantState', 'tenantState', tenantStateKeys(tenantId, state), atMost);
+    // Every QUEUED task is in exactly one of `byTenantQueue` (every tier) and the held keys.
+    const { firstTier } = options;
+    const first = firstTier
+      ? await this.#countKeys('byTenantQueue', 'queueKey', queueKeys(tenantId, firstTier), atMost)
+      : 0;
+    // A small cap often reached in the first tier (a waiting task's own) spares the other 35 Queries.
+    if (first >= atMost) return atMost;
+    const otherTiers = PRIORITY_TIERS.filter((tier) => tier !== firstTier);
+    const [waiting, held] = await Promise.all([
+      this.#countKeys(
+        'byTenantQueue',
+        'queueKey',
+        otherTiers.flatMap((tier) => queueKeys(tenantId, tier)),
+        atMost - first,
+      ),
+      this.#countKeys('byTenantState', 'tenantState', heldKeys(tenantId), atMost - first),
+    ]);
+    return Math.min(first + waiting + held, atMost);
   }
 
   /**

@@ -310,7 +310,7 @@ export class TaskService {
       control.forShard(shardOfTenant(task.tenantId, config.scheduler.shards)).getSnapshot<SchedulerSnapshot>(),
       this.tenantSettings(task.tenantId),
       // Whether it is its tenant's only waiting task (the wait bound needs it).
-      store.countByTenantState(task.tenantId, 'QUEUED', 2),
+      store.countByTenantState(task.tenantId, 'QUEUED', 2, { firstTier: task.priority }),
     ]);
     // Its tenant's running tasks, when the snapshot predates its arrival (app/wait.ts).
     const running = needsRunningTasks(task, snapshot, config) ? await store.leasedOf(task.tenantId) : undefined;

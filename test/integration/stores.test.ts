@@ -208,6 +208,10 @@ describe('Class: TaskStore (against dynalite)', () => {
       for (const limit of [1, 3, 10]) expect(await listAll(undefined, limit)).toEqual([g.taskId, ...queuedNewestFirst]);
       expect(await services.store.countByTenantState(tenant, 'QUEUED')).toBe(6);
       expect(await services.store.countByTenantState(tenant, 'QUEUED', 4)).toBe(4);
+      for (const firstTier of ['normal', 'high'] as const) {
+        expect(await services.store.countByTenantState(tenant, 'QUEUED', 2, { firstTier })).toBe(2);
+        expect(await services.store.countByTenantState(tenant, 'QUEUED', 100, { firstTier })).toBe(6);
+      }
 
       // Dispatched, a task due at submit leaves byTenantQueue and was never in byTenantState.
       await services.store.apply(dispatch(a, new Date(), 60));
