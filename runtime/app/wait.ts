@@ -32,6 +32,7 @@ import {
   explainWait as explainInCore,
   holdSecondsOf,
   type NoBoundReason,
+  noBoundOf,
   type RotationView,
   rotationBoundSeconds,
   taskHoldSeconds,
@@ -109,6 +110,7 @@ export function explainWait(
   const queue = snapshot?.queue?.[task.runtime];
   const heldFor = queue?.heldForTaskId ?? null;
   const rotation = snapshot && input.facts ? rotationOf(task, snapshot, config, input.facts, nowMs) : undefined;
+  const sharded = input.config.scheduler.shards > 1;
   const explanation = explainInCore({
     policy: config.policy,
     agingSeconds: config.agingSeconds,
@@ -152,9 +154,15 @@ export function explainWait(
     effectiveTier: explanation.effectiveTier,
     waitedSeconds: round(Math.max(0, (nowMs - agingFromMs) / 1000)),
     secondsToTopTier: round(Math.max(0, (explanation.topTierAtMs - nowMs) / 1000)),
-    maxWaitSeconds: explanation.waitBoundSeconds === null ? null : roundUp(explanation.waitBoundSeconds),
-    assumes: explanation.assumes,
-    noBound: explanation.noBound,
+    // Sharded, the shard's allowance of the pool can shrink under the other shards' demand: the
+    // bound's premise (slots free as the running tasks end) does not hold (docs/scaling.md).
+    ...(sharded && explanation.waitBoundSeconds !== null
+      ? { maxWaitSeconds: null, assumes: undefined, noBound: noBoundOf('sharded') }
+      : {
+          maxWaitSeconds: explanation.waitBoundSeconds === null ? null : roundUp(explanation.waitBoundSeconds),
+          assumes: explanation.assumes,
+          noBound: explanation.noBound,
+        }),
     asOf: snapshot?.at,
   };
 }

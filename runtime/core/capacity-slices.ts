@@ -25,7 +25,8 @@
  *      start it; such needs are granted whole, oldest first, while they fit (the first that does
  *      not fit stops the grants, so a large need is not passed by smaller ones forever), and the
  *      rest of the pool is split by weight among the others;
- *   3. headroom: what nobody wants, by weight (all equal when no shard has work), so work that
+ *   3. headroom: what nobody wants, half by weight and half equally (so a shard idle at its
+ *      report gets some too), so work that
  *      arrives at a shard can start before its next report.
  * Integer resources are split by largest remainder, so nothing is left over by rounding.
  */
@@ -288,14 +289,16 @@ function poolTargets(
   }
   const others = shards.filter((shard) => !target.has(shard));
   for (const [shard, share] of split(others, rest)) target.set(shard, share);
-  // What nobody wants now is headroom, by weight: work arriving at a shard starts before its
-  // next report.
+  // What nobody wants now is headroom, so work arriving at a shard starts before its next
+  // report: half by weight, half equally, so a shard idle at its report (weight 0: its tenants'
+  // work came and went) still starts the next arrival at once instead of a report later.
+  const meanWeight = shards.reduce((sum, shard) => sum + weightOf(shard), 0) / Math.max(1, shards.length);
   for (const resource of resources) {
     let left = size[resource];
     for (const share of target.values()) left -= share[resource];
     const parts = splitByWeight(
       Math.max(0, left),
-      shards.map((shard) => weightOf(shard)),
+      shards.map((shard) => weightOf(shard) + meanWeight),
     );
     shards.forEach((shard, i) => {
       (target.get(shard) as ResourceVector)[resource] += parts[i] as number;

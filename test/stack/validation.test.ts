@@ -92,7 +92,7 @@ describe('Construct props are validated up front, with exact messages', () => {
     const base = {
       runtime,
       tasksTable: tables.tasks,
-      completionsQueue: queues.completions,
+      completionQueues: queues.completionQueues,
       tierQueues: queues.tiers,
       poolConcurrency: 10,
     };
@@ -115,7 +115,7 @@ describe('Construct props are validated up front, with exact messages', () => {
       tasksTable: tables.tasks,
       workerQueues: queues.workers,
       tierQueues: queues.tiers,
-      completionsQueue: queues.completions,
+      completionQueues: queues.completionQueues,
     };
     expect(() => new Redrive(stack, 'A', { ...base, timeout: Duration.seconds(120) })).toThrow(
       "Redrive: the timeout (120 s) must be shorter than a drained dead letter's visibility (120 s)",
@@ -135,7 +135,7 @@ describe('Construct props are validated up front, with exact messages', () => {
           controlTable: tables.control,
           tierQueues: queues.tiers,
           workerQueues: queues.workers,
-          completionsQueue: queues.completions,
+          completionQueues: queues.completionQueues,
           timeout: Duration.seconds(30),
         }),
     ).toThrow('SchedulerLoop: timeout must be from 60 seconds (the tick interval) to 900 seconds, got 30');
@@ -179,7 +179,7 @@ describe('Construct props are validated up front, with exact messages', () => {
       runtime,
       tasksTable: tables.tasks,
       queue: queues.get('worker-fargate'),
-      completionsQueue: queues.completions,
+      completionQueues: queues.completionQueues,
       tierQueues: queues.tiers,
       pool: { vcpu: 16, memoryMiB: 32_768 },
     };

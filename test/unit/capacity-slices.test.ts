@@ -414,7 +414,7 @@ describe('capacity slices', () => {
     expect(world.used(world.shards[1] as Shard).slots).toBe(9);
   });
 
-  it('gives what nobody wants as headroom, by weight', () => {
+  it('gives what nobody wants as headroom, half by weight and half equally', () => {
     const world = new World(2);
     world.read(0, { lambda: 3, fargate: 0 }, zero(), WANTS[2]);
     world.write(0, 'ok');
@@ -424,9 +424,26 @@ describe('capacity slices', () => {
     world.write(0, 'ok');
     world.read(1, { lambda: 1, fargate: 0 }, zero(), WANTS[2]);
     world.write(1, 'ok');
-    // Each wants 1 slot: 8 left over, 6 and 2 of it by weight.
-    expect(world.shards[0]?.allowance.slots).toBe(7);
-    expect(world.shards[1]?.allowance.slots).toBe(3);
+    // Each wants 1 slot: 8 left over, split by weight + the mean weight (3+2 : 1+2): 5 and 3.
+    expect(world.shards[0]?.allowance.slots).toBe(6);
+    expect(world.shards[1]?.allowance.slots).toBe(4);
+  });
+
+  it('leaves a shard idle at its report headroom to start the next arrival at once', () => {
+    // Shard 1's tenants' work came and went: weight 0 and wanting nothing at its report, while
+    // shard 0 has work. Split by weight alone, shard 1 would get nothing until its next report.
+    const world = new World(2);
+    world.read(0, { lambda: 3, fargate: 0 }, zero(), WANTS[2]);
+    world.write(0, 'ok');
+    world.read(1, { lambda: 0, fargate: 0 }, zero(), zero());
+    world.write(1, 'ok');
+    world.read(0, { lambda: 3, fargate: 0 }, zero(), WANTS[2]);
+    world.write(0, 'ok');
+    world.read(1, { lambda: 0, fargate: 0 }, zero(), zero());
+    world.write(1, 'ok');
+    // 10 slots, shard 0 wants 1: 9 of headroom split 3+1.5 : 0+1.5, i.e. 6.75 and 2.25.
+    expect(world.shards[1]?.allowance.slots).toBeGreaterThanOrEqual(2);
+    expect((world.shards[0]?.allowance.slots ?? 0) + (world.shards[1]?.allowance.slots ?? 0)).toBeLessThanOrEqual(10);
   });
 
   it('refuses a report or a release from an older lease holder of the shard', () => {

@@ -151,6 +151,25 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
         rotation: rotation(),
       });
 
+    it("gives no number with sharded schedulers, and says why: the shard's allowance follows the others' demand", () => {
+      const sharded = { ...config, scheduler: { ...config.scheduler, shards: 2 } };
+      const wait = explainWait(task('normal'), {
+        config: sharded,
+        tenant,
+        snapshot: inRotation(6),
+        now: at(7),
+        facts: { waiting: 1 },
+      });
+      expect(wait.maxWaitSeconds).toBeNull();
+      expect(wait.assumes).toBeUndefined();
+      expect(wait.noBound?.code).toBe('sharded');
+      // The same task with one scheduler gets its number (the next test says which).
+      expect(
+        explainWait(task('normal'), { config, tenant, snapshot: inRotation(6), now: at(7), facts: { waiting: 1 } })
+          .maxWaitSeconds,
+      ).not.toBeNull();
+    });
+
     it("gives a tenant's only waiting task a number from the snapshot it was in: one task per tenant ahead", () => {
       // Prepare: submitted at 0, in the snapshot of 6 s (3 tenants waiting: 2 ahead), described at 7 s.
       // Act

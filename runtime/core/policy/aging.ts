@@ -68,6 +68,7 @@ export const NO_BOUND_REASONS = [
   'no_reservation',
   'paused',
   'dependencies',
+  'sharded',
 ] as const;
 export type NoBoundReason = (typeof NO_BOUND_REASONS)[number];
 

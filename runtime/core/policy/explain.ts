@@ -153,7 +153,12 @@ const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
   no_reservation: 'reservations are off, so smaller tasks may pass a large one without end',
   paused: 'it is paused (its tenant or its task type) and starts only after it is resumed',
   dependencies: 'it starts only after its dependencies succeed, and nothing bounds when they do',
+  sharded:
+    "schedulers are sharded (scheduler.shards): its shard's allowance of the pool follows the other shards' demand, and nothing here bounds how soon slots come to it",
 };
+
+/** The answer when no bound can be given for `why` (its code and its message). */
+export const noBoundOf = (why: NoBoundReason) => ({ code: why, message: NO_BOUND_MESSAGES[why] });
 
 /**
  * τ per pool from the configuration: the pool's timeout cap (enforced at submit), plus the

@@ -16,6 +16,7 @@ export {
   explainWait,
   type HoldSeconds,
   holdSecondsOf,
+  noBoundOf,
   type PoolLeader,
   type RotationView,
   taskHoldSeconds,
