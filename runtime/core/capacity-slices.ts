@@ -196,7 +196,7 @@ export function nextSlices(
   const allowance = zero();
   const needSinceMs: Partial<Record<SlicedPool, number>> = {};
   for (const pool of POOLS) {
-    const { target, needy } = poolTargets(pool, live, forTargets);
+    const { target, needy } = poolTargets(pool, live, forTargets, options.shards);
     const since = previous?.needSinceMs[pool];
     if (needy.has(self)) needSinceMs[pool] = since ?? nowMs;
     for (const resource of POOL_RESOURCES[pool]) {
@@ -246,6 +246,7 @@ function poolTargets(
   pool: SlicedPool,
   live: ReadonlyMap<string, SliceEntry>,
   size: ResourceVector,
+  configuredShards: number,
 ): { target: Map<string, ResourceVector>; needy: Set<string> } {
   const resources = POOL_RESOURCES[pool];
   const shards = [...live.keys()].sort(byShard);
@@ -290,16 +291,21 @@ function poolTargets(
   const others = shards.filter((shard) => !target.has(shard));
   for (const [shard, share] of split(others, rest)) target.set(shard, share);
   // What nobody wants now is headroom, so work arriving at a shard starts before its next
-  // report: half by weight, half equally, so a shard idle at its report (weight 0: its tenants'
-  // work came and went) still starts the next arrival at once instead of a report later.
-  const meanWeight = shards.reduce((sum, shard) => sum + weightOf(shard), 0) / Math.max(1, shards.length);
+  // report: half by weight, half equally over every configured shard. A shard idle at its report
+  // (weight 0: its tenants' work came and went) still starts the next arrival at once, and the
+  // equal parts of shards not reporting (not started yet, or stopped) are kept for them: the
+  // first shard to report alone does not take the whole pool while the others start.
+  const absent = Math.max(0, configuredShards - shards.length);
+  const totalWeight = shards.reduce((sum, shard) => sum + weightOf(shard), 0);
+  const members = shards.length + absent;
+  const headroomWeights = [
+    ...shards.map((shard) => (anyWeight ? members * weightOf(shard) + totalWeight : 1)),
+    ...Array.from({ length: absent }, () => (anyWeight ? totalWeight : 1)),
+  ];
   for (const resource of resources) {
     let left = size[resource];
     for (const share of target.values()) left -= share[resource];
-    const parts = splitByWeight(
-      Math.max(0, left),
-      shards.map((shard) => weightOf(shard) + meanWeight),
-    );
+    const parts = splitByWeight(Math.max(0, left), headroomWeights);
     shards.forEach((shard, i) => {
       (target.get(shard) as ResourceVector)[resource] += parts[i] as number;
     });

@@ -28,6 +28,8 @@ export const SLICE_EVERY_MS = 2_000;
 export const SLICE_STALE_AFTER_MS = 30_000;
 /** Attempts of one report when other shards' writes come first. */
 const ATTEMPTS = 3;
+/** A refused report tries again after this many ms times (its shard + 1): deterministic, and apart per shard. */
+const RETRY_SPACING_MS = 3;
 
 export interface CapacitySliceDeps {
   readonly control: CapacitySlicesStore;
@@ -105,7 +107,11 @@ export class CapacitySlice {
     this.#lastAttemptMs = nowMs;
     try {
       let state = await this.#deps.control.getCapacitySlices(this.#poolSet);
-      for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      // Every shard may report at the same moment (they start together): enough attempts for
+      // each to get through, spaced by shard so that they stop colliding.
+      const attempts = Math.max(ATTEMPTS, this.#deps.shards + 2);
+      for (let attempt = 0; attempt < attempts; attempt++) {
+        if (attempt > 0) await sleep(RETRY_SPACING_MS * (this.#deps.shard + 1));
         // One synchronous step from the report to the shrink: nothing starts in between.
         const report = { shard: this.#deps.shard, token: this.#token, ...this.#deps.policy.sliceReport(nowMs) };
         const decision = nextSlices(state, report, this.#deps.capacity, nowMs, this.#options);
@@ -171,3 +177,5 @@ export class CapacitySlice {
     this.#deps.policy.setAllowance(this.#allowance);
   }
 }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -30,7 +30,7 @@ import { completionsQueue } from '../infra/resources.ts';
 import { recordTaskSpan } from '../telemetry/tracing.ts';
 import { ActiveAttempts } from './attempts.ts';
 import { BacklogCounter, RecentlyFinishedTenants } from './backlog.ts';
-import { CapacitySlice } from './capacity-slice.ts';
+import { CapacitySlice, SLICE_EVERY_MS } from './capacity-slice.ts';
 import {
   type DispatchDeps,
   type HeldLease,
@@ -120,6 +120,7 @@ export class Scheduler {
   #completionError: unknown;
   /** Its slice of the pools, when sharded. */
   readonly #slice: CapacitySlice | undefined;
+  #sliceTimer: ReturnType<typeof setInterval> | undefined;
   readonly #shard: ShardScope;
   readonly #completionsQueueId: string;
 
@@ -245,6 +246,25 @@ export class Scheduler {
     }
     // Sharded: its first report, now that it knows what it holds (nothing starts before it).
     await this.#slice?.sync(this.#now().getTime());
+    this.#startSliceReports();
+  }
+
+  /**
+   * A sharded scheduler reports for its slice on its own clock too, not only before dispatch
+   * rounds: while it waits in a long poll (up to 10 s idle) its claim must still follow the other
+   * shards' demand, or a shard idle at its report would keep what the busy ones need.
+   */
+  #startSliceReports(): void {
+    const slice = this.#slice;
+    if (!slice || this.#sliceTimer) return;
+    this.#sliceTimer = setInterval(
+      () => {
+        slice.sync(this.#now().getTime()).catch(() => undefined);
+        // At least every 250 ms apart (a test may ask for a report every round: sliceEveryMs 0).
+      },
+      Math.max(250, this.#deps.sliceEveryMs ?? SLICE_EVERY_MS),
+    );
+    this.#sliceTimer.unref?.();
   }
 
   /** Apply stored tenant settings (PUT /v1/tenants) to the policy, queued work included. */
@@ -572,6 +592,8 @@ export class Scheduler {
    * Nothing else is handed back: the windows are a cache of the index, and the registry stays.
    */
   async releaseHeld(): Promise<void> {
+    if (this.#sliceTimer) clearInterval(this.#sliceTimer);
+    this.#sliceTimer = undefined;
     await Promise.all([
       this.#intake.stop(),
       this.#releaseCompletions(),
