@@ -134,6 +134,18 @@ export interface ReceivedMessage<T> {
   readonly firstReceivedAtMs: number;
 }
 
+/** A waiting task's announcement: what the intake needs to admit it without reading the item. */
+export const tierMessageOf = (task: Task): TierMessage => ({
+  taskId: task.taskId,
+  tenantId: task.tenantId,
+  priority: task.priority,
+  runtime: task.runtime,
+  resources: task.resources,
+  agingFrom: task.agingFrom,
+  runAt: task.runAt,
+  fence: task.fence,
+});
+
 /** SQS caps DelaySeconds at 15 minutes; longer waits are re-announced by the scheduler. */
 export const MAX_DELAY_SECONDS = 900;
 
@@ -183,16 +195,7 @@ export class QueueClient {
     const byQueue = new Map<string, SendMessageBatchRequestEntry[]>();
     for (const task of tasks) {
       const delay = Math.ceil((Date.parse(task.runAt) - now.getTime()) / 1000);
-      const body: TierMessage = {
-        taskId: task.taskId,
-        tenantId: task.tenantId,
-        priority: task.priority,
-        runtime: task.runtime,
-        resources: task.resources,
-        agingFrom: task.agingFrom,
-        runAt: task.runAt,
-        fence: task.fence,
-      };
+      const body = tierMessageOf(task);
       const queueId = tierQueue(task.priority, shardOfTenant(task.tenantId, this.#shards)).id;
       const entries = byQueue.get(queueId) ?? [];
       entries.push({

@@ -12,7 +12,12 @@ import type {
   SweepMarks,
 } from '../../runtime/adapters/control-store.ts';
 import type { KeyAcquisition, StaleHolders } from '../../runtime/adapters/flow-store.ts';
-import type { BatchEntryFailure, ReceivedMessage, TierMessage, WorkerMessage } from '../../runtime/adapters/queues.ts';
+import {
+  type BatchEntryFailure,
+  type ReceivedMessage,
+  tierMessageOf,
+  type WorkerMessage,
+} from '../../runtime/adapters/queues.ts';
 import type { DuePage, LeasedTaskRef, QueuedTaskRef } from '../../runtime/adapters/task-store.ts';
 import type { CapacitySlices } from '../../runtime/core/capacity-slices.ts';
 import { ConcurrentUpdateError, SchedulerFencedError, TaskNotFoundError } from '../../runtime/core/errors.ts';
@@ -307,7 +312,7 @@ export class InMemoryQueues implements MessageQueues, Announcer {
 
   async announce(tasks: readonly Task[]): Promise<void> {
     for (const task of tasks) {
-      const body: TierMessage = { ...queuedRef(task) };
+      const body = tierMessageOf(task);
       this.send(tierQueue(task.priority, shardOfTenant(task.tenantId, this.#shards)).id, body);
     }
   }

@@ -3,7 +3,7 @@
  * serves exactly the tenants that hash to it, from its own queues.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type TierMessage, toMessageBody, type WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { tierMessageOf, toMessageBody, type WorkerMessage } from '../../runtime/adapters/queues.ts';
 import { shardOfTenant } from '../../runtime/core/shards.ts';
 import { completionsQueue, tierQueue } from '../../runtime/infra/resources.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
@@ -118,16 +118,7 @@ describe('Scheduler shards (against the emulators)', () => {
     const [tenant] = tenantsOf(1, 1);
     const { task } = await services.tasks.submit({ tenantId: tenant!, type: 'demo.echo', payload: {} });
     await drain(tierQueue('normal', 1).id);
-    const message: TierMessage = {
-      taskId: task.taskId,
-      tenantId: task.tenantId,
-      priority: task.priority,
-      runtime: task.runtime,
-      resources: task.resources,
-      agingFrom: task.agingFrom,
-      runAt: task.runAt,
-      fence: task.fence,
-    };
+    const message = tierMessageOf(task);
     await services.queues.sendBatch(tierQueue('normal', 0).id, [
       { Id: '0', MessageBody: toMessageBody(message), MessageGroupId: task.tenantId },
     ]);
