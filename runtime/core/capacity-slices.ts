@@ -14,8 +14,8 @@
  * `held` at the report is not all it may hold (it may have filled its allowance since); only
  * once `heldAtMostMs` more has passed (the longest one task holds its pool) has every task it
  * started ended, and its entry is forgotten. A scheduler that stops cleanly reports an empty
- * allowance first (a released entry: no share, like a stale one), so only its tasks still
- * running stay claimed. Each entry carries its writer's
+ * allowance first (a released entry: like a stale one, no weight; its equal part of the headroom
+ * is kept for it), so only its tasks still running stay claimed. Each entry carries its writer's
  * lease token for the shard: a scheduler that lost the lease cannot write over its successor's.
  * Targets, per resource and per pool (Lambda slots; Fargate vCPU and memory together):
  *   1. fair: the pool, less what stale shards claim, split by the weights of the shards that
@@ -25,9 +25,9 @@
  *      start it; such needs are granted whole, oldest first, while they fit (the first that does
  *      not fit stops the grants, so a large need is not passed by smaller ones forever), and the
  *      rest of the pool is split by weight among the others;
- *   3. headroom: what nobody wants, half by weight and half equally (so a shard idle at its
- *      report gets some too), so work that
- *      arrives at a shard can start before its next report.
+ *   3. headroom: what nobody wants, half by weight and half equally over every configured shard
+ *      (the parts of shards not reporting kept for them), so work that arrives at a shard, also
+ *      one idle at its report, can start before its next report.
  * Integer resources are split by largest remainder, so nothing is left over by rounding.
  */
 import { SchedulerError } from './errors.ts';
@@ -64,7 +64,7 @@ export interface SliceEntry {
   readonly reportedAtMs: number;
   /** The writer's scheduler lease token for the shard: an older holder may not write over it. */
   readonly token?: number | undefined;
-  /** Its scheduler stopped cleanly (releasedSlices): like a stale entry, it takes no share. */
+  /** Its scheduler stopped cleanly (releasedSlices): like a stale entry, no weight (only its equal part of the headroom is kept). */
   readonly released?: boolean | undefined;
 }
 
