@@ -15,7 +15,10 @@
  * - wait-bound:    a task is dispatched within every maxWaitSeconds the API gave for it while its
  *                  assumptions held (app/wait.ts): checked unless its tenant queued more work, or
  *                  had work fall due, before the task started; extended by the time no scheduler
- *                  could dispatch because one crashed or stalled (planned handovers are in the bound);
+ *                  could dispatch because one crashed or stalled (planned handovers are in the bound).
+ *                  Every bound given is counted once: checked (the task left QUEUED, or was still
+ *                  QUEUED at the run's end past its deadline), assumption broken, cancelled while
+ *                  waiting, or unresolved (still QUEUED at the run's end, before its deadline);
  * - rotation:      fair share rotates: while a tenant's only task waits in the Lambda pool (its
  *                  tenant running nothing), no other tenant starts two tasks there before it, from
  *                  when a scheduler's engine took it in; one more per scheduler crash or stall
@@ -84,13 +87,26 @@ export interface CheckSummary {
     readonly unfinished: number;
     readonly handlerRuns: number;
     readonly waitBounds: {
-      /** Bounds given (a number), and how many were checked: the others' assumptions did not hold. */
+      /**
+       * Bounds given (answers with a number; a task asked about twice has two), each counted once
+       * below: given = checked + assumptionBroken + cancelledWaiting + unresolved.
+       */
       readonly given: number;
+      /** Judged: the task left QUEUED (or the run ended past the deadline) with the assumptions held. */
       readonly checked: number;
+      /** Of the checked, those past their deadline (each a wait-bound violation). */
+      readonly broken: number;
+      /** Its tenant queued more work, or had work fall due, or it was paused or keyed, before it started. */
       readonly assumptionBroken: number;
+      /** Cancelled while it waited: the wait ended without a start. */
+      readonly cancelledWaiting: number;
+      /** Still QUEUED when the run ended, before its deadline: neither kept nor broken. */
+      readonly unresolved: number;
       /** Answers without a bound, by reason. */
       readonly none: number;
       readonly noneBy: Readonly<Record<string, number>>;
+      /** bound / actual wait (the wait at least 1 s) of each checked bound whose task left QUEUED, ascending. */
+      readonly ratios: readonly number[];
       /** Of the checked bounds, the median and the largest of bound / actual wait (the wait at least 1 s). */
       readonly ratio: { readonly median: number; readonly max: number } | null;
     };
@@ -326,6 +342,9 @@ export function checkHistory(history: History): CheckSummary {
   let given = 0;
   let checked = 0;
   let assumptionBroken = 0;
+  let cancelledWaiting = 0;
+  let unresolved = 0;
+  let broken = 0;
   const noneBy: Record<string, number> = {};
   const ratios: number[] = [];
   for (const bound of history.bounds) {
@@ -335,20 +354,31 @@ export function checkHistory(history: History): CheckSummary {
     }
     given++;
     const writes = writesByTask.get(bound.taskId) ?? [];
-    const left = writes.find(({ atMs, task }) => atMs >= bound.atMs && task.state !== 'QUEUED');
+    // The answer read the task QUEUED after it was asked for: it left QUEUED at its first other write since.
+    const askedAtMs = bound.askedAtMs ?? bound.atMs;
+    const left = writes.find(({ atMs, task }) => atMs >= askedAtMs && task.state !== 'QUEUED');
     const leftAt = left?.atMs ?? history.endMs;
-    if (left?.task.state === 'CANCELLED') continue;
+    if (left?.task.state === 'CANCELLED') {
+      cancelledWaiting++;
+      continue;
+    }
     const more = (queuedEvents.get(bound.tenantId) ?? []).some(
-      (event) => event.taskId !== bound.taskId && event.atMs > bound.atMs && event.atMs < leftAt,
+      (event) => event.taskId !== bound.taskId && event.atMs > askedAtMs && event.atMs < leftAt,
     );
     if (more || flowHeldMeanwhile(history, writes[0]?.task, bound.atMs, leftAt)) {
       assumptionBroken++;
       continue;
     }
-    checked++;
     const deadline = extendedBy(outages, bound.atMs, bound.atMs + bound.maxWaitSeconds * 1000 + WAIT_BOUND_SLACK_MS);
+    // Still waiting when the run ended, before its deadline: nothing to judge either way.
+    if (!left && history.endMs <= deadline) {
+      unresolved++;
+      continue;
+    }
+    checked++;
     if (left) ratios.push(bound.maxWaitSeconds / Math.max(1, (left.atMs - bound.atMs) / 1000));
     if (leftAt > deadline) {
+      broken++;
       violations.push({
         invariant: 'wait-bound',
         taskId: bound.taskId,
@@ -431,15 +461,14 @@ export function checkHistory(history: History): CheckSummary {
       waitBounds: {
         given,
         checked,
+        broken,
         assumptionBroken,
+        cancelledWaiting,
+        unresolved,
         none,
         noneBy,
-        ratio: ratios.length
-          ? {
-              median: Math.round((ratios[Math.floor((ratios.length - 1) / 2)] as number) * 10) / 10,
-              max: Math.round((ratios.at(-1) as number) * 10) / 10,
-            }
-          : null,
+        ratios,
+        ratio: medianAndMax(ratios),
       },
       rotation: { checked: rotationChecked, mostStartsOfOneTenantAhead: mostAhead },
       flow,
@@ -450,6 +479,13 @@ export function checkHistory(history: History): CheckSummary {
       mostTierMessagesForOneTask: mostAnnouncements,
     },
   };
+}
+
+/** The median and the largest of ascending `ratios`, to a tenth (null when there are none). */
+export function medianAndMax(ratios: readonly number[]): { median: number; max: number } | null {
+  if (ratios.length === 0) return null;
+  const tenth = (n: number) => Math.round(n * 10) / 10;
+  return { median: tenth(ratios[Math.floor((ratios.length - 1) / 2)]!), max: tenth(ratios.at(-1)!) };
 }
 
 /** Each dispatch as stored: the write that moved a task from QUEUED to DISPATCHED, with its recorded time. */

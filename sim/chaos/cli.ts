@@ -5,7 +5,7 @@
 import { fork } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { MAX_SCHEDULER_SHARDS } from '../../runtime/core/shards.ts';
-import { checkHistory, type Violation } from './check.ts';
+import { checkHistory, medianAndMax, type Violation } from './check.ts';
 import { type History, historyDigest } from './history.ts';
 import { CHAOS_SCENARIOS, type ChaosOptions, DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
 
@@ -39,7 +39,11 @@ Options:
                    wait bound, asked at submit and again 3-8 s later); flow: start-rate limits
                    (1/s burst 2, 2/s burst 3), concurrency keys on 70 % of the tasks (limits 1
                    and 2), two task types, an operator pausing and resuming a tenant or a type
-                   every 5-15 s (the rate, key-limit and pause invariants)
+                   every 5-15 s (the rate, key-limit and pause invariants); bounds: 60
+                   steady tenants each keeping one task waiting at a time for 10 min (asked
+                   for every 4-12 s while it waits), beside 3 tenants queueing 240 tasks in
+                   30 s; Lambda and Fargate (whole-pool tasks too), timeouts 15-120 s (the
+                   wait bound given and checked thousands of times over a few seeds)
   --no-faults      the same workload without any fault
   --stalls MS      every scheduler invocation stalls once, at a random moment, for up to MS:
                    its calls are held, then land late, even after it died (default: 10 % of
@@ -131,7 +135,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
 
   const violations = results.flatMap((r) => r.violations.map((v) => ({ seed: r.seed, ...v })));
   if (values.json) {
-    const single = results.length === 1 ? results[0]! : undefined;
+    const single = results.length === 1 ? withoutRatios(results[0]!) : undefined;
     const output = single ?? {
       seeds: [seeds[0], seeds.at(-1)],
       runs: results.length,
@@ -150,7 +154,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
     const simulated = results.reduce((sum, r) => sum + r.simulatedSeconds, 0);
     const bounds = sumBounds(results);
     process.stdout.write(
-      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked (${bounds.assumptionBroken} with their tenant submitting more before the start), ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
+      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked, ${bounds.broken} broken (not checked: ${bounds.assumptionBroken} with their tenant submitting more before the start, ${bounds.cancelledWaiting} cancelled while waiting, ${bounds.unresolved} still waiting at the run's end before their deadline), bound / wait median ${bounds.ratio?.median ?? '-'}, ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
     );
   }
   return violations.length > 0 ? 1 : 0;
@@ -254,14 +258,30 @@ function withoutOptions(argv: readonly string[], names: readonly string[]): stri
   return kept;
 }
 
+/** A seed's result as printed: its bound / wait ratios summed up (median and max), not listed. */
+function withoutRatios(result: SeedResult): SeedResult {
+  const { ratios: _ratios, ...waitBounds } = result.stats.waitBounds;
+  return { ...result, stats: { ...result.stats, waitBounds: { ...waitBounds, ratios: [] } } };
+}
+
 /** The wait-bound and rotation checks of many runs, added up. */
 function sumBounds(results: readonly SeedResult[]) {
   const sum = (pick: (r: SeedResult) => number) => results.reduce((total, r) => total + pick(r), 0);
+  const noneBy: Record<string, number> = {};
+  for (const r of results) {
+    for (const [code, n] of Object.entries(r.stats.waitBounds.noneBy)) noneBy[code] = (noneBy[code] ?? 0) + n;
+  }
+  const ratios = results.flatMap((r) => r.stats.waitBounds.ratios).sort((a, b) => a - b);
   return {
     given: sum((r) => r.stats.waitBounds.given),
     checked: sum((r) => r.stats.waitBounds.checked),
+    broken: sum((r) => r.stats.waitBounds.broken),
     assumptionBroken: sum((r) => r.stats.waitBounds.assumptionBroken),
+    cancelledWaiting: sum((r) => r.stats.waitBounds.cancelledWaiting),
+    unresolved: sum((r) => r.stats.waitBounds.unresolved),
+    ratio: medianAndMax(ratios),
     none: sum((r) => r.stats.waitBounds.none),
+    noneBy,
     rotationChecked: sum((r) => r.stats.rotation.checked),
     mostStartsOfOneTenantAhead: Math.max(0, ...results.map((r) => r.stats.rotation.mostStartsOfOneTenantAhead)),
   };
@@ -269,7 +289,7 @@ function sumBounds(results: readonly SeedResult[]) {
 
 function describe(result: SeedResult): string {
   const { waitBounds, rotation } = result.stats;
-  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.partitionThrottles} over a partition's limit, ${result.crashes} crashes, ${waitBounds.checked} of ${waitBounds.given} wait bounds checked, ${rotation.checked} rotations checked, history ${result.historyDigest}: ${result.violations.length} violations`;
+  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.partitionThrottles} over a partition's limit, ${result.crashes} crashes, ${waitBounds.checked} of ${waitBounds.given} wait bounds checked (${waitBounds.broken} broken), ${rotation.checked} rotations checked, history ${result.historyDigest}: ${result.violations.length} violations`;
   const lines = result.violations.map(
     (v) =>
       `  ${v.invariant} ${v.taskId ?? ''} at ${v.atSeconds}s: ${v.detail}${v.trace ? `\n    ${v.trace.join('\n    ')}` : ''}`,

@@ -30,7 +30,9 @@ export interface History {
   readonly bounds: {
     readonly taskId: string;
     readonly tenantId: string;
+    /** When the answer arrived (the bound runs from here), and when it was asked for (default: atMs). */
     readonly atMs: number;
+    readonly askedAtMs?: number | undefined;
     readonly maxWaitSeconds: number | null;
     readonly noBound?: string | undefined;
   }[];

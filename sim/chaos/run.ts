@@ -210,6 +210,19 @@ export interface ChaosOptions {
    */
   readonly batches?: number;
   readonly batchSize?: readonly [number, number];
+  /**
+   * Steady tenants (`steady-<i>`, the bounds scenario), beside the regular ones: each keeps one
+   * task waiting at a time until the submit window ends. It submits a task and asks for it every
+   * 4-12 s while it waits, as a polling client does (every answer a wait bound, or why none); it
+   * submits its next 0-5 s after the previous one started (even-numbered tenants: one task running
+   * while the next waits) or ended (odd-numbered: running nothing then). Quotas 1 and 2, weights
+   * 1-3; no cancels or operator retries. Default 0.
+   */
+  readonly steadyTenants?: number;
+  /** Each task's timeoutSeconds, drawn from its pool's list (default: taskDefaults' 60 s). */
+  readonly timeouts?: { readonly lambda: readonly number[]; readonly fargate: readonly number[] };
+  /** A Fargate task's vCPU, drawn from this list, with 2 GiB a vCPU (default: taskDefaults'). */
+  readonly fargateVcpus?: readonly number[];
 }
 
 export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
@@ -264,6 +277,28 @@ export const CHAOS_SCENARIOS = {
     cancelRate: 0,
   },
   /**
+   * The wait bound checked thousands of times (issue 22): 60 steady tenants each keep one task
+   * waiting at a time (a polling client asking every 4-12 s) for 10 minutes, beside 3 regular
+   * tenants (quotas 1, 2, 3) that queue 240 tasks in the first 30 s; a quarter of the tasks on
+   * Fargate (0.25-2 vCPU of 2: whole-pool tasks reserve it), timeouts of 15-60 s (Lambda, cap 60 s)
+   * and 15-120 s (Fargate, cap 120 s). Every fault of the default sweep.
+   */
+  bounds: {
+    tasks: 240,
+    tenants: 3,
+    submitSeconds: 600,
+    crowdSubmitSeconds: 30,
+    steadyTenants: 60,
+    timeouts: { lambda: [15, 30, 60], fargate: [15, 60, 120] },
+    fargateVcpus: [0.25, 0.5, 1, 2],
+    config: {
+      pools: {
+        lambda: { concurrency: 6, maxTimeoutSeconds: 60 },
+        fargate: { vcpu: 2, memoryMiB: 4096, maxTimeoutSeconds: 120 },
+      },
+    } as ConfigInput,
+  },
+  /**
    * Flow control under every fault (issue 26): start-rate limits (tenant-0 1/s burst 2, tenant-1
    * 2/s burst 3), concurrency keys (3 keys a tenant, limits 1 and 2) on 70 % of the tasks, two
    * task types, and an operator pausing and resuming a tenant or a type every 5-15 s.
@@ -285,6 +320,7 @@ const FLOW_RATES: readonly ({ maxStartsPerSecond: number; burst: number } | unde
 ];
 
 const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
+const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 /** The task table's stream function's timeout, as lib/task-events.ts deploys it. */
 const STREAM_FUNCTION_TIMEOUT_MS = 60_000;
 /** The scheduler Lambda's safety-net tick (EventBridge Scheduler, rate 1 minute). */
@@ -368,8 +404,9 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     },
   });
   const tenants = Array.from({ length: options.tenants }, (_, i) => `tenant-${i}`);
-  const quotas = Object.fromEntries(
-    tenants.map((t, i) => [
+  const steadyTenants = Array.from({ length: options.steadyTenants ?? 0 }, (_, i) => `steady-${i}`);
+  const quotas = Object.fromEntries([
+    ...tenants.map((t, i) => [
       t,
       options.tenantSettings ?? {
         weight: 1 + (i % 3),
@@ -377,7 +414,8 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         ...(options.flow ? FLOW_RATES[i] : {}),
       },
     ]),
-  );
+    ...steadyTenants.map((t, i) => [t, { weight: 1 + (i % 3), maxConcurrency: 1 + (i % 2) }]),
+  ]);
   const tasksTable = world.resources.tables.tasks!;
   if (options.record === false) world.dynamodb.recordTables.delete(tasksTable);
   // The task table's stream (NEW_AND_OLD_IMAGES): what the stream function reads, below.
@@ -528,14 +566,28 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   const flowRandom = seededRandom(seed * 7919 + 61);
   // And the dependencies' (which submits depend on earlier tasks, and on which).
   const dependencyRandom = seededRandom(seed * 7919 + 83);
+  // And the tasks' timeouts and Fargate sizes, when the scenario sets them.
+  const shapeRandom = seededRandom(seed * 7919 + 101);
+  /** A task's timeout and Fargate size, drawn from the scenario's lists (none: the defaults). */
+  const shapeOf = (runtime: 'lambda' | 'fargate', draw: () => number) => {
+    const pick = <T>(list: readonly T[]) => list[Math.floor(draw() * list.length)]!;
+    const vcpu = runtime === 'fargate' && options.fargateVcpus ? pick(options.fargateVcpus) : undefined;
+    return {
+      ...(options.timeouts ? { timeoutSeconds: pick(options.timeouts[runtime]) } : {}),
+      ...(vcpu === undefined ? {} : { resources: { vcpu, memoryMiB: vcpu * 2048 } }),
+    };
+  };
   let solos = 0;
+  /** GET the task (undefined: the call failed) and record the wait bound of its answer, if it waits. */
   const describeAndRecord = async (environment: Services, taskId: string, tenantId: string) => {
+    const askedAtMs = Date.now();
     const described = await environment.tasks.describe(taskId).catch(() => undefined);
-    if (!described?.wait) return undefined;
+    if (!described?.wait) return described;
     history.bounds.push({
       taskId,
       tenantId,
       atMs: Date.now(),
+      askedAtMs,
       maxWaitSeconds: described.wait.maxWaitSeconds,
       noBound: described.wait.noBound?.code,
     });
@@ -588,6 +640,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         : [];
     // A dependent is left alone by the operator (its dependencies are cancelled and retried).
     if (dependencyPicks.length > 0) cancelAfterMs = undefined;
+    if (options.timeouts || options.fargateVcpus) Object.assign(input, shapeOf(input.runtime, shapeRandom));
     setTimeout(() => {
       // Tasks its tenant had accepted by now, the most recent most likely: chains form.
       const earlier = history.accepted.filter((accepted) => accepted.tenantId === tenantId).map((a) => a.taskId);
@@ -644,6 +697,61 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         })(),
       );
     }, atMs - START_MS);
+  });
+
+  // --- Steady tenants (bounds scenario): each keeps one task waiting at a time ---
+  // Each its own stream of draws, so the tenants' timing does not move each other's draws.
+  const submitEndMs = START_MS + options.submitSeconds * 1000;
+  steadyTenants.forEach((tenantId, s) => {
+    const draw = seededRandom(seed * 7919 + 1_109 + 1_000 * s);
+    const nextAfterStart = s % 2 === 0;
+    const environment = apiEnvironments[s % apiEnvironments.length]!;
+    const [minMs, maxMs] = options.workMs ?? [200, 8200];
+    const steady = async () => {
+      await sleep(draw() * 20_000);
+      for (let n = 0; Date.now() < submitEndMs; n++) {
+        const runtime = draw() < (options.fargateShare ?? 0.25) ? ('fargate' as const) : ('lambda' as const);
+        const roll = draw();
+        const input = {
+          tenantId,
+          type: 'sim.work',
+          payload: {
+            ms: Math.floor(minMs + draw() * (maxMs - minMs)),
+            failTimes: roll < 0.15 && options.plannedFailures !== false ? 1 + Math.floor(draw() * 3) : 0,
+            permanent: roll > 0.97 && options.plannedFailures !== false,
+          },
+          priority: priorities[Math.floor(draw() * priorities.length)]!,
+          idempotencyKey: `chaos-${tenantId}-${n}`,
+          runtime,
+          ...shapeOf(runtime, draw),
+        };
+        options.onSubmitStart?.(idempotentTaskId(tenantId, input.idempotencyKey), Date.now());
+        const task = await submitWithRetries(environment, input, lambda);
+        if (!task) {
+          history.unacknowledged++;
+        } else {
+          // Asked for while it waits: every answer while it is QUEUED is recorded (a bound, or why none).
+          let described = await describeAndRecord(environment, task.taskId, tenantId);
+          const atMs = Date.now();
+          history.accepted.push({
+            taskId: task.taskId,
+            tenantId,
+            atMs,
+            maxAttempts: task.maxAttempts,
+            maxWaitSeconds: described?.wait?.maxWaitSeconds ?? null,
+            boundAtMs: atMs,
+          });
+          for (;;) {
+            const state = described?.task.state;
+            if (state !== undefined && (TERMINAL_STATES.has(state) || (nextAfterStart && state !== 'QUEUED'))) break;
+            await sleep(4_000 + draw() * 8_000);
+            described = await describeAndRecord(environment, task.taskId, tenantId);
+          }
+        }
+        await sleep(draw() * 5_000);
+      }
+    };
+    track(steady());
   });
 
   // --- Batches: their own stream of draws, so every other draw of a seed stays where it was ---

@@ -1,0 +1,140 @@
+/**
+ * The chaos checker's wait-bound check (issue 22): every bound the API gave is counted once
+ * (checked, assumption broken, cancelled while waiting, unresolved at the run's end), a checked
+ * one is judged against when its task left QUEUED, and a run of the `bounds` scenario (scaled
+ * down: one seed, 8 steady tenants, 2 Lambda slots) keeps every bound while the same history with
+ * its bounds shrunk breaks some. The thousands are `npm run sim -- chaos --scenario bounds`'s
+ * (docs/policy.md).
+ */
+import { describe, expect, it } from 'vitest';
+import type { Task } from '../../runtime/core/task.ts';
+import { checkHistory } from '../../sim/chaos/check.ts';
+import type { History } from '../../sim/chaos/history.ts';
+import { CHAOS_SCENARIOS, DEFAULT_OPTIONS, runChaos } from '../../sim/chaos/run.ts';
+import { emptyHistory, HISTORY_T0 } from '../helpers/chaos-history.ts';
+
+const T0 = HISTORY_T0;
+
+const task = (taskId: string, state: Task['state']): Task =>
+  ({
+    taskId,
+    tenantId: 'a',
+    type: 'sim.work',
+    state,
+    version: 1,
+    fence: 1,
+    attempts: 0,
+    maxAttempts: 3,
+    priority: 'normal',
+    runtime: 'lambda',
+    runAt: new Date(T0).toISOString(),
+  }) as Task;
+
+/** Task `t` of tenant a QUEUED at T0 + 0.5 s, then each of `then` ([state, seconds after T0]). */
+const writes = (then: [Task['state'], number][], taskId = 't') => [
+  { atMs: T0 + 500, task: task(taskId, 'QUEUED') },
+  ...then.map(([state, seconds]) => ({ atMs: T0 + seconds * 1000, task: task(taskId, state) })),
+];
+
+/** A bound of `seconds` answered at T0 + 1 s (asked at T0 + 0.9 s). */
+const bound = (seconds: number, extra: Partial<History['bounds'][number]> = {}): History['bounds'][number] => ({
+  taskId: 't',
+  tenantId: 'a',
+  askedAtMs: T0 + 900,
+  atMs: T0 + 1000,
+  maxWaitSeconds: seconds,
+  ...extra,
+});
+
+const check = (history: Partial<History>) => {
+  const { violations, stats } = checkHistory(emptyHistory(history));
+  const { ratios: _ratios, ratio: _ratio, noneBy: _noneBy, ...counts } = stats.waitBounds;
+  return { invariants: violations.map((v) => v.invariant), counts };
+};
+
+const counts = (given: Partial<ReturnType<typeof check>['counts']>) => ({
+  given: 0,
+  checked: 0,
+  broken: 0,
+  assumptionBroken: 0,
+  cancelledWaiting: 0,
+  unresolved: 0,
+  none: 0,
+  ...given,
+});
+
+describe('chaos checker: the wait bound', () => {
+  it('breaks a bound whose task started after it, and keeps one whose task started within it', () => {
+    const late = check({ writes: writes([['DISPATCHED', 20]]), bounds: [bound(10)] });
+    expect(late.invariants).toEqual(['wait-bound']);
+    expect(late.counts).toEqual(counts({ given: 1, checked: 1, broken: 1 }));
+    // Within the bound plus the checker's 2 s of slack for the simulated calls.
+    const kept = check({ writes: writes([['DISPATCHED', 12.9]]), bounds: [bound(10)] });
+    expect(kept.invariants).toEqual([]);
+    expect(kept.counts).toEqual(counts({ given: 1, checked: 1 }));
+  });
+
+  it('counts every bound once: cancelled while waiting, assumption broken, unresolved, no bound', () => {
+    const cancelled = check({ writes: writes([['CANCELLED', 30]]), bounds: [bound(10)] });
+    expect(cancelled).toEqual({ invariants: [], counts: counts({ given: 1, cancelledWaiting: 1 }) });
+    // Its tenant queued another task before it started: the bound's first assumption broke.
+    const more = check({
+      writes: [...writes([['DISPATCHED', 30]]), ...writes([], 'u').map((w) => ({ ...w, atMs: T0 + 5000 }))],
+      bounds: [bound(10)],
+    });
+    expect(more).toEqual({ invariants: [], counts: counts({ given: 1, assumptionBroken: 1 }) });
+    // Still waiting when the run ended (T0 + 60 s) before its deadline: nothing to judge.
+    const open = check({ writes: writes([]), bounds: [bound(100)] });
+    expect(open).toEqual({ invariants: [], counts: counts({ given: 1, unresolved: 1 }) });
+    // Still waiting when the run ended past its deadline: broken.
+    const stuck = check({ writes: writes([]), bounds: [bound(10)] });
+    expect(stuck).toEqual({ invariants: ['wait-bound'], counts: counts({ given: 1, checked: 1, broken: 1 }) });
+    const none = check({ writes: writes([['DISPATCHED', 2]]), bounds: [bound(0, { maxWaitSeconds: null })] });
+    expect(none).toEqual({ invariants: [], counts: counts({ none: 1 }) });
+  });
+
+  it('takes a task that left QUEUED between the question and the answer as started then', () => {
+    // Read QUEUED, dispatched at 0.95 s, the answer (bound 0) arriving at 1 s: no later write.
+    const quick = check({ writes: writes([['DISPATCHED', 0.95]]), bounds: [bound(0)] });
+    expect(quick).toEqual({ invariants: [], counts: counts({ given: 1, checked: 1 }) });
+  });
+});
+
+describe('chaos: the bounds scenario', () => {
+  it('keeps every bound of a small run (one seed), and breaks some once the bounds are shrunk', async () => {
+    const history = await runChaos({
+      ...DEFAULT_OPTIONS,
+      ...CHAOS_SCENARIOS.bounds,
+      steadyTenants: 8,
+      tasks: 16,
+      submitSeconds: 60,
+      crowdSubmitSeconds: 10,
+      delayRate: 0,
+      config: {
+        pools: {
+          lambda: { concurrency: 2, maxTimeoutSeconds: 60 },
+          fargate: { vcpu: 2, memoryMiB: 4096, maxTimeoutSeconds: 120 },
+        },
+      },
+      seed: 1,
+    });
+    const { violations, stats } = checkHistory(history);
+    expect(violations).toEqual([]);
+    const bounds = stats.waitBounds;
+    expect(bounds.checked).toBeGreaterThanOrEqual(40);
+    expect(bounds.given).toBe(bounds.checked + bounds.assumptionBroken + bounds.cancelledWaiting + bounds.unresolved);
+
+    // The same history with every bound a fiftieth of what the API said (a formula shrunk 50×).
+    const shrunk = checkHistory({
+      ...history,
+      bounds: history.bounds.map((b) => ({
+        ...b,
+        maxWaitSeconds: b.maxWaitSeconds === null ? null : Math.floor(b.maxWaitSeconds / 50),
+      })),
+    });
+    const broken = shrunk.violations.filter((v) => v.invariant === 'wait-bound');
+    expect(broken.length).toBeGreaterThan(0);
+    expect(shrunk.stats.waitBounds.broken).toBe(broken.length);
+    expect(shrunk.stats.waitBounds.checked).toBe(bounds.checked);
+  }, 120_000);
+});
