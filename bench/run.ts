@@ -4,6 +4,7 @@
  *
  *   npm run bench [-- --quick]
  *   npm run bench -- <name> [--quick]   (one bench; `local-memory` and `intake-live` run only when named)
+ *   npm run bench -- batch-ingest --tasks N   (batch-ingest's task count; the others ignore it)
  */
 import { runAwsCalls } from './aws-calls.ts';
 import { runBatchIngest } from './batch-ingest.ts';
@@ -19,7 +20,7 @@ import { runRotationLive } from './rotation-live.ts';
 
 const BENCHES: {
   readonly name: string;
-  readonly run: (options: { quick: boolean }) => unknown;
+  readonly run: (options: { quick: boolean; tasks?: number }) => unknown;
   /** Long: runs only when asked for by name. */
   readonly onlyWhenNamed?: boolean;
 }[] = [
@@ -37,9 +38,14 @@ const BENCHES: {
 ];
 
 const quick = process.argv.includes('--quick');
+const tasksAt = process.argv.indexOf('--tasks');
+const tasks = tasksAt > 0 ? Number(process.argv[tasksAt + 1]) : undefined;
+if (tasks !== undefined && !(Number.isInteger(tasks) && tasks > 0)) {
+  throw new Error(`--tasks wants a positive whole number, not ${process.argv[tasksAt + 1]}`);
+}
 const named = process.argv.slice(2).filter((arg) => BENCHES.some((bench) => bench.name === arg));
 for (const bench of BENCHES) {
   if (named.length > 0 ? !named.includes(bench.name) : bench.onlyWhenNamed) continue;
   process.stdout.write(`== ${bench.name}${quick ? ' (quick)' : ''}\n`);
-  await bench.run({ quick });
+  await bench.run(tasks === undefined ? { quick } : { quick, tasks });
 }
