@@ -28,6 +28,7 @@ import {
 import { type QueueDefinition, queuesFor, TABLES, type TableDefinition } from '../runtime/infra/resources.ts';
 import { createTableInput } from '../runtime/infra/table-input.ts';
 import { closeDynaliteIterators } from './dynalite-iterators.ts';
+import { withTransactions } from './dynalite-transactions.ts';
 import { type ExternalAws, externalEndpoints } from './external-aws.ts';
 import { type IndexRepairResult, markDynaliteStoreClean, prepareDynaliteStore } from './index-repair.ts';
 
@@ -74,7 +75,10 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
   const host = options.host ?? '127.0.0.1';
   // Without it every Query and Scan leaks a LevelDB iterator (memory and disk grow per task).
   closeDynaliteIterators();
-  const dynamoServer = dynalite({ path: dynamoPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
+  // With TransactWriteItems (batch submits write their tasks with it), which dynalite lacks.
+  const dynamoServer = withTransactions(() =>
+    dynalite({ path: dynamoPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }),
+  );
   await new Promise<void>((resolve, reject) => {
     dynamoServer.once('error', reject);
     dynamoServer.listen(0, host, () => resolve());
