@@ -233,6 +233,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           logger,
           // Shard 0 sweeps every batch (batches are not per tenant).
           ...(run.scope.shard === 0 ? { sweepBatches: () => services.batches.sweep() } : {}),
+          // Every shard counts the batch members' ends its completions report (one write a counter shard).
+          countBatchEnds: (ends) => services.batches.membersEnded(ends),
           onDispatch: (task) =>
             taskLines.debug?.('task DISPATCHED', { taskId: task.taskId, tenant: task.tenantId, pool: task.runtime }),
         });

@@ -77,6 +77,9 @@ const openKey = (batchId: string) => `${batchId}#open`;
 const tenantListKey = (tenantId: string) => `${tenantId}#BATCHES`;
 const openListKey = (shard: number) => `~open#${shard}`;
 
+/** Read-and-write rounds of `countMany` before it gives up (the caller's messages come back). */
+const COUNT_MANY_ATTEMPTS = 5;
+
 /** Writes of a batch's creation, this many at once. */
 const CREATE_CONCURRENCY = 8;
 
@@ -190,6 +193,73 @@ export class BatchStore {
       const counter = await this.getCounter(batchId, shard);
       if (!counter) throw new ValidationError('unknown_batch', `No counter shard ${shard} for batch ${batchId}`);
       return counter;
+    }
+  }
+
+  /**
+   * Count several members' ends of one counter shard in one write (the scheduler, from the
+   * completions of a round): a consistent read of the shard, then one UpdateItem that ADDs every
+   * index not in any of the four sets yet, on condition that the four sets still have the sizes
+   * read. Sets only grow, so equal sizes mean nothing was counted in between: each index lands in
+   * exactly one set, as with `count`. A write that landed with its answer lost, or lost a race,
+   * is refused on the sizes and read again (the indexes then found counted are left). An end
+   * repeated in `ends` counts its first state. Returns the shard as it is after; undefined when
+   * the batch's items are gone (expired 30 days after its end: nothing left to count).
+   */
+  async countMany(
+    batchId: string,
+    shard: number,
+    ends: readonly { readonly index: number; readonly set: CountSet }[],
+  ): Promise<CounterShard | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      const counter = await this.getCounter(batchId, shard);
+      if (!counter) return undefined;
+      const seen = new Set(COUNT_SETS.flatMap((name) => [...counter.sets[name]]));
+      const adds = new Map<CountSet, Set<string>>();
+      for (const { index, set } of ends) {
+        if (Math.floor(index / BATCH_SHARD_SIZE) !== shard) {
+          throw new ValidationError('invalid_request', `Member ${index} is not in counter shard ${shard}`);
+        }
+        const member = String(index);
+        if (seen.has(member)) continue;
+        seen.add(member);
+        adds.set(set, (adds.get(set) ?? new Set()).add(member));
+      }
+      if (adds.size === 0) return counter;
+      const names: Record<string, string> = {};
+      const values: Record<string, unknown> = {};
+      const conditions = ['attribute_exists(expected)'];
+      COUNT_SETS.forEach((name, i) => {
+        names[`#s${i}`] = name;
+        const size = counter.sets[name].size;
+        if (size === 0) conditions.push(`attribute_not_exists(#s${i})`);
+        else {
+          conditions.push(`size(#s${i}) = :n${i}`);
+          values[`:n${i}`] = size;
+        }
+      });
+      const updates = COUNT_SETS.flatMap((name, i) => {
+        const members = adds.get(name);
+        if (!members) return [];
+        values[`:a${i}`] = members;
+        return [`#s${i} :a${i}`];
+      });
+      try {
+        const { Attributes } = await this.#documents.send(
+          new UpdateCommand({
+            TableName: this.#tableName,
+            Key: { taskId: counterKey(batchId, shard) },
+            UpdateExpression: `ADD ${updates.join(', ')}`,
+            ConditionExpression: conditions.join(' AND '),
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        return toCounter(shard, Attributes ?? {});
+      } catch (error) {
+        if (!(error instanceof ConditionalCheckFailedException) || attempt >= COUNT_MANY_ATTEMPTS) throw error;
+      }
     }
   }
 

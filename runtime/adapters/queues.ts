@@ -123,6 +123,13 @@ export interface CompletionMessage {
   readonly fence: number;
   readonly tenantId: string;
   readonly state: TaskState;
+  /**
+   * A batch member's end that its worker left to the scheduler to count (app/batches.ts
+   * `membersEnded`): the member's batch and index. Absent otherwise, and from older workers,
+   * which count it themselves.
+   */
+  readonly batchId?: string;
+  readonly batchIndex?: number;
 }
 
 export interface ReceivedMessage<T> {

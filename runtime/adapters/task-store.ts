@@ -498,8 +498,11 @@ export class TaskStore {
    *   another writer that stored v=8 first ──▶ our put fails ──▶ ConcurrentUpdateError(current)
    *
    * A fenced plan (worker write) whose fence no longer matches becomes StaleAttemptError.
+   * `batchEndReported`: a batch member this write ends is not counted here; the caller reports
+   * the end in its completion message and the scheduler counts it (app/batches.ts `membersEnded`).
    */
-  async apply(plan: TransitionPlan): Promise<Task> {
+  async apply(plan: TransitionPlan, options: { batchEndReported?: boolean } = {}): Promise<Task> {
+    const countEnd = !options.batchEndReported;
     const { precondition } = plan;
     // With the outbox on, the write also requires the outbox as read: the relay's acknowledgements
     // remove delivered events without bumping `version`, and a put built from a copy read before
@@ -522,7 +525,7 @@ export class TaskStore {
           }),
         );
         this.#recorded(next, plan.event);
-        await this.#afterWrite(next, plan.event);
+        if (countEnd) await this.#afterWrite(next, plan.event);
         return next;
       } catch (error) {
         // One consistent read serves both a refused write (was it our own, whose response was
@@ -530,7 +533,7 @@ export class TaskStore {
         const after = await this.#afterRefusal(next, error);
         if (after.ours) {
           this.#recorded(next, plan.event);
-          await this.#afterWrite(next, plan.event);
+          if (countEnd) await this.#afterWrite(next, plan.event);
           return after.task;
         }
         if (!(error instanceof ConditionalCheckFailedException)) throw error;
@@ -565,7 +568,7 @@ export class TaskStore {
   async transition(
     taskId: string,
     decide: (current: Task) => TransitionPlan | undefined,
-    options: { known?: Task; attempts?: number } = {},
+    options: { known?: Task; attempts?: number; batchEndReported?: boolean } = {},
   ): Promise<Task> {
     let current = options.known ?? (await this.get(taskId));
     const attempts = options.attempts ?? 5;
@@ -574,7 +577,7 @@ export class TaskStore {
       const plan = decide(current);
       if (!plan) return current;
       try {
-        return await this.apply(plan);
+        return await this.apply(plan, options.batchEndReported ? { batchEndReported: true } : {});
       } catch (error) {
         if (!(error instanceof ConcurrentUpdateError) || attempt >= attempts) throw error;
         current = error.current;

@@ -9,8 +9,10 @@
  * batch and the same task ids, so it creates nothing that exists and answers the same.
  *
  * Counting: a member's end is counted by the write that ended it (the task store calls
- * `memberEnded` after it), and by the sweeper, which the scheduler runs, for any count that
- * write did not make (a crash between the two): each count an idempotent set ADD.
+ * `memberEnded` after it), or, for an attempt's end a worker reports in its completion message,
+ * by the scheduler that receives it, a round's ends of one counter shard in one write
+ * (`membersEnded`); and by the sweeper, which the scheduler runs, for any count those did not
+ * make (a crash between the write and the count, a lost report): each count an idempotent set ADD.
  */
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
@@ -22,11 +24,13 @@ import type { TaskStore } from '../adapters/task-store.ts';
 import {
   BATCH_SHARD_SIZE,
   type BatchCounts,
+  type BatchMemberEnd,
   COUNT_SETS,
   countSetOf,
   impliedItemKey,
   MAX_BATCH_TASKS,
   nextSweepDelayMs,
+  shardOfIndex,
   thenPayload,
   thenTaskKey,
   UNWRITTEN_MEMBER_GRACE_MS,
@@ -94,6 +98,8 @@ export interface BatchServiceDeps {
 
 /** Task creates of one batch request in flight at once. */
 const CREATE_CONCURRENCY = 32;
+/** Counter shards counted at once by `membersEnded`. */
+const COUNT_CONCURRENCY = 16;
 /** Open batches the sweeper takes per key and pass. */
 const SWEEP_PAGE = 10;
 
@@ -290,6 +296,41 @@ export class BatchService {
     const set = countSetOf(task.state);
     if (task.batchId === undefined || !set) return;
     await this.#count(task.batchId, task.batchIndex ?? 0, set);
+  }
+
+  /**
+   * Members' ends reported together (the scheduler, from a round of completion messages): one
+   * read and one write per counter shard, however many of its members are in `ends`, instead of
+   * a write each (BatchStore.countMany); then each shard's done check, as after a single count.
+   * Idempotent: an end counted before (a redelivered message, the sweeper) is left as it is. Ends
+   * without a batch, not ended, or of a batch whose items are gone (expired) count nothing.
+   * Returns the ends it could not count (a failed call): the caller keeps their messages.
+   */
+  async membersEnded(ends: readonly BatchMemberEnd[]): Promise<BatchMemberEnd[]> {
+    const groups = new Map<string, { batchId: string; shard: number; ends: BatchMemberEnd[] }>();
+    for (const end of ends) {
+      if (!countSetOf(end.state)) continue;
+      const shard = shardOfIndex(end.batchIndex);
+      const key = `${end.batchId}\u0000${shard}`;
+      const group = groups.get(key) ?? { batchId: end.batchId, shard, ends: [] };
+      group.ends.push(end);
+      groups.set(key, group);
+    }
+    const failed: BatchMemberEnd[] = [];
+    await inParallel([...groups.values()], COUNT_CONCURRENCY, async (group) => {
+      try {
+        const counter = await this.#deps.batches.countMany(
+          group.batchId,
+          group.shard,
+          group.ends.map((end) => ({ index: end.batchIndex, set: countSetOf(end.state)! })),
+        );
+        if (counter) await this.#afterCount(group.batchId, counter);
+      } catch (error) {
+        this.#deps.logger?.warn('batch ends not counted yet', { batchId: group.batchId, error: String(error) });
+        failed.push(...group.ends);
+      }
+    });
+    return failed;
   }
 
   async #count(batchId: string, index: number, set: (typeof COUNT_SETS)[number]): Promise<void> {

@@ -41,6 +41,13 @@ export interface BatchCounts {
   readonly excluded: number;
 }
 
+/** A batch member's end as its completion message reports it (the scheduler counts these). */
+export interface BatchMemberEnd {
+  readonly batchId: string;
+  readonly batchIndex: number;
+  readonly state: TaskState;
+}
+
 /** What the then-task's payload gets, under `batch`. */
 export interface BatchSummary {
   readonly batchId: string;

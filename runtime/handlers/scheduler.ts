@@ -138,6 +138,8 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
             logger: taskLogger,
             // Shard 0 runs the batch sweeper (every shard's batches: they are not per tenant).
             ...(shard.shard === 0 ? { sweepBatches: () => services.batches.sweep() } : {}),
+            // Every shard counts the batch members' ends its completions report (one write a counter shard).
+            countBatchEnds: (ends) => services.batches.membersEnded(ends),
             onUnregisteredQueued: (count) => {
               unregisteredQueued += count;
             },

@@ -18,6 +18,7 @@
  *   and, when it changed, the fair-share rotation's memory (control table), which a restart restores
  */
 import type { CompletionMessage, ReceivedMessage } from '../adapters/queues.ts';
+import type { BatchMemberEnd } from '../core/batch.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import type { QueuedRef } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
@@ -67,6 +68,14 @@ export interface SchedulerDeps {
    * batches; run with the upkeep every BATCH_SWEEP_EVERY_MS.
    */
   readonly sweepBatches?: (() => Promise<unknown>) | undefined;
+  /**
+   * Counts batch members' ends reported in completion messages (app/batches.ts `membersEnded`):
+   * each round's ends together, one write per counter shard. A report's message is deleted only
+   * once its end is counted; one that failed comes back and is counted again (idempotent).
+   * Returns the ends it could not count. Absent: those messages are deleted as the others, and
+   * the batch sweeper counts the ends.
+   */
+  readonly countBatchEnds?: ((ends: readonly BatchMemberEnd[]) => Promise<readonly BatchMemberEnd[]>) | undefined;
   /**
    * Which shard this scheduler is (`scheduler.shards`, runtime/core/shards.ts): it serves only
    * the tenants that hash to it, from its own tier and completions queues, and with more than one
@@ -444,6 +453,7 @@ export class Scheduler {
     let count = 0;
     const releases: Promise<void>[] = [];
     const deletes: Promise<unknown>[] = [];
+    const batchEnds: ReceivedMessage<CompletionMessage>[] = [];
     let messages = this.#completionsArrived.splice(0);
     let full = messages.length >= 10;
     for (let batches = 1, width = 2; ; ) {
@@ -457,11 +467,18 @@ export class Scheduler {
           count++;
         }
       }
-      if (messages.length > 0) {
+      // Reports of a batch member's end wait for the count below; the others go at once.
+      const { toCount = [], plain = [] } = Object.groupBy(messages, (m) =>
+        this.#deps.countBatchEnds && m.body.batchId !== undefined && m.body.batchIndex !== undefined
+          ? 'toCount'
+          : 'plain',
+      );
+      batchEnds.push(...toCount);
+      if (plain.length > 0) {
         deletes.push(
           this.#deps.queues.delete(
             this.#completionsQueueId,
-            messages.map((m) => m.receiptHandle),
+            plain.map((m) => m.receiptHandle),
           ),
         );
       }
@@ -477,8 +494,33 @@ export class Scheduler {
       full = rounds.every((round) => round.length >= 10);
       width = Math.min(width * 2, COMPLETION_PARALLEL);
     }
+    if (batchEnds.length > 0) deletes.push(this.#countAndDelete(batchEnds));
     await Promise.all([...releases, ...deletes]);
     return count;
+  }
+
+  /**
+   * Delete the round's completion messages that report a batch member's end, once those ends are
+   * counted, all together (one read and one write per counter shard; a duplicate delivery counts
+   * nothing twice). If the count failed they are kept: SQS hands them out again once their
+   * visibility ends, and they free nothing twice (their attempt is no longer active).
+   */
+  async #countAndDelete(messages: readonly ReceivedMessage<CompletionMessage>[]): Promise<void> {
+    let failed: readonly BatchMemberEnd[];
+    try {
+      failed = await this.#deps.countBatchEnds!(messages.map(({ body }) => batchEndOf(body)));
+    } catch (error) {
+      this.#deps.logger?.warn('batch ends not counted yet', { ends: messages.length, error: String(error) });
+      return;
+    }
+    // Kept: they come back once their visibility ends and are counted then (or by the sweeper).
+    const kept = new Set(failed.map((end) => `${end.batchId}#${end.batchIndex}`));
+    const done = messages.filter(({ body }) => !kept.has(`${body.batchId}#${body.batchIndex}`));
+    if (done.length === 0) return;
+    await this.#deps.queues.delete(
+      this.#completionsQueueId,
+      done.map((m) => m.receiptHandle),
+    );
   }
 
   /** A dispatched attempt now counts against its pool and tenant, until its own timeout at the latest. */
@@ -634,3 +676,10 @@ function firstNonEmpty(receives: readonly Promise<number>[], timeoutMs: number, 
     }
   });
 }
+
+/** The batch member's end a completion message reports (it carries `batchId` and `batchIndex`). */
+const batchEndOf = (body: CompletionMessage): BatchMemberEnd => ({
+  batchId: body.batchId!,
+  batchIndex: body.batchIndex!,
+  state: body.state,
+});

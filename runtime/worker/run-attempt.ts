@@ -16,7 +16,7 @@ import { InvalidTransitionError, NonRetryableError, StaleAttemptError, TaskNotFo
 import { acknowledgeCancel, fail, heartbeat, start, succeed } from '../core/lifecycle.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { MAX_RESULT_BYTES, storableProblem } from '../core/storable.ts';
-import type { Task, TaskError } from '../core/task.ts';
+import { isTerminal, type Task, type TaskError } from '../core/task.ts';
 import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { startTaskSpan } from '../telemetry/tracing.ts';
 
@@ -221,7 +221,9 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
         const delay = backoffMs(current.attempts, config.retry, deps.random);
         return fail(current, message.fence, at, taskError, delay);
       },
-      { known: latest },
+      // A batch member's end rides in the completion report below, and the scheduler counts a
+      // round's ends of one counter shard in one write instead of this write's own count.
+      { known: latest, batchEndReported: true },
     );
   } catch (error) {
     if (error instanceof StaleAttemptError) return { kind: 'skipped', reason: error.message };
@@ -242,6 +244,9 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
     fence: message.fence,
     tenantId: settled.tenantId,
     state: settled.state,
+    ...(settled.batchId !== undefined && isTerminal(settled.state)
+      ? { batchId: settled.batchId, batchIndex: settled.batchIndex ?? 0 }
+      : {}),
   };
   // Best effort: if this is lost the scheduler frees the capacity when it next reconciles.
   if (deps.reportCompletion) deps.reportCompletion(completion);

@@ -4,11 +4,16 @@
  * and never counted, a count whose answer was lost).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchSubmitInput } from '../../runtime/app/batches.ts';
+import { BatchStore } from '../../runtime/adapters/batch-store.ts';
+import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
+import { submitTaskSchema } from '../../runtime/api/schemas.ts';
+import { BatchService, type BatchSubmitInput } from '../../runtime/app/batches.ts';
 import { idempotentTaskId } from '../../runtime/app/task-service.ts';
 import { thenTaskKey } from '../../runtime/core/batch.ts';
 import { cancel } from '../../runtime/core/lifecycle.ts';
-import { type FaultKind, faultyComponent, type SdkCall } from '../helpers/faults.ts';
+import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { runAttempt } from '../../runtime/worker/run-attempt.ts';
+import { type FaultKind, type FaultyComponent, faultyComponent, type SdkCall } from '../helpers/faults.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;
@@ -141,4 +146,126 @@ describe('Class: BatchService (emulators)', () => {
     expect(reused).toMatchObject({ code: 'idempotency_key_reused' });
     expect(mixed).toMatchObject({ code: 'mixed_tenants' });
   });
+
+  it('counts a round of ends in one write per counter shard, each end once (membersEnded)', async () => {
+    // Prepare: 150 members (2 counter shards) ended by writes that leave the count to the report
+    /** The counting writes (ADD) of counter shards. */
+    const updates: string[] = [];
+    const component = faultyComponent({
+      name: 'count-many',
+      emulators: services.emulators,
+      config: services.config,
+      registry: services.registry,
+      now: () => new Date(),
+      decide: (call: SdkCall): FaultKind | undefined => {
+        const key = (call.input.Key as { taskId?: string } | undefined)?.taskId ?? '';
+        const counting = String(call.input.UpdateExpression ?? '').startsWith('ADD');
+        if (counting && /#c\d+$/.test(key)) updates.push(key);
+        return undefined;
+      },
+    });
+    const counter = batchServiceOf(component);
+    const { batchId, results } = await services.batches.submit(batchOf('bulk-f', 150));
+    const ids = idsOf(results);
+    for (const taskId of ids) {
+      await services.store.transition(taskId, (task) => cancel(task, new Date()), { batchEndReported: true });
+    }
+    const uncounted = await services.batches.describe(batchId);
+    const ends = ids.map((_, index) => ({ batchId, batchIndex: index, state: 'CANCELLED' as const }));
+    // Act: the ends in two rounds, the second repeating part of the first (a redelivery)
+    const first = await counter.membersEnded(ends.slice(0, 120));
+    const second = await counter.membersEnded([...ends.slice(100, 120), ...ends.slice(120)]);
+    // Assess
+    expect(uncounted?.counts?.pending).toBe(150);
+    expect([first, second]).toEqual([[], []]);
+    expect(updates.sort()).toEqual([`${batchId}#c0`, `${batchId}#c1`, `${batchId}#c1`]);
+    const view = await services.batches.describe(batchId);
+    expect(view?.counts).toMatchObject({ cancelled: 150, pending: 0 });
+    expect(view?.thenTaskId).toBe(idempotentTaskId('bulk-f', thenTaskKey(batchId)));
+    await component.dispose();
+  });
+
+  it("counts each end once when a round's write landed with its answer lost, or raced a single count", async () => {
+    // Prepare: the first counter write's answer is lost
+    let lose = 1;
+    const component = faultyComponent({
+      name: 'count-many-lost',
+      emulators: services.emulators,
+      config: services.config,
+      registry: services.registry,
+      now: () => new Date(),
+      decide: (call: SdkCall): FaultKind | undefined =>
+        (call.command === 'UpdateCommand' || call.command === 'UpdateItemCommand') && lose-- > 0
+          ? 'ambiguous'
+          : undefined,
+    });
+    const counter = batchServiceOf(component);
+    const { batchId } = await services.batches.submit(batchOf('bulk-g', 4));
+    const ends = [0, 1, 2].map((index) => ({ batchId, batchIndex: index, state: 'SUCCEEDED' as const }));
+    // Act: lost, then the reports come back; meanwhile member 3 was counted alone as failed (the
+    // sweeper), and a later report says it succeeded (an operator's retry): the first end counts
+    const lost = await counter.membersEnded(ends);
+    await new BatchStore(services.clients.documents, services.store.tableName).count(batchId, 3, 'failed');
+    const again = await counter.membersEnded([...ends, { batchId, batchIndex: 3, state: 'SUCCEEDED' }]);
+    // Assess
+    expect(lost).toEqual(ends);
+    expect(again).toEqual([]);
+    const counters = await services.batches.describe(batchId);
+    expect(counters?.counts).toMatchObject({ succeeded: 3, failed: 1, pending: 0 });
+    await component.dispose();
+  });
+
+  it('counts the ends workers report in completions when the scheduler frees them (no sweeper)', async () => {
+    // Prepare: emulators of its own (no other test's queued work)
+    const services = await startTestServices();
+    const { batchId, results } = await services.batches.submit(batchOf('bulk-h', 3));
+    const scheduler = new Scheduler({
+      store: services.store,
+      control: services.control,
+      queues: services.queues,
+      config: services.config,
+      countBatchEnds: (ends) => services.batches.membersEnded(ends),
+    });
+    const messages: WorkerMessage[] = [];
+    for (let tick = 0; tick < 8 && messages.length < 3; tick++) {
+      await scheduler.tick();
+      const got = await services.queues.receive<WorkerMessage>('worker-lambda', { waitSeconds: 0 });
+      messages.push(...got.map((m) => m.body));
+      if (got.length > 0)
+        await services.queues.delete(
+          'worker-lambda',
+          got.map((m) => m.receiptHandle),
+        );
+    }
+    const deps = {
+      store: services.store,
+      queues: services.queues,
+      registry: services.registry,
+      config: services.config,
+    };
+    // Act
+    for (const message of messages) await runAttempt(deps, message);
+    const reported = await services.batches.describe(batchId);
+    for (let tick = 0; tick < 8 && !(await services.batches.describe(batchId))?.thenTaskId; tick++) {
+      await scheduler.tick();
+    }
+    // Assess
+    expect(messages.map((m) => m.taskId).sort()).toEqual(idsOf(results).sort());
+    expect(reported?.counts?.pending).toBe(3);
+    const ended = await services.batches.describe(batchId);
+    expect(ended?.counts).toMatchObject({ succeeded: 3, pending: 0 });
+    expect(ended?.thenTaskId).toBe(idempotentTaskId('bulk-h', thenTaskKey(batchId)));
+    await scheduler.releaseHeld();
+    await services.stop();
+  });
 });
+
+/** A BatchService over a fault-injected component's clients (its store counts nothing itself). */
+const batchServiceOf = (component: FaultyComponent): BatchService =>
+  new BatchService({
+    tasks: component.tasks,
+    store: component.store,
+    batches: component.batches,
+    queues: component.queues,
+    itemSchema: submitTaskSchema,
+  });
