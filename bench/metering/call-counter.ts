@@ -176,6 +176,35 @@ export class CallCounter {
         }
         break;
       }
+      case 'TransactWriteItems': {
+        // Transactional writes cost twice a standard write (a prepare and a commit of every item):
+        // 2 units per KB of each item. A ConditionCheck, an Update or a Delete (sizes not in the
+        // request) is billed as a 1 KB item. A cancelled transaction is billed as tried, and moves
+        // no index entry. Index entries are billed as for standard writes (not doubled).
+        const actions = (input.TransactItems ?? []) as {
+          Put?: { TableName: string; Item: WireItem };
+          Update?: unknown;
+          Delete?: { TableName: string; Key: WireItem };
+          ConditionCheck?: unknown;
+        }[];
+        for (const action of actions) {
+          stat.writeUnits += 2 * (action.Put ? writeUnits(wireItemSize(action.Put.Item)) : 1);
+          if (failed) continue;
+          if (action.Put) stat.indexWriteUnits += this.#indexWrites(action.Put.TableName, action.Put.Item);
+          if (action.Delete) {
+            stat.indexWriteUnits += this.#indexWrites(action.Delete.TableName, undefined, action.Delete.Key);
+          }
+        }
+        break;
+      }
+      case 'TransactGetItems': {
+        // Transactional reads: 2 units per 4 KB of each item (a missing one the minimum).
+        const found = (output?.Responses ?? []) as { Item?: unknown }[];
+        const requested = ((input.TransactItems ?? []) as unknown[]).length;
+        for (let i = 0; i < requested; i++)
+          stat.readUnits += 2 * readUnits(found[i]?.Item ? outSize(found[i]!.Item) : 0);
+        break;
+      }
       case 'GetItem':
         // A missing item still costs the minimum read.
         stat.readUnits += readUnits(output?.Item ? outSize(output.Item) : 0) * factor;

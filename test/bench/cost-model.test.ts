@@ -99,6 +99,41 @@ describe('CallCounter', () => {
     expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(2 + 4 + 3);
   });
 
+  it('bills a transactional write twice a standard one per item, and its index entries once', async () => {
+    const counter = new CallCounter({ indexes: { tasks: TASKS_TABLE.indexes } });
+    const call = (failed: boolean) =>
+      counter.middleware()(
+        async () => {
+          if (failed) throw new Error('TransactionCanceledException');
+          return { output: {} };
+        },
+        { clientName: 'DynamoDBClient', commandName: 'TransactWriteItemsCommand' },
+      );
+    const queued = (id: string) => ({
+      taskId: { S: id },
+      queueKey: { S: 't1#normal#0' },
+      queueSort: { S: `2025#${id}` },
+      note: { S: 'x'.repeat(1500) },
+    });
+    const input = {
+      TransactItems: [
+        { Put: { TableName: 'tasks', Item: queued('a') } },
+        { Put: { TableName: 'tasks', Item: { taskId: { S: 'b' } } } },
+        { ConditionCheck: { TableName: 'tasks', Key: { taskId: { S: 'c' } } } },
+      ],
+    };
+    await expect(call(true)({ input })).rejects.toThrow();
+    await call(false)({ input });
+    // Each try: a 2 KB put 2 × 2, a small put 2 × 1, a condition check 2 × 1; the one that
+    // landed adds a byTenantQueue entry.
+    expect(counter.snapshot().get('DynamoDB.TransactWriteItems')).toMatchObject({
+      count: 2,
+      errors: 1,
+      writeUnits: 2 * (4 + 2 + 2),
+      indexWriteUnits: 1,
+    });
+  });
+
   it('sizes items by DynamoDB rules, in wire and native form alike', () => {
     const native = { taskId: 'abc', n: 12345, ok: true, tags: ['a', 'b'], m: { k: 'v' } };
     const wire = {
