@@ -94,6 +94,8 @@ export interface CheckSummary {
       readonly given: number;
       /** Judged: the task left QUEUED (or the run ended past the deadline) with the assumptions held. */
       readonly checked: number;
+      /** The tasks those checked bounds were given for (a task asked about while it waited has several). */
+      readonly checkedTasks: number;
       /** Of the checked, those past their deadline (each a wait-bound violation). */
       readonly broken: number;
       /** Its tenant queued more work, or had work fall due, or it was paused or keyed, before it started. */
@@ -345,6 +347,7 @@ export function checkHistory(history: History): CheckSummary {
   let cancelledWaiting = 0;
   let unresolved = 0;
   let broken = 0;
+  const checkedTasks = new Set<string>();
   const noneBy: Record<string, number> = {};
   const ratios: number[] = [];
   for (const bound of history.bounds) {
@@ -376,6 +379,7 @@ export function checkHistory(history: History): CheckSummary {
       continue;
     }
     checked++;
+    checkedTasks.add(bound.taskId);
     if (left) ratios.push(bound.maxWaitSeconds / Math.max(1, (left.atMs - bound.atMs) / 1000));
     if (leftAt > deadline) {
       broken++;
@@ -461,6 +465,7 @@ export function checkHistory(history: History): CheckSummary {
       waitBounds: {
         given,
         checked,
+        checkedTasks: checkedTasks.size,
         broken,
         assumptionBroken,
         cancelledWaiting,

@@ -154,7 +154,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
     const simulated = results.reduce((sum, r) => sum + r.simulatedSeconds, 0);
     const bounds = sumBounds(results);
     process.stdout.write(
-      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked, ${bounds.broken} broken (not checked: ${bounds.assumptionBroken} with their tenant submitting more before the start, ${bounds.cancelledWaiting} cancelled while waiting, ${bounds.unresolved} still waiting at the run's end before their deadline), bound / wait median ${bounds.ratio?.median ?? '-'}, ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
+      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked (for ${bounds.checkedTasks} tasks), ${bounds.broken} broken (not checked: ${bounds.assumptionBroken} with their tenant submitting more before the start, ${bounds.cancelledWaiting} cancelled while waiting, ${bounds.unresolved} still waiting at the run's end before their deadline), bound / wait median ${bounds.ratio?.median ?? '-'}, ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
     );
   }
   return violations.length > 0 ? 1 : 0;
@@ -275,6 +275,7 @@ function sumBounds(results: readonly SeedResult[]) {
   return {
     given: sum((r) => r.stats.waitBounds.given),
     checked: sum((r) => r.stats.waitBounds.checked),
+    checkedTasks: sum((r) => r.stats.waitBounds.checkedTasks),
     broken: sum((r) => r.stats.waitBounds.broken),
     assumptionBroken: sum((r) => r.stats.waitBounds.assumptionBroken),
     cancelledWaiting: sum((r) => r.stats.waitBounds.cancelledWaiting),

@@ -48,7 +48,7 @@ const bound = (seconds: number, extra: Partial<History['bounds'][number]> = {}):
 
 const check = (history: Partial<History>) => {
   const { violations, stats } = checkHistory(emptyHistory(history));
-  const { ratios: _ratios, ratio: _ratio, noneBy: _noneBy, ...counts } = stats.waitBounds;
+  const { ratios: _ratios, ratio: _ratio, noneBy: _noneBy, checkedTasks: _tasks, ...counts } = stats.waitBounds;
   return { invariants: violations.map((v) => v.invariant), counts };
 };
 
