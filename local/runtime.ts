@@ -58,7 +58,8 @@ export interface LocalRuntimeOptions {
   /**
    * Scale to zero as on AWS (runtime/scheduler/activation.ts): the scheduler stops after a spell
    * with nothing to hold or run, an announced task wakes it, and a tick every `tickSeconds`
-   * starts it for work coming due. False keeps it looping. Default true.
+   * starts it for work coming due. False keeps it looping. Default: true with `scheduler.mode`
+   * "lambda", false with "service".
    */
   readonly scaleToZero?: boolean;
   /** Idle spell before the scheduler stops. @default IDLE_STOP_MS */
@@ -116,7 +117,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
     });
   }
   if (faults) logger.warn('SCHEDULER_FAULTS: injecting AWS failure modes', { ...faults });
-  const scaleToZero = options.scaleToZero ?? true;
+  // `scheduler.mode` "service": the loop runs for good, as the always-on service task does on AWS.
+  const scaleToZero = options.scaleToZero ?? config.scheduler.mode === 'lambda';
   // Per-task lines, thinned out under load (console-logger.ts); handlers log through `logger`.
   const taskLines = taskLineThrottle(logger);
   const taskLineFlush = setInterval(() => taskLines.flush(), 1000);

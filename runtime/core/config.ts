@@ -11,6 +11,9 @@ import { LAMBDA_LIMITS, PRIORITY_TIERS, RUNTIMES, TASK_STATES } from './task.ts'
 import { tenantSettingsSchema } from './tenant-settings.ts';
 
 export const POLICIES = ['fifo', 'priority', 'fair-share'] as const;
+/** Where the scheduler runs: on demand in Lambda, or always on as a Fargate service (one task a shard). */
+export const SCHEDULER_MODES = ['lambda', 'service'] as const;
+export type SchedulerMode = (typeof SCHEDULER_MODES)[number];
 export type PolicyName = (typeof POLICIES)[number];
 
 /** A nightly (or any cron) job: an EventBridge Scheduler schedule that submits a task. */
@@ -115,8 +118,16 @@ export const configSchema = z.strictObject({
        * its own lease, tier and completions queues; pool capacity shared by allowance.
        */
       shards: z.number().int().min(1).max(MAX_SCHEDULER_SHARDS).default(1),
+      /**
+       * Where each shard's scheduler runs (docs/scaling.md "A long-lived scheduler"). `lambda`: a
+       * Lambda invocation while there is work, scaled to zero when idle, handing over to a fresh
+       * one every few minutes. `service`: one always-on Fargate task per shard holds the lease
+       * for good (locally: the loop never stops when idle); the Lambda stays as the fallback
+       * while a service task is down.
+       */
+      mode: z.enum(SCHEDULER_MODES).default('lambda'),
     })
-    .default({ dispatchLeaseSeconds: 120, runLeaseSeconds: 60, bufferSize: 2000, shards: 1 }),
+    .default({ dispatchLeaseSeconds: 120, runLeaseSeconds: 60, bufferSize: 2000, shards: 1, mode: 'lambda' }),
   schedules: z.array(scheduleSchema).default([]),
   /** Task events (docs/events.md): on AWS always on the event bus; webhooks wherever configured. */
   events: z

@@ -6,7 +6,8 @@
  * - `{ reason: 'tick' }`, every minute from EventBridge Scheduler (the safety net): exit at once
  *   when a scheduler holds the lease or nothing is due, else loop.
  * The loop stops after a spell with nothing to hold or run, or shortly before the timeout (then
- * it hands over to a fresh invocation). The lease keeps one scheduler active: an invocation that
+ * it hands over to a fresh invocation; with `scheduler.mode` "service" it leaves the lease to the
+ * shard's always-on service task instead: the Lambda only stands in while that task is down). The lease keeps one scheduler active: an invocation that
  * finds it taken exits.
  *
  * `schedulerHandler` builds it from what it needs (the deployed one: services from the
@@ -15,11 +16,11 @@
  */
 import type { Context } from 'aws-lambda';
 import type { Lease } from '../adapters/control-store.ts';
+import { shardScheduler } from '../app/scheduler-service.ts';
 import { invokeScheduler, type Services, servicesFromEnvironment } from '../app/wiring.ts';
 import type { TaskLogger } from '../core/logger.ts';
-import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import { type ShardScope, schedulerLeaseName, shardIndexes } from '../core/shards.ts';
-import { DIMENSION, METRIC } from '../infra/telemetry.ts';
+import { METRIC } from '../infra/telemetry.ts';
 import {
   DUE_HORIZON_MS,
   hasSchedulerWork,
@@ -28,15 +29,14 @@ import {
   type SchedulerEvent,
   STOP_GRACE_MS,
 } from '../scheduler/activation.ts';
-import { Scheduler } from '../scheduler/scheduler.ts';
+import type { Scheduler } from '../scheduler/scheduler.ts';
 import { lambdaInvocationTiming, runSchedulerLoop } from '../scheduler/scheduler-loop.ts';
 import { flushTraces } from '../telemetry/tracing.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
-
-/** How often the oldest waiting age per tier is sampled from the scheduler's snapshot. */
-const AGE_SAMPLE_MS = 5_000;
+import { type SchedulerHandlerMetrics, SchedulerTally } from './scheduler-report.ts';
 
 export { idleWait } from '../scheduler/scheduler-loop.ts';
+export type { SchedulerHandlerMetrics } from './scheduler-report.ts';
 
 export interface SchedulerRun {
   readonly ticks: number;
@@ -50,18 +50,6 @@ export interface SchedulerHandlerLogger {
   addContext(context: Context): void;
   info(message: string, extra: Record<string, unknown>): void;
   warn(message: string, extra: Record<string, unknown>): void;
-}
-
-type Unit = 'Count' | 'Seconds';
-/** What the handler publishes metrics through (Powertools' Metrics has it). */
-export interface SchedulerHandlerMetrics {
-  addMetric(name: string, unit: Unit, value: number): void;
-  singleMetric(): {
-    addDimension(name: string, value: string): void;
-    addDimensions(dimensions: Record<string, string>): void;
-    addMetric(name: string, unit: Unit, value: number): void;
-  };
-  publishStoredMetrics(): void;
 }
 
 export interface SchedulerHandlerDeps {
@@ -88,16 +76,8 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
     const shard: ShardScope = { shard: shardFromEvent(event, shards), shards };
     const control = services.control.forShard(shard.shard);
     const leaseName = schedulerLeaseName(shard.shard);
-    let ticks = 0;
-    let dispatched = 0;
-    let tickErrors = 0;
-    /** QUEUED tasks the registry backstop found unread (runtime/scheduler/backstop.ts); normally 0. */
-    let unregisteredQueued = 0;
-    /** Oldest wait per tier seen in this invocation (seconds since agingFrom, from the snapshot). */
-    const oldestWait = new Map<string, number>();
-    /** The latest backlog the scheduler counted (its snapshot's), published once at the end. */
-    let backlog: SchedulerSnapshot['backlog'];
-    let sampledAtMs = 0;
+    const tally = new SchedulerTally();
+    let completedLoop = false;
     try {
       if (reason === 'tick') {
         if (shard.shard === 0) {
@@ -110,10 +90,9 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
         }
         const now = new Date();
         if (leaseIsLive(await control.getLease(leaseName), now.getTime())) {
-          return finish({ ticks, dispatched, ended: 'live-elsewhere' });
+          return finish('live-elsewhere');
         }
-        if (!(await hasSchedulerWork(services, now, undefined, shard)))
-          return finish({ ticks, dispatched, ended: 'nothing-due' });
+        if (!(await hasSchedulerWork(services, now, undefined, shard))) return finish('nothing-due');
       }
       const end = await runSchedulerLoop({
         control,
@@ -129,45 +108,28 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
         },
         logger: taskLogger,
         createScheduler: () => {
-          const scheduler = new Scheduler({
-            store: services.store,
-            control,
-            queues: services.queues,
-            config: services.config,
-            shard,
-            logger: taskLogger,
-            // Shard 0 runs the batch sweeper (every shard's batches: they are not per tenant).
-            ...(shard.shard === 0 ? { sweepBatches: () => services.batches.sweep() } : {}),
-            // Every shard counts the batch members' ends its completions report (one write a counter shard).
-            countBatchEnds: (ends) => services.batches.membersEnded(ends),
-            onUnregisteredQueued: (count) => {
-              unregisteredQueued += count;
-            },
+          const scheduler = shardScheduler(services, shard, taskLogger, (count) => {
+            tally.unregisteredQueued += count;
           });
           deps.onScheduler?.(scheduler);
           return scheduler;
         },
-        onTick: (result, scheduler) => {
-          ticks++;
-          dispatched += result.dispatched;
-          const nowMs = Date.now();
-          if (scheduler.heldCount > 0 && nowMs - sampledAtMs >= AGE_SAMPLE_MS) {
-            sampledAtMs = nowMs;
-            const snapshot = scheduler.snapshot();
-            for (const [tier, { waiting, oldestWaitSeconds }] of Object.entries(snapshot.tiers)) {
-              if (waiting > 0) oldestWait.set(tier, Math.max(oldestWait.get(tier) ?? 0, oldestWaitSeconds));
-            }
-            backlog = snapshot.backlog;
-          }
-        },
+        onTick: (result, scheduler) => tally.tick(result, scheduler, Date.now()),
         onTickError: () => {
-          tickErrors++;
+          tally.tickErrors++;
         },
         onLease: (leaseEvent, lease) => {
           logger.info(`scheduler lease ${leaseEvent}`, { token: lease.token, shard: shard.shard });
           deps.onLease?.(leaseEvent, lease);
         },
       });
+      if (end === 'stopped' && services.config.scheduler.mode === 'service') {
+        // The Lambda only stands in while the shard's service task is down: out of time, it hands
+        // the lease back to the service (waiting for it) rather than to another invocation; were
+        // the service still down, the next announcement or tick starts an invocation again.
+        logger.info('scheduler Lambda out of time: the scheduler service takes the lease', { shard: shard.shard });
+        return finish('stopped');
+      }
       if (end === 'stopped') {
         // Out of time with work possibly left: a fresh invocation takes over at once (the lease is
         // already handed back) instead of leaving it to the next tick.
@@ -176,31 +138,27 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
             context,
             shard.shard === 0 ? { reason: 'handover' } : { reason: 'handover', shard: shard.shard },
           );
-          return finish({ ticks, dispatched, ended: 'handed-over' });
+          return finish('handed-over');
         } catch (error) {
           logger.warn('could not hand over; the next tick starts a scheduler', { error: String(error) });
-          return finish({ ticks, dispatched, ended: 'stopped' });
+          return finish('stopped');
         }
       }
-      return finish({ ticks, dispatched, ended: end });
+      return finish(end);
     } catch (error) {
       metrics.addMetric(METRIC.schedulerErrors, 'Count', 1);
       throw error;
     } finally {
-      publishOldestWait(oldestWait, metrics);
-      publishBacklog(backlog, services.config.deploy.tenantMetrics, metrics);
-      metrics.publishStoredMetrics();
+      tally.publish(metrics, { tenantMetrics: services.config.deploy.tenantMetrics, completedLoop });
       await flushTraces();
     }
 
-    function finish(run: SchedulerRun): SchedulerRun {
-      if (run.dispatched > 0) metrics.addMetric(METRIC.tasksDispatched, 'Count', run.dispatched);
-      if (tickErrors > 0) metrics.addMetric(METRIC.schedulerTickErrors, 'Count', tickErrors);
-      if (unregisteredQueued > 0) metrics.addMetric(METRIC.unregisteredQueued, 'Count', unregisteredQueued);
+    function finish(ended: SchedulerRun['ended']): SchedulerRun {
+      const run: SchedulerRun = { ticks: tally.ticks, dispatched: tally.dispatched, ended };
       // A pass in which every tick failed is no completed loop: the silence alarm sees it too.
-      if (tickErrors === 0 || ticks > 0) metrics.addMetric(METRIC.schedulerLoopCompleted, 'Count', 1);
-      if (run.ended !== 'live-elsewhere' && run.ended !== 'nothing-due') {
-        logger.info('scheduler invocation ended', { reason, ...run, tickErrors });
+      completedLoop = tally.tickErrors === 0 || tally.ticks > 0;
+      if (ended !== 'live-elsewhere' && ended !== 'nothing-due') {
+        logger.info('scheduler invocation ended', { reason, ...run, tickErrors: tally.tickErrors });
       }
       return run;
     }
@@ -249,46 +207,3 @@ export const handler = schedulerHandler({
   metrics,
   taskLogger,
 });
-
-/**
- * The real backlog (EMF through Powertools): QueuedTasks per tier on `{ service, tier }`, and for
- * the `perTenant` largest tenant-tiers QueuedTasks and OldestWaitingSeconds on
- * `{ service, tenant, tier }`. Nothing while there is no backlog (no metric-hours billed idle).
- */
-export function publishBacklog(
-  backlog: SchedulerSnapshot['backlog'],
-  perTenant: number,
-  sink: SchedulerHandlerMetrics = metrics,
-): void {
-  if (!backlog) return;
-  const perTier = new Map<string, number>();
-  const rows: { tenantId: string; tier: string; queued: number; oldestWaitSeconds: number }[] = [];
-  for (const [tenantId, tiers] of Object.entries(backlog)) {
-    for (const [tier, row] of Object.entries(tiers)) {
-      if (!row || row.queued === 0) continue;
-      perTier.set(tier, (perTier.get(tier) ?? 0) + row.queued);
-      rows.push({ tenantId, tier, queued: row.queued, oldestWaitSeconds: row.oldestWaitSeconds });
-    }
-  }
-  for (const [tier, queued] of perTier) {
-    const single = sink.singleMetric();
-    single.addDimension(DIMENSION.tier, tier);
-    single.addMetric(METRIC.queuedTasks, 'Count', queued);
-  }
-  rows.sort((a, b) => b.queued - a.queued);
-  for (const row of rows.slice(0, perTenant)) {
-    const single = sink.singleMetric();
-    single.addDimensions({ [DIMENSION.tenant]: row.tenantId, [DIMENSION.tier]: row.tier });
-    single.addMetric(METRIC.queuedTasks, 'Count', row.queued);
-    single.addMetric(METRIC.oldestWaitingSeconds, 'Seconds', Math.round(row.oldestWaitSeconds));
-  }
-}
-
-/** One data point per tier with waiting tasks, on the `{ service, tier }` dimension set. */
-function publishOldestWait(oldestWait: ReadonlyMap<string, number>, sink: SchedulerHandlerMetrics): void {
-  for (const [tier, seconds] of oldestWait) {
-    const single = sink.singleMetric();
-    single.addDimension(DIMENSION.tier, tier);
-    single.addMetric(METRIC.oldestWaitingSeconds, 'Seconds', Math.round(seconds));
-  }
-}

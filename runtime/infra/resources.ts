@@ -290,6 +290,8 @@ export const ENV = {
    * user's own functions or containers run; their URLs are in QUEUE_URLS. Unset: none.
    */
   taskTypeQueues: 'TASK_TYPE_QUEUES',
+  /** The shard a scheduler service task schedules (`scheduler.mode` "service"; 0 to shards − 1). */
+  schedulerShard: 'SCHEDULER_SHARD',
   /** The queue a worker-library container long-polls (its type's queue id). */
   workerQueue: 'WORKER_QUEUE',
 } as const;

@@ -258,7 +258,8 @@ class IdleStop {
   }
 }
 
-function sleep(millis: number, signal: AbortSignal): Promise<void> {
+/** Wait `millis`, or less if `signal` aborts first (never rejects). */
+export function sleep(millis: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const timer = setTimeout(resolve, millis);

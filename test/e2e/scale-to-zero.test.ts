@@ -64,3 +64,41 @@ describe('Local runtime: scale to zero', () => {
     expect(runtime.schedulerWakes()).toBe(wakesBefore + 1);
   }, 30_000);
 });
+
+describe('Local runtime: scheduler.mode "service" (the long-lived scheduler)', () => {
+  it('keeps the scheduler running through idle spells; a submit runs without a wake', async () => {
+    const service = await startLocalRuntime({
+      config: parseConfig({
+        pools: { lambda: { concurrency: 4 }, fargate: { vcpu: 1, memoryMiB: 2048 } },
+        scheduler: { mode: 'service' },
+      }),
+      summaryEverySeconds: 0,
+      logger: consoleLogger({ quiet: true }),
+      // An idle stop this short would stop a Lambda-mode scheduler within a second or two.
+      idleStopMs: 500,
+      tickSeconds: 1,
+    });
+    // The same runtime in Lambda mode, started after it: once this one has stopped for want of
+    // work, the service, idle for longer with the same settings, must still be running.
+    const onDemand = await startLocalRuntime({
+      config,
+      summaryEverySeconds: 0,
+      logger: consoleLogger({ quiet: true }),
+      idleStopMs: 500,
+      tickSeconds: 1,
+    });
+    try {
+      await until(() => !onDemand.schedulerRunning(), 'the Lambda-mode scheduler stops');
+      expect(service.schedulerRunning()).toBe(true);
+      const { task } = await service.services.tasks.submit({ tenantId: 's', type: 'demo.echo', payload: {} });
+      await until(
+        async () => (await service.services.store.get(task.taskId))?.state === 'SUCCEEDED',
+        'the task succeeds',
+      );
+      expect(service.schedulerWakes()).toBe(0);
+      expect(service.schedulerRunning()).toBe(true);
+    } finally {
+      await Promise.all([service.stop(), onDemand.stop()]);
+    }
+  }, 40_000);
+});

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { metrics } from '../../runtime/handlers/observability.ts';
-import { publishBacklog } from '../../runtime/handlers/scheduler.ts';
+import { publishBacklog } from '../../runtime/handlers/scheduler-report.ts';
 
 describe('Function: publishBacklog', () => {
   it('publishes the backlog per tier, and per tenant-tier for the largest N', () => {
@@ -30,6 +30,7 @@ describe('Function: publishBacklog', () => {
         idle: { low: { queued: 0, oldestWaitSeconds: 0 } },
       },
       1,
+      metrics,
     );
     spy.mockRestore();
 
