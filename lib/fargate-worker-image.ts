@@ -12,9 +12,15 @@
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
+import { Names, Stack, Stage } from 'aws-cdk-lib';
+import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
+import * as ecs from 'aws-cdk-lib/aws-ecs';
+import type { Construct } from 'constructs';
 import { buildSync } from 'esbuild';
 import { installedVersion, type RuntimeCode } from './runtime-code.ts';
+import type { RuntimeSettings } from './runtime-function.ts';
 
 /** Native packages the worker may import at run time; esbuild cannot bundle their binaries. */
 export const WORKER_NATIVE_MODULES = ['sharp'] as const;
@@ -30,6 +36,14 @@ export interface FargateWorkerContextOptions {
   readonly outDir: string;
   /** @default 'linux/arm64' (the service's default Graviton workers) */
   readonly platform?: ImagePlatform;
+  /**
+   * The program the image runs as index.mjs: a file of runtime/handlers. The scheduler service's
+   * image runs `scheduler-container` and needs no native modules.
+   * @default 'fargate-worker'
+   */
+  readonly entry?: string;
+  /** Install the native packages task types load (sharp). @default true */
+  readonly nativeModules?: boolean;
 }
 
 /** Write the build context and return its size in bytes (what the image adds to its base). */
@@ -42,7 +56,7 @@ export function buildFargateWorkerContext(options: FargateWorkerContextOptions):
 
   // The same esbuild settings as the Lambda functions (lib/runtime-function.ts).
   buildSync({
-    entryPoints: [code.handlerEntry('fargate-worker')],
+    entryPoints: [code.handlerEntry(options.entry ?? 'fargate-worker')],
     // Resolve the handler's imports (the AWS SDK, Powertools) from the project that bundles.
     absWorkingDir: code.projectRoot,
     ...(options.taskModulesInject ? { inject: [options.taskModulesInject] } : {}),
@@ -61,14 +75,13 @@ export function buildFargateWorkerContext(options: FargateWorkerContextOptions):
     logLevel: 'warning',
   });
 
-  const versions = Object.fromEntries(
-    code.nativeModules.map((name) => [name, installedVersion(code.projectRoot, name)]),
-  );
+  const nativeModules = (options.nativeModules ?? true) ? code.nativeModules : [];
+  const versions = Object.fromEntries(nativeModules.map((name) => [name, installedVersion(code.projectRoot, name)]));
   writeFileSync(
     path.join(outDir, 'package.json'),
     `${JSON.stringify({ name: 'task-scheduler-fargate-worker', private: true, type: 'module', dependencies: versions }, null, 2)}\n`,
   );
-  if (code.nativeModules.length > 0) installNativeModules(outDir, cpu);
+  if (nativeModules.length > 0) installNativeModules(outDir, cpu);
   copyFileSync(code.dockerfile, path.join(outDir, 'Dockerfile'));
   return directorySize(outDir);
 }
@@ -99,4 +112,42 @@ export function directorySize(dir: string): number {
     else if (entry.isFile()) bytes += statSync(full).size;
   }
   return bytes;
+}
+
+/**
+ * A Fargate image of one runtime program (the worker, the scheduler service), built at deploy
+ * time from the build context written here under the app's output directory. When the stack is
+ * not being bundled (`cdk synth` of other stacks, the stack tests) the context holds only the
+ * Dockerfile, as NodejsFunction skips esbuild then too.
+ */
+export function fargateImageAsset(
+  scope: Construct,
+  options: {
+    readonly runtime: RuntimeSettings;
+    readonly architecture: ecs.CpuArchitecture;
+    readonly entry?: string;
+    readonly nativeModules?: boolean;
+  },
+): { readonly image: ecs.ContainerImage; readonly bytes: number } {
+  const { runtime, architecture } = options;
+  const dir = path.join(Stage.of(scope)?.outdir ?? os.tmpdir(), `fargate-worker-context-${Names.uniqueId(scope)}`);
+  let bytes = 0;
+  if (!Stack.of(scope).bundlingRequired) {
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    copyFileSync(runtime.code.dockerfile, path.join(dir, 'Dockerfile'));
+  } else {
+    bytes = buildFargateWorkerContext({
+      code: runtime.code,
+      taskModulesInject: runtime.taskModulesInject,
+      outDir: dir,
+      platform: architecture === ecs.CpuArchitecture.ARM64 ? 'linux/arm64' : 'linux/amd64',
+      ...(options.entry ? { entry: options.entry } : {}),
+      ...(options.nativeModules === undefined ? {} : { nativeModules: options.nativeModules }),
+    });
+  }
+  const image = ecs.ContainerImage.fromAsset(dir, {
+    platform: architecture === ecs.CpuArchitecture.ARM64 ? Platform.LINUX_ARM64 : Platform.LINUX_AMD64,
+  });
+  return { image, bytes };
 }

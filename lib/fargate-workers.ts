@@ -1,17 +1,13 @@
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { Duration, Fn, Names, RemovalPolicy, Stack, Stage, Validations } from 'aws-cdk-lib';
+import { Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as appscaling from 'aws-cdk-lib/aws-applicationautoscaling';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { buildFargateWorkerContext } from './fargate-worker-image.ts';
+import { fargateImageAsset } from './fargate-worker-image.ts';
 import type { RuntimeSettings } from './runtime-function.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
@@ -110,6 +106,8 @@ export class FargateWorkers extends Construct {
   public readonly backlog: cloudwatch.MathExpression;
   /** Bytes of the image's build context (bundle, source map, native modules); 0 when bundling is skipped or `image` given. */
   public readonly imageContextBytes: number;
+  /** The worker image (built here, or the one passed in). */
+  public readonly image: ecs.ContainerImage;
 
   constructor(scope: Construct, id: string, props: FargateWorkersProps) {
     super(scope, id);
@@ -150,13 +148,12 @@ export class FargateWorkers extends Construct {
     let image = props.image;
     let imageContextBytes = 0;
     if (!image) {
-      const context = this.imageContext(props.runtime, architecture);
-      imageContextBytes = context.bytes;
-      image = ecs.ContainerImage.fromAsset(context.dir, {
-        platform: architecture === ecs.CpuArchitecture.ARM64 ? Platform.LINUX_ARM64 : Platform.LINUX_AMD64,
-      });
+      const asset = fargateImageAsset(this, { runtime: props.runtime, architecture });
+      image = asset.image;
+      imageContextBytes = asset.bytes;
     }
     this.imageContextBytes = imageContextBytes;
+    this.image = image;
     this.container = this.taskDefinition.addContainer('Worker', {
       image,
       logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'worker', logGroup: this.logGroup }),
@@ -256,29 +253,6 @@ export class FargateWorkers extends Construct {
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: 'The execution role needs ecr:GetAuthorizationToken, which supports no resource-level permissions.',
     });
-  }
-
-  /**
-   * The Docker build context of the worker image (lib/fargate-worker-image.ts), written under the
-   * app's output directory. When the stack is not being bundled (`cdk synth` of other stacks,
-   * the stack tests) it holds only the Dockerfile, as NodejsFunction skips esbuild then too.
-   */
-  private imageContext(runtime: RuntimeSettings, architecture: ecs.CpuArchitecture): { dir: string; bytes: number } {
-    const dir = path.join(Stage.of(this)?.outdir ?? os.tmpdir(), `fargate-worker-context-${Names.uniqueId(this)}`);
-    if (!Stack.of(this).bundlingRequired) {
-      rmSync(dir, { recursive: true, force: true });
-      mkdirSync(dir, { recursive: true });
-      copyFileSync(runtime.code.dockerfile, path.join(dir, 'Dockerfile'));
-      return { dir, bytes: 0 };
-    }
-    const platform = architecture === ecs.CpuArchitecture.ARM64 ? 'linux/arm64' : 'linux/amd64';
-    const bytes = buildFargateWorkerContext({
-      code: runtime.code,
-      taskModulesInject: runtime.taskModulesInject,
-      outDir: dir,
-      platform,
-    });
-    return { dir, bytes };
   }
 
   private defaultVpc(retention: logs.RetentionDays): ec2.Vpc {

@@ -22,6 +22,7 @@ import { Redrive } from './redrive.ts';
 import { runtimeCode, writeTaskModulesInject } from './runtime-code.ts';
 import type { RuntimeSettings } from './runtime-function.ts';
 import { SchedulerLoop } from './scheduler-loop.ts';
+import { SchedulerService } from './scheduler-service.ts';
 import { TaskApi } from './task-api.ts';
 import { TaskEvents } from './task-events.ts';
 import { constructId, TaskQueues } from './task-queues.ts';
@@ -66,6 +67,12 @@ export interface TaskSchedulerStackProps extends StackProps {
    * @default - built at deploy time from the repository's Dockerfile
    */
   readonly fargateWorkerImage?: ecs.ContainerImage;
+  /**
+   * The scheduler service's image (`scheduler.mode` "service"), when built elsewhere
+   * (SchedulerServiceProps.image).
+   * @default - built at deploy time from the repository's Dockerfile
+   */
+  readonly schedulerServiceImage?: ecs.ContainerImage;
 }
 
 /**
@@ -87,6 +94,8 @@ export class TaskSchedulerStack extends Stack {
   public readonly events: TaskEvents;
   /** Absent without `taskTypeWorkers`. */
   public readonly taskTypeWorkers?: TaskTypeWorkers;
+  /** The long-lived scheduler, one Fargate task per shard: only with `scheduler.mode` "service". */
+  public readonly schedulerService?: SchedulerService;
 
   /**
    * The region's first two availability zones, chosen by CloudFormation when it deploys
@@ -226,6 +235,22 @@ export class TaskSchedulerStack extends Stack {
       pool: config.pools.fargate,
       ...(props.fargateWorkerImage ? { image: props.fargateWorkerImage } : {}),
     });
+    if (config.scheduler.mode === 'service') {
+      this.schedulerService = new SchedulerService(this, 'SchedulerService', {
+        // The scheduler Lambda's settings: the same configuration, queue URLs and type queues.
+        runtime: withTypeQueues(runtime),
+        tasksTable,
+        controlTable,
+        tierQueues: tiers,
+        workerQueues: workers,
+        completionQueues: completions,
+        shards: config.scheduler.shards,
+        cluster: this.fargateWorkers.cluster,
+        securityGroup: this.fargateWorkers.securityGroup,
+        publicSubnets: this.fargateWorkers.publicSubnets,
+        ...(props.schedulerServiceImage ? { image: props.schedulerServiceImage } : {}),
+      });
+    }
     for (const worker of this.lambdaWorkers.functions) this.exampleStores.grantUse(worker.function);
     this.exampleStores.grantUse(this.fargateWorkers.taskDefinition.taskRole);
     this.exampleStores.acknowledgeGrants(this);

@@ -51,6 +51,7 @@ describe('cdk-nag AwsSolutionsChecks (v3)', () => {
       'an alarm e-mail and no deletion protection',
       { deploy: { alarmEmail: 'ops@example.com', deletionProtection: false } },
     ],
+    ['the long-lived scheduler (scheduler.mode "service", 2 shards)', { scheduler: { mode: 'service', shards: 2 } }],
     [
       'webhooks (a secret in the configuration and one in Secrets Manager)',
       {
