@@ -7,7 +7,7 @@ import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { fargateImageAsset } from './fargate-worker-image.ts';
+import { fargateImageAsset } from './fargate-image-asset.ts';
 import type { RuntimeSettings } from './runtime-function.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
