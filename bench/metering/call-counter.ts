@@ -49,6 +49,11 @@ export class CallCounter {
   readonly #clock: () => number;
   /** Last written index keys per table item, so a write knows which index entries it moves. */
   readonly #indexShadow = new Map<string, Record<string, string>>();
+  /**
+   * Last known size of each item written (PutItem, BatchWriteItem): an UpdateItem or DeleteItem
+   * is billed on the whole item, the larger of before and after, which its request does not show.
+   */
+  readonly #sizeShadow = new Map<string, number>();
 
   constructor(options: CallCounterOptions = {}) {
     this.#options = options;
@@ -152,7 +157,11 @@ export class CallCounter {
     switch (operation) {
       case 'PutItem': {
         const item = input.Item as WireItem;
-        stat.writeUnits += writeUnits(wireItemSize(item));
+        const table = String(input.TableName);
+        // The larger of the item before and after (a put replaces the whole item).
+        const size = wireItemSize(item);
+        stat.writeUnits += writeUnits(Math.max(size, this.#knownSize(table, item) ?? 0));
+        if (!failed) this.#rememberSize(table, item, size);
         // A refused condition still costs the table write, but moves no index entry.
         if (!failed) stat.indexWriteUnits += this.#indexWrites(String(input.TableName), item);
         break;
@@ -160,7 +169,15 @@ export class CallCounter {
       case 'UpdateItem':
       case 'DeleteItem': {
         const attributes = output?.Attributes;
-        stat.writeUnits += attributes ? writeUnits(outSize(attributes)) : 1;
+        const table = String(input.TableName);
+        const key = input.Key as WireItem;
+        // The whole item, before or after, whichever is larger: the returned attributes when
+        // asked for, else the size last written (an item this counter never saw written: 1 KB).
+        const known = this.#knownSize(table, key);
+        const returned = attributes ? outSize(attributes) : undefined;
+        stat.writeUnits += writeUnits(Math.max(returned ?? 0, known ?? 0));
+        if (operation === 'DeleteItem' && !failed) this.#sizeShadow.delete(this.#itemKey(table, key));
+        else if (!failed && returned !== undefined) this.#rememberSize(table, key, Math.max(returned, known ?? 0));
         if (operation === 'DeleteItem' && !failed) {
           stat.indexWriteUnits += this.#indexWrites(String(input.TableName), undefined, input.Key as WireItem);
         }
@@ -171,6 +188,9 @@ export class CallCounter {
         for (const [table, writes] of Object.entries(requests ?? {})) {
           for (const write of writes) {
             stat.writeUnits += write.PutRequest ? writeUnits(wireItemSize(write.PutRequest.Item)) : 1;
+            if (write.PutRequest && !failed) {
+              this.#rememberSize(table, write.PutRequest.Item, wireItemSize(write.PutRequest.Item));
+            }
             if (write.PutRequest && !failed) stat.indexWriteUnits += this.#indexWrites(table, write.PutRequest.Item);
           }
         }
@@ -234,6 +254,19 @@ export class CallCounter {
       default:
         break;
     }
+  }
+
+  #itemKey(table: string, itemOrKey: WireItem): string {
+    const keyAttribute = this.#options.keys?.[table] ?? 'taskId';
+    return `${table}\u0000${JSON.stringify(itemOrKey[keyAttribute] ?? null)}`;
+  }
+
+  #knownSize(table: string, itemOrKey: WireItem | undefined): number | undefined {
+    return itemOrKey ? this.#sizeShadow.get(this.#itemKey(table, itemOrKey)) : undefined;
+  }
+
+  #rememberSize(table: string, itemOrKey: WireItem, size: number): void {
+    this.#sizeShadow.set(this.#itemKey(table, itemOrKey), size);
   }
 
   /**

@@ -134,6 +134,24 @@ describe('CallCounter', () => {
     });
   });
 
+  it('bills an update or delete on the whole item as last written, not on what it changes', async () => {
+    const counter = new CallCounter();
+    const call = (commandName: string) =>
+      counter.middleware()(async () => ({ output: {} }), { clientName: 'DynamoDBClient', commandName });
+    const key = { taskId: { S: 'm' } };
+    await call('PutItemCommand')({ input: { TableName: 't', Item: { ...key, ids: { S: 'x'.repeat(3000) } } } });
+    await call('UpdateItemCommand')({ input: { TableName: 't', Key: key, UpdateExpression: 'SET e = :e' } });
+    await call('PutItemCommand')({ input: { TableName: 't', Item: key } });
+    await call('DeleteItemCommand')({ input: { TableName: 't', Key: key } });
+    await call('UpdateItemCommand')({ input: { TableName: 't', Key: { taskId: { S: 'never-seen' } } } });
+    const stats = counter.snapshot();
+    // 3 KB; the update of it 3; the small put replacing it 3 (the larger of before and after).
+    expect(stats.get('DynamoDB.PutItem')?.writeUnits).toBe(3 + 3);
+    // The update 3; an item never seen written: the 1 KB minimum.
+    expect(stats.get('DynamoDB.UpdateItem')?.writeUnits).toBe(3 + 1);
+    expect(stats.get('DynamoDB.DeleteItem')?.writeUnits).toBe(1);
+  });
+
   it('sizes items by DynamoDB rules, in wire and native form alike', () => {
     const native = { taskId: 'abc', n: 12345, ok: true, tags: ['a', 'b'], m: { k: 'v' } };
     const wire = {
