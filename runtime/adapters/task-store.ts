@@ -8,9 +8,9 @@
  * our own write. A refused or unanswered write whose token is in the stored item was ours.
  */
 
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
   type DynamoDBDocumentClient,
@@ -18,8 +18,10 @@ import {
   PutCommand,
   QueryCommand,
   ScanCommand,
+  TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ConcurrentUpdateError, SchedulerFencedError, StaleAttemptError, TaskNotFoundError } from '../core/errors.ts';
 import type { TaskEvent } from '../core/events.ts';
 import { creationEvent, type TransitionPlan } from '../core/lifecycle.ts';
@@ -122,6 +124,13 @@ const LEASED_INDEXES = [BY_LEASED, BY_ACTIVE_LEGACY] as const;
 const SCATTER_CONCURRENCY = 16;
 /** BatchGetItem calls of one `getMany` in flight at once. */
 const BATCH_CALL_CONCURRENCY = 16;
+
+/** Creates in one TransactWriteItems call (DynamoDB's limit is 100 actions)... */
+const TRANSACT_MAX_ITEMS = 100;
+/** ...and at most about this many bytes of items (a request may have 4 MB). */
+const TRANSACT_MAX_BYTES = 3_000_000;
+/** Creates one at a time in flight, when `createMany` goes item by item. */
+const CREATE_CONCURRENCY = 32;
 
 /**
  * A listing's Limit per key: one more than it could use, so that a key holding no more than that
@@ -318,6 +327,9 @@ export interface ListTasksQuery {
 
 export type CreateResult = { created: true; task: Task } | { created: false; task: Task };
 
+/** One task of `createMany`: created or found, or the error its create met. */
+export type CreateManyResult = CreateResult | { readonly error: unknown };
+
 export interface TaskStoreOptions {
   /**
    * Record each write's state-change event in the item's `outbox`, in the same conditional write
@@ -398,7 +410,95 @@ export class TaskStore {
    */
   async create(task: Task): Promise<CreateResult> {
     const event = creationEvent(task);
-    const written = withWriteToken(this.#withEvent(task, event));
+    return this.#createWritten(withWriteToken(this.#withEvent(task, event)), event);
+  }
+
+  /**
+   * `create` for many tasks of distinct ids (a batch's), results in their order: conditional
+   * creates 100 to a TransactWriteItems call (BatchWriteItem cannot be conditional, and an
+   * unconditional put would overwrite a task a retry finds already running). A transaction is all
+   * or none: when it is cancelled, the tasks whose condition failed exist (answered with the item
+   * the cancellation carries, or ours when it holds our token) and the others go again in a new
+   * transaction. Its ClientRequestToken makes the SDK's retry of a lost answer succeed without
+   * writing again. When a transaction is refused otherwise or goes unanswered (conflict,
+   * throttling after the SDK's retries, a limit), its tasks are created one by one, with the
+   * tokens they had, so a write the transaction did make is found to be ours; what such a create
+   * meets is that task's result (`{ error }`), the others go ahead.
+   * A transaction write costs twice a PutItem's write units (the index entries are not doubled).
+   */
+  async createMany(tasks: readonly Task[]): Promise<CreateManyResult[]> {
+    const events = tasks.map((task) => creationEvent(task));
+    const written = tasks.map((task, i) => withWriteToken(this.#withEvent(task, events[i])));
+    const items = written.map(toItem);
+    const chunks: number[][] = [];
+    let chunk: number[] = [];
+    let bytes = 0;
+    items.forEach((item, i) => {
+      const size = JSON.stringify(item).length;
+      if (chunk.length > 0 && (chunk.length >= TRANSACT_MAX_ITEMS || bytes + size > TRANSACT_MAX_BYTES)) {
+        chunks.push(chunk);
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(i);
+      bytes += size;
+    });
+    if (chunk.length > 0) chunks.push(chunk);
+
+    const results = new Array<CreateManyResult>(tasks.length);
+    const oneByOne: number[] = [];
+    await inParallel(chunks, BATCH_CALL_CONCURRENCY, async (indexes) => {
+      let pending = indexes;
+      while (pending.length > 0) {
+        try {
+          await this.#documents.send(
+            new TransactWriteCommand({
+              TransactItems: pending.map((i) => ({
+                Put: {
+                  TableName: this.#tableName,
+                  Item: items[i],
+                  ConditionExpression: 'attribute_not_exists(taskId)',
+                  ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+                },
+              })),
+              ClientRequestToken: randomUUID(),
+            }),
+          );
+          for (const i of pending) {
+            this.#recorded(written[i]!, events[i]);
+            results[i] = { created: true, task: written[i]! };
+          }
+          return;
+        } catch (error) {
+          const reasons = error instanceof TransactionCanceledException ? error.CancellationReasons : undefined;
+          if (!reasons || reasons.length !== pending.length) {
+            oneByOne.push(...pending);
+            return;
+          }
+          const again: number[] = [];
+          reasons.forEach((reason, k) => {
+            const i = pending[k]!;
+            if (reason.Code === 'None') again.push(i);
+            else if (reason.Code === 'ConditionalCheckFailed' && reason.Item) {
+              const current = fromItem(unmarshall(reason.Item));
+              if (current.writeTokens?.includes(tokenOf(written[i]!))) {
+                this.#recorded(written[i]!, events[i]);
+                results[i] = { created: true, task: current.version === written[i]!.version ? current : written[i]! };
+              } else results[i] = { created: false, task: current };
+            } else oneByOne.push(i);
+          });
+          pending = again;
+        }
+      }
+    });
+    await inParallel(oneByOne, CREATE_CONCURRENCY, async (i) => {
+      results[i] = await this.#createWritten(written[i]!, events[i]).catch((error: unknown) => ({ error }));
+    });
+    return results;
+  }
+
+  /** The conditional create of `written` (its token fresh, its event in its outbox if recorded). */
+  async #createWritten(written: Task, event: TaskEvent | undefined): Promise<CreateResult> {
     try {
       await this.#documents.send(
         new PutCommand({

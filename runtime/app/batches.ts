@@ -4,7 +4,8 @@
  *
  * Submit: validate every item (no I/O) → batch id from the request → the batch's items, before
  * any task (so whatever is written of it can be counted and found) → the tasks, conditional
- * creates in parallel → their announcements, SendMessageBatch of 10 → per-item results in order.
+ * creates 100 to a TransactWriteItems call → their announcements, SendMessageBatch of 10 →
+ * per-item results in order.
  * A retry of the same request (same body, or the same batch idempotency key) names the same
  * batch and the same task ids, so it creates nothing that exists and answers the same.
  *
@@ -96,8 +97,6 @@ export interface BatchServiceDeps {
   readonly logger?: TaskLogger | undefined;
 }
 
-/** Task creates of one batch request in flight at once. */
-const CREATE_CONCURRENCY = 32;
 /** Counter shards counted at once by `membersEnded`. */
 const COUNT_CONCURRENCY = 16;
 /** Open batches the sweeper takes per key and pass. */
@@ -185,7 +184,9 @@ export class BatchService {
     // Every item validated before anything is written.
     // Dense arrays (Array.from): map and flatMap skip the holes of `new Array(n)`.
     const results = Array.from<BatchItemResult | undefined>({ length: input.tasks.length });
-    const planned = Array.from<{ input: SubmitInput; taskId: string } | undefined>({ length: input.tasks.length });
+    const planned = Array.from<{ input: SubmitInput; spec: NewTaskSpec; taskId: string } | undefined>({
+      length: input.tasks.length,
+    });
     const ownKeys = new Set<string>();
     input.tasks.forEach((raw, index) => {
       const parsed = this.#deps.itemSchema.safeParse(raw);
@@ -208,15 +209,16 @@ export class BatchService {
         }
         ownKeys.add(item.idempotencyKey);
       }
-      const key = item.idempotencyKey ?? impliedItemKey(batchId, index);
+      const keyed = { ...item, idempotencyKey: item.idempotencyKey ?? impliedItemKey(batchId, index) };
+      let spec: NewTaskSpec;
       try {
-        service.resolveSpec(item, now);
+        spec = service.resolveSpec(keyed, now);
       } catch (error) {
         if (!(error instanceof ValidationError)) throw error;
         results[index] = itemError(error.code, error.message);
         return;
       }
-      planned[index] = { input: { ...item, idempotencyKey: key }, taskId: idempotentTaskId(tenantId, key) };
+      planned[index] = { input: keyed, spec, taskId: idempotentTaskId(tenantId, keyed.idempotencyKey) };
     });
 
     const { batch: stored, created } = await batches.create({
@@ -244,29 +246,19 @@ export class BatchService {
       ...new Set(planned.flatMap((plan) => (plan?.input.dependsOn ? [plan.taskId, ...plan.input.dependsOn] : []))),
     ];
     const dependencies = dependencyIds.length > 0 ? await store.getMany(dependencyIds) : new Map<string, Task>();
-    await inParallel(planned, CREATE_CONCURRENCY, async (plan, index) => {
+    // The tasks, in TransactWriteItems of 100 conditional creates (task-store.ts createMany).
+    const writes: { index: number; key: string | undefined; task: Task }[] = [];
+    planned.forEach((plan, index) => {
       if (!plan) return;
       try {
-        const spec = { ...service.resolveSpec(plan.input, now), batchId, batchIndex: index };
+        const spec = { ...plan.spec, batchId, batchIndex: index };
         const hash = hashRequest(effectiveRequest(plan.input, spec));
         const fresh = createTask(plan.taskId, spec, now, hash);
-        const newTask =
+        const task =
           spec.dependsOn && !dependencies.has(plan.taskId)
             ? holdOnDependencies(fresh, dependencyStates(dependencies, tenantId, plan.taskId, spec.dependsOn))
             : fresh;
-        const outcome = await store.create(newTask);
-        const { task } = outcome;
-        if (!outcome.created && (task.batchId !== batchId || task.batchIndex !== index)) {
-          // The item's own key names a task submitted outside this batch (or at another index).
-          excluded.push(index);
-          results[index] = itemError(
-            'idempotency_conflict',
-            `idempotencyKey ${plan.input.idempotencyKey} names task ${task.taskId}, which is not this item of batch ${batchId}`,
-          );
-          return;
-        }
-        accepted.push(outcome);
-        results[index] = { taskId: task.taskId, state: task.state, created: outcome.created };
+        writes.push({ index, key: plan.input.idempotencyKey, task });
       } catch (error) {
         if (error instanceof IdempotencyConflictError || error instanceof ValidationError) {
           excluded.push(index);
@@ -275,6 +267,26 @@ export class BatchService {
         }
         failures.push(error);
       }
+    });
+    const outcomes = await store.createMany(writes.map((write) => write.task));
+    outcomes.forEach((outcome, k) => {
+      const { index, key } = writes[k]!;
+      if ('error' in outcome) {
+        failures.push(outcome.error);
+        return;
+      }
+      const { task } = outcome;
+      if (!outcome.created && (task.batchId !== batchId || task.batchIndex !== index)) {
+        // The item's own key names a task submitted outside this batch (or at another index).
+        excluded.push(index);
+        results[index] = itemError(
+          'idempotency_conflict',
+          `idempotencyKey ${key} names task ${task.taskId}, which is not this item of batch ${batchId}`,
+        );
+        return;
+      }
+      accepted.push(outcome);
+      results[index] = { taskId: task.taskId, state: task.state, created: outcome.created };
     });
     await service.announceAccepted(accepted);
     if (failures.length > 0) {

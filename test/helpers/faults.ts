@@ -307,6 +307,15 @@ export function faultyComponent(options: {
           if (call.command === 'PutItemCommand' && call.target === TASKS_TABLE.id) {
             log.record(stripDerived(call.input.Item as Record<string, unknown>));
           }
+          // A batch's creates (task-store.ts createMany): each put on the tasks table.
+          if (call.command === 'TransactWriteItemsCommand') {
+            const actions = call.input.TransactItems as {
+              Put?: { TableName: string; Item: Record<string, unknown> };
+            }[];
+            for (const { Put: put } of actions) {
+              if (put && tableIds.get(put.TableName) === TASKS_TABLE.id) log.record(stripDerived(put.Item));
+            }
+          }
         }
       : undefined,
   );

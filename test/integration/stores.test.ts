@@ -1,6 +1,7 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { heldKey, queueKey, tenantKeyShardOf, tenantStateKey } from '../../runtime/adapters/index-keys.ts';
+import type { CreateManyResult, CreateResult } from '../../runtime/adapters/task-store.ts';
 import {
   ConcurrentUpdateError,
   StaleAttemptError,
@@ -8,8 +9,10 @@ import {
   ValidationError,
 } from '../../runtime/core/errors.ts';
 import { cancel, createTask, dispatch, expireLease, heartbeat, start, succeed } from '../../runtime/core/lifecycle.ts';
+import type { Task } from '../../runtime/core/task.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import { taskSpec } from '../helpers/factories.ts';
+import { faultyComponent, WriteLog } from '../helpers/faults.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 const spec = (tenantId = 'acme') => taskSpec({ tenantId, payload: { hello: 'world' } });
@@ -29,6 +32,24 @@ const newId = () => `it-${Date.now()}-${counter++}`;
 beforeAll(async () => {
   services = await startTestServices();
 });
+
+/** Counts the DynamoDB commands the shared services send from now on; returns the counts so far. */
+function countCalls(): () => Record<string, number> {
+  const counts: Record<string, number> = {};
+  const name = `count-${counter++}`;
+  services.clients.dynamodb.middlewareStack.add(
+    (next, context) => async (args) => {
+      const command = context.commandName ?? 'unknown';
+      counts[command] = (counts[command] ?? 0) + 1;
+      return next(args);
+    },
+    { step: 'initialize', name },
+  );
+  return () => {
+    services.clients.dynamodb.middlewareStack.remove(name);
+    return counts;
+  };
+}
 afterAll(async () => {
   await services.stop();
 });
@@ -47,6 +68,87 @@ describe('Class: TaskStore (against dynalite)', () => {
       expect(first.created).toBe(true);
       expect(second).toEqual({ created: false, task: first.task });
       expect(first.task).toEqual({ ...task, writeTokens: [expect.any(String)] });
+    });
+  });
+
+  describe('Method: createMany', () => {
+    const fresh = (n: number) => Array.from({ length: n }, () => createTask(newId(), spec('bulk'), new Date()));
+    const created = (results: readonly CreateManyResult[]) =>
+      results.map((result) => 'created' in result && result.created);
+
+    it('creates in transactions of 100, in order; a task that exists is answered as it is, the others created', async () => {
+      // Prepare: 250 tasks (3 transactions), 2 of them already there (one in each of the first two).
+      const tasks = fresh(250);
+      const before = [await services.store.create(tasks[7]!), await services.store.create(tasks[150]!)];
+      const calls = countCalls();
+
+      // Act
+      const results = await services.store.createMany(tasks.map((task) => ({ ...task, payload: { other: true } })));
+      const sent = calls();
+
+      // Assess
+      expect(created(results)).toEqual(tasks.map((_, i) => i !== 7 && i !== 150));
+      expect(results[7]).toEqual({ created: false, task: before[0]!.task });
+      expect(results[150]).toEqual({ created: false, task: before[1]!.task });
+      for (const [i, task] of tasks.entries()) {
+        expect((results[i] as CreateResult).task.taskId).toBe(task.taskId);
+        if (i !== 7 && i !== 150)
+          expect(await services.store.get(task.taskId)).toEqual((results[i] as CreateResult).task);
+      }
+      // 3 transactions, and the 2 cancelled ones again without the task that exists; no PutItem.
+      expect(sent).toEqual({ TransactWriteItemsCommand: 5 });
+    });
+
+    it('finds its own write after a transaction that landed and went unanswered, and creates each task once', async () => {
+      // Prepare
+      const log = new WriteLog();
+      let lost = 0;
+      const component = faultyComponent({
+        name: 'lost-transaction',
+        emulators: services.emulators,
+        config: services.config,
+        registry: services.registry,
+        now: () => new Date(),
+        log,
+        decide: (call) => (call.command === 'TransactWriteItemsCommand' && lost++ === 0 ? 'ambiguous' : undefined),
+      });
+      const tasks = fresh(30);
+
+      // Act
+      const results = await component.store.createMany(tasks);
+
+      // Assess
+      expect(component.dynamo.counts.ambiguous).toBe(1);
+      expect(created(results)).toEqual(tasks.map(() => true));
+      // One landed write a task: the transaction's (the one-by-one creates after it were refused).
+      for (const task of tasks) expect(log.history(task.taskId)).toHaveLength(1);
+      await component.dispose();
+    });
+
+    it('goes one by one when a transaction is refused as a whole, and answers an error in its task only', async () => {
+      // Prepare: the transaction throttled (after the SDK's retries), then one task's PutItem too.
+      const tasks = fresh(5);
+      const component = faultyComponent({
+        name: 'throttled-transaction',
+        emulators: services.emulators,
+        config: services.config,
+        registry: services.registry,
+        now: () => new Date(),
+        decide: (call) =>
+          call.command === 'TransactWriteItemsCommand' ||
+          (call.command === 'PutItemCommand' && (call.input.Item as Task).taskId === tasks[3]!.taskId)
+            ? 'throttle'
+            : undefined,
+      });
+
+      // Act
+      const results = await component.store.createMany(tasks);
+
+      // Assess
+      expect(created(results)).toEqual([true, true, true, false, true]);
+      expect((results[3] as { error: Error }).error.name).toBe('ProvisionedThroughputExceededException');
+      expect(await services.store.get(tasks[3]!.taskId)).toBeUndefined();
+      await component.dispose();
     });
   });
 
