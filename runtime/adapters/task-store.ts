@@ -398,6 +398,15 @@ export class TaskStore {
   }
 
   /** After a write landed: a batch member that just ended is counted (see TaskStoreOptions). */
+  /**
+   * Count a batch member's end now, as the write that ended it would have: for a writer that left
+   * it to its completion report (`batchEndReported`) and could not send the report.
+   */
+  async countBatchEnd(task: Task): Promise<void> {
+    if (task.batchId === undefined || !isTerminal(task.state)) return;
+    await this.#options.onBatchMemberEnded?.(task);
+  }
+
   async #afterWrite(task: Task, event: TaskEvent | undefined): Promise<void> {
     if (task.batchId === undefined || !event || !isTerminal(event.state)) return;
     if (event.previousState !== null && isTerminal(event.previousState)) return;

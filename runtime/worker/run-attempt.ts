@@ -251,8 +251,11 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
   // Best effort: if this is lost the scheduler frees the capacity when it next reconciles.
   if (deps.reportCompletion) deps.reportCompletion(completion);
   else {
-    await deps.queues.reportCompletions([completion]).catch((error) => {
+    await deps.queues.reportCompletions([completion]).catch(async (error) => {
       logger.warn('completion report failed', { taskId: settled.taskId, error: String(error) });
+      // The scheduler will not count this member's end from a report: count it here (else the
+      // batch sweeper would, at its next look).
+      if (completion.batchId !== undefined) await store.countBatchEnd(settled);
     });
   }
   return { kind: 'finished', task: settled };

@@ -10,7 +10,7 @@ import { submitTaskSchema } from '../../runtime/api/schemas.ts';
 import { BatchService, type BatchSubmitInput } from '../../runtime/app/batches.ts';
 import { idempotentTaskId } from '../../runtime/app/task-service.ts';
 import { thenTaskKey } from '../../runtime/core/batch.ts';
-import { cancel } from '../../runtime/core/lifecycle.ts';
+import { cancel, dispatch } from '../../runtime/core/lifecycle.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { runAttempt } from '../../runtime/worker/run-attempt.ts';
 import { type FaultKind, type FaultyComponent, faultyComponent, type SdkCall } from '../helpers/faults.ts';
@@ -257,6 +257,27 @@ describe('Class: BatchService (emulators)', () => {
     expect(ended?.thenTaskId).toBe(idempotentTaskId('bulk-h', thenTaskKey(batchId)));
     await scheduler.releaseHeld();
     await services.stop();
+  });
+  it('counts the end itself when its worker cannot send the completion report', async () => {
+    // Prepare: a member dispatched; SQS refuses the worker's report
+    const { batchId, results } = await services.batches.submit(batchOf('bulk-i', 2));
+    const [taskId] = idsOf(results);
+    const next = await services.store.transition(taskId!, (task) => dispatch(task, new Date(), 30));
+    const queues = Object.create(services.queues, {
+      reportCompletions: { value: async () => Promise.reject(new Error('SQS unavailable')) },
+    }) as typeof services.queues;
+    const deps = { store: services.store, queues, registry: services.registry, config: services.config };
+    // Act
+    const outcome = await runAttempt(deps, {
+      taskId: next.taskId,
+      fence: next.fence,
+      tenantId: next.tenantId,
+      type: next.type,
+    });
+    // Assess
+    expect(outcome.kind === 'finished' && outcome.task.state).toBe('SUCCEEDED');
+    const view = await services.batches.describe(batchId);
+    expect(view?.counts).toMatchObject({ succeeded: 1, pending: 1 });
   });
 });
 
