@@ -4,7 +4,10 @@
  * POST /v1/tasks/batch, and once one POST /v1/tasks each, each mode
  * on a fresh runtime, in one run. Ingest is from the first request to the last answer; the tasks
  * are delayed an hour so that running them does not compete with the submits for the CPU. Prints
- * the ratio and the calls per task of each mode (the call counter of bench/metering).
+ * the ratio and the calls per task of each mode (the call counter of bench/metering), and the CPU
+ * time of this process a task (client, API, runtime and emulators all run in it): on a shared
+ * machine the wall-clock ratio also measures what the neighbours did during each mode, the CPU
+ * ratio much less so.
  *
  *   npm run bench -- batch-ingest [--quick] [--tasks N]
  */
@@ -26,6 +29,8 @@ export interface BatchIngestResult {
   readonly oneByOnePerSecond: number;
   readonly batchedPerSecond: number;
   readonly ratio: number;
+  /** CPU time of the process a task, one by one over batched. */
+  readonly cpuRatio: number;
 }
 
 /** Requests in flight: the one-by-one client as bench/aws-calls.ts, the batch client as the SDK. */
@@ -47,25 +52,36 @@ export async function runBatchIngest(options: BenchOptions & { tasks?: number })
     const run = await startCountedServer(benchConfig());
     try {
       run.counter.reset();
+      const cpu0 = process.cpuUsage();
       const t0 = performance.now();
       if (mode === 'batched') await submitBatches(run.server.url, specs, batchSize, BATCH_CONCURRENCY);
       else await submitAll(run.server.url, specs, ONE_BY_ONE_CONCURRENCY);
       const seconds = (performance.now() - t0) / 1000;
+      const { user, system } = process.cpuUsage(cpu0);
+      const cpuMs = (user + system) / 1000 / n;
       const calls = [...run.counter.snapshot().values()].reduce((sum, s) => sum + s.count, 0);
       console.log(
-        `${mode.padEnd(11)} ${fmt(seconds)} s, ${fmt(n / seconds, 0)} tasks/s, ${fmt(calls / n, 2)} AWS calls a task`,
+        `${mode.padEnd(11)} ${fmt(seconds)} s, ${fmt(n / seconds, 0)} tasks/s, ${fmt(calls / n, 2)} AWS calls a task, ${fmt(cpuMs, 2)} ms CPU a task`,
       );
-      return n / seconds;
+      return { perSecond: n / seconds, cpuMs };
     } finally {
       await run.stop();
     }
   };
   const oneByOne = await measure('one by one');
   const batched = await measure('batched');
+  const ratio = batched.perSecond / oneByOne.perSecond;
+  const cpuRatio = oneByOne.cpuMs / batched.cpuMs;
   console.log(
-    `batched ingest / one by one: ${fmt(batched, 0)} / ${fmt(oneByOne, 0)} tasks/s = ${fmt(batched / oneByOne, 2)}×`,
+    `batched ingest / one by one: ${fmt(batched.perSecond, 0)} / ${fmt(oneByOne.perSecond, 0)} tasks/s = ${fmt(ratio, 2)}× (CPU a task: ${fmt(oneByOne.cpuMs, 2)} / ${fmt(batched.cpuMs, 2)} ms = ${fmt(cpuRatio, 2)}×)`,
   );
-  return { tasks: n, oneByOnePerSecond: oneByOne, batchedPerSecond: batched, ratio: batched / oneByOne };
+  return {
+    tasks: n,
+    oneByOnePerSecond: oneByOne.perSecond,
+    batchedPerSecond: batched.perSecond,
+    ratio,
+    cpuRatio,
+  };
 }
 
 if (isMain(import.meta.url)) {
