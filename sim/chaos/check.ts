@@ -109,8 +109,13 @@ export interface CheckSummary {
       readonly noneBy: Readonly<Record<string, number>>;
       /** bound / actual wait (the wait at least 1 s) of each checked bound whose task left QUEUED, ascending. */
       readonly ratios: readonly number[];
+      /** The same for each task's first answer (asked right after its submit), and for the later ones. */
+      readonly ratiosAtSubmit: readonly number[];
+      readonly ratiosLater: readonly number[];
       /** Of the checked bounds, the median and the largest of bound / actual wait (the wait at least 1 s). */
       readonly ratio: { readonly median: number; readonly max: number } | null;
+      readonly ratioAtSubmit: { readonly median: number; readonly max: number } | null;
+      readonly ratioLater: { readonly median: number; readonly max: number } | null;
     };
     /** Solo tasks checked for the rotation, and the most starts of one other tenant ahead of one. */
     readonly rotation: { readonly checked: number; readonly mostStartsOfOneTenantAhead: number };
@@ -350,7 +355,12 @@ export function checkHistory(history: History): CheckSummary {
   const checkedTasks = new Set<string>();
   const noneBy: Record<string, number> = {};
   const ratios: number[] = [];
+  const ratiosAtSubmit: number[] = [];
+  const ratiosLater: number[] = [];
+  const answered = new Set<string>();
   for (const bound of history.bounds) {
+    const first = !answered.has(bound.taskId);
+    answered.add(bound.taskId);
     if (bound.maxWaitSeconds === null) {
       noneBy[bound.noBound ?? 'none'] = (noneBy[bound.noBound ?? 'none'] ?? 0) + 1;
       continue;
@@ -380,7 +390,11 @@ export function checkHistory(history: History): CheckSummary {
     }
     checked++;
     checkedTasks.add(bound.taskId);
-    if (left) ratios.push(bound.maxWaitSeconds / Math.max(1, (left.atMs - bound.atMs) / 1000));
+    if (left) {
+      const ratio = bound.maxWaitSeconds / Math.max(1, (left.atMs - bound.atMs) / 1000);
+      ratios.push(ratio);
+      (first ? ratiosAtSubmit : ratiosLater).push(ratio);
+    }
     if (leftAt > deadline) {
       broken++;
       violations.push({
@@ -393,7 +407,7 @@ export function checkHistory(history: History): CheckSummary {
       });
     }
   }
-  ratios.sort((a, b) => a - b);
+  for (const list of [ratios, ratiosAtSubmit, ratiosLater]) list.sort((a, b) => a - b);
   const none = Object.values(noneBy).reduce((sum, n) => sum + n, 0);
 
   // --- rotation ---
@@ -473,7 +487,11 @@ export function checkHistory(history: History): CheckSummary {
         none,
         noneBy,
         ratios,
+        ratiosAtSubmit,
+        ratiosLater,
         ratio: medianAndMax(ratios),
+        ratioAtSubmit: medianAndMax(ratiosAtSubmit),
+        ratioLater: medianAndMax(ratiosLater),
       },
       rotation: { checked: rotationChecked, mostStartsOfOneTenantAhead: mostAhead },
       flow,

@@ -154,7 +154,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
     const simulated = results.reduce((sum, r) => sum + r.simulatedSeconds, 0);
     const bounds = sumBounds(results);
     process.stdout.write(
-      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked (for ${bounds.checkedTasks} tasks), ${bounds.broken} broken (not checked: ${bounds.assumptionBroken} with their tenant submitting more before the start, ${bounds.cancelledWaiting} cancelled while waiting, ${bounds.unresolved} still waiting at the run's end before their deadline), bound / wait median ${bounds.ratio?.median ?? '-'}, ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
+      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked (for ${bounds.checkedTasks} tasks), ${bounds.broken} broken (not checked: ${bounds.assumptionBroken} with their tenant submitting more before the start, ${bounds.cancelledWaiting} cancelled while waiting, ${bounds.unresolved} still waiting at the run's end before their deadline), bound / wait median ${bounds.ratio?.median ?? '-'} (at submit ${bounds.ratioAtSubmit?.median ?? '-'}, asked again ${bounds.ratioLater?.median ?? '-'}), ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
     );
   }
   return violations.length > 0 ? 1 : 0;
@@ -260,8 +260,8 @@ function withoutOptions(argv: readonly string[], names: readonly string[]): stri
 
 /** A seed's result as printed: its bound / wait ratios summed up (median and max), not listed. */
 function withoutRatios(result: SeedResult): SeedResult {
-  const { ratios: _ratios, ...waitBounds } = result.stats.waitBounds;
-  return { ...result, stats: { ...result.stats, waitBounds: { ...waitBounds, ratios: [] } } };
+  const waitBounds = { ...result.stats.waitBounds, ratios: [], ratiosAtSubmit: [], ratiosLater: [] };
+  return { ...result, stats: { ...result.stats, waitBounds } };
 }
 
 /** The wait-bound and rotation checks of many runs, added up. */
@@ -271,7 +271,8 @@ function sumBounds(results: readonly SeedResult[]) {
   for (const r of results) {
     for (const [code, n] of Object.entries(r.stats.waitBounds.noneBy)) noneBy[code] = (noneBy[code] ?? 0) + n;
   }
-  const ratios = results.flatMap((r) => r.stats.waitBounds.ratios).sort((a, b) => a - b);
+  const merged = (pick: (r: SeedResult) => readonly number[]) =>
+    medianAndMax(results.flatMap(pick).sort((a, b) => a - b));
   return {
     given: sum((r) => r.stats.waitBounds.given),
     checked: sum((r) => r.stats.waitBounds.checked),
@@ -280,7 +281,9 @@ function sumBounds(results: readonly SeedResult[]) {
     assumptionBroken: sum((r) => r.stats.waitBounds.assumptionBroken),
     cancelledWaiting: sum((r) => r.stats.waitBounds.cancelledWaiting),
     unresolved: sum((r) => r.stats.waitBounds.unresolved),
-    ratio: medianAndMax(ratios),
+    ratio: merged((r) => r.stats.waitBounds.ratios),
+    ratioAtSubmit: merged((r) => r.stats.waitBounds.ratiosAtSubmit),
+    ratioLater: merged((r) => r.stats.waitBounds.ratiosLater),
     none: sum((r) => r.stats.waitBounds.none),
     noneBy,
     rotationChecked: sum((r) => r.stats.rotation.checked),

@@ -48,7 +48,8 @@ const bound = (seconds: number, extra: Partial<History['bounds'][number]> = {}):
 
 const check = (history: Partial<History>) => {
   const { violations, stats } = checkHistory(emptyHistory(history));
-  const { ratios: _ratios, ratio: _ratio, noneBy: _noneBy, checkedTasks: _tasks, ...counts } = stats.waitBounds;
+  const { given, checked, broken, assumptionBroken, cancelledWaiting, unresolved, none } = stats.waitBounds;
+  const counts = { given, checked, broken, assumptionBroken, cancelledWaiting, unresolved, none };
   return { invariants: violations.map((v) => v.invariant), counts };
 };
 
@@ -91,6 +92,20 @@ describe('chaos checker: the wait bound', () => {
     expect(stuck).toEqual({ invariants: ['wait-bound'], counts: counts({ given: 1, checked: 1, broken: 1 }) });
     const none = check({ writes: writes([['DISPATCHED', 2]]), bounds: [bound(0, { maxWaitSeconds: null })] });
     expect(none).toEqual({ invariants: [], counts: counts({ none: 1 }) });
+  });
+
+  it('splits bound / wait between the answer right after the submit and the later ones', () => {
+    // Asked at 1 s (bound 100 s) and again at 5 s (bound 48 s); it starts at 11 s.
+    const again = bound(48, { askedAtMs: T0 + 4900, atMs: T0 + 5000 });
+    const { stats } = checkHistory(emptyHistory({ writes: writes([['DISPATCHED', 11]]), bounds: [bound(100), again] }));
+    expect(stats.waitBounds).toMatchObject({
+      given: 2,
+      checked: 2,
+      checkedTasks: 1,
+      ratioAtSubmit: { median: 10, max: 10 },
+      ratioLater: { median: 8, max: 8 },
+      ratio: { median: 8, max: 10 },
+    });
   });
 
   it('takes a task that left QUEUED between the question and the answer as started then', () => {
