@@ -8,6 +8,7 @@ import { MAX_SCHEDULER_SHARDS } from '../../runtime/core/shards.ts';
 import { checkHistory, medianAndMax, type Violation } from './check.ts';
 import { type History, historyDigest } from './history.ts';
 import { CHAOS_SCENARIOS, type ChaosOptions, DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
+import { schedulerModeOption } from './throughput-cli.ts';
 
 export const CHAOS_HELP = `Usage: npm run sim -- chaos [options]
 
@@ -50,6 +51,9 @@ Options:
                    invocations, up to 11,000, inside the lease fence's 12 s window)
   --shards K       K scheduler shards (scheduler.shards), each owning the tenants that hash
                    to it, the pools shared among them
+  --scheduler M    lambda (default) or service (scheduler.mode): per shard an always-on task
+                   holds the lease, dying as often as a Lambda invocation crashes and replaced
+                   10-60 s later, the Lambda standing in meanwhile
   --json           print one JSON object
   -h, --help       this help
 
@@ -71,6 +75,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       'no-faults': { type: 'boolean', default: false },
       stalls: { type: 'string' },
       shards: { type: 'string' },
+      scheduler: { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -111,6 +116,10 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
     const shards = int(values.shards, 'shards', MAX_SCHEDULER_SHARDS);
     base.config = { ...base.config, scheduler: { ...base.config?.scheduler, shards } };
   }
+  if (values.scheduler !== undefined) {
+    const mode = schedulerModeOption(values.scheduler);
+    base.config = { ...base.config, scheduler: { ...base.config?.scheduler, mode } };
+  }
   // Every invocation stalls once, for up to this long (beyond the fence's 12 s window if asked).
   const options =
     values.stalls === undefined
@@ -141,6 +150,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       runs: results.length,
       tasks: results.reduce((sum, r) => sum + r.tasks, 0),
       simulatedSeconds: results.reduce((sum, r) => sum + r.simulatedSeconds, 0),
+      schedulerLeases: results.reduce((sum, r) => sum + r.schedulerLeases, 0),
       seedsWithViolations: results.filter((r) => r.violations.length > 0).map((r) => r.seed),
       waitBounds: sumBounds(results),
       violations,
@@ -172,6 +182,8 @@ interface SeedResult {
   readonly schedulerInvocations: number;
   readonly scheduler: History['scheduler'];
   readonly crashes: number;
+  /** Scheduler leases taken: each shard's first, then one per hand-over or takeover. */
+  readonly schedulerLeases: number;
   /** SHA-256 of what DynamoDB applied and SQS delivered: equal digests, equal histories. */
   readonly historyDigest: string;
 }
@@ -190,6 +202,7 @@ async function runSeed(seed: number, options: Omit<ChaosOptions, 'seed'>): Promi
     schedulerInvocations: history.schedulerInvocations,
     scheduler: history.scheduler,
     crashes: history.deaths.length,
+    schedulerLeases: history.leases.length,
     historyDigest: historyDigest(history),
   };
 }
@@ -293,7 +306,7 @@ function sumBounds(results: readonly SeedResult[]) {
 
 function describe(result: SeedResult): string {
   const { waitBounds, rotation } = result.stats;
-  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.partitionThrottles} over a partition's limit, ${result.crashes} crashes, ${waitBounds.checked} of ${waitBounds.given} wait bounds checked (${waitBounds.broken} broken), ${rotation.checked} rotations checked, history ${result.historyDigest}: ${result.violations.length} violations`;
+  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.partitionThrottles} over a partition's limit, ${result.crashes} crashes, ${result.schedulerLeases} scheduler leases taken, ${waitBounds.checked} of ${waitBounds.given} wait bounds checked (${waitBounds.broken} broken), ${rotation.checked} rotations checked, history ${result.historyDigest}: ${result.violations.length} violations`;
   const lines = result.violations.map(
     (v) =>
       `  ${v.invariant} ${v.taskId ?? ''} at ${v.atSeconds}s: ${v.detail}${v.trace ? `\n    ${v.trace.join('\n    ')}` : ''}`,

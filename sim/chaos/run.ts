@@ -27,6 +27,7 @@ import { z } from 'zod';
 import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
 import { isDependentsKey } from '../../runtime/adapters/dependents-store.ts';
 import { checkDependencies, DependencyService } from '../../runtime/app/dependencies.ts';
+import { runSchedulerService } from '../../runtime/app/scheduler-service.ts';
 import { idempotentTaskId } from '../../runtime/app/task-service.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
 import { thenTaskKey } from '../../runtime/core/batch.ts';
@@ -36,6 +37,7 @@ import { NonRetryableError } from '../../runtime/core/errors.ts';
 import { createTask } from '../../runtime/core/lifecycle.ts';
 import type { TaskLogger } from '../../runtime/core/logger.ts';
 import { seededRandom } from '../../runtime/core/random.ts';
+import { shardIndexes } from '../../runtime/core/shards.ts';
 import type { PriorityTier, Task, TaskState, TenantSettings } from '../../runtime/core/task.ts';
 import {
   type SchedulerHandlerLogger,
@@ -44,6 +46,7 @@ import {
 } from '../../runtime/handlers/scheduler.ts';
 import { queuesFor, workerQueue } from '../../runtime/infra/resources.ts';
 import type { SchedulerEvent } from '../../runtime/scheduler/activation.ts';
+import type { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 import { QueueWorker } from '../../runtime/worker/queue-worker.ts';
 import type { PartitionLimits } from '../aws/capacity.ts';
@@ -847,6 +850,15 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   // and the lease decides. Each invocation is a new execution environment (its own clients);
   // some crash at a random moment (then the Lambda times out) or stall.
   const stop = new AbortController();
+  /** The harness watches when the engine takes a task in (the rotation check's start). */
+  const watchAdmissions = (scheduler: Scheduler): void => {
+    const engine = scheduler.policy;
+    const add = engine.add.bind(engine);
+    engine.add = (candidate) => {
+      if (!history.admitted.has(candidate.taskId)) history.admitted.set(candidate.taskId, Date.now());
+      return add(candidate);
+    };
+  };
   const schedulerFunction: SimulatedFunction<SchedulerEvent> = new SimulatedFunction<SchedulerEvent>({
     name: 'scheduler',
     account: lambda,
@@ -878,15 +890,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         onLease: (leaseEvent) => {
           if (leaseEvent === 'acquired') history.leases.push({ atMs: Date.now(), owner: `lambda-${n}` });
         },
-        // The harness watches when the engine takes a task in (the rotation check's start).
-        onScheduler: (scheduler) => {
-          const engine = scheduler.policy;
-          const add = engine.add.bind(engine);
-          engine.add = (candidate) => {
-            if (!history.admitted.has(candidate.taskId)) history.admitted.set(candidate.taskId, Date.now());
-            return add(candidate);
-          };
-        },
+        onScheduler: watchAdmissions,
       });
       const reason = event.reason ?? 'tick';
       history.scheduler.invoked[reason] = (history.scheduler.invoked[reason] ?? 0) + 1;
@@ -901,6 +905,45 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
   const ticker = setInterval(() => {
     if (!stop.signal.aborted) schedulerFunction.invokeAsync({ reason: 'tick' });
   }, TICK_EVERY_MS);
+
+  // --- Scheduler service (`scheduler.mode` "service") ---------------------------------------
+  // Per shard one always-on task (runtime/app/scheduler-service.ts, what the deployed container
+  // runs) holding the lease; the Lambda above stays as the fallback, started by wakes and ticks
+  // while a shard's lease has lapsed. A task dies with the Lambda's crash chance per scheduler
+  // timeout of its life (exponential), and ECS starts its replacement 10 to 60 s later.
+  if (config.scheduler.mode === 'service') {
+    const serviceRandom = seededRandom(seed * 104_729 + 7);
+    let serviceTasks = 0;
+    const startServiceTask = (shard: number): void => {
+      if (stop.signal.aborted) return;
+      const owner = `service-${shard}-${++serviceTasks}`;
+      const part = component(owner);
+      const halt = new AbortController();
+      stop.signal.addEventListener('abort', () => halt.abort(), { once: true });
+      runSchedulerService({
+        services: servicesFor(part, false),
+        shard,
+        signal: halt.signal,
+        ownerId: owner,
+        logger: silent,
+        onScheduler: watchAdmissions,
+        onLease: (leaseEvent) => {
+          if (leaseEvent === 'acquired') history.leases.push({ atMs: Date.now(), owner });
+        },
+      }).catch(() => {});
+      if (faults.schedulerCrashRate > 0) {
+        const lifeMs = -Math.log(1 - serviceRandom()) * (SCHEDULER_TIMEOUT_MS / faults.schedulerCrashRate);
+        setTimeout(() => {
+          if (stop.signal.aborted) return;
+          part.transport.kill();
+          halt.abort();
+          history.deaths.push({ component: part.name, atMs: Date.now() });
+          setTimeout(() => startServiceTask(shard), 10_000 + serviceRandom() * 50_000);
+        }, lifeMs);
+      }
+    };
+    for (const shard of shardIndexes(config.scheduler.shards)) startServiceTask(shard);
+  }
 
   // --- Workers -----------------------------------------------------------------------------
   let workerCount = 0;

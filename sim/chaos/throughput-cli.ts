@@ -1,9 +1,10 @@
 /**
- * npm run sim -- throughput --json --rate R --tasks N --tenants T [--shards K] [--seed S] [--latency-ms JSON]
+ * npm run sim -- throughput --json --rate R --tasks N --tenants T [--shards K] [--scheduler M] [--seed S] [--latency-ms JSON]
  * The production scheduler's dispatch rate at AWS's latencies and per-partition limits
  * (sim/chaos/throughput.ts).
  */
 import { parseArgs } from 'node:util';
+import { SCHEDULER_MODES, type SchedulerMode } from '../../runtime/core/config.ts';
 import { MAX_SCHEDULER_SHARDS } from '../../runtime/core/shards.ts';
 import { latencyRangesSchema, uniformLatency } from '../aws/faults.ts';
 import { measureThroughput } from './throughput.ts';
@@ -22,6 +23,8 @@ scheduler and AWS limit the rate. Rates are the main phase's (10th to 90th perce
   --tenants T       tenants, each submitting an equal share at random (default 10)
   --shards K        scheduler shards (scheduler.shards, default 1): K schedulers, each owning
                     the tenants that hash to it
+  --scheduler M     lambda (default: invocations of up to 5 minutes, each handing over to the
+                    next) or service (scheduler.mode: one always-on task per shard)
   --seed S          PRNG seed (default 1); the same seed gives the same run
   --latency-ms JSON per-call latency ranges instead of AWS's, as SCHEDULER_FAULTS takes them:
                     '{"dynamodb":[5,15],"sqs":[10,30]}' (a service left out: no latency)
@@ -38,6 +41,7 @@ export async function runThroughputCommand(argv: readonly string[]): Promise<num
       tenants: { type: 'string', default: '10' },
       seed: { type: 'string', default: '1' },
       shards: { type: 'string', default: '1' },
+      scheduler: { type: 'string', default: 'lambda' },
       'latency-ms': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -75,6 +79,7 @@ export async function runThroughputCommand(argv: readonly string[]): Promise<num
     tenants: int(values.tenants, 'tenants', 10_000),
     seed: int(values.seed, 'seed', 2 ** 31),
     shards: int(values.shards, 'shards', MAX_SCHEDULER_SHARDS),
+    mode: schedulerModeOption(values.scheduler),
     latency,
   });
   if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -90,11 +95,19 @@ export async function runThroughputCommand(argv: readonly string[]): Promise<num
         `  dispatch to start p99 ${result.p99DispatchToStartSeconds} s`,
         `  DynamoDB: ${result.writeUnitsPerTask} write and ${result.readUnitsPerTask} read units per task; ${result.throttledRequests} requests throttled${hottest.length > 0 ? ', most on:' : ''}`,
         ...hottest,
-        `  peak leased ${result.peakLeased} of ${result.poolSlots} slots, ${result.peakLeasedPerTenant} of one tenant's ${result.tenantQuota} quota; ${result.schedulerInvocations} scheduler invocations`,
+        `  peak leased ${result.peakLeased} of ${result.poolSlots} slots, ${result.peakLeasedPerTenant} of one tenant's ${result.tenantQuota} quota; ${result.schedulerInvocations} scheduler invocations, ${result.leasesTaken} scheduler leases taken (${result.mode})`,
         `  Lambda account concurrency: ${result.lambdaPeakConcurrency} at most, ${result.lambdaThrottles} invocations throttled`,
         '',
       ].join('\n'),
     );
   }
   return 0;
+}
+
+/** `--scheduler lambda|service`: `scheduler.mode`. */
+export function schedulerModeOption(value: string): SchedulerMode {
+  if (!(SCHEDULER_MODES as readonly string[]).includes(value)) {
+    throw new Error(`--scheduler must be one of ${SCHEDULER_MODES.join(', ')}, got "${value}"`);
+  }
+  return value as SchedulerMode;
 }

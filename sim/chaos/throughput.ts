@@ -23,7 +23,7 @@
  * so neither the start (an idle scheduler's first long poll, a cold pool) nor the tail (the last
  * stragglers) weighs on them.
  */
-import type { ConfigInput } from '../../runtime/core/config.ts';
+import type { ConfigInput, SchedulerMode } from '../../runtime/core/config.ts';
 import { AWS_LATENCY, type LatencyModel } from '../aws/faults.ts';
 import { DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
 
@@ -35,6 +35,8 @@ export interface ThroughputOptions {
   readonly tenants: number;
   /** Scheduler shards (`scheduler.shards`). @default 1 */
   readonly shards?: number | undefined;
+  /** Where the scheduler runs (`scheduler.mode`). @default 'lambda' */
+  readonly mode?: SchedulerMode | undefined;
   readonly latency?: LatencyModel | undefined;
 }
 
@@ -42,6 +44,7 @@ export interface ThroughputResult {
   readonly tasks: number;
   readonly tenants: number;
   readonly shards: number;
+  readonly mode: SchedulerMode;
   /** Main phase: submits per second between the 10th and 90th percentile of submit times. */
   readonly offeredPerSecond: number;
   /** Main phase: dispatches per second between the 10th and 90th percentile of dispatch times. */
@@ -83,6 +86,11 @@ export interface ThroughputResult {
   readonly lambdaPeakConcurrency: number;
   readonly lambdaThrottles: number;
   readonly schedulerInvocations: number;
+  /**
+   * Scheduler leases taken over the run: each a hand-over (a fresh scheduler resuming from
+   * DynamoDB after the index settles), the first of each shard aside.
+   */
+  readonly leasesTaken: number;
   readonly simulatedSeconds: number;
 }
 
@@ -111,7 +119,7 @@ export async function measureThroughput(options: ThroughputOptions): Promise<Thr
     pools: { lambda: { concurrency: 1000 }, fargate: FARGATE_POOL },
     tenantDefaults: { weight: 1, maxConcurrency: TENANT_QUOTA },
     taskDefaults: { timeoutSeconds: 60, maxAttempts: 3, ...TASK_RESOURCES },
-    scheduler: { ...PRODUCTION_SCHEDULER, shards: options.shards ?? 1 },
+    scheduler: { ...PRODUCTION_SCHEDULER, shards: options.shards ?? 1, mode: options.mode ?? 'lambda' },
   };
   const history = await runChaos({
     ...DEFAULT_OPTIONS,
@@ -180,6 +188,7 @@ export async function measureThroughput(options: ThroughputOptions): Promise<Thr
     tasks: submittedAt.size,
     tenants,
     shards: options.shards ?? 1,
+    mode: options.mode ?? 'lambda',
     offeredPerSecond: round(offeredPerSecond, 1),
     dispatchedPerSecond: round(dispatchedPerSecond, 1),
     dispatchedOverOffered: offeredPerSecond > 0 ? round(dispatchedPerSecond / offeredPerSecond, 2) : 0,
@@ -200,6 +209,7 @@ export async function measureThroughput(options: ThroughputOptions): Promise<Thr
     lambdaPeakConcurrency: history.lambda?.peak ?? 0,
     lambdaThrottles: history.lambda?.throttles ?? 0,
     schedulerInvocations: history.schedulerInvocations,
+    leasesTaken: history.leases.length,
     simulatedSeconds: round((history.endMs - history.startMs) / 1000, 1),
   };
 }
