@@ -7,12 +7,13 @@
  * minutes finds its queues empty.
  *
  *   node bench/idle-cost.ts        (also printed by bench/aws-calls.ts)
+ *   node bench/idle-cost.ts --scheduler service   (the long-lived scheduler: measured in the simulation)
  */
 import { LEGACY_ACTIVE_SHARDS } from '../runtime/infra/resources.ts';
 import { DRAINED_DEAD_LETTER_QUEUES } from '../runtime/worker/redrive.ts';
 import { fmt, isMain } from './lib.ts';
 import { LIST_PRICES } from './metering/call-counter.ts';
-import { synthesize } from './stack-synth.ts';
+import { defaultConfigInput, synthesize } from './stack-synth.ts';
 
 /** us-east-1 list prices the idle stack pays beyond LIST_PRICES (CloudWatch, X-Ray, KMS). */
 export const IDLE_PRICES = {
@@ -25,7 +26,26 @@ export const IDLE_PRICES = {
   xrayTracesPerMillion: 5.0,
   kmsKeyMonth: 1.0,
   natGatewayMonth: 32.4,
+  /** Fargate, Linux, per vCPU-hour and GB-hour (ARM64 and x86), and a public IPv4 address per hour. */
+  fargateArmVcpuHour: 0.03238,
+  fargateArmGbHour: 0.00356,
+  fargateX86VcpuHour: 0.04048,
+  fargateX86GbHour: 0.004445,
+  publicIpv4Hour: 0.005,
 } as const;
+
+const HOURS_PER_MONTH = 730;
+
+/**
+ * What one idle scheduler service task (`scheduler.mode` "service") calls in an hour, measured by
+ * `node bench/idle-cost.ts --scheduler service` in the simulation: its long polls, lease renewals,
+ * reconciler and backstop reads go on with no work, where a Lambda-mode scheduler has stopped.
+ */
+export interface ServiceIdleCalls {
+  readonly sqsRequestsPerHour: number;
+  readonly readUnitsPerHour: number;
+  readonly writeUnitsPerHour: number;
+}
 
 const MINUTES_PER_MONTH = 30 * 24 * 60;
 /** In-region latency a call adds to a Lambda's duration, as bench/aws-calls.ts models it. */
@@ -109,7 +129,10 @@ function periodicOf(resources: Record<string, Resource>): Periodic[] {
 }
 
 /** The idle month of a synthesized template, item by item. */
-export function idleCostOf(template: { Resources: Record<string, Resource> }): IdleCost {
+export function idleCostOf(
+  template: { Resources: Record<string, Resource> },
+  serviceIdleCalls?: ServiceIdleCalls,
+): IdleCost {
   const resources = Object.values(template.Resources);
   const ofType = (type: string) => resources.filter((resource) => resource.Type === type);
   const alarmMetrics = ofType('AWS::CloudWatch::Alarm').reduce((sum, alarm) => {
@@ -127,9 +150,27 @@ export function idleCostOf(template: { Resources: Record<string, Resource> }): I
   const drainRuns = sum(drains, (run) => run.invocations);
   const gbSeconds = (runs: Periodic[], ms: number) =>
     sum(runs, (run) => (run.memoryMiB / 1024) * (ms / 1000) * run.invocations);
+  const isSchedulerService = (service: Resource) => {
+    const ref = (service.Properties?.TaskDefinition as { Ref?: string } | undefined)?.Ref;
+    const definition = ref ? template.Resources[ref] : undefined;
+    const containers = (definition?.Properties?.ContainerDefinitions ?? []) as { Name?: string }[];
+    return containers.some((container) => container.Name === 'Scheduler');
+  };
+  const schedulerServices = ofType('AWS::ECS::Service').filter(isSchedulerService);
   const runningFargate = ofType('AWS::ECS::Service').filter(
-    (service) => Number(service.Properties?.DesiredCount ?? 1) > 0,
+    (service) => !isSchedulerService(service) && Number(service.Properties?.DesiredCount ?? 1) > 0,
   );
+  const schedulerTaskHours = schedulerServices.map((service) => {
+    const ref = (service.Properties?.TaskDefinition as { Ref?: string } | undefined)?.Ref ?? '';
+    const properties = template.Resources[ref]?.Properties ?? {};
+    const arm = JSON.stringify(properties.RuntimePlatform ?? {}).includes('ARM64');
+    const publicIp = JSON.stringify(service.Properties?.NetworkConfiguration ?? {}).includes('ENABLED');
+    return (
+      (Number(properties.Cpu) / 1024) * (arm ? IDLE_PRICES.fargateArmVcpuHour : IDLE_PRICES.fargateX86VcpuHour) +
+      (Number(properties.Memory) / 1024) * (arm ? IDLE_PRICES.fargateArmGbHour : IDLE_PRICES.fargateX86GbHour) +
+      (publicIp ? IDLE_PRICES.publicIpv4Hour : 0)
+    );
+  });
   // Only SQS mappings long-poll while idle; the task events' DynamoDB stream mapping is polled by
   // Lambda at no charge (DynamoDB pricing: stream reads by Lambda triggers are free).
   const sqsMappings = ofType('AWS::Lambda::EventSourceMapping').filter(
@@ -210,6 +251,28 @@ export function idleCostOf(template: { Resources: Record<string, Resource> }): I
       usdPerMonth: 0,
     },
     // The scheduler polls no queue while idle. Fargate: a worker only while work waits (scaling from 0).
+    ...(schedulerServices.length > 0
+      ? [
+          {
+            item: `Scheduler service tasks (${schedulerServices.length}, always on: Fargate and a public IPv4 each)`,
+            usdPerMonth: schedulerTaskHours.reduce((total, hour) => total + hour, 0) * HOURS_PER_MONTH,
+          },
+          serviceIdleCalls
+            ? {
+                item: `Scheduler service idle calls (${fmt(serviceIdleCalls.sqsRequestsPerHour, 0)} SQS requests, ${fmt(serviceIdleCalls.readUnitsPerHour, 0)} read and ${fmt(serviceIdleCalls.writeUnitsPerHour, 0)} write units an hour each)`,
+                usdPerMonth:
+                  schedulerServices.length *
+                  HOURS_PER_MONTH *
+                  ((serviceIdleCalls.sqsRequestsPerHour / 1e6) * LIST_PRICES.sqsPerMillionRequests +
+                    (serviceIdleCalls.readUnitsPerHour / 1e6) * LIST_PRICES.dynamoReadPerMillionUnits +
+                    (serviceIdleCalls.writeUnitsPerHour / 1e6) * LIST_PRICES.dynamoWritePerMillionUnits),
+              }
+            : {
+                item: 'Scheduler service idle calls (not measured: node bench/idle-cost.ts --scheduler service)',
+                usdPerMonth: 0,
+              },
+        ]
+      : []),
     {
       item: `Fargate services running with no work (${runningFargate.length})`,
       usdPerMonth: runningFargate.length * 30,
@@ -223,10 +286,51 @@ export function defaultStackIdleCost(): IdleCost {
   return idleCostOf(synthesize().template.toJSON() as { Resources: Record<string, Resource> });
 }
 
-export function printIdleCost(cost: IdleCost): void {
-  console.log('\nIdle month of the default stack (template + modelled tick and dead-letter drain; no tasks):');
+/**
+ * Measure an idle scheduler service task's calls: one simulated hour (sim/chaos/run.ts, no faults,
+ * no tasks) of `scheduler.mode` "service", counting the calls of the service's component and the
+ * units the account consumed (the minute tick's few reads included).
+ */
+export async function measureServiceIdleCalls(): Promise<ServiceIdleCalls> {
+  const { DEFAULT_OPTIONS, NO_FAULTS, runChaos } = await import('../sim/chaos/run.ts');
+  let sqsRequests = 0;
+  const history = await runChaos({
+    ...DEFAULT_OPTIONS,
+    seed: 1,
+    tasks: 0,
+    tenants: 1,
+    submitSeconds: 3600,
+    maxSimulatedSeconds: 3600,
+    faults: NO_FAULTS,
+    config: { ...DEFAULT_OPTIONS.config, scheduler: { ...DEFAULT_OPTIONS.config?.scheduler, mode: 'service' } },
+    onCall: (component, call) => {
+      if (component.startsWith('service-') && call.service === 'sqs') sqsRequests++;
+    },
+  });
+  const hours = (history.endMs - history.startMs) / 3_600_000;
+  let read = 0;
+  let write = 0;
+  for (const consumed of history.throughput?.consumed() ?? []) {
+    read += consumed.read;
+    write += consumed.write;
+  }
+  return { sqsRequestsPerHour: sqsRequests / hours, readUnitsPerHour: read / hours, writeUnitsPerHour: write / hours };
+}
+
+export function printIdleCost(cost: IdleCost, what = 'the default stack'): void {
+  console.log(`\nIdle month of ${what} (template + modelled tick and dead-letter drain; no tasks):`);
   for (const line of cost.lines) console.log(`  ${line.item.padEnd(72)}$${fmt(line.usdPerMonth, 3).padStart(7)}`);
   console.log(`idle cost per month: $${fmt(cost.usdPerMonth, 2)}`);
 }
 
-if (isMain(import.meta.url)) printIdleCost(defaultStackIdleCost());
+if (isMain(import.meta.url)) {
+  if (process.argv.includes('--scheduler') && process.argv[process.argv.indexOf('--scheduler') + 1] === 'service') {
+    const config = defaultConfigInput();
+    const { template } = synthesize({ config: { ...config, scheduler: { ...config.scheduler, mode: 'service' } } });
+    const calls = await measureServiceIdleCalls();
+    printIdleCost(
+      idleCostOf(template.toJSON() as { Resources: Record<string, Resource> }, calls),
+      'the default stack with scheduler.mode "service"',
+    );
+  } else printIdleCost(defaultStackIdleCost());
+}

@@ -51,7 +51,7 @@ import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/defin
 import { QueueWorker } from '../../runtime/worker/queue-worker.ts';
 import type { PartitionLimits } from '../aws/capacity.ts';
 import type { AttributeMap } from '../aws/dynamodb.ts';
-import { type LatencyModel, NO_TRANSPORT_FAULTS, type TransportFaults } from '../aws/faults.ts';
+import { type CallRecord, type LatencyModel, NO_TRANSPORT_FAULTS, type TransportFaults } from '../aws/faults.ts';
 import { LambdaAccount, type MappedEnvironment, SimulatedFunction, SqsEventSourceMapping } from '../aws/lambda.ts';
 import { installVirtualClock } from '../aws/virtual-clock.ts';
 import { type Component, SimulatedAws } from '../aws/world.ts';
@@ -162,6 +162,8 @@ export interface ChaosOptions {
    * retries kept (sim/aws/direct.ts), for runs without transport faults that need the CPU.
    */
   readonly transport?: 'sdk' | 'direct';
+  /** Told of every AWS call a component makes (by its name: `scheduler-3`, `service-0-1`, …). */
+  readonly onCall?: ((component: string, call: CallRecord) => void) | undefined;
   /** Every tenant's settings (default: weights and quotas 1, 2, 3, 1, ... by tenant). */
   readonly tenantSettings?: TenantSettings;
   /** Whether some tasks are planned to fail (15 % retried, 3 % permanently; default true). */
@@ -491,6 +493,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       latency: options.latency,
       onCall: (call) => {
         history.calls[call.outcome]++;
+        options.onCall?.(name, call);
       },
       onRequest: {
         operations: new Set(['PutItem']),
