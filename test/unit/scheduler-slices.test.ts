@@ -114,3 +114,45 @@ describe('Sharded schedulers sharing a pool (in-memory ports)', () => {
     expect(single.policy.sliceReport(Date.now()).held.slots).toBe(1);
   });
 });
+
+describe('A sharded scheduler whose lease ran out', () => {
+  it('makes no more slice reports once its lease has run out (its timer calls nothing)', async () => {
+    // Prepare: a shard's scheduler reporting every 250 ms by its own timer
+    let clockMs = START_MS;
+    const control = new InMemoryControl();
+    let reads = 0;
+    const get = control.getCapacitySlices.bind(control);
+    const put = control.putCapacitySlices.bind(control);
+    control.getCapacitySlices = () => {
+      reads++;
+      return get();
+    };
+    control.putCapacitySlices = (state, expected) => {
+      reads++;
+      return put(state, expected);
+    };
+    const config = parseConfig({ pools: { lambda: { concurrency: POOL }, fargate: { vcpu: 1, memoryMiB: 2048 } } });
+    const scheduler = new Scheduler({
+      store: new InMemoryTasks(),
+      control,
+      queues: new InMemoryQueues({ shards: 2 }),
+      config,
+      now: () => new Date(clockMs),
+      shard: { shard: 0, shards: 2 },
+      sliceEveryMs: 250,
+    });
+    scheduler.holdLease({ token: 1, expiresAtMs: START_MS + 30_000, marginMs: 10_000 });
+    await scheduler.resume();
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(reads).toBeGreaterThan(1);
+
+    // Act: its lease lapses (renewal failed: the loop starts over without releaseHeld)
+    clockMs = START_MS + 31_000;
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const afterLapse = reads;
+    await new Promise((resolve) => setTimeout(resolve, 800));
+
+    // Assess: no report since the first tick that saw the lapse
+    expect(reads).toBe(afterLapse);
+  });
+});
