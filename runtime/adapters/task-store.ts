@@ -327,6 +327,9 @@ export interface ListTasksQuery {
 
 export type CreateResult = { created: true; task: Task } | { created: false; task: Task };
 
+/** What counting a batch member's end needs of its task (a task, or its completion report). */
+export type BatchMemberTask = Pick<Task, 'taskId' | 'batchId' | 'batchIndex' | 'state'>;
+
 /** One task of `createMany`: created or found, or the error its create met. */
 export type CreateManyResult = CreateResult | { readonly error: unknown };
 
@@ -347,7 +350,7 @@ export interface TaskStoreOptions {
    * Awaited after a write that ended a batch member (its first terminal state since it last ran):
    * counts it for its batch (app/batches.ts). Must not throw; what it misses the sweeper counts.
    */
-  readonly onBatchMemberEnded?: ((task: Task) => Promise<void>) | undefined;
+  readonly onBatchMemberEnded?: ((task: BatchMemberTask) => Promise<void>) | undefined;
   /** The clock a listing bounds its `byTenantQueue` reads by (default: the system clock). */
   readonly nowMs?: (() => number) | undefined;
 }
@@ -402,7 +405,7 @@ export class TaskStore {
    * Count a batch member's end now, as the write that ended it would have: for a writer that left
    * it to its completion report (`batchEndReported`) and could not send the report.
    */
-  async countBatchEnd(task: Task): Promise<void> {
+  async countBatchEnd(task: BatchMemberTask): Promise<void> {
     if (task.batchId === undefined || !isTerminal(task.state)) return;
     await this.#options.onBatchMemberEnded?.(task);
   }

@@ -21,7 +21,7 @@ import type { BatchStore, CounterShard, StoredBatch } from '../adapters/batch-st
 import { counted } from '../adapters/batch-store.ts';
 import { inParallel } from '../adapters/in-parallel.ts';
 import type { QueueClient } from '../adapters/queues.ts';
-import type { TaskStore } from '../adapters/task-store.ts';
+import type { BatchMemberTask, TaskStore } from '../adapters/task-store.ts';
 import {
   BATCH_SHARD_SIZE,
   type BatchCounts,
@@ -304,7 +304,7 @@ export class BatchService {
    * A member ended: count it (the task store calls this after the write that ended it). Errors
    * are the caller's to log: the sweeper counts what this did not.
    */
-  async memberEnded(task: Task): Promise<void> {
+  async memberEnded(task: BatchMemberTask): Promise<void> {
     const set = countSetOf(task.state);
     if (task.batchId === undefined || !set) return;
     await this.#count(task.batchId, task.batchIndex ?? 0, set);

@@ -77,9 +77,19 @@ export class QueueWorker {
       size,
       delayMs,
       flush: (reports) => queues.reportCompletions(reports),
-      // Not reported: the scheduler frees the capacity when it next reconciles.
-      onError: (error, reports) =>
-        logger?.warn('completion report failed', { count: reports.length, error: String(error) }),
+      // Not reported: the scheduler frees the capacity when it next reconciles. A batch member's
+      // end it would have counted from the report is counted here instead (else by the sweeper).
+      onError: (error, reports) => {
+        logger?.warn('completion report failed', { count: reports.length, error: String(error) });
+        for (const report of reports) {
+          if (report.batchId === undefined) continue;
+          void options.attempt.store
+            .countBatchEnd(report)
+            .catch((countError: unknown) =>
+              logger?.warn('batch member not counted yet', { taskId: report.taskId, error: String(countError) }),
+            );
+        }
+      },
     });
   }
 

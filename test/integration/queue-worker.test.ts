@@ -101,4 +101,40 @@ describe('Class: QueueWorker (against the emulators)', () => {
     deletes.mockRestore();
     reports.mockRestore();
   });
+
+  it("counts a batch member's end itself when its completion report cannot be sent", async () => {
+    // Prepare: a batch member dispatched to the Fargate queue; SQS refuses the reports
+    const { batchId, results } = await services.batches.submit({
+      tasks: [0, 1].map((i) => ({ tenantId: 'qw-bulk', type: 'demo.echo', payload: { i } })),
+    });
+    const taskId = (results[0] as { taskId: string }).taskId;
+    const dispatched = await services.store.transition(taskId, (task) => dispatch(task, new Date(), 60));
+    await services.queues.sendToWorkers('fargate', [
+      { taskId, fence: dispatched.fence, tenantId: 'qw-bulk', type: 'demo.echo' },
+    ]);
+    const reports = vi.spyOn(services.queues, 'reportCompletions').mockRejectedValue(new Error('SQS unavailable'));
+    const worker = new QueueWorker({
+      queues: services.queues,
+      queueId: 'worker-fargate',
+      maxConcurrent: 1,
+      waitSeconds: 1,
+      attempt: { store: services.store, queues: services.queues, registry: services.registry, config: services.config },
+    });
+
+    // Act
+    worker.start();
+    let counts = (await services.batches.describe(batchId))?.counts;
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline && counts?.succeeded !== 1; ) {
+      if ((await services.store.get(taskId))?.state === 'SUCCEEDED') await worker.stop();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      counts = (await services.batches.describe(batchId))?.counts;
+    }
+    await worker.stop();
+    const reportCalls = reports.mock.calls.length;
+    reports.mockRestore();
+
+    // Assess
+    expect(reportCalls).toBeGreaterThan(0);
+    expect(counts).toMatchObject({ succeeded: 1, pending: 1 });
+  });
 });
