@@ -4,14 +4,14 @@
  * its 12-hour cap, receive counts and redrive; and a response lost after the write applied,
  * retried by the SDK's own middleware.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   ChangeMessageVisibilityCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import { GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, ScanCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { TaskStore } from '../../runtime/adapters/task-store.ts';
 import { createTask, dispatch } from '../../runtime/core/lifecycle.ts';
@@ -68,6 +68,42 @@ describe('simulated DynamoDB through the SDK', () => {
     expect((refused as ConditionalCheckFailedException).Item).toEqual({ pk: { S: 'a' }, n: { N: '1' } });
     const { Item } = await documents.send(new GetCommand({ TableName, Key: { pk: 'a' }, ConsistentRead: true }));
     expect(Item).toEqual({ pk: 'a', n: 1 });
+  });
+
+  it('transacts conditional puts all or none, with a reason per action, and a repeated token writes nothing', async () => {
+    const { aws } = world();
+    const { documents } = aws.component('test', NO_FAULTS).clients;
+    const TableName = aws.resources.tables.control!;
+    const put = (pk: string, n: number) => ({
+      Put: {
+        TableName,
+        Item: { pk, n },
+        ConditionExpression: 'attribute_not_exists(pk)',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+      },
+    });
+    const read = async (pk: string) =>
+      (await documents.send(new GetCommand({ TableName, Key: { pk }, ConsistentRead: true }))).Item;
+    await documents.send(new PutCommand({ TableName, Item: { pk: 'tx-b', n: 7 } }));
+    const cancelled = await documents
+      .send(new TransactWriteCommand({ TransactItems: [put('tx-a', 1), put('tx-b', 1)] }))
+      .catch((error: unknown) => error);
+    expect(cancelled).toBeInstanceOf(TransactionCanceledException);
+    const reasons = (cancelled as TransactionCanceledException).CancellationReasons!;
+    expect(reasons.map((reason) => reason.Code)).toEqual(['None', 'ConditionalCheckFailed']);
+    expect(reasons[1]!.Item).toEqual({ pk: { S: 'tx-b' }, n: { N: '7' } });
+    expect(await read('tx-a')).toBeUndefined();
+    const request = { TransactItems: [put('tx-a', 1), put('tx-c', 1)], ClientRequestToken: 'token-1' };
+    await documents.send(new TransactWriteCommand(request));
+    await documents.send(new PutCommand({ TableName, Item: { pk: 'tx-a', n: 2 } }));
+    await documents.send(new TransactWriteCommand(request));
+    expect(await read('tx-a')).toEqual({ pk: 'tx-a', n: 2 });
+    expect(await read('tx-c')).toEqual({ pk: 'tx-c', n: 1 });
+    const other = await documents
+      .send(new TransactWriteCommand({ TransactItems: [put('tx-d', 1)], ClientRequestToken: 'token-1' }))
+      .catch((error: unknown) => error);
+    expect((other as Error).name).toBe('IdempotentParameterMismatchException');
+    expect(await read('tx-d')).toBeUndefined();
   });
 
   it('applies a write whose response is lost, so the SDK retry meets its own write', async () => {
