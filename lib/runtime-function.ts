@@ -207,6 +207,7 @@ export const REGISTRY_HANDLERS: ReadonlySet<string> = new Set([
   'redrive',
   'scheduled-submit',
   'fargate-worker',
+  'scheduler-container',
   'task-events',
 ]);
 

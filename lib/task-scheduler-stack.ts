@@ -120,7 +120,7 @@ export class TaskSchedulerStack extends Stack {
       path.join(Stage.of(this)?.outdir ?? os.tmpdir(), `task-modules-${Names.uniqueId(this)}`),
     );
     // Webhook secrets go to Secrets Manager (lib/task-events.ts), never into functions' environments.
-    const configJson = JSON.stringify(withoutWebhookSecrets(config));
+    const configJson = JSON.stringify(runtimeConfig(config));
 
     this.tables = new TaskTables(this, 'Tables', { deletionProtection: config.deploy.deletionProtection });
     const typeWorkers = props.taskTypeWorkers ?? [];
@@ -379,6 +379,25 @@ export function retentionDays(days: number): logs.RetentionDays {
 }
 
 /** The configuration as the functions get it: webhook secrets replaced by a placeholder. */
+/** The `deploy` settings the running code reads (authorization, backlog metrics); the rest are the CDK app's alone. */
+export const RUNTIME_DEPLOY_KEYS = ['callers', 'allowAnyCaller', 'tenantMetrics'] as const;
+
+/**
+ * The configuration the functions and containers get (SCHEDULER_CONFIG_JSON): without webhook
+ * secrets (they read them from Secrets Manager) and without the deploy-only settings (stack name,
+ * deletion protection, log retention, alarm e-mail, dashboard): every byte counts against each
+ * function's 4 KB of environment.
+ */
+export function runtimeConfig(config: SchedulerConfig): Omit<SchedulerConfig, 'deploy'> & {
+  deploy: Pick<SchedulerConfig['deploy'], (typeof RUNTIME_DEPLOY_KEYS)[number]>;
+} {
+  const { deploy, ...rest } = withoutWebhookSecrets(config);
+  return {
+    ...rest,
+    deploy: { callers: deploy.callers, allowAnyCaller: deploy.allowAnyCaller, tenantMetrics: deploy.tenantMetrics },
+  };
+}
+
 export function withoutWebhookSecrets(config: SchedulerConfig): SchedulerConfig {
   return {
     ...config,

@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { runSchedulerService } from '../app/scheduler-service.ts';
-import { servicesFromEnvironment } from '../app/wiring.ts';
+import type { Services } from '../app/wiring.ts';
 import { ConfigError } from '../core/errors.ts';
 import { ENV } from '../infra/resources.ts';
 import { logger, metrics, taskLogger } from './observability.ts';
@@ -41,12 +41,16 @@ export interface SchedulerServiceMain {
 }
 
 /** Start the service's loop with its once-a-minute report; `stop` ends both. */
-export function startSchedulerService(
-  options: { env?: NodeJS.ProcessEnv; metrics?: SchedulerHandlerMetrics; reportEveryMs?: number } = {},
-): SchedulerServiceMain {
+export function startSchedulerService(options: {
+  /** This process's services (the container's: from its environment). */
+  services: Services;
+  env?: NodeJS.ProcessEnv;
+  metrics?: SchedulerHandlerMetrics;
+  reportEveryMs?: number;
+}): SchedulerServiceMain {
   const env = options.env ?? process.env;
   const sink = options.metrics ?? metrics;
-  const services = servicesFromEnvironment();
+  const { services } = options;
   const shard = shardFromEnvironment(env, services.config.scheduler.shards);
   const stopping = new AbortController();
   const tally = new SchedulerTally();

@@ -30,15 +30,24 @@ const config: ConfigInput = {
   scheduler: { mode: 'service' },
 };
 
-const context = (remainingMs: number): Context =>
-  ({
+/**
+ * An invocation that runs out of time once `done` holds (checked every 100 ms), however fast the
+ * machine: 60 s left until then, 10 s after (under the 15 s safety margin).
+ */
+const contextUntil = (done: () => Promise<boolean>): { context: Context; stop: () => void } => {
+  let remainingMs = 60_000;
+  const poll = setInterval(() => {
+    void done().then((yes) => {
+      if (yes) remainingMs = 10_000;
+    });
+  }, 100);
+  const context = {
     awsRequestId: `req-${Math.random()}`,
     functionName: 'scheduler-fn',
-    getRemainingTimeInMillis: (() => {
-      const deadline = Date.now() + remainingMs;
-      return () => deadline - Date.now();
-    })(),
-  }) as unknown as Context;
+    getRemainingTimeInMillis: () => remainingMs,
+  } as unknown as Context;
+  return { context, stop: () => clearInterval(poll) };
+};
 
 /** A metrics sink that records the names and values published. */
 function recordingMetrics(): SchedulerHandlerMetrics & { readonly published: [string, number][] } {
@@ -86,7 +95,11 @@ afterAll(async () => {
 describe('Scheduler service (scheduler.mode "service")', () => {
   it('holds the lease and dispatches; a replacement waits for the lease and takes over when the first stops', async () => {
     const firstMetrics = recordingMetrics();
-    const first = service.startSchedulerService({ env: { [ENV.schedulerShard]: '0' }, metrics: firstMetrics });
+    const first = service.startSchedulerService({
+      services,
+      env: { [ENV.schedulerShard]: '0' },
+      metrics: firstMetrics,
+    });
     const { task: early } = await services.tasks.submit({ tenantId: 's', type: 'demo.echo', payload: {} });
     await vi.waitFor(async () => expect((await services.store.get(early.taskId))?.state).toBe('DISPATCHED'), {
       timeout: 20_000,
@@ -96,7 +109,11 @@ describe('Scheduler service (scheduler.mode "service")', () => {
     expect(held?.owner).toMatch(/^service-/);
 
     // A deploy starts the replacement before stopping the old task: it waits, dispatching nothing.
-    const second = service.startSchedulerService({ env: { [ENV.schedulerShard]: '0' }, metrics: recordingMetrics() });
+    const second = service.startSchedulerService({
+      services,
+      env: { [ENV.schedulerShard]: '0' },
+      metrics: recordingMetrics(),
+    });
     first.stop();
     await first.done;
     // Its last report counts what it dispatched and a completed pass (the silence alarm's metric).
@@ -119,8 +136,9 @@ describe('Scheduler service (scheduler.mode "service")', () => {
 
   it('the scheduler Lambda standing in leaves the lease to the service at its time limit', async () => {
     const { task } = await services.tasks.submit({ tenantId: 'l', type: 'demo.echo', payload: {} });
-    // 18 s left with a 15 s safety margin: it loops about three seconds, then hands the lease back.
-    const run = await scheduler({ reason: 'wake' }, context(18_000));
+    // Out of time once it has dispatched the task.
+    const invocation = contextUntil(async () => (await services.store.get(task.taskId))?.state === 'DISPATCHED');
+    const run = await scheduler({ reason: 'wake' }, invocation.context).finally(invocation.stop);
     expect(run).toMatchObject({ ended: 'stopped' });
     expect(run.dispatched).toBeGreaterThanOrEqual(1);
     expect((await services.store.get(task.taskId))?.state).toBe('DISPATCHED');

@@ -21,7 +21,10 @@ beforeEach(async () => {
     },
   });
 });
+/** The test's schedulers: stopped before the emulators, or a slice report (every 250 ms) lands on a closed database. */
+const created: Scheduler[] = [];
 afterEach(async () => {
+  await Promise.all(created.splice(0).map((scheduler) => scheduler.releaseHeld().catch(() => undefined)));
   await services.stop();
 });
 
@@ -32,8 +35,8 @@ function tenantsOf(shard: number, count: number): string[] {
   return tenants;
 }
 
-const schedulerOf = (shard: number) =>
-  new Scheduler({
+const schedulerOf = (shard: number) => {
+  const scheduler = new Scheduler({
     store: services.store,
     control: services.control.forShard(shard),
     queues: services.queues,
@@ -42,6 +45,9 @@ const schedulerOf = (shard: number) =>
     // Report for the capacity slice every round: the shards hand capacity on within the test.
     sliceEveryMs: 0,
   });
+  created.push(scheduler);
+  return scheduler;
+};
 
 /** Tick the schedulers in turn (each round every one of them), as side-by-side shards would. */
 async function settle(schedulers: Scheduler | readonly Scheduler[], rounds = 6) {

@@ -1,7 +1,9 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { API_ROUTES } from '../../lib/task-api.ts';
+import { RUNTIME_DEPLOY_KEYS } from '../../lib/task-scheduler-stack.ts';
 import { API_ROUTES as ROUTER_ROUTES } from '../../runtime/api/routes.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
 import { EXAMPLE_RESOURCES_ENV } from '../../runtime/infra/example-resources.ts';
 import { ENV, LAMBDA_WORKER_CLASSES, QUEUES } from '../../runtime/infra/resources.ts';
 import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE } from '../../runtime/infra/telemetry.ts';
@@ -48,7 +50,13 @@ describe('Construct: RuntimeFunction (every function)', () => {
         template.toJSON().Resources[logicalId(stack, wrapper.function)].Properties.Environment.Variables;
       expect(variables[ENV.tasksTable], name).toEqual({ Ref: logicalId(stack, stack.tables.tasks) });
       expect(variables[ENV.controlTable], name).toEqual({ Ref: logicalId(stack, stack.tables.control) });
-      expect(JSON.parse(variables[ENV.configJson]), name).toEqual(config);
+      // The configuration as the runtime reads it: deploy-only settings left out (4 KB of environment).
+      const shipped = JSON.parse(variables[ENV.configJson]);
+      expect(Object.keys(shipped.deploy).sort(), name).toEqual([...RUNTIME_DEPLOY_KEYS].sort());
+      expect(parseConfig(shipped), name).toEqual({
+        ...config,
+        deploy: { ...parseConfig({}).deploy, ...pick(config.deploy, RUNTIME_DEPLOY_KEYS) },
+      });
       expect(variables.POWERTOOLS_SERVICE_NAME, name).toBe(DEFAULT_SERVICE_NAME);
       expect(variables.POWERTOOLS_METRICS_NAMESPACE, name).toBe(METRICS_NAMESPACE);
       // QUEUE_URLS is a JSON object built from tokens: every queue and dead-letter id appears as a key.
@@ -321,3 +329,7 @@ describe('Construct: FargateWorkers', () => {
     expect(assets.filter((asset) => asset.packaging === 'container-image')).toEqual([]);
   });
 });
+
+function pick<T extends object, K extends keyof T>(object: T, keys: readonly K[]): Pick<T, K> {
+  return Object.fromEntries(keys.map((key) => [key, object[key]])) as Pick<T, K>;
+}
