@@ -103,7 +103,10 @@ describe('Class: QueueWorker (against the emulators)', () => {
   });
 
   it("counts a batch member's end itself when its completion report cannot be sent", async () => {
-    // Prepare: a batch member dispatched to the Fargate queue; SQS refuses the reports
+    // Prepare: a batch member dispatched to the Fargate queue; SQS refuses the reports. Emulators
+    // of its own: an earlier test's long poll, aborted client-side, may still take a message on
+    // the fauxqs side of the shared ones (it took this test's, every run, once main moved).
+    const services = await startTestServices();
     const { batchId, results } = await services.batches.submit({
       tasks: [0, 1].map((i) => ({ tenantId: 'qw-bulk', type: 'demo.echo', payload: { i } })),
     });
@@ -132,6 +135,8 @@ describe('Class: QueueWorker (against the emulators)', () => {
     await worker.stop();
     const reportCalls = reports.mock.calls.length;
     reports.mockRestore();
+
+    await services.stop();
 
     // Assess
     expect(reportCalls).toBeGreaterThan(0);
