@@ -32,6 +32,8 @@ export interface MonitoringProps {
   readonly workerFunctions: readonly { readonly memoryMiB: number; readonly function: lambda.IFunction }[];
   readonly apiFunction: lambda.IFunction;
   readonly fargateService?: ecs.FargateService;
+  /** The long-lived scheduler's services, one per shard (`scheduler.mode` "service"). @default - none */
+  readonly schedulerServices?: readonly ecs.FargateService[];
   /** Alarm when no SchedulerLoopCompleted arrives for this long. @default Duration.minutes(5) */
   readonly schedulerSilence?: Duration;
   /** Alarm when a tier's oldest message is older. @default critical 5 min, high 15 min, normal 1 h, low 4 h */
@@ -202,6 +204,26 @@ export class Monitoring extends Construct {
         treatMissingData: cloudwatch.TreatMissingData.BREACHING,
       }),
     );
+    // A scheduler service task down: the Lambda stands in, but hand-overs come back every 5 minutes.
+    for (const [shard, service] of (props.schedulerServices ?? []).entries()) {
+      const running = new cloudwatch.Metric({
+        namespace: 'ECS/ContainerInsights',
+        metricName: 'RunningTaskCount',
+        dimensionsMap: { ClusterName: service.cluster.clusterName, ServiceName: service.serviceName },
+        period: Duration.minutes(1),
+        statistic: 'Minimum',
+      });
+      alarms.push(
+        running.createAlarm(this, `SchedulerServiceDown-s${shard}`, {
+          alarmDescription: `The scheduler service of shard ${shard} ran no task for 5 minutes: the scheduler Lambda stands in`,
+          threshold: 1,
+          comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+          evaluationPeriods: 5,
+          // No data is no running task (Container Insights publishes while the service exists).
+          treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+        }),
+      );
+    }
     this.alarms = alarms;
 
     if (props.alarmEmail) {

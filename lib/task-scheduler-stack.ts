@@ -333,6 +333,7 @@ export class TaskSchedulerStack extends Stack {
       })),
       apiFunction: this.api.handler.function,
       fargateService: this.fargateWorkers.service,
+      ...(this.schedulerService ? { schedulerServices: this.schedulerService.services } : {}),
       alarmEmail: config.deploy.alarmEmail,
       dashboard: config.deploy.dashboard,
     });

@@ -69,6 +69,26 @@ describe('Stack: scheduler.mode "service"', () => {
     for (const grant of expected) expect(serviceGrants.has(grant), grant).toBe(true);
   });
 
+  it("alarms when a shard's service runs no task for 5 minutes", () => {
+    for (const shard of [0, 1]) {
+      synth.template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'ECS/ContainerInsights',
+        MetricName: 'RunningTaskCount',
+        Dimensions: Match.arrayWith([
+          Match.objectLike({
+            Name: 'ServiceName',
+            Value: { 'Fn::GetAtt': [logicalId(synth.stack, synth.stack.schedulerService!.services[shard]!), 'Name'] },
+          }),
+        ]),
+        ComparisonOperator: 'LessThanThreshold',
+        Threshold: 1,
+        EvaluationPeriods: 5,
+        TreatMissingData: 'breaching',
+      });
+    }
+    expect(JSON.stringify(lambdaMode.template.toJSON())).not.toContain('RunningTaskCount');
+  });
+
   it('builds nothing of it in Lambda mode', () => {
     expect(lambdaMode.stack.schedulerService).toBeUndefined();
     expect(schedulerContainers(lambdaMode)).toEqual([]);
