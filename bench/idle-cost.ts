@@ -150,19 +150,22 @@ export function idleCostOf(
   const drainRuns = sum(drains, (run) => run.invocations);
   const gbSeconds = (runs: Periodic[], ms: number) =>
     sum(runs, (run) => (run.memoryMiB / 1024) * (ms / 1000) * run.invocations);
-  const isSchedulerService = (service: Resource) => {
+  /** A service's task definition's properties (the template's resource its TaskDefinition refers to). */
+  const taskDefinitionOf = (service: Resource) => {
     const ref = (service.Properties?.TaskDefinition as { Ref?: string } | undefined)?.Ref;
-    const definition = ref ? template.Resources[ref] : undefined;
-    const containers = (definition?.Properties?.ContainerDefinitions ?? []) as { Name?: string }[];
-    return containers.some((container) => container.Name === 'Scheduler');
+    return (ref ? template.Resources[ref]?.Properties : undefined) ?? {};
   };
-  const schedulerServices = ofType('AWS::ECS::Service').filter(isSchedulerService);
-  const runningFargate = ofType('AWS::ECS::Service').filter(
+  const isSchedulerService = (service: Resource) =>
+    ((taskDefinitionOf(service).ContainerDefinitions ?? []) as { Name?: string }[]).some(
+      (container) => container.Name === 'Scheduler',
+    );
+  const services = ofType('AWS::ECS::Service');
+  const schedulerServices = services.filter(isSchedulerService);
+  const runningFargate = services.filter(
     (service) => !isSchedulerService(service) && Number(service.Properties?.DesiredCount ?? 1) > 0,
   );
   const schedulerTaskHours = schedulerServices.map((service) => {
-    const ref = (service.Properties?.TaskDefinition as { Ref?: string } | undefined)?.Ref ?? '';
-    const properties = template.Resources[ref]?.Properties ?? {};
+    const properties = taskDefinitionOf(service);
     const arm = JSON.stringify(properties.RuntimePlatform ?? {}).includes('ARM64');
     const publicIp = JSON.stringify(service.Properties?.NetworkConfiguration ?? {}).includes('ENABLED');
     return (

@@ -8,17 +8,32 @@ import { handlerProps, RuntimeFunction, type RuntimeSettings } from './runtime-f
 import { schedulerInvokeRole } from './scheduler-invoke-role.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
-export interface SchedulerLoopProps {
-  readonly runtime: RuntimeSettings;
+/** What a scheduler reads and writes, wherever it runs (the Lambda, the long-lived service). */
+export interface SchedulerResources {
   readonly tasksTable: dynamodb.ITable;
   readonly controlTable: dynamodb.ITable;
   /** Read (candidates) and written (reconciliation re-enqueues). */
   readonly tierQueues: readonly DefinedQueue[];
   /** Dispatch targets. */
   readonly workerQueues: readonly DefinedQueue[];
-  /** Finished attempts free capacity through here. */
-  /** Every scheduler shard's completions queue (one per `scheduler.shards`). */
+  /** Finished attempts free capacity through here: every shard's (one per `scheduler.shards`). */
   readonly completionQueues: readonly DefinedQueue[];
+}
+
+/** Grant a scheduler what it reads and writes. */
+export function grantSchedulerAccess(resources: SchedulerResources, grantee: iam.IGrantable): void {
+  resources.tasksTable.grantReadWriteData(grantee);
+  resources.controlTable.grantReadWriteData(grantee);
+  for (const tier of resources.tierQueues) {
+    tier.queue.grantConsumeMessages(grantee);
+    tier.queue.grantSendMessages(grantee);
+  }
+  for (const worker of resources.workerQueues) worker.queue.grantSendMessages(grantee);
+  for (const completions of resources.completionQueues) completions.queue.grantConsumeMessages(grantee);
+}
+
+export interface SchedulerLoopProps extends SchedulerResources {
+  readonly runtime: RuntimeSettings;
   /**
    * How long one invocation may loop. The handler stops 15 s before it and, with work left,
    * invokes a fresh one to take over; idle, it stops long before (scale to zero).
@@ -75,14 +90,7 @@ export class SchedulerLoop extends Construct {
     // invocations that would find the lease taken.
     fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(60) });
 
-    props.tasksTable.grantReadWriteData(fn);
-    props.controlTable.grantReadWriteData(fn);
-    for (const tier of props.tierQueues) {
-      tier.queue.grantConsumeMessages(fn);
-      tier.queue.grantSendMessages(fn);
-    }
-    for (const worker of props.workerQueues) worker.queue.grantSendMessages(fn);
-    for (const completions of props.completionQueues) completions.queue.grantConsumeMessages(fn);
+    grantSchedulerAccess(props, fn);
     this.grantWake(fn);
 
     this.invokeRole = schedulerInvokeRole(this, 'TickRole', fn);

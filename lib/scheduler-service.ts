@@ -1,5 +1,4 @@
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
-import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -8,16 +7,11 @@ import { Construct } from 'constructs';
 import { ENV } from '../runtime/infra/resources.ts';
 import { fargateImageAsset } from './fargate-image-asset.ts';
 import type { RuntimeSettings } from './runtime-function.ts';
-import type { DefinedQueue } from './task-queues.ts';
+import { grantSchedulerAccess, type SchedulerResources } from './scheduler-loop.ts';
 
-export interface SchedulerServiceProps {
+export interface SchedulerServiceProps extends SchedulerResources {
   /** The scheduler Lambda's settings: the same code, configuration and queue URLs. */
   readonly runtime: RuntimeSettings;
-  readonly tasksTable: dynamodb.ITable;
-  readonly controlTable: dynamodb.ITable;
-  readonly tierQueues: readonly DefinedQueue[];
-  readonly workerQueues: readonly DefinedQueue[];
-  readonly completionQueues: readonly DefinedQueue[];
   /** `scheduler.shards`: one service (one task) per shard. */
   readonly shards: number;
   /** Where the Fargate workers run: the same cluster, network and outbound-only security group. */
@@ -73,14 +67,7 @@ export class SchedulerService extends Construct {
 
     // One role for every shard's task: what the scheduler Lambda is granted.
     this.taskRole = new iam.Role(this, 'TaskRole', { assumedBy: new iam.ServicePrincipal('ecs-tasks.amazonaws.com') });
-    props.tasksTable.grantReadWriteData(this.taskRole);
-    props.controlTable.grantReadWriteData(this.taskRole);
-    for (const tier of props.tierQueues) {
-      tier.queue.grantConsumeMessages(this.taskRole);
-      tier.queue.grantSendMessages(this.taskRole);
-    }
-    for (const worker of props.workerQueues) worker.queue.grantSendMessages(this.taskRole);
-    for (const completions of props.completionQueues) completions.queue.grantConsumeMessages(this.taskRole);
+    grantSchedulerAccess(props, this.taskRole);
 
     this.logGroup = new logs.LogGroup(this, 'Logs', {
       retention: props.runtime.logRetention,

@@ -21,7 +21,7 @@ import { NightlySchedules } from './nightly-schedules.ts';
 import { Redrive } from './redrive.ts';
 import { runtimeCode, writeTaskModulesInject } from './runtime-code.ts';
 import type { RuntimeSettings } from './runtime-function.ts';
-import { SchedulerLoop } from './scheduler-loop.ts';
+import { SchedulerLoop, type SchedulerResources } from './scheduler-loop.ts';
 import { SchedulerService } from './scheduler-service.ts';
 import { TaskApi } from './task-api.ts';
 import { TaskEvents } from './task-events.ts';
@@ -192,15 +192,16 @@ export class TaskSchedulerStack extends Stack {
             },
           };
 
-    // The scheduler first: every other function wakes it by name when it announces a task.
-    this.scheduler = new SchedulerLoop(this, 'Scheduler', {
-      runtime: withTypeQueues(runtime),
+    // What the scheduler reads and writes, as the Lambda or as the long-lived service.
+    const schedulerResources: SchedulerResources = {
       tasksTable,
       controlTable,
       tierQueues: tiers,
       workerQueues: workers,
       completionQueues: completions,
-    });
+    };
+    // The scheduler first: every other function wakes it by name when it announces a task.
+    this.scheduler = new SchedulerLoop(this, 'Scheduler', { runtime: withTypeQueues(runtime), ...schedulerResources });
     const announcing: RuntimeSettings = {
       ...runtime,
       environment: { ...runtime.environment, [ENV.schedulerFunction]: this.scheduler.functionName },
@@ -239,11 +240,7 @@ export class TaskSchedulerStack extends Stack {
       this.schedulerService = new SchedulerService(this, 'SchedulerService', {
         // The scheduler Lambda's settings: the same configuration, queue URLs and type queues.
         runtime: withTypeQueues(runtime),
-        tasksTable,
-        controlTable,
-        tierQueues: tiers,
-        workerQueues: workers,
-        completionQueues: completions,
+        ...schedulerResources,
         shards: config.scheduler.shards,
         cluster: this.fargateWorkers.cluster,
         securityGroup: this.fargateWorkers.securityGroup,

@@ -7,6 +7,7 @@
  */
 import type { AwsClients } from '../runtime/adapters/aws-clients.ts';
 import { QueueClient } from '../runtime/adapters/queues.ts';
+import { shardScheduler } from '../runtime/app/scheduler-service.ts';
 import { mergeSnapshots } from '../runtime/app/shard-snapshots.ts';
 import { buildServices, type Services } from '../runtime/app/wiring.ts';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
@@ -16,7 +17,7 @@ import { OutboxRelay } from '../runtime/events/outbox-relay.ts';
 import { localWebhookTargets } from '../runtime/events/webhooks.ts';
 import { workerQueue } from '../runtime/infra/resources.ts';
 import { hasSchedulerWork, IDLE_STOP_MS, STOP_GRACE_MS } from '../runtime/scheduler/activation.ts';
-import { Scheduler } from '../runtime/scheduler/scheduler.ts';
+import type { Scheduler } from '../runtime/scheduler/scheduler.ts';
 import { runSchedulerLoop, type SchedulerLoopEnd } from '../runtime/scheduler/scheduler-loop.ts';
 import type { TaskServices, TaskTypeRegistry } from '../runtime/task-types/define.ts';
 import { flushTraces } from '../runtime/telemetry/tracing.ts';
@@ -226,17 +227,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
           }
         : {}),
       createScheduler: () => {
-        run.current = new Scheduler({
-          store: services.store,
-          control: services.control.forShard(run.scope.shard),
+        run.current = shardScheduler(services, run.scope, logger, {
           queues: schedulerQueues,
-          config,
-          shard: run.scope,
-          logger,
-          // Shard 0 sweeps every batch (batches are not per tenant).
-          ...(run.scope.shard === 0 ? { sweepBatches: () => services.batches.sweep() } : {}),
-          // Every shard counts the batch members' ends its completions report (one write a counter shard).
-          countBatchEnds: (ends) => services.batches.membersEnded(ends),
           onDispatch: (task) =>
             taskLines.debug?.('task DISPATCHED', { taskId: task.taskId, tenant: task.tenantId, pool: task.runtime }),
         });

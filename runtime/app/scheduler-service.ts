@@ -12,7 +12,7 @@
 import type { Lease } from '../adapters/control-store.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { type ShardScope, schedulerLeaseName } from '../core/shards.ts';
-import { Scheduler, type TickResult } from '../scheduler/scheduler.ts';
+import { Scheduler, type SchedulerDeps, type TickResult } from '../scheduler/scheduler.ts';
 import { LAMBDA_POLL_SECONDS, runSchedulerLoop, sleep } from '../scheduler/scheduler-loop.ts';
 import type { Services } from './wiring.ts';
 
@@ -60,7 +60,9 @@ export async function runSchedulerService(options: SchedulerServiceOptions): Pro
         waitForLease: true,
         logger,
         createScheduler: () => {
-          const scheduler = shardScheduler(services, scope, logger, options.onUnregisteredQueued);
+          const scheduler = shardScheduler(services, scope, logger, {
+            ...(options.onUnregisteredQueued ? { onUnregisteredQueued: options.onUnregisteredQueued } : {}),
+          });
           options.onScheduler?.(scheduler);
           return scheduler;
         },
@@ -82,15 +84,16 @@ export async function runSchedulerService(options: SchedulerServiceOptions): Pro
 }
 
 /**
- * A scheduler for one shard over the services of this process (the Lambda's and the service's
- * alike): shard 0 also runs the batch sweeper, whose batches are not per tenant; every shard
- * counts the batch member ends its completions report.
+ * A scheduler for one shard over the services of this process (the Lambda's, the service's and
+ * the local runtime's alike): shard 0 also runs the batch sweeper, whose batches are not per
+ * tenant; every shard counts the batch member ends its completions report. `options` adds the
+ * caller's hooks, and queues of its own (the local runtime's announce without waking).
  */
 export function shardScheduler(
   services: Services,
   shard: ShardScope,
   logger: TaskLogger,
-  onUnregisteredQueued?: (count: number) => void,
+  options: Pick<Partial<SchedulerDeps>, 'queues' | 'onDispatch' | 'onUnregisteredQueued'> = {},
 ): Scheduler {
   return new Scheduler({
     store: services.store,
@@ -102,6 +105,6 @@ export function shardScheduler(
     ...(shard.shard === 0 ? { sweepBatches: () => services.batches.sweep() } : {}),
     // Every shard counts the batch members' ends its completions report (one write a counter shard).
     countBatchEnds: (ends) => services.batches.membersEnded(ends),
-    ...(onUnregisteredQueued ? { onUnregisteredQueued } : {}),
+    ...options,
   });
 }

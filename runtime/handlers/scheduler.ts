@@ -7,8 +7,8 @@
  *   when a scheduler holds the lease or nothing is due, else loop.
  * The loop stops after a spell with nothing to hold or run, or shortly before the timeout (then
  * it hands over to a fresh invocation; with `scheduler.mode` "service" it leaves the lease to the
- * shard's always-on service task instead: the Lambda only stands in while that task is down). The lease keeps one scheduler active: an invocation that
- * finds it taken exits.
+ * shard's always-on service task instead: the Lambda only stands in while that task is down).
+ * The lease keeps one scheduler active: an invocation that finds it taken exits.
  *
  * `schedulerHandler` builds it from what it needs (the deployed one: services from the
  * environment, a handover by asynchronous invoke, Powertools); the simulation runs the same
@@ -108,8 +108,10 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
         },
         logger: taskLogger,
         createScheduler: () => {
-          const scheduler = shardScheduler(services, shard, taskLogger, (count) => {
-            tally.unregisteredQueued += count;
+          const scheduler = shardScheduler(services, shard, taskLogger, {
+            onUnregisteredQueued: (count) => {
+              tally.unregisteredQueued += count;
+            },
           });
           deps.onScheduler?.(scheduler);
           return scheduler;

@@ -4,9 +4,6 @@
  * takes over when the first is stopped; the scheduler Lambda, standing in while the service is
  * down, leaves the lease to it at its time limit instead of invoking a fresh Lambda.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Context } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
@@ -15,12 +12,13 @@ import { ConfigError } from '../../runtime/core/errors.ts';
 import type { SchedulerHandlerMetrics } from '../../runtime/handlers/scheduler-report.ts';
 import { ENV } from '../../runtime/infra/resources.ts';
 import { SCHEDULER_LEASE } from '../../runtime/scheduler/scheduler-loop.ts';
+import { contextUntil, type RecordedInvocation, startLambdaApi } from '../helpers/lambda-invocations.ts';
 import { lambdaEnvironment } from '../helpers/services.ts';
 
 let emulators: Emulators;
 let services: Services;
-let lambdaApi: Server;
-const invocations: string[] = [];
+let lambdaApi: Awaited<ReturnType<typeof startLambdaApi>>;
+let invocations: RecordedInvocation[];
 const saved = { ...process.env };
 let service: typeof import('../../runtime/handlers/scheduler-service.ts');
 let scheduler: typeof import('../../runtime/handlers/scheduler.ts').handler;
@@ -28,25 +26,6 @@ let scheduler: typeof import('../../runtime/handlers/scheduler.ts').handler;
 const config: ConfigInput = {
   pools: { lambda: { concurrency: 5 }, fargate: { vcpu: 1, memoryMiB: 2048 } },
   scheduler: { mode: 'service' },
-};
-
-/**
- * An invocation that runs out of time once `done` holds (checked every 100 ms), however fast the
- * machine: 60 s left until then, 10 s after (under the 15 s safety margin).
- */
-const contextUntil = (done: () => Promise<boolean>): { context: Context; stop: () => void } => {
-  let remainingMs = 60_000;
-  const poll = setInterval(() => {
-    void done().then((yes) => {
-      if (yes) remainingMs = 10_000;
-    });
-  }, 100);
-  const context = {
-    awsRequestId: `req-${Math.random()}`,
-    functionName: 'scheduler-fn',
-    getRemainingTimeInMillis: () => remainingMs,
-  } as unknown as Context;
-  return { context, stop: () => clearInterval(poll) };
 };
 
 /** A metrics sink that records the names and values published. */
@@ -66,14 +45,10 @@ function recordingMetrics(): SchedulerHandlerMetrics & { readonly published: [st
 
 beforeAll(async () => {
   emulators = await startEmulators({ prefix: 'scheduler-service' });
-  lambdaApi = createServer((request, response) => {
-    invocations.push(request.url ?? '');
-    request.resume();
-    request.on('end', () => response.writeHead(202).end());
-  });
-  await new Promise<void>((resolve) => lambdaApi.listen(0, '127.0.0.1', resolve));
+  lambdaApi = await startLambdaApi();
+  invocations = lambdaApi.invocations;
   Object.assign(process.env, lambdaEnvironment(emulators, config), {
-    AWS_ENDPOINT_URL_LAMBDA: `http://127.0.0.1:${(lambdaApi.address() as AddressInfo).port}`,
+    AWS_ENDPOINT_URL_LAMBDA: lambdaApi.url,
   });
   services = buildServices({
     config: parseConfig(config),
@@ -88,7 +63,7 @@ beforeEach(() => {
 });
 afterAll(async () => {
   process.env = saved;
-  await new Promise((resolve) => lambdaApi.close(resolve));
+  await lambdaApi.close();
   await emulators.stop();
 });
 
