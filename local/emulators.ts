@@ -28,7 +28,9 @@ import {
 import { type QueueDefinition, queuesFor, TABLES, type TableDefinition } from '../runtime/infra/resources.ts';
 import { createTableInput } from '../runtime/infra/table-input.ts';
 import { closeDynaliteIterators } from './dynalite-iterators.ts';
-import { withTransactions } from './dynalite-transactions.ts';
+import { batchExecuteStatement } from './dynalite-partiql.ts';
+import { withOperations } from './dynalite-shim.ts';
+import { transactWriteItems } from './dynalite-transactions.ts';
 import { type ExternalAws, externalEndpoints } from './external-aws.ts';
 import { type IndexRepairResult, markDynaliteStoreClean, prepareDynaliteStore } from './index-repair.ts';
 
@@ -75,9 +77,10 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
   const host = options.host ?? '127.0.0.1';
   // Without it every Query and Scan leaks a LevelDB iterator (memory and disk grow per task).
   closeDynaliteIterators();
-  // With TransactWriteItems (batch submits write their tasks with it), which dynalite lacks.
-  const dynamoServer = withTransactions(() =>
-    dynalite({ path: dynamoPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }),
+  // With BatchExecuteStatement (INSERTs) and TransactWriteItems, which dynalite lacks.
+  const dynamoServer = withOperations(
+    () => dynalite({ path: dynamoPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }),
+    { BatchExecuteStatement: batchExecuteStatement, TransactWriteItems: transactWriteItems },
   );
   await new Promise<void>((resolve, reject) => {
     dynamoServer.once('error', reject);
