@@ -6,7 +6,8 @@
  * - global secondary indexes are updated asynchronously: each write reaches an index after its
  *   own lag (drawn from the seed, in write order per item), so an index read can miss an entry,
  *   still list an entry the table has moved on from, or return it with stale projected values;
- * - BatchGetItem may return some keys as UnprocessedKeys;
+ * - BatchGetItem may return some keys as UnprocessedKeys, and BatchExecuteStatement answer some
+ *   statements throttled (not applied);
  * - Scans of an index read it as it stands (lag and all), a page of at most 1 MB at a time;
  * - items over 400 KB are refused;
  * - each partition key value of the table and of every GSI serves at most 1,000 write units and
@@ -18,6 +19,7 @@
  * TTL deletion is not modelled (runs are far shorter than the 30-day retention).
  */
 import { createRequire } from 'node:module';
+import { parseInsert } from '../../runtime/adapters/partiql-insert.ts';
 import type { IndexDefinition, TableDefinition } from '../../runtime/infra/resources.ts';
 import {
   HOT_PARTITION_MESSAGE,
@@ -53,6 +55,7 @@ export const MAX_ITEM_BYTES = 409_600;
 /** A Query or Scan page stops after this much data. */
 const MAX_PAGE_BYTES = 1_048_576;
 const MAX_BATCH_GET_KEYS = 100;
+const MAX_BATCH_STATEMENTS = 25;
 
 /** A refusal in DynamoDB's terms: the error type AWS sends and the HTTP status. */
 export class DynamoDbError extends Error {
@@ -82,7 +85,10 @@ export interface DynamoDbBehaviour {
   readonly indexLagMs: number;
   /** Most an eventually consistent read lags the table, ms. */
   readonly eventualLagMs: number;
-  /** Chance that a BatchGetItem call leaves some of its keys unprocessed. */
+  /**
+   * Chance that a BatchGetItem call leaves some of its keys unprocessed, and that a
+   * BatchExecuteStatement call answers some of its statements throttled.
+   */
   readonly unprocessedRate: number;
   /**
    * Per-partition throughput limits (DYNAMODB_PARTITION_LIMITS as AWS documents them); undefined:
@@ -224,6 +230,8 @@ export class InMemoryDynamoDb {
         return this.#putItem(input);
       case 'TransactWriteItems':
         return this.#transactWriteItems(input);
+      case 'BatchExecuteStatement':
+        return this.#batchExecuteStatement(input);
       case 'DeleteItem':
         return this.#deleteItem(input);
       case 'UpdateItem':
@@ -536,6 +544,89 @@ export class InMemoryDynamoDb {
     for (const put of puts) this.#write(put.table, put.key, this.#interned(put.item));
     if (token !== undefined) this.#tokens.set(token, { fingerprint, atMs: nowMs });
     return {};
+  }
+
+  /**
+   * BatchExecuteStatement of PartiQL INSERTs in the one shape the runtime sends
+   * (adapters/partiql-insert.ts: a batch's task creates, adapters/task-store.ts `createMany`);
+   * any other statement, more than 25, or two on one item refuse the request. Each INSERT on its
+   * own: an item whose key exists is not written and answers `DuplicateItem` (with the item when
+   * ALL_OLD), paying the table's write units as a failed conditional put does; an item refused
+   * answers `ValidationError`; a statement over its partition's throughput, or drawn by
+   * `unprocessedRate`, answers `ProvisionedThroughputExceeded`, not applied. Only when every
+   * statement was refused for throughput is the whole call throttled (as BatchGetItem).
+   */
+  #batchExecuteStatement(input: Record<string, unknown>): Record<string, unknown> {
+    const statements = input.Statements as
+      | { Statement?: unknown; Parameters?: AttributeValue[]; ReturnValuesOnConditionCheckFailure?: unknown }[]
+      | undefined;
+    if (!Array.isArray(statements) || statements.length === 0 || statements.length > MAX_BATCH_STATEMENTS) {
+      throw new DynamoDbError('ValidationException', `Statements must hold 1 to ${MAX_BATCH_STATEMENTS} statements`);
+    }
+    const seen = new Set<string>();
+    const inserts = statements.map((request, index) => {
+      const parsed = parseInsert<AttributeValue>(request.Statement, request.Parameters);
+      if ('error' in parsed) throw new DynamoDbError('ValidationException', `Statements[${index}]: ${parsed.error}`);
+      const table = this.#table(parsed.tableName);
+      let key: string | undefined;
+      try {
+        key = this.#keyOf(table, parsed.item);
+      } catch (error) {
+        if (!(error instanceof DynamoDbError)) throw error;
+      }
+      if (key !== undefined) {
+        if (seen.has(`${table.name}\u0000${key}`)) {
+          throw new DynamoDbError('ValidationException', 'Provided list of item keys contains duplicates');
+        }
+        seen.add(`${table.name}\u0000${key}`);
+      }
+      return {
+        table,
+        item: parsed.item as AttributeMap,
+        key,
+        returnOld: request.ReturnValuesOnConditionCheckFailure === 'ALL_OLD',
+      };
+    });
+    // Throttled statements drawn for the fault model: a random tail of the batch.
+    let applied = inserts.length;
+    if (inserts.length > 1 && this.#behaviour.random() < this.#behaviour.unprocessedRate) {
+      applied = 1 + Math.floor(this.#behaviour.random() * (inserts.length - 1));
+    }
+    let throttled: { table: Table; charge: PartitionCharge } | undefined;
+    let throttledStatements = 0;
+    const throughputError = { Code: 'ProvisionedThroughputExceeded', Message: HOT_PARTITION_MESSAGE };
+    const responses = inserts.map(({ table, item, key, returnOld }, i) => {
+      const TableName = table.name;
+      if (i >= applied) {
+        throttledStatements++;
+        return { TableName, Error: throughputError };
+      }
+      if (key === undefined || dynaliteDb.itemSize(item) > MAX_ITEM_BYTES) {
+        return { TableName, Error: { Code: 'ValidationError', Message: 'One or more parameter values were invalid' } };
+      }
+      const existing = this.#latest(table, key);
+      const charges = this.#writeCharges(table, existing, item);
+      const blocked = this.throughput.admit(table.name, 'write', existing ? charges.slice(0, 1) : charges);
+      if (blocked) {
+        throttled ??= { table, charge: blocked };
+        throttledStatements++;
+        return { TableName, Error: throughputError };
+      }
+      if (existing) {
+        return {
+          TableName,
+          Error: {
+            Code: 'DuplicateItem',
+            Message: 'Duplicate primary key exists in table',
+            ...(returnOld ? { Item: existing } : {}),
+          },
+        };
+      }
+      this.#write(table, key, this.#interned(item));
+      return { TableName };
+    });
+    if (throttled && throttledStatements === inserts.length) this.#throttle(throttled.table, 'write', throttled.charge);
+    return { Responses: responses };
   }
 
   /**

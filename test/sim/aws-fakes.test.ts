@@ -11,8 +11,15 @@ import {
   SendMessageBatchCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import { GetCommand, PutCommand, ScanCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchExecuteStatementCommand,
+  GetCommand,
+  PutCommand,
+  ScanCommand,
+  TransactWriteCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { insertStatement } from '../../runtime/adapters/partiql-insert.ts';
 import { TaskStore } from '../../runtime/adapters/task-store.ts';
 import { createTask, dispatch } from '../../runtime/core/lifecycle.ts';
 import { SimulatedAws } from '../../sim/aws/world.ts';
@@ -104,6 +111,73 @@ describe('simulated DynamoDB through the SDK', () => {
       .catch((error: unknown) => error);
     expect((other as Error).name).toBe('IdempotentParameterMismatchException');
     expect(await read('tx-d')).toBeUndefined();
+  });
+
+  it('runs PartiQL INSERTs each on its own: DuplicateItem with the stored item, billed as a failed conditional put', async () => {
+    const { aws } = world();
+    const { documents } = aws.component('test', NO_FAULTS).clients;
+    const TableName = aws.resources.tables.control!;
+    const insert = (pk: string, n: number) => ({
+      ...insertStatement(TableName, { pk, n }),
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+    });
+    const read = async (pk: string) =>
+      (await documents.send(new GetCommand({ TableName, Key: { pk }, ConsistentRead: true }))).Item;
+    await documents.send(new PutCommand({ TableName, Item: { pk: 'pq-b', n: 7 } }));
+    const units = () => aws.dynamodb.throughput.consumed().find((c) => c.table === TableName && !c.index)!.write;
+    const before = units();
+    const { Responses } = await documents.send(
+      new BatchExecuteStatementCommand({ Statements: [insert('pq-a', 1), insert('pq-b', 1), insert('pq-c', 1)] }),
+    );
+    expect(Responses?.map((response) => response.Error?.Code)).toEqual([undefined, 'DuplicateItem', undefined]);
+    expect(Responses?.[1]?.Error?.Item).toEqual({ pk: 'pq-b', n: 7 });
+    expect(await read('pq-a')).toEqual({ pk: 'pq-a', n: 1 });
+    expect(await read('pq-b')).toEqual({ pk: 'pq-b', n: 7 });
+    // One standard write unit each (items under 1 KB), the refused one included, none doubled.
+    expect(units() - before).toBe(3);
+    const refused = await documents
+      .send(
+        new BatchExecuteStatementCommand({
+          Statements: [{ Statement: `DELETE FROM "${TableName}" WHERE pk = 'pq-a'` }],
+        }),
+      )
+      .catch((error: unknown) => error);
+    expect((refused as Error).name).toBe('ValidationException');
+    expect(await read('pq-a')).toBeDefined();
+  });
+
+  it('answers a tail of a BatchExecuteStatement throttled, not applied, at the unprocessed rate', async () => {
+    const { aws } = world({ unprocessedRate: 1 });
+    const { documents } = aws.component('test', NO_FAULTS).clients;
+    const TableName = aws.resources.tables.control!;
+    const pks = Array.from({ length: 25 }, (_, i) => `pq-t${i}`);
+    const { Responses } = await documents.send(
+      new BatchExecuteStatementCommand({ Statements: pks.map((pk) => insertStatement(TableName, { pk })) }),
+    );
+    const codes = Responses!.map((response) => response.Error?.Code);
+    const first = codes.indexOf('ProvisionedThroughputExceeded');
+    expect(first).toBeGreaterThan(0);
+    expect(codes.slice(first).every((code) => code === 'ProvisionedThroughputExceeded')).toBe(true);
+    expect(codes.slice(0, first).every((code) => code === undefined)).toBe(true);
+    expect(
+      await documents.send(new GetCommand({ TableName, Key: { pk: pks[first]! }, ConsistentRead: true })),
+    ).not.toHaveProperty('Item');
+  });
+
+  it('applies a BatchExecuteStatement whose response is lost: the SDK retry meets its own INSERT', async () => {
+    const { aws } = world();
+    const part = aws.component('test', NO_FAULTS);
+    const lossy = aws.component('lossy', { lostResponseRate: 1, throttleRate: 0 });
+    const TableName = aws.resources.tables.control!;
+    const error = await lossy.clients.documents
+      .send(new BatchExecuteStatementCommand({ Statements: [insertStatement(TableName, { pk: 'pq-l', n: 1 })] }))
+      .catch((e: unknown) => e);
+    expect((error as { code?: string }).code).toBe('ECONNRESET');
+    expect((error as { $metadata?: { attempts?: number } }).$metadata?.attempts).toBeGreaterThan(1);
+    const { Item } = await part.clients.documents.send(
+      new GetCommand({ TableName, Key: { pk: 'pq-l' }, ConsistentRead: true }),
+    );
+    expect(Item).toEqual({ pk: 'pq-l', n: 1 });
   });
 
   it('applies a write whose response is lost, so the SDK retry meets its own write', async () => {
