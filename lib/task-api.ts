@@ -75,6 +75,9 @@ export class TaskApi extends Construct {
     });
     const fn = this.handler.function;
     props.tasksTable.grantReadWriteData(fn);
+    // A batch's creates are PartiQL INSERTs (runtime/adapters/task-store.ts createMany), an action
+    // of their own that grantReadWriteData does not include.
+    props.tasksTable.grant(fn, 'dynamodb:PartiQLInsert');
     props.controlTable.grantReadWriteData(fn);
     for (const tier of props.tierQueues) tier.queue.grantSendMessages(fn);
 

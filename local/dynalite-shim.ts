@@ -2,8 +2,7 @@
  * Operations dynalite (4.x) lacks, answered beside it on its own server: `withOperations` starts
  * dynalite, keeps hold of its store, and answers the named operations (X-Amz-Target) from it with
  * dynalite's own item code (validation, keys, locks, index updates); every other request goes to
- * dynalite as before. The operations: local/dynalite-partiql.ts (BatchExecuteStatement with INSERT)
- * and local/dynalite-transactions.ts (TransactWriteItems of Put actions).
+ * dynalite as before. The operation: local/dynalite-partiql.ts (BatchExecuteStatement with INSERT).
  */
 
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -28,7 +27,6 @@ interface DynaliteDb {
   create(options: unknown): DynaliteStore;
   validateItem(item: Item, table: unknown): (Error & { statusCode?: number; body?: unknown }) | undefined;
   createKey(item: Item, table: unknown): string;
-  checkConditional(data: unknown, existing: Item | undefined): (Error & { body?: unknown }) | null | undefined;
   updateIndexes(store: DynaliteStore, table: unknown, existing: Item | undefined, item: Item, cb: Callback<void>): void;
 }
 

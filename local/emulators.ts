@@ -30,7 +30,6 @@ import { createTableInput } from '../runtime/infra/table-input.ts';
 import { closeDynaliteIterators } from './dynalite-iterators.ts';
 import { batchExecuteStatement } from './dynalite-partiql.ts';
 import { withOperations } from './dynalite-shim.ts';
-import { transactWriteItems } from './dynalite-transactions.ts';
 import { type ExternalAws, externalEndpoints } from './external-aws.ts';
 import { type IndexRepairResult, markDynaliteStoreClean, prepareDynaliteStore } from './index-repair.ts';
 
@@ -77,10 +76,10 @@ export async function startEmulators(options: EmulatorOptions = {}): Promise<Emu
   const host = options.host ?? '127.0.0.1';
   // Without it every Query and Scan leaks a LevelDB iterator (memory and disk grow per task).
   closeDynaliteIterators();
-  // With BatchExecuteStatement (INSERTs) and TransactWriteItems, which dynalite lacks.
+  // With BatchExecuteStatement (the INSERTs of a batch's creates), which dynalite lacks.
   const dynamoServer = withOperations(
     () => dynalite({ path: dynamoPath, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }),
-    { BatchExecuteStatement: batchExecuteStatement, TransactWriteItems: transactWriteItems },
+    { BatchExecuteStatement: batchExecuteStatement },
   );
   await new Promise<void>((resolve, reject) => {
     dynamoServer.once('error', reject);

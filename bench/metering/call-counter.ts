@@ -6,6 +6,7 @@
  *
  * The benchmarks attach it to the runtime's clients; production code never needs it.
  */
+import { parseInsert } from '../../runtime/adapters/partiql-insert.ts';
 import type { IndexDefinition } from '../../runtime/infra/resources.ts';
 
 /** One operation's totals. Units are estimates (see the size rules below). */
@@ -194,6 +195,36 @@ export class CallCounter {
             if (write.PutRequest && !failed) stat.indexWriteUnits += this.#indexWrites(table, write.PutRequest.Item);
           }
         }
+        break;
+      }
+      case 'BatchExecuteStatement': {
+        // Non-transactional PartiQL statements are billed as the writes they are: an INSERT as a
+        // conditional PutItem, 1 unit per KB of the item (an INSERT refused because its key exists
+        // as a refused condition: the table write, the larger of the items, no index entry). A
+        // statement answered throttled or invalid, or a call that failed, wrote nothing and is not
+        // billed. A statement of another kind (none is sent) is billed as a 1 KB write.
+        if (failed) break;
+        const statements = (input.Statements ?? []) as { Statement?: unknown; Parameters?: WireItem[string][] }[];
+        const responses = (output?.Responses ?? []) as { Error?: { Code?: string; Item?: unknown } }[];
+        statements.forEach((statement, i) => {
+          const code = responses[i]?.Error?.Code;
+          const insert = parseInsert(statement.Statement, statement.Parameters);
+          if (!('item' in insert)) {
+            if (code === undefined) stat.writeUnits += 1;
+            return;
+          }
+          const { tableName, item } = insert;
+          const size = wireItemSize(item);
+          if (code === undefined) {
+            stat.writeUnits += writeUnits(size);
+            this.#rememberSize(tableName, item, size);
+            stat.indexWriteUnits += this.#indexWrites(tableName, item);
+          } else if (code === 'DuplicateItem' || code === 'ConditionalCheckFailed') {
+            const existing = responses[i]!.Error!.Item;
+            const stored = existing ? outSize(existing) : (this.#knownSize(tableName, item) ?? 0);
+            stat.writeUnits += writeUnits(Math.max(size, stored));
+          }
+        });
         break;
       }
       case 'TransactWriteItems': {

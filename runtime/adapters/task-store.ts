@@ -8,20 +8,20 @@
  * our own write. A refused or unanswered write whose token is in the stored item was ours.
  */
 
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
+  BatchExecuteStatementCommand,
+  type BatchExecuteStatementCommandOutput,
   BatchGetCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   QueryCommand,
   ScanCommand,
-  TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { ConcurrentUpdateError, SchedulerFencedError, StaleAttemptError, TaskNotFoundError } from '../core/errors.ts';
 import type { TaskEvent } from '../core/events.ts';
 import { creationEvent, type TransitionPlan } from '../core/lifecycle.ts';
@@ -53,6 +53,8 @@ import {
   tenantStateKey,
   tenantStateKeys,
 } from './index-keys.ts';
+import { insertStatement } from './partiql-insert.ts';
+import { isThrottling } from './throttling.ts';
 
 /** Attributes the store derives for the indexes; stripped again on read. */
 const DERIVED = [
@@ -125,10 +127,23 @@ const SCATTER_CONCURRENCY = 16;
 /** BatchGetItem calls of one `getMany` in flight at once. */
 const BATCH_CALL_CONCURRENCY = 16;
 
-/** Creates in one TransactWriteItems call (DynamoDB's limit is 100 actions)... */
-const TRANSACT_MAX_ITEMS = 100;
-/** ...and at most about this many bytes of items (a request may have 4 MB). */
-const TRANSACT_MAX_BYTES = 3_000_000;
+/** Creates in one BatchExecuteStatement call (DynamoDB's limit is 25 statements)... */
+const INSERTS_MAX_ITEMS = 25;
+/** ...and at most about this many bytes of items. */
+const INSERTS_MAX_BYTES = 3_000_000;
+/**
+ * Calls a batch of creates makes for its statements that were throttled (or for all of them
+ * when the call failed) before those tasks are created one by one.
+ */
+const INSERT_ROUNDS = 4;
+/** Per-statement error codes for which nothing was written and the statement may go again. */
+const RETRYABLE_STATEMENT_CODES = new Set([
+  'ProvisionedThroughputExceeded',
+  'ThrottlingError',
+  'RequestLimitExceeded',
+  'TransactionConflict',
+  'InternalServerError',
+]);
 /** Creates one at a time in flight, when `createMany` goes item by item. */
 const CREATE_CONCURRENCY = 32;
 
@@ -427,16 +442,16 @@ export class TaskStore {
 
   /**
    * `create` for many tasks of distinct ids (a batch's), results in their order: conditional
-   * creates 100 to a TransactWriteItems call (BatchWriteItem cannot be conditional, and an
-   * unconditional put would overwrite a task a retry finds already running). A transaction is all
-   * or none: when it is cancelled, the tasks whose condition failed exist (answered with the item
-   * the cancellation carries, or ours when it holds our token) and the others go again in a new
-   * transaction. Its ClientRequestToken makes the SDK's retry of a lost answer succeed without
-   * writing again. When a transaction is refused otherwise or goes unanswered (conflict,
-   * throttling after the SDK's retries, a limit), its tasks are created one by one, with the
-   * tokens they had, so a write the transaction did make is found to be ours; what such a create
-   * meets is that task's result (`{ error }`), the others go ahead.
-   * A transaction write costs twice a PutItem's write units (the index entries are not doubled).
+   * creates as PartiQL INSERTs, 25 to a BatchExecuteStatement call, the calls side by side
+   * (BatchWriteItem cannot be conditional, and an unconditional put would overwrite a task a
+   * retry finds already running). Each INSERT stands alone and is billed as the standard write it
+   * is (a TransactWriteItems call would bill each item twice). An INSERT whose task exists answers
+   * `DuplicateItem` with the stored item: ours when it holds our write token (the SDK's retry of
+   * a call whose answer was lost, or a round below, meets its own write), else the task found.
+   * Statements throttled, or all of a call that failed, go again in a new call, at most
+   * INSERT_ROUNDS calls; what is still unwritten then (or refused otherwise) is created one by
+   * one with the tokens it had, so a write an unanswered call did make is found to be ours. What
+   * such a create meets is that task's result (`{ error }`), the others go ahead.
    */
   async createMany(tasks: readonly Task[]): Promise<CreateManyResult[]> {
     const events = tasks.map((task) => creationEvent(task));
@@ -447,7 +462,7 @@ export class TaskStore {
     let bytes = 0;
     items.forEach((item, i) => {
       const size = JSON.stringify(item).length;
-      if (chunk.length > 0 && (chunk.length >= TRANSACT_MAX_ITEMS || bytes + size > TRANSACT_MAX_BYTES)) {
+      if (chunk.length > 0 && (chunk.length >= INSERTS_MAX_ITEMS || bytes + size > INSERTS_MAX_BYTES)) {
         chunks.push(chunk);
         chunk = [];
         bytes = 0;
@@ -461,52 +476,65 @@ export class TaskStore {
     const oneByOne: number[] = [];
     await inParallel(chunks, BATCH_CALL_CONCURRENCY, async (indexes) => {
       let pending = indexes;
-      while (pending.length > 0) {
+      for (let round = 0; pending.length > 0; round++) {
+        if (round === INSERT_ROUNDS) {
+          oneByOne.push(...pending);
+          return;
+        }
+        if (round > 0) await sleep(Math.min(1000, 25 * 2 ** round));
+        let responses: BatchExecuteStatementCommandOutput['Responses'];
         try {
-          await this.#documents.send(
-            new TransactWriteCommand({
-              TransactItems: pending.map((i) => ({
-                Put: {
-                  TableName: this.#tableName,
-                  Item: items[i],
-                  ConditionExpression: 'attribute_not_exists(taskId)',
-                  ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-                },
+          ({ Responses: responses } = await this.#documents.send(
+            new BatchExecuteStatementCommand({
+              Statements: pending.map((i) => ({
+                ...insertStatement(this.#tableName, items[i]!),
+                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
               })),
-              ClientRequestToken: randomUUID(),
             }),
-          );
-          for (const i of pending) {
+          ));
+        } catch (error) {
+          // Throttled, failed on AWS's side or unanswered after the SDK's retries: the same
+          // statements again (what the call did write is found as ours). Refused otherwise (a
+          // limit, a permission): one by one.
+          const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+          if (isThrottling(error) || status === undefined || status >= 500) continue;
+          oneByOne.push(...pending);
+          return;
+        }
+        if (responses?.length !== pending.length) {
+          oneByOne.push(...pending);
+          return;
+        }
+        const again: number[] = [];
+        responses.forEach((response, k) => {
+          const i = pending[k]!;
+          const code = response.Error?.Code;
+          if (code === undefined) {
             this.#recorded(written[i]!, events[i]);
             results[i] = { created: true, task: written[i]! };
-          }
-          return;
-        } catch (error) {
-          const reasons = error instanceof TransactionCanceledException ? error.CancellationReasons : undefined;
-          if (!reasons || reasons.length !== pending.length) {
-            oneByOne.push(...pending);
-            return;
-          }
-          const again: number[] = [];
-          reasons.forEach((reason, k) => {
-            const i = pending[k]!;
-            if (reason.Code === 'None') again.push(i);
-            else if (reason.Code === 'ConditionalCheckFailed' && reason.Item) {
-              const current = fromItem(unmarshall(reason.Item));
-              if (current.writeTokens?.includes(tokenOf(written[i]!))) {
-                this.#recorded(written[i]!, events[i]);
-                results[i] = { created: true, task: current.version === written[i]!.version ? current : written[i]! };
-              } else results[i] = { created: false, task: current };
-            } else oneByOne.push(i);
-          });
-          pending = again;
-        }
+          } else if ((code === 'DuplicateItem' || code === 'ConditionalCheckFailed') && response.Error?.Item) {
+            results[i] = this.#found(written[i]!, events[i], fromItem(response.Error.Item));
+          } else if (RETRYABLE_STATEMENT_CODES.has(code)) again.push(i);
+          else oneByOne.push(i);
+        });
+        pending = again;
       }
     });
     await inParallel(oneByOne, CREATE_CONCURRENCY, async (i) => {
       results[i] = await this.#createWritten(written[i]!, events[i]).catch((error: unknown) => ({ error }));
     });
     return results;
+  }
+
+  /**
+   * A create refused because the task exists, answered from the item found: ours when it holds
+   * our token (applied, its answer lost; if writes followed it, they came after ours and the
+   * caller goes on from ours), else the task as it is.
+   */
+  #found(written: Task, event: TaskEvent | undefined, current: Task): CreateResult {
+    if (!current.writeTokens?.includes(tokenOf(written))) return { created: false, task: current };
+    this.#recorded(written, event);
+    return { created: true, task: current.version === written.version ? current : written };
   }
 
   /** The conditional create of `written` (its token fresh, its event in its outbox if recorded). */

@@ -4,8 +4,8 @@
  *
  * Submit: validate every item (no I/O) → batch id from the request → the batch's items, before
  * any task (so whatever is written of it can be counted and found) → the tasks, conditional
- * creates 100 to a TransactWriteItems call → their announcements, SendMessageBatch of 10 →
- * per-item results in order.
+ * creates, 25 PartiQL INSERTs to a BatchExecuteStatement call → their announcements,
+ * SendMessageBatch of 10 → per-item results in order.
  * A retry of the same request (same body, or the same batch idempotency key) names the same
  * batch and the same task ids, so it creates nothing that exists and answers the same.
  *
@@ -246,7 +246,7 @@ export class BatchService {
       ...new Set(planned.flatMap((plan) => (plan?.input.dependsOn ? [plan.taskId, ...plan.input.dependsOn] : []))),
     ];
     const dependencies = dependencyIds.length > 0 ? await store.getMany(dependencyIds) : new Map<string, Task>();
-    // The tasks, in TransactWriteItems of 100 conditional creates (task-store.ts createMany).
+    // The tasks, conditional creates 25 to a BatchExecuteStatement call (task-store.ts createMany).
     const writes: { index: number; key: string | undefined; task: Task }[] = [];
     planned.forEach((plan, index) => {
       if (!plan) return;

@@ -172,9 +172,6 @@ const INTERN_LIMIT = 100_000;
 /** Parsed expressions by request text: the same condition is parsed once, not per call. */
 const PARSE_CACHE_LIMIT = 20_000;
 
-/** How long DynamoDB remembers a TransactWriteItems ClientRequestToken. */
-const TRANSACTION_TOKEN_MS = 600_000;
-
 /** Versions kept per item beyond the newest: enough for any lag the behaviour allows. */
 const HISTORY_MS = 600_000;
 
@@ -192,8 +189,6 @@ export class InMemoryDynamoDb {
   readonly #internedStrings = new Map<string, AttributeValue>();
   readonly #internedNumbers = new Map<string, AttributeValue>();
   readonly #parsed = new Map<string, Record<string, unknown>>();
-  /** TransactWriteItems' ClientRequestTokens of the last 10 minutes, with what they asked. */
-  readonly #tokens = new Map<string, { readonly fingerprint: string; readonly atMs: number }>();
   /** Units consumed and requests throttled, per table, index and partition key value. */
   readonly throughput: PartitionThroughput;
 
@@ -228,8 +223,6 @@ export class InMemoryDynamoDb {
     switch (operation) {
       case 'PutItem':
         return this.#putItem(input);
-      case 'TransactWriteItems':
-        return this.#transactWriteItems(input);
       case 'BatchExecuteStatement':
         return this.#batchExecuteStatement(input);
       case 'DeleteItem':
@@ -473,77 +466,6 @@ export class InMemoryDynamoDb {
     this.#admit(table, 'write', charges);
     this.#write(table, key, this.#interned(item));
     return data.ReturnValues === 'ALL_OLD' && existing ? { Attributes: existing } : {};
-  }
-
-  /**
-   * TransactWriteItems of Put actions (what the runtime sends: a batch's task creates,
-   * adapters/task-store.ts `createMany`); other actions are refused. All or none: a failed
-   * condition cancels it (TransactionCanceledException, a reason per action, the item when
-   * ALL_OLD). Each put pays twice its table write units (its index entries once), a cancelled
-   * one too. A ClientRequestToken seen in the last 10 minutes answers success without writing
-   * (another request under it is refused).
-   */
-  #transactWriteItems(input: Record<string, unknown>): Record<string, unknown> {
-    const actions = input.TransactItems as Record<string, Record<string, unknown> | undefined>[] | undefined;
-    if (!Array.isArray(actions) || actions.length === 0 || actions.length > 100) {
-      throw new DynamoDbError('ValidationException', 'TransactItems must hold 1 to 100 actions');
-    }
-    const nowMs = this.#behaviour.now();
-    const token = typeof input.ClientRequestToken === 'string' ? input.ClientRequestToken : undefined;
-    const fingerprint = JSON.stringify(actions);
-    for (const [seen, { atMs }] of this.#tokens) if (nowMs - atMs > TRANSACTION_TOKEN_MS) this.#tokens.delete(seen);
-    const seen = token === undefined ? undefined : this.#tokens.get(token);
-    if (seen) {
-      if (seen.fingerprint === fingerprint) return {};
-      throw new DynamoDbError(
-        'IdempotentParameterMismatchException',
-        'The request uses the same client token as a previous, but non-identical request.',
-      );
-    }
-    const keys = new Set<string>();
-    const puts = actions.map((action) => {
-      if (!action.Put || Object.keys(action).length !== 1) {
-        throw new DynamoDbError('ValidationException', 'The simulated DynamoDB transacts Put actions only');
-      }
-      const data = this.#parse(action.Put);
-      const table = this.#table(data.TableName);
-      const item = data.Item as AttributeMap;
-      if (dynaliteDb.itemSize(item) > MAX_ITEM_BYTES) {
-        throw new DynamoDbError('ValidationException', 'Item size has exceeded the maximum allowed size');
-      }
-      const key = this.#keyOf(table, item);
-      if (keys.has(`${table.name}\u0000${key}`)) {
-        throw new DynamoDbError(
-          'ValidationException',
-          'Transaction request cannot include multiple operations on one item',
-        );
-      }
-      keys.add(`${table.name}\u0000${key}`);
-      const existing = this.#latest(table, key);
-      const [tableCharge, ...indexCharges] = this.#writeCharges(table, existing, item);
-      const doubled = { ...tableCharge!, units: 2 * tableCharge!.units };
-      return { data, table, item, key, existing, doubled, indexCharges, failed: this.#conditionFails(data, existing) };
-    });
-    if (puts.some((put) => put.failed)) {
-      for (const put of puts) this.#admit(put.table, 'write', [put.doubled]);
-      throw new DynamoDbError('TransactionCanceledException', 'Transaction cancelled', {
-        CancellationReasons: puts.map((put) =>
-          put.failed
-            ? {
-                Code: 'ConditionalCheckFailed',
-                Message: 'The conditional request failed',
-                ...(put.data.ReturnValuesOnConditionCheckFailure === 'ALL_OLD' && put.existing
-                  ? { Item: put.existing }
-                  : {}),
-              }
-            : { Code: 'None' },
-        ),
-      });
-    }
-    for (const put of puts) this.#admit(put.table, 'write', [put.doubled, ...put.indexCharges]);
-    for (const put of puts) this.#write(put.table, put.key, this.#interned(put.item));
-    if (token !== undefined) this.#tokens.set(token, { fingerprint, atMs: nowMs });
-    return {};
   }
 
   /**

@@ -14,6 +14,7 @@ import {
   wireItemSize,
 } from '../../bench/metering/call-counter.ts';
 import { workerLambdaUsage } from '../../bench/metering/lambda-workers.ts';
+import { insertStatement } from '../../runtime/adapters/partiql-insert.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
 
 /** A client whose transport answers every request with `body`, so no server is needed. */
@@ -97,6 +98,43 @@ describe('CallCounter', () => {
     await put({ input: { TableName: 'tasks', Item: item('SUCCEEDED', false) } });
     // byTenantState moved 2, byActive removed 1.
     expect(counter.snapshot().get('DynamoDB.PutItem')?.indexWriteUnits).toBe(2 + 4 + 3);
+  });
+
+  it('bills a batch of PartiQL INSERTs as standard writes: a duplicate as a refused condition, a throttled one not', async () => {
+    const counter = new CallCounter({ indexes: { tasks: TASKS_TABLE.indexes } });
+    const call = (output: Record<string, unknown> | undefined) =>
+      counter.middleware()(
+        async () => {
+          if (!output) throw new Error('ProvisionedThroughputExceededException');
+          return { output };
+        },
+        { clientName: 'DynamoDBClient', commandName: 'BatchExecuteStatementCommand' },
+      );
+    const queued = (id: string, note = 'x'.repeat(1500)) => ({
+      taskId: { S: id },
+      queueKey: { S: 't1#normal#0' },
+      queueSort: { S: `2025#${id}` },
+      note: { S: note },
+    });
+    const input = {
+      Statements: [queued('a'), queued('b', 'small'), queued('c')].map((item) => insertStatement('tasks', item)),
+    };
+    await expect(call(undefined)({ input })).rejects.toThrow();
+    await call({
+      Responses: [
+        {},
+        { Error: { Code: 'DuplicateItem', Item: queued('b') } },
+        { Error: { Code: 'ProvisionedThroughputExceeded' } },
+      ],
+    })({ input });
+    // The failed call: nothing. Then a 2 KB item created (2 units and its byTenantQueue entry), a
+    // small one refused against the 2 KB item stored (2 units, no entry), the throttled one nothing.
+    expect(counter.snapshot().get('DynamoDB.BatchExecuteStatement')).toMatchObject({
+      count: 2,
+      errors: 1,
+      writeUnits: 2 + 2,
+      indexWriteUnits: 1,
+    });
   });
 
   it('bills a transactional write twice a standard one per item, and its index entries once', async () => {

@@ -18,6 +18,7 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Emulators } from '../../local/emulators.ts';
 import { BatchStore } from '../../runtime/adapters/batch-store.ts';
 import { ControlStore } from '../../runtime/adapters/control-store.ts';
+import { parseInsert } from '../../runtime/adapters/partiql-insert.ts';
 import { QueueClient } from '../../runtime/adapters/queues.ts';
 import { TaskStore } from '../../runtime/adapters/task-store.ts';
 import { TaskService } from '../../runtime/app/task-service.ts';
@@ -131,7 +132,7 @@ export class FaultInjector {
     client: AnyClient,
     service: SdkCall['service'],
     targetOf: (input: Record<string, unknown>) => string,
-    onLanded?: (call: SdkCall) => void,
+    onLanded?: (call: SdkCall, output: Record<string, unknown> | undefined) => void,
   ): void {
     const middleware = (next: (args: unknown) => Promise<unknown>, context: { commandName?: string }) =>
       (async (args: { input: Record<string, unknown> }) => {
@@ -154,14 +155,14 @@ export class FaultInjector {
           throw throttleError(service);
         }
         this.#inFlight++;
-        let result: { output?: { Messages?: unknown[] } };
+        let result: { output?: { Messages?: unknown[] } & Record<string, unknown> };
         try {
           result = (await next(args)) as typeof result;
         } finally {
           this.#inFlight--;
           if (this.#inFlight === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
         }
-        onLanded?.(call);
+        onLanded?.(call, result.output);
         if (fault === 'ambiguous') {
           this.counts.ambiguous++;
           throw ambiguousError();
@@ -303,17 +304,21 @@ export function faultyComponent(options: {
     'dynamodb',
     (input) => tableIds.get(String(input.TableName)) ?? String(input.TableName ?? 'batch'),
     log
-      ? (call) => {
+      ? (call, output) => {
           if (call.command === 'PutItemCommand' && call.target === TASKS_TABLE.id) {
             log.record(stripDerived(call.input.Item as Record<string, unknown>));
           }
-          // A batch's creates (task-store.ts createMany): each put on the tasks table.
-          if (call.command === 'TransactWriteItemsCommand') {
-            const actions = call.input.TransactItems as {
-              Put?: { TableName: string; Item: Record<string, unknown> };
-            }[];
-            for (const { Put: put } of actions) {
-              if (put && tableIds.get(put.TableName) === TASKS_TABLE.id) log.record(stripDerived(put.Item));
+          // A batch's creates (task-store.ts createMany): each INSERT on the tasks table that
+          // its statement's answer says was written.
+          if (call.command === 'BatchExecuteStatementCommand') {
+            const statements = call.input.Statements as { Statement: string; Parameters?: unknown[] }[];
+            const responses = (output?.Responses ?? []) as { Error?: unknown }[];
+            for (const [i, statement] of statements.entries()) {
+              const insert = parseInsert(statement.Statement, statement.Parameters);
+              if (responses[i]?.Error !== undefined) continue;
+              if ('item' in insert && tableIds.get(insert.tableName) === TASKS_TABLE.id) {
+                log.record(stripDerived(insert.item));
+              }
             }
           }
         }

@@ -76,8 +76,8 @@ describe('Class: TaskStore (against dynalite)', () => {
     const created = (results: readonly CreateManyResult[]) =>
       results.map((result) => 'created' in result && result.created);
 
-    it('creates in transactions of 100, in order; a task that exists is answered as it is, the others created', async () => {
-      // Prepare: 250 tasks (3 transactions), 2 of them already there (one in each of the first two).
+    it('creates in calls of 25 INSERTs, in order; a task that exists is answered as it is, the others created', async () => {
+      // Prepare: 250 tasks (10 calls), 2 of them already there.
       const tasks = fresh(250);
       const before = [await services.store.create(tasks[7]!), await services.store.create(tasks[150]!)];
       const calls = countCalls();
@@ -95,22 +95,26 @@ describe('Class: TaskStore (against dynalite)', () => {
         if (i !== 7 && i !== 150)
           expect(await services.store.get(task.taskId)).toEqual((results[i] as CreateResult).task);
       }
-      // 3 transactions, and the 2 cancelled ones again without the task that exists; no PutItem.
-      expect(sent).toEqual({ TransactWriteItemsCommand: 5 });
+      // 10 calls; the 2 tasks that exist answered DuplicateItem with their item: no read, no PutItem.
+      expect(sent).toEqual({ BatchExecuteStatementCommand: 10 });
     });
 
-    it('finds its own write after a transaction that landed and went unanswered, and creates each task once', async () => {
-      // Prepare
+    it('finds its own writes after a call that landed and went unanswered, and creates each task once', async () => {
+      // Prepare: the first call lands and its answer is lost (a timeout after the SDK's retries).
+      // The store sends the same INSERTs again, as the SDK's own retry of a lost answer would:
+      // each meets the item it wrote, DuplicateItem with the item, whose write token is this
+      // create's, so it is answered created (a lost answer retried by the SDK on the wire, inside
+      // one call, is test/sim/aws-fakes.test.ts's BatchExecuteStatement case).
       const log = new WriteLog();
       let lost = 0;
       const component = faultyComponent({
-        name: 'lost-transaction',
+        name: 'lost-insert-call',
         emulators: services.emulators,
         config: services.config,
         registry: services.registry,
         now: () => new Date(),
         log,
-        decide: (call) => (call.command === 'TransactWriteItemsCommand' && lost++ === 0 ? 'ambiguous' : undefined),
+        decide: (call) => (call.command === 'BatchExecuteStatementCommand' && lost++ === 0 ? 'ambiguous' : undefined),
       });
       const tasks = fresh(30);
 
@@ -120,31 +124,39 @@ describe('Class: TaskStore (against dynalite)', () => {
       // Assess
       expect(component.dynamo.counts.ambiguous).toBe(1);
       expect(created(results)).toEqual(tasks.map(() => true));
-      // One landed write a task: the transaction's (the one-by-one creates after it were refused).
+      for (const [i, task] of tasks.entries())
+        expect((results[i] as CreateResult).task).toEqual(await services.store.get(task.taskId));
+      // One landed write a task: the lost call's (the INSERTs sent again were refused as duplicates).
       for (const task of tasks) expect(log.history(task.taskId)).toHaveLength(1);
+      // 2 calls (25 + 5), and the first's 25 INSERTs again.
+      expect(component.dynamo.counts.calls).toBe(3);
       await component.dispose();
     });
 
-    it('goes one by one when a transaction is refused as a whole, and answers an error in its task only', async () => {
-      // Prepare: the transaction throttled (after the SDK's retries), then one task's PutItem too.
+    it('goes one by one when its calls stay throttled, and answers an error in its task only', async () => {
+      // Prepare: every call throttled (after the SDK's retries), then one task's PutItem too.
       const tasks = fresh(5);
+      let inserts = 0;
       const component = faultyComponent({
-        name: 'throttled-transaction',
+        name: 'throttled-inserts',
         emulators: services.emulators,
         config: services.config,
         registry: services.registry,
         now: () => new Date(),
-        decide: (call) =>
-          call.command === 'TransactWriteItemsCommand' ||
-          (call.command === 'PutItemCommand' && (call.input.Item as Task).taskId === tasks[3]!.taskId)
+        decide: (call) => {
+          if (call.command === 'BatchExecuteStatementCommand') inserts++;
+          return call.command === 'BatchExecuteStatementCommand' ||
+            (call.command === 'PutItemCommand' && (call.input.Item as Task).taskId === tasks[3]!.taskId)
             ? 'throttle'
-            : undefined,
+            : undefined;
+        },
       });
 
       // Act
       const results = await component.store.createMany(tasks);
 
-      // Assess
+      // Assess: the call tried 4 times, then each task alone.
+      expect(inserts).toBe(4);
       expect(created(results)).toEqual([true, true, true, false, true]);
       expect((results[3] as { error: Error }).error.name).toBe('ProvisionedThroughputExceededException');
       expect(await services.store.get(tasks[3]!.taskId)).toBeUndefined();

@@ -4,20 +4,14 @@
  * its 12-hour cap, receive counts and redrive; and a response lost after the write applied,
  * retried by the SDK's own middleware.
  */
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import {
   ChangeMessageVisibilityCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
-import {
-  BatchExecuteStatementCommand,
-  GetCommand,
-  PutCommand,
-  ScanCommand,
-  TransactWriteCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { BatchExecuteStatementCommand, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { insertStatement } from '../../runtime/adapters/partiql-insert.ts';
 import { TaskStore } from '../../runtime/adapters/task-store.ts';
@@ -77,42 +71,6 @@ describe('simulated DynamoDB through the SDK', () => {
     expect(Item).toEqual({ pk: 'a', n: 1 });
   });
 
-  it('transacts conditional puts all or none, with a reason per action, and a repeated token writes nothing', async () => {
-    const { aws } = world();
-    const { documents } = aws.component('test', NO_FAULTS).clients;
-    const TableName = aws.resources.tables.control!;
-    const put = (pk: string, n: number) => ({
-      Put: {
-        TableName,
-        Item: { pk, n },
-        ConditionExpression: 'attribute_not_exists(pk)',
-        ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-      },
-    });
-    const read = async (pk: string) =>
-      (await documents.send(new GetCommand({ TableName, Key: { pk }, ConsistentRead: true }))).Item;
-    await documents.send(new PutCommand({ TableName, Item: { pk: 'tx-b', n: 7 } }));
-    const cancelled = await documents
-      .send(new TransactWriteCommand({ TransactItems: [put('tx-a', 1), put('tx-b', 1)] }))
-      .catch((error: unknown) => error);
-    expect(cancelled).toBeInstanceOf(TransactionCanceledException);
-    const reasons = (cancelled as TransactionCanceledException).CancellationReasons!;
-    expect(reasons.map((reason) => reason.Code)).toEqual(['None', 'ConditionalCheckFailed']);
-    expect(reasons[1]!.Item).toEqual({ pk: { S: 'tx-b' }, n: { N: '7' } });
-    expect(await read('tx-a')).toBeUndefined();
-    const request = { TransactItems: [put('tx-a', 1), put('tx-c', 1)], ClientRequestToken: 'token-1' };
-    await documents.send(new TransactWriteCommand(request));
-    await documents.send(new PutCommand({ TableName, Item: { pk: 'tx-a', n: 2 } }));
-    await documents.send(new TransactWriteCommand(request));
-    expect(await read('tx-a')).toEqual({ pk: 'tx-a', n: 2 });
-    expect(await read('tx-c')).toEqual({ pk: 'tx-c', n: 1 });
-    const other = await documents
-      .send(new TransactWriteCommand({ TransactItems: [put('tx-d', 1)], ClientRequestToken: 'token-1' }))
-      .catch((error: unknown) => error);
-    expect((other as Error).name).toBe('IdempotentParameterMismatchException');
-    expect(await read('tx-d')).toBeUndefined();
-  });
-
   it('runs PartiQL INSERTs each on its own: DuplicateItem with the stored item, billed as a failed conditional put', async () => {
     const { aws } = world();
     const { documents } = aws.component('test', NO_FAULTS).clients;
@@ -162,6 +120,30 @@ describe('simulated DynamoDB through the SDK', () => {
     expect(
       await documents.send(new GetCommand({ TableName, Key: { pk: pks[first]! }, ConsistentRead: true })),
     ).not.toHaveProperty('Item');
+  });
+
+  it('creates a batch whose statements are throttled: again in new calls, then one by one, each task once', async () => {
+    // Prepare: every call answers a random tail of its statements throttled.
+    const { aws, clock } = world({ unprocessedRate: 1 });
+    const calls: string[] = [];
+    const component = aws.component('test', NO_FAULTS, { onCall: (call) => calls.push(call.operation) });
+    const store = new TaskStore(component.clients.documents, aws.resources.tables.tasks!);
+    const tasks = Array.from({ length: 60 }, (_, i) => createTask(`tsk_pq${i}`, spec, new Date(clock.ms)));
+
+    // Act
+    const results = await store.createMany(tasks);
+
+    // Assess: all created, each written once; some went again (and some one by one, PutItem).
+    expect(results.map((result) => 'created' in result && result.created)).toEqual(tasks.map(() => true));
+    for (const task of tasks) {
+      const writes = aws.dynamodb.writes.filter(({ item }) => item?.taskId?.S === task.taskId);
+      expect(writes).toHaveLength(1);
+      expect(await store.get(task.taskId)).toEqual((results[tasks.indexOf(task)] as { task: unknown }).task);
+    }
+    const inserts = calls.filter((operation) => operation === 'BatchExecuteStatement').length;
+    expect(inserts).toBeGreaterThan(3);
+    expect(inserts).toBeLessThanOrEqual(3 * 4);
+    expect(calls).toContain('PutItem');
   });
 
   it('applies a BatchExecuteStatement whose response is lost: the SDK retry meets its own INSERT', async () => {

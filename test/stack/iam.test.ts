@@ -42,6 +42,10 @@ describe('Least privilege per function', () => {
   it('API: tasks and tenant settings, and enqueueing to the tiers only', () => {
     const grants = grantsFor(synth.stack.api.handler.role);
     expect(writableTables(grants)).toEqual(sorted(ids.tasks, ids.control));
+    // A batch's creates: PartiQL INSERTs into the task table only.
+    expect(resourcesFor(grants, 'dynamodb:PartiQLInsert').filter((resource) => !resource.includes('/index/'))).toEqual([
+      ids.tasks,
+    ]);
     expect(resourcesFor(grants, 'sqs:SendMessage')).toEqual(ids.tiers);
     expect(resourcesFor(grants, 'sqs:ReceiveMessage')).toEqual([]);
     expect(resourcesFor(grants, 's3:GetObject')).toEqual([]);
