@@ -133,6 +133,39 @@ describe('Class: TaskStore (against dynalite)', () => {
       await component.dispose();
     });
 
+    it('answers a DuplicateItem that comes without the item by a conditional PutItem and a read', async () => {
+      // Prepare: the second task exists; the answer of every INSERT call loses its items (AWS
+      // documents Item for a failed condition check with ALL_OLD; were it left out for an INSERT).
+      const tasks = fresh(3);
+      const before = await services.store.create(tasks[1]!);
+      const name = `strip-${counter++}`;
+      services.clients.dynamodb.middlewareStack.add(
+        (next, context) => async (args) => {
+          const result = await next(args);
+          if (context.commandName === 'BatchExecuteStatementCommand') {
+            for (const response of (result.output as { Responses?: { Error?: { Item?: unknown } }[] }).Responses ??
+              []) {
+              if (response.Error) delete response.Error.Item;
+            }
+          }
+          return result;
+        },
+        { step: 'initialize', name },
+      );
+      const calls = countCalls();
+
+      // Act
+      const results = await services.store
+        .createMany(tasks)
+        .finally(() => services.clients.dynamodb.middlewareStack.remove(name));
+      const sent = calls();
+
+      // Assess
+      expect(created(results)).toEqual([true, false, true]);
+      expect(results[1]).toEqual({ created: false, task: before.task });
+      expect(sent).toEqual({ BatchExecuteStatementCommand: 1, PutItemCommand: 1, GetItemCommand: 1 });
+    });
+
     it('goes one by one when its calls stay throttled, and answers an error in its task only', async () => {
       // Prepare: every call throttled (after the SDK's retries), then one task's PutItem too.
       const tasks = fresh(5);
