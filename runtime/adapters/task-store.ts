@@ -448,7 +448,7 @@ export class TaskStore {
    * is (a TransactWriteItems call would bill each item twice). An INSERT whose task exists answers
    * `DuplicateItem` with the stored item: ours when it holds our write token (the SDK's retry of
    * a call whose answer was lost, or a round below, meets its own write), else the task found.
-   * Statements throttled, or all of a call that failed, go again in a new call, at most
+   * Statements throttled, or all of a call throttled or unanswered, go again in a new call, at most
    * INSERT_ROUNDS calls; what is still unwritten then (or refused otherwise) is created one by
    * one with the tokens it had, so a write an unanswered call did make is found to be ours. What
    * such a create meets is that task's result (`{ error }`), the others go ahead.
@@ -493,11 +493,11 @@ export class TaskStore {
             }),
           ));
         } catch (error) {
-          // Throttled, failed on AWS's side or unanswered after the SDK's retries: the same
-          // statements again (what the call did write is found as ours). Refused otherwise (a
-          // limit, a permission): one by one.
+          // Throttled or unanswered after the SDK's retries: the same statements again (what the
+          // call did write is found as ours). Refused otherwise (a limit, a permission, an
+          // endpoint without PartiQL, a 5xx the SDK's retries did not get past): one by one.
           const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-          if (isThrottling(error) || status === undefined || status >= 500) continue;
+          if (isThrottling(error) || status === undefined) continue;
           oneByOne.push(...pending);
           return;
         }
