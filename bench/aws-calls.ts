@@ -157,10 +157,12 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
     );
     console.log(formatCost('\nOurs, per million no-op tasks (variable costs):', ours));
     console.log(`ours per million tasks: $${fmt(ours.usdPerMillionTasks, 2)}`);
-    // A batch request's modelled duration: the batch's items (two rounds), the creates 32 at a
-    // time, the announcements one SendMessageBatch of 10 after another (runtime/app/batches.ts).
+    // A batch request's modelled duration: the batch's items (two rounds), the creates (25 to a
+    // BatchExecuteStatement call, 16 calls side by side: one round up to 400 tasks; task-store.ts
+    // createMany), the announcements one SendMessageBatch of 10 after another (app/batches.ts).
+    const createRounds = Math.ceil(BATCH_OF / (25 * 16));
     const batchApiMs =
-      5 + AWS_LATENCY_MS.DynamoDB * (2 + Math.ceil(BATCH_OF / 32)) + AWS_LATENCY_MS.SQS * Math.ceil(BATCH_OF / 10);
+      5 + AWS_LATENCY_MS.DynamoDB * (2 + createRounds) + AWS_LATENCY_MS.SQS * Math.ceil(BATCH_OF / 10);
     const batched = costPerMillionTasks({
       ...usageFromCalls(batchedStats, n),
       apiRequests: 1 / BATCH_OF,
