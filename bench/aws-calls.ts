@@ -161,8 +161,7 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
     // BatchExecuteStatement call, 16 calls side by side: one round up to 400 tasks; task-store.ts
     // createMany), the announcements one SendMessageBatch of 10 after another (app/batches.ts).
     const createRounds = Math.ceil(BATCH_OF / (25 * 16));
-    const batchApiMs =
-      5 + AWS_LATENCY_MS.DynamoDB * (2 + createRounds) + AWS_LATENCY_MS.SQS * Math.ceil(BATCH_OF / 10);
+    const batchApiMs = 5 + AWS_LATENCY_MS.DynamoDB * (2 + createRounds) + AWS_LATENCY_MS.SQS * Math.ceil(BATCH_OF / 10);
     const batched = costPerMillionTasks({
       ...usageFromCalls(batchedStats, n),
       apiRequests: 1 / BATCH_OF,
