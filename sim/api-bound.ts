@@ -68,8 +68,16 @@ export class ApiBoundModel {
     this.#nextPublishMs = nowMs + PUBLISH_EVERY_MS;
   }
 
-  /** `maxWaitSeconds` for a task just submitted at `nowMs`, or null. */
-  atSubmit(candidate: Candidate, nowMs: number, tenantWaiting: number, running: readonly RunningTask[]): number | null {
+  /**
+   * `maxWaitSeconds` for a task just submitted at `nowMs`, or null; with what it assumes the Lambda
+   * pool frees when it rests on the pool's pace (`assumedFreed`, epoch ms).
+   */
+  atSubmit(
+    candidate: Candidate,
+    nowMs: number,
+    tenantWaiting: number,
+    running: readonly RunningTask[],
+  ): { seconds: number; freed?: { slots: number; fromMs: number; byMs: number } } | null {
     const iso = (ms: number) => new Date(ms).toISOString();
     const task = {
       taskId: candidate.taskId,
@@ -89,12 +97,18 @@ export class ApiBoundModel {
         timeoutSeconds: r.timeoutSeconds,
       })),
     };
-    return explainWait(task, {
+    const wait = explainWait(task, {
       config: this.config,
       tenant: this.#engine.tenantSettings(candidate.tenantId),
       snapshot: this.#snapshot,
       now: new Date(nowMs),
       facts,
-    }).maxWaitSeconds;
+    });
+    if (wait.maxWaitSeconds === null) return null;
+    const freed = wait.assumedFreed;
+    return {
+      seconds: wait.maxWaitSeconds,
+      ...(freed ? { freed: { slots: freed.slots, fromMs: Date.parse(freed.from), byMs: Date.parse(freed.by) } } : {}),
+    };
   }
 }

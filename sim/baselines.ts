@@ -19,7 +19,8 @@ import { tierRank } from '../runtime/core/task.ts';
 /** What the simulator drives. SchedulingPolicy satisfies it. */
 export interface Dispatcher {
   add(candidate: Candidate): unknown;
-  release(taskId: string): unknown;
+  /** `nowMs`: when the slot freed (our engine counts the pool's pace from it). */
+  release(taskId: string, nowMs?: number): unknown;
   next(nowMs: number): Candidate | undefined;
 }
 

@@ -34,6 +34,12 @@ export interface RunResult {
   readonly boundMs?: Float64Array;
   /** With `apiBounds`: per task, 1 when its tenant had a task running at submit (the bound then waits for it). */
   readonly tenantRanAtSubmit?: Uint8Array;
+  /**
+   * With `apiBounds`: per task whose bound rests on the Lambda pool's pace, the slots it assumes
+   * the pool frees between fromMs and byMs (slots 0: none assumed); and when the pool freed slots.
+   */
+  readonly assumedFreed?: { readonly slots: Int32Array; readonly fromMs: Float64Array; readonly byMs: Float64Array };
+  readonly lambdaFreedMs?: readonly number[];
   readonly wallMs: number;
 }
 
@@ -137,6 +143,14 @@ export function simulate(
       : undefined;
   const boundMs = api ? new Float64Array(trace.size).fill(Number.NaN) : undefined;
   const tenantRanAtSubmit = api ? new Uint8Array(trace.size) : undefined;
+  const assumedFreed = api
+    ? {
+        slots: new Int32Array(trace.size),
+        fromMs: new Float64Array(trace.size).fill(Number.NaN),
+        byMs: new Float64Array(trace.size).fill(Number.NaN),
+      }
+    : undefined;
+  const lambdaFreedMs: number[] | undefined = api ? [] : undefined;
   /** Per tenant, its running tasks (for the API's describe), only with `apiBounds`. */
   const runningOf = api ? trace.tenantIds.map(() => new Map<number, RunningTask>()) : undefined;
   const n = trace.size;
@@ -197,7 +211,8 @@ export function simulate(
     );
     while (completions.peekTime() <= now) {
       const task = completions.pop();
-      dispatcher.release(String(task));
+      dispatcher.release(String(task), now);
+      if (trace.runtime[task] === 0) lambdaFreedMs?.push(now);
       account(task, -1);
       runningOf?.[trace.tenant[task] as number]?.delete(task);
     }
@@ -221,7 +236,12 @@ export function simulate(
       if (api && boundMs && tenantRanAtSubmit && runningOf) {
         const running = [...(runningOf[tenant] as Map<number, RunningTask>).values()];
         const bound = api.atSubmit(candidate, now, waiting[tenant] as number, running);
-        if (bound !== null) boundMs[task] = bound * 1000;
+        if (bound !== null) boundMs[task] = bound.seconds * 1000;
+        if (bound?.freed && assumedFreed) {
+          assumedFreed.slots[task] = bound.freed.slots;
+          assumedFreed.fromMs[task] = bound.freed.fromMs;
+          assumedFreed.byMs[task] = bound.freed.byMs;
+        }
         tenantRanAtSubmit[task] = running.length > 0 ? 1 : 0;
       }
     }
@@ -265,6 +285,7 @@ export function simulate(
     meanShareWhileBacklogged,
     ...(boundMs ? { boundMs } : {}),
     ...(tenantRanAtSubmit ? { tenantRanAtSubmit } : {}),
+    ...(assumedFreed && lambdaFreedMs ? { assumedFreed, lambdaFreedMs } : {}),
     wallMs: performance.now() - started,
   };
 }

@@ -79,6 +79,10 @@ export interface BoundStats {
   /** Tasks given a bound at submit, and of those, whose tenant then submitted nothing before they started. */
   readonly given: number;
   readonly checked: number;
+  /** Of the given, bounds on the pool's pace that the pool did not keep up, and the task started late (not checked). */
+  readonly paceBroken: number;
+  /** Of the checked, bounds that rest on the pool's pace (assumedFreed). */
+  readonly onPace: number;
   /** Checked bounds the start came after (a defect: should be 0). */
   readonly broken: number;
   /** bound / actual wait (the wait at least 1 s), over the checked bounds. */
@@ -87,10 +91,37 @@ export interface BoundStats {
   readonly median: { readonly boundSeconds: number; readonly waitSeconds: number } | null;
 }
 
+/**
+ * Whether the pace task `i`'s bound assumed (`assumedFreed`: at least so many Lambda slots freed
+ * between two instants) held in the run; true when its bound assumed none.
+ */
+export function paceHeld(run: RunResult, i: number): boolean {
+  const slots = run.assumedFreed?.slots[i] ?? 0;
+  if (slots === 0 || !run.lambdaFreedMs) return true;
+  const fromMs = run.assumedFreed?.fromMs[i] as number;
+  const byMs = run.assumedFreed?.byMs[i] as number;
+  return countBetween(run.lambdaFreedMs, fromMs, byMs) >= slots;
+}
+
+/** How many of the ascending `times` fall in [fromMs, byMs]. */
+function countBetween(times: readonly number[], fromMs: number, byMs: number): number {
+  const firstAtOrAfter = (ms: number, strict: boolean) => {
+    let lo = 0;
+    let hi = times.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((times[mid] as number) < ms || (strict && (times[mid] as number) === ms)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  return firstAtOrAfter(byMs, true) - firstAtOrAfter(fromMs, false);
+}
+
 /** The API's bounds at submit against the waits, for the tasks `include` selects. */
 export function boundStats(trace: Trace, run: RunResult, include: (task: number) => boolean = () => true): BoundStats {
   const boundMs = run.boundMs;
-  if (!boundMs) return { given: 0, checked: 0, broken: 0, ratio: null, median: null };
+  if (!boundMs) return { given: 0, checked: 0, paceBroken: 0, onPace: 0, broken: 0, ratio: null, median: null };
   // A1 of the bound: its tenant submits nothing more until it starts.
   const nextArrival = new Float64Array(trace.size).fill(Number.POSITIVE_INFINITY);
   const lastSeen = new Map<number, number>();
@@ -102,6 +133,8 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
   }
   let given = 0;
   let broken = 0;
+  let paceBroken = 0;
+  let onPace = 0;
   const ratios: number[] = [];
   const bounds: number[] = [];
   const waits: number[] = [];
@@ -112,6 +145,11 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
     const wait = run.waitMs[i] as number;
     const startMs = (trace.arriveMs[i] as number) + wait;
     if ((nextArrival[i] as number) < startMs) continue;
+    if (wait > bound && !paceHeld(run, i)) {
+      paceBroken++;
+      continue;
+    }
+    if ((run.assumedFreed?.slots[i] ?? 0) > 0) onPace++;
     if (wait > bound) broken++;
     ratios.push(bound / Math.max(1000, wait));
     bounds.push(bound / 1000);
@@ -123,6 +161,8 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
   return {
     given,
     checked: ratios.length,
+    paceBroken,
+    onPace,
     broken,
     ratio: ratios.length ? { p50: at(ratios, 0.5), p90: at(ratios, 0.9), max: ratios.at(-1) as number } : null,
     median: ratios.length ? { boundSeconds: at(bounds, 0.5), waitSeconds: at(waits, 0.5) } : null,

@@ -103,7 +103,19 @@ export function renderText(trace: Trace, runs: readonly { run: RunResult; summar
   ];
   const bounds = withBounds.length
     ? formatTable(
-        ['dispatcher', 'given', 'checked', 'broken', 'bound / wait p50', 'p90', 'max', 'bound p50 s', 'wait p50 s'],
+        [
+          'dispatcher',
+          'given',
+          'checked',
+          'on pace',
+          'broken',
+          'pace not kept',
+          'bound / wait p50',
+          'p90',
+          'max',
+          'bound p50 s',
+          'wait p50 s',
+        ],
         withBounds.flatMap(({ run, summary }) =>
           names.flatMap((group, g) =>
             splits.map(({ label, include }) => {
@@ -113,7 +125,9 @@ export function renderText(trace: Trace, runs: readonly { run: RunResult; summar
                 `${summary.dispatcher} · ${group}${label}`,
                 `${b.given}`,
                 `${b.checked}`,
+                `${b.onPace}`,
                 `${b.broken}`,
+                `${b.paceBroken}`,
                 ratio(b.ratio?.p50),
                 ratio(b.ratio?.p90),
                 ratio(b.ratio?.max),

@@ -574,7 +574,11 @@ export class ControlStore {
     );
     if (typeof Item?.rotationJson !== 'string') return undefined;
     const parsed = JSON.parse(Item.rotationJson) as Partial<RotationState> | null;
-    return { lambda: parsed?.lambda ?? {}, fargate: parsed?.fargate ?? {} };
+    return {
+      lambda: parsed?.lambda ?? {},
+      fargate: parsed?.fargate ?? {},
+      ...(parsed?.freed ? { freed: parsed.freed } : {}),
+    };
   }
 
   /**

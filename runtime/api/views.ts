@@ -81,6 +81,21 @@ export const waitSchema = z
       .object({ code: z.enum(NO_BOUND_REASONS), message: z.string() })
       .optional()
       .meta({ description: 'Why maxWaitSeconds is null' }),
+    worstCaseSeconds: z.number().optional().meta({
+      description:
+        "When maxWaitSeconds rests on the pool's pace (assumedFreed): the bound on timeouts alone, which holds however slowly the pool frees slots",
+    }),
+    assumedFreed: z
+      .object({
+        slots: z.number().int().positive(),
+        from: isoTime,
+        by: isoTime,
+      })
+      .optional()
+      .meta({
+        description:
+          "When maxWaitSeconds rests on the pool's pace: it assumes the pool frees at least `slots` slots between `from` and `by` (the fewest it freed in any 10 s of the last minute, kept up); checkable afterwards",
+      }),
     asOf: isoTime.optional(),
   })
   .meta({ id: 'Wait' });

@@ -33,6 +33,7 @@ import {
   holdSecondsOf,
   type NoBoundReason,
   noBoundOf,
+  paceBound,
   type RotationView,
   rotationBoundSeconds,
   taskHoldSeconds,
@@ -64,6 +65,13 @@ export interface WaitInfo {
   readonly maxWaitSeconds: number | null;
   /** What the bound takes for granted, in words (with a bound). */
   readonly assumes?: string | undefined;
+  /**
+   * When the bound rests on the pool's pace (fair-share, Lambda): the bound on timeouts alone,
+   * which holds however slowly the pool frees slots.
+   */
+  readonly worstCaseSeconds?: number | undefined;
+  /** When the bound rests on the pool's pace: it assumes at least `slots` freed between `from` and `by`. */
+  readonly assumedFreed?: { readonly slots: number; readonly from: string; readonly by: string } | undefined;
   /** Why there is no bound, when there is none. */
   readonly noBound?: { readonly code: NoBoundReason; readonly message: string } | undefined;
   /** Time the snapshot the explanation rests on was taken. */
@@ -147,7 +155,9 @@ export function explainWait(
     dependencies: task.state === 'QUEUED' ? task.waitingOn : undefined,
     assumes: rotation?.assumes,
     slackSeconds: rotation?.slackSeconds,
+    paceSlackSeconds: rotation?.paceSlackSeconds,
   });
+  const freed = explanation.assumedFreed;
   return {
     reason: explanation.reason,
     message: explanation.message,
@@ -162,6 +172,16 @@ export function explainWait(
           maxWaitSeconds: explanation.waitBoundSeconds === null ? null : roundUp(explanation.waitBoundSeconds),
           assumes: explanation.assumes,
           noBound: explanation.noBound,
+          ...(freed && explanation.worstCaseSeconds !== undefined
+            ? {
+                worstCaseSeconds: roundUp(explanation.worstCaseSeconds),
+                assumedFreed: {
+                  slots: freed.slots,
+                  from: new Date(freed.fromMs).toISOString(),
+                  by: new Date(freed.byMs).toISOString(),
+                },
+              }
+            : {}),
         }),
     asOf: snapshot?.at,
   };
@@ -180,7 +200,9 @@ function rotationOf(
   config: SchedulerConfig,
   facts: TenantFacts,
   nowMs: number,
-): { view: RotationView; reservedForOther: boolean; assumes: string[]; slackSeconds: number } | undefined {
+):
+  | { view: RotationView; reservedForOther: boolean; assumes: string[]; slackSeconds: number; paceSlackSeconds: number }
+  | undefined {
   const published = snapshot.rotation;
   if (!published) return undefined;
   const pool = published[task.runtime];
@@ -201,6 +223,7 @@ function rotationOf(
       tenantFreeAtMs: atMs + (busyFor ?? 0) * 1000,
       freeBy: pool.freeBy.map(([n, seconds]) => [n, atMs + seconds * 1000] as const),
       asOfMs: atMs,
+      freedPerSecond: pool.freedPerSecond ?? null,
     };
     reservedForOther = pool.reservedFor !== null && pool.reservedFor !== task.taskId;
     assumes.push(
@@ -225,6 +248,7 @@ function rotationOf(
       tenantFreeAtMs,
       freeBy: [[slots, joinsMs + holdMs]],
       asOfMs: joinsMs,
+      freedPerSecond: pool.freedPerSecond ?? null,
     };
     reservedForOther = true;
     assumes.push(
@@ -249,11 +273,25 @@ function rotationOf(
   const pace = SCHEDULER_PACE_SECONDS * roundsOf(task.runtime, view.ahead, slots);
   const handovers = Math.ceil(Math.max(0, core + pace) / (60 - HANDOVER_SECONDS));
   const slackSeconds = pace + HANDOVER_SECONDS * handovers;
+  // On the pool's pace only the last freed slot's round counts: each earlier one overlaps the count.
+  const onPace = view.freedPerSecond
+    ? paceBound({
+        nowMs,
+        ahead: view.ahead,
+        fromMs: view.asOfMs ?? nowMs,
+        tenantFreeAtMs: view.tenantFreeAtMs,
+        freedPerSecond: view.freedPerSecond,
+      })
+    : null;
+  const paceHandovers = onPace
+    ? Math.ceil(Math.max(0, onPace.seconds + SCHEDULER_PACE_SECONDS) / (60 - HANDOVER_SECONDS))
+    : 0;
+  const paceSlackSeconds = SCHEDULER_PACE_SECONDS + HANDOVER_SECONDS * paceHandovers;
   assumes.push(
     "its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second)",
     `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s and hands over (every minute on AWS) within ${HANDOVER_SECONDS} s; a crash or a stall beyond that is not included`,
   );
-  return { view, reservedForOther, assumes, slackSeconds };
+  return { view, reservedForOther, assumes, slackSeconds, paceSlackSeconds };
 }
 
 /** Rounds of the proof: how often a freed slot must be acted on. */

@@ -112,4 +112,10 @@ export interface PoolRotation {
   readonly freeBy: readonly (readonly [number, number])[];
   /** The task the pool is reserved for (it goes first whether or not it fits yet), if any. */
   readonly reservedFor: string | null;
+  /**
+   * Slots the pool freed a second, the fewest in any whole 10 s of the minute before `at`
+   * (runtime/core/policy/pace.ts); null or absent when not known (a scheduler watching for less
+   * than a minute, a snapshot from before it existed).
+   */
+  readonly freedPerSecond?: number | null;
 }

@@ -79,6 +79,7 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
       joinedLastMinute: pool?.joinedLastMinute ?? 0,
       freeBy: coarse.map(([n, atMs]) => [n, secondsAfter(atMs)] as const),
       reservedFor: pool?.reservedFor ?? null,
+      freedPerSecond: pool?.freedPerSecond ?? null,
     };
   };
   return {

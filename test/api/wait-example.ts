@@ -16,7 +16,8 @@ export function exampleWaitFixture() {
     fence: 0,
     version: 1,
   } as unknown as Task;
-  // Taken 6 s after the submit: the pool is full; 13 tenants wait in it, acme among them.
+  // Taken 6 s after the submit: the pool is full; 13 tenants wait in it, acme among them; the pool
+  // freed at least 80 slots in every 10 s of the minute before.
   const snapshot: SchedulerSnapshot = {
     at: '2026-12-01T09:00:06.000Z',
     policy: 'fair-share',
@@ -55,6 +56,7 @@ export function exampleWaitFixture() {
           [50, 52],
         ],
         reservedFor: null,
+        freedPerSecond: 8,
       },
       fargate: { waiting: 0, joinedLastMinute: 0, freeBy: [[1, 240]], reservedFor: null },
       busyFor: {},

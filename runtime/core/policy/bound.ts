@@ -111,6 +111,52 @@ function slotEnds(steps: readonly (readonly [number, number])[], slots: number, 
 }
 
 /**
+ * The bound on the pool's pace instead of on timeouts (Lambda). The timeout bound charges every
+ * slot refill the pool's cap (τ), so where tasks run far below their timeouts it is many times the
+ * real wait (docs/policy.md, "How tight it can be at submit"). This one counts releases instead.
+ *
+ * Claim. X, k and t₁ as above; s = max(t₀, t₁). Under (A1) and (A3), and with (A4) the pool frees
+ * at least k + 1 slots between s and s + (k + 1)/ρ, X starts by then (ρ: slots freed a second).
+ *
+ * Proof. From s on x runs nothing, so X's key is (0, turn_x) and only the k can go before it
+ * (steps (1)–(3) above). Every slot that frees after s, and every slot free at s, goes to X or to
+ * one of the k (work conserving; X fits any slot), and each of the k takes one at most. So of
+ * k + 1 slots freed after s, one is X's, and (A4) gives k + 1 by the stated time.   ∎
+ *
+ * No timeout enters it except through t₁ (its own tenant's running tasks). (A4) is a statement
+ * about the future that the API takes from the past (pace.ts: the fewest slots the pool freed in
+ * any 10 s of the last minute); it says so in `wait.assumes` and in `assumedFreed`, so whoever
+ * holds the answer can check it (the chaos checker does).
+ */
+export interface PaceBoundInput {
+  readonly nowMs: number;
+  /** k. */
+  readonly ahead: number;
+  /** t₀: the instant X is in the rotation (now, or later when it joins later). */
+  readonly fromMs: number;
+  /** t₁. */
+  readonly tenantFreeAtMs: number;
+  /** ρ: slots the pool frees a second (> 0). */
+  readonly freedPerSecond: number;
+}
+
+export interface PaceBound {
+  /** Seconds from `nowMs`. */
+  readonly seconds: number;
+  /** (A4): at least `slots` freed between `fromMs` and `byMs`. */
+  readonly freed: { readonly slots: number; readonly fromMs: number; readonly byMs: number };
+}
+
+/** The pace bound proved above, or null without a pace. */
+export function paceBound(input: PaceBoundInput): PaceBound | null {
+  if (!(input.freedPerSecond > 0)) return null;
+  const fromMs = Math.max(input.fromMs, input.tenantFreeAtMs);
+  const slots = input.ahead + 1;
+  const byMs = fromMs + Math.ceil((slots / input.freedPerSecond) * 1000);
+  return { seconds: (byMs - input.nowMs) / 1000, freed: { slots, fromMs, byMs } };
+}
+
+/**
  * A compact, conservative form of Lambda free steps for publishing: the steps at 1, 2, 4, 8, …
  * slots and at the pool's size, each with the time of the latest step it covers (so any count
  * between two published ones reads the later time, never an earlier one).

@@ -6,8 +6,8 @@
  */
 import type { PolicyName, SchedulerConfig } from '../config.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Runtime, tierRank } from '../task.ts';
-import { effectiveRank, type NoBoundReason, topTierAtMs, type WaitBound, waitBound } from './aging.ts';
-import { rotationBoundSeconds } from './bound.ts';
+import { effectiveRank, type NoBoundReason, topTierAtMs, waitBound } from './aging.ts';
+import { type PaceBound, paceBound, rotationBoundSeconds } from './bound.ts';
 import { capacity, describeHold, type Hold } from './constraints.ts';
 
 /** The wait reason each constraint unit's hold reports. */
@@ -98,6 +98,8 @@ export interface WaitView {
   readonly assumes?: readonly string[] | undefined;
   /** Seconds added to the bound for those assumptions (the API's allowance for the scheduler's pace). */
   readonly slackSeconds?: number | undefined;
+  /** The same allowance for a bound on the pool's pace (one round of the scheduler, and its hand-overs). */
+  readonly paceSlackSeconds?: number | undefined;
 }
 
 /** Where a task stands in its pool's rotation, as the engine knows it or a snapshot bounds it. */
@@ -117,6 +119,11 @@ export interface RotationView {
    * latest instant the task can join the rotation. The bound is proved from there.
    */
   readonly asOfMs?: number | undefined;
+  /**
+   * Lambda: the slots the pool frees a second, as measured (pace.ts), when known. With it the bound
+   * is the smaller of the timeout bound and the pace bound (bound.ts `paceBound`).
+   */
+  readonly freedPerSecond?: number | null | undefined;
 }
 
 /** τ per pool: the longest one task holds that pool's capacity (timeout cap + leases). */
@@ -139,6 +146,13 @@ export interface WaitExplanation {
   readonly noBound?: { readonly code: NoBoundReason; readonly message: string } | undefined;
   /** What the bound takes for granted, in words (absent when there is no bound). */
   readonly assumes?: string | undefined;
+  /**
+   * The bound on timeouts alone (fair-share), when the bound given rests on the pool's pace and
+   * is smaller: what holds however slowly the pool frees slots.
+   */
+  readonly worstCaseSeconds?: number | undefined;
+  /** When the bound rests on the pool's pace: at least `slots` freed between `fromMs` and `byMs` (epoch ms). */
+  readonly assumedFreed?: PaceBound['freed'] | undefined;
 }
 
 const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
@@ -186,6 +200,7 @@ export function explainWait(view: WaitView): WaitExplanation {
   const topAtMs = policy === 'fifo' ? task.agingFromMs : topTierAtMs(baseRank, task.agingFromMs, agingMs);
   const { reason, message } = reasonFor(view, rank);
   const bound = withRateWait(view, boundOf(view, baseRank));
+  const onPace = bound.seconds !== null ? bound.pace : undefined;
   return {
     reason,
     message,
@@ -194,11 +209,25 @@ export function explainWait(view: WaitView): WaitExplanation {
     topTierAtMs: topAtMs,
     waitBoundSeconds: bound.seconds,
     noBound: bound.seconds === null ? { code: bound.why, message: NO_BOUND_MESSAGES[bound.why] } : undefined,
-    assumes: bound.seconds === null ? undefined : assumptionsOf(view),
+    assumes: bound.seconds === null ? undefined : assumptionsOf(view, onPace),
+    ...(onPace ? { worstCaseSeconds: onPace.worstCaseSeconds, assumedFreed: onPace.freed } : {}),
   };
 }
 
-function boundOf(view: WaitView, baseRank: number): WaitBound {
+/** A bound, and when it rests on the pool's pace, what that assumes and the timeout bound it beat. */
+type Bound =
+  | { readonly seconds: number; readonly pace?: PaceAnswer | undefined }
+  | { readonly seconds: null; readonly why: NoBoundReason };
+
+interface PaceAnswer {
+  readonly freed: PaceBound['freed'];
+  readonly perSecond: number;
+  readonly worstCaseSeconds: number;
+  /** Its tenant runs tasks at t₀, so their timeouts still count (t₁). */
+  readonly tenantBusy: boolean;
+}
+
+function boundOf(view: WaitView, baseRank: number): Bound {
   const { task, policy, nowMs } = view;
   const hold = view.limits.holdSeconds;
   if ((view.dependencies?.length ?? 0) > 0) return { seconds: null, why: 'dependencies' };
@@ -240,17 +269,40 @@ function boundOf(view: WaitView, baseRank: number): WaitBound {
     holdSeconds: hold[task.runtime],
     reservedForOther: view.pool.reservedForOther ?? view.pool.heldForOther,
   });
-  const seconds = (asOfMs - nowMs) / 1000 + fromAsOf + (view.slackSeconds ?? 0);
-  return { seconds: Math.max(0, seconds) };
+  const seconds = Math.max(0, (asOfMs - nowMs) / 1000 + fromAsOf + (view.slackSeconds ?? 0));
+  const pace =
+    task.runtime === 'lambda' && rotation.freedPerSecond
+      ? paceBound({
+          nowMs,
+          ahead: rotation.ahead,
+          fromMs: asOfMs,
+          tenantFreeAtMs: rotation.tenantFreeAtMs,
+          freedPerSecond: rotation.freedPerSecond,
+        })
+      : null;
+  const onPace = pace ? Math.max(0, pace.seconds + (view.paceSlackSeconds ?? view.slackSeconds ?? 0)) : null;
+  if (pace === null || onPace === null || onPace >= seconds) return { seconds };
+  return {
+    seconds: onPace,
+    pace: {
+      freed: pace.freed,
+      perSecond: rotation.freedPerSecond as number,
+      worstCaseSeconds: seconds,
+      tenantBusy: rotation.tenantFreeAtMs > asOfMs,
+    },
+  };
 }
 
 /**
  * A tenant at its start rate waits for its next token besides: its only waiting task (the bound's
  * case) takes no other task's token, so the wait for one is at most until the bucket's next start.
  */
-function withRateWait(view: WaitView, bound: WaitBound): WaitBound {
+function withRateWait(view: WaitView, bound: Bound): Bound {
   if (bound.seconds === null || view.hold?.constraint !== 'rate') return bound;
-  return { seconds: bound.seconds + Math.max(0, (view.hold.nextStartMs - view.nowMs) / 1000) };
+  // On the pace, the wait for a token comes before its turn: the pace bound is no longer the smaller one to trust.
+  return {
+    seconds: (bound.pace?.worstCaseSeconds ?? bound.seconds) + Math.max(0, (view.hold.nextStartMs - view.nowMs) / 1000),
+  };
 }
 
 /** What the bound takes for granted of the constraint units (constraints.ts). */
@@ -269,13 +321,23 @@ function constraintAssumptions(view: WaitView): string[] {
 }
 
 /** The bound's assumptions in words (bound.ts A1–A3, aging.ts), then the view's own. */
-function assumptionsOf(view: WaitView): string {
+function assumptionsOf(view: WaitView, pace?: PaceAnswer): string {
   const hold = view.limits.holdSeconds;
+  const onPace = pace
+    ? [
+        `the ${view.task.runtime} pool keeps freeing slots at least at ${round2(pace.perSecond)} a second, the fewest it freed in any 10 s of the last minute: ${pace.freed.slots} between ${new Date(pace.freed.fromMs).toISOString()} and ${new Date(pace.freed.byMs).toISOString()} (however slowly it frees them, it starts within ${Math.ceil(pace.worstCaseSeconds * 10) / 10} s)`,
+        ...(pace.tenantBusy
+          ? ["its tenant's running tasks hold the pool at most their timeout plus the dispatch and run leases"]
+          : []),
+      ]
+    : [
+        `every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda ${hold.lambda} s, fargate ${hold.fargate} s)`,
+      ];
   const parts =
     view.policy === 'fair-share'
       ? [
           'its tenant submits nothing more (and none of its delayed work falls due) until it starts',
-          `every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda ${hold.lambda} s, fargate ${hold.fargate} s)`,
+          ...onPace,
           'a scheduler is running',
         ]
       : [
@@ -354,3 +416,4 @@ function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message:
 }
 
 const pct = (fraction: number) => `${Math.round(fraction * 100)}%`;
+const round2 = (value: number) => Math.floor(value * 100) / 100;

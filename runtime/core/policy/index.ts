@@ -10,7 +10,14 @@ export {
   waitBound,
   waitBoundSeconds,
 } from './aging.ts';
-export { coarsenSteps, type RotationBoundInput, rotationBoundSeconds } from './bound.ts';
+export {
+  coarsenSteps,
+  type PaceBound,
+  type PaceBoundInput,
+  paceBound,
+  type RotationBoundInput,
+  rotationBoundSeconds,
+} from './bound.ts';
 export { capacityOf, demandOf, dominantShare, jainIndex, weightedDominantShare } from './drf.ts';
 export {
   explainWait,
@@ -25,5 +32,6 @@ export {
   type WaitReason,
   type WaitView,
 } from './explain.ts';
+export { FreedSlots, type FreedSlotsState, PACE_BUCKET_MS, PACE_WINDOW_MS } from './pace.ts';
 export { ROTATION_MEMORY_MS, SchedulingPolicy } from './policy.ts';
 export type * from './types.ts';

@@ -63,6 +63,7 @@ import {
 import { addInto, capacityOf, demandOf, weightedDominantShare, zeroVector } from './drf.ts';
 import { explainWait, type HoldSeconds, type PoolLeader, type WaitExplanation } from './explain.ts';
 import { IndexedHeap, NOT_IN_HEAP } from './heap.ts';
+import { FreedSlots } from './pace.ts';
 import { grantStarts } from './rate.ts';
 import type {
   ActiveCandidate,
@@ -180,6 +181,8 @@ interface PoolState {
   heldFor: WaitingTask | undefined;
   /** Tenants that joined the rotation in the last minute, by when they last did (oldest first). */
   readonly joins: Map<string, number>;
+  /** Slots freed here lately: the pace the API's bound may rest on (pace.ts). */
+  readonly freed: FreedSlots;
 }
 
 /** A task to start. */
@@ -297,6 +300,7 @@ export class SchedulingPolicy {
       lastServedMs: new Map(),
       heldFor: undefined,
       joins: new Map(),
+      freed: new FreedSlots(),
     });
     this.#pools = { lambda: pool('lambda'), fargate: pool('fargate') };
     this.#poolList = [this.#pools.lambda, this.#pools.fargate];
@@ -511,12 +515,16 @@ export class SchedulingPolicy {
     if (active) active.untilMs = untilMs;
   }
 
-  /** An active task finished, or its dispatch failed: its capacity and quota are free again. */
-  release(taskId: string): boolean {
+  /**
+   * An active task finished, or its dispatch failed: its capacity and quota are free again.
+   * `nowMs` (default: the engine's clock) dates the freed slot for the pool's pace.
+   */
+  release(taskId: string, nowMs?: number): boolean {
     const active = this.#active.get(taskId);
     if (!active) return false;
     this.#active.delete(taskId);
     active.pool.running.delete(active);
+    active.pool.freed.record(Math.max(nowMs ?? this.#clockMs, this.#clockMs));
     const tenant = active.tenant;
     tenant.running.delete(active);
     tenant.active--;
@@ -656,6 +664,7 @@ export class SchedulingPolicy {
         joinedLastMinute: this.#joinedLastMinute(lambda),
         reservedFor: null,
         freeBy: this.#freeBy(lambda),
+        freedPerSecond: lambda.freed.perSecond(this.#clockMs),
       },
       {
         runtime: 'fargate',
@@ -668,6 +677,7 @@ export class SchedulingPolicy {
         joinedLastMinute: this.#joinedLastMinute(fargate),
         reservedFor: this.#reservedFor(fargate)?.candidate.taskId ?? null,
         freeBy: this.#freeBy(fargate),
+        freedPerSecond: fargate.freed.perSecond(this.#clockMs),
       },
     ];
     return {
@@ -697,11 +707,17 @@ export class SchedulingPolicy {
       // fromEntries defines own keys, so a tenant named `__proto__` is a key, not the prototype.
       return Object.fromEntries(kept);
     };
-    return { lambda: state(this.#pools.lambda), fargate: state(this.#pools.fargate) };
+    return {
+      lambda: state(this.#pools.lambda),
+      fargate: state(this.#pools.fargate),
+      freed: { lambda: this.#pools.lambda.freed.state(this.#clockMs) },
+    };
   }
 
   /** Take over a predecessor's rotation memory (a scheduler starting afresh). Later services win. */
   restoreRotation(state: RotationState): void {
+    const freed = state.freed?.lambda;
+    if (freed && typeof freed === 'object' && Array.isArray(freed.buckets)) this.#pools.lambda.freed.restore(freed);
     for (const pool of this.#poolList) {
       for (const [tenantId, servedMs] of Object.entries(state[pool.runtime] ?? {})) {
         if (typeof servedMs !== 'number' || !Number.isFinite(servedMs)) continue;
@@ -989,6 +1005,7 @@ export class SchedulingPolicy {
   #advance(nowMs: number): void {
     if (nowMs > this.#clockMs) this.#clockMs = nowMs;
     const now = this.#clockMs;
+    for (const pool of this.#poolList) pool.freed.observe(now);
     for (let due = this.#delayed.peek(); due && due.candidate.runAtMs <= now; due = this.#delayed.peek()) {
       this.#delayed.pop();
       this.#makeReady(due);

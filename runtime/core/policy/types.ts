@@ -2,10 +2,12 @@
  * Types of the scheduling-policy engine. Pure data: the scheduler feeds candidates in and asks
  * which one to dispatch next; the API asks why a task waits.
  */
+
 import type { PolicyName } from '../config.ts';
 import type { PriorityTier, Runtime, TaskResources, TenantSettings } from '../task.ts';
 import type { Hold } from './constraints.ts';
 import type { HoldSeconds, PoolLeader } from './explain.ts';
+import type { FreedSlotsState } from './pace.ts';
 
 /** A waiting task as the policy sees it. Times are epoch milliseconds. */
 export interface Candidate {
@@ -106,6 +108,8 @@ export interface PoolSnapshot {
    * one step `[1, atMs]`, "every running task has ended by atMs" (Fargate).
    */
   readonly freeBy: readonly (readonly [number, number])[];
+  /** Slots freed a second: the fewest in any whole 10 s of the last minute (pace.ts); null before a minute was watched. */
+  readonly freedPerSecond: number | null;
 }
 
 export interface TenantSnapshot {
@@ -149,4 +153,6 @@ export interface PolicySnapshot {
 export interface RotationState {
   readonly lambda: Readonly<Record<string, number>>;
   readonly fargate: Readonly<Record<string, number>>;
+  /** The Lambda pool's count of freed slots (pace.ts); absent in memories saved before it existed. */
+  readonly freed?: { readonly lambda?: FreedSlotsState | undefined } | undefined;
 }

@@ -1,0 +1,195 @@
+/**
+ * The wait bound on the pool's pace (bound.ts `paceBound`, pace.ts): the count it rests on, and
+ * the claim itself over random traces and the named scenarios: a task given a bound on the pace
+ * never starts after it while the pool freed what the bound assumed (its `assumedFreed`).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { paceBound } from '../../../runtime/core/policy/bound.ts';
+import { FreedSlots, PACE_BUCKET_MS } from '../../../runtime/core/policy/pace.ts';
+import { simulate } from '../../../sim/engine.ts';
+import { boundStats, paceHeld } from '../../../sim/metrics.ts';
+import { buildScenario } from '../../../sim/scenarios.ts';
+import { type Trace, TraceBuilder } from '../../../sim/trace.ts';
+import { candidate, makePolicy } from './helpers.ts';
+
+const T0 = 1_700_000_000_000 - (1_700_000_000_000 % PACE_BUCKET_MS);
+
+describe('Class: FreedSlots', () => {
+  it('gives no pace before it has watched a whole minute', () => {
+    // Prepare
+    const freed = new FreedSlots();
+    freed.observe(T0);
+    for (let s = 0; s < 59; s++) freed.record(T0 + s * 1000);
+    // Act / Assess
+    expect(freed.perSecond(T0 + 59_000)).toBeNull();
+    // Ten in each 10 s, nine in the last (59 slots)
+    expect(freed.perSecond(T0 + 60_000)).toBe(0.9);
+  });
+
+  it('reports the fewest freed in any whole 10 s of the last minute, per second', () => {
+    // Prepare: 30 slots in each 10 s but one, which has 5
+    const freed = new FreedSlots();
+    freed.observe(T0);
+    for (let bucket = 0; bucket < 6; bucket++) {
+      const count = bucket === 3 ? 5 : 30;
+      for (let i = 0; i < count; i++) freed.record(T0 + bucket * 10_000 + i * 100);
+    }
+    // Act / Assess
+    expect(freed.perSecond(T0 + 60_000)).toBe(0.5);
+    // The slow 10 s leaves the window after a minute; the current, partial 10 s never counts.
+    expect(freed.perSecond(T0 + 69_999)).toBe(0.5);
+    for (let bucket = 6; bucket < 10; bucket++) {
+      for (let i = 0; i < 30; i++) freed.record(T0 + bucket * 10_000 + i * 100);
+    }
+    expect(freed.perSecond(T0 + 90_000)).toBe(0.5);
+    expect(freed.perSecond(T0 + 100_000)).toBe(3);
+  });
+
+  it('counts an idle stretch as nothing freed', () => {
+    // Prepare
+    const freed = new FreedSlots();
+    freed.observe(T0);
+    for (let i = 0; i < 600; i++) freed.record(T0 + i * 100);
+    // Act / Assess: a quiet minute later, nothing was freed in the last minute
+    expect(freed.perSecond(T0 + 60_000)).toBe(10);
+    expect(freed.perSecond(T0 + 200_000)).toBe(0);
+  });
+
+  it("takes a predecessor's count over and adds its own", () => {
+    // Prepare: the predecessor watched from T0 and saved at T0 + 55 s
+    const before = new FreedSlots();
+    before.observe(T0);
+    for (let i = 0; i < 550; i++) before.record(T0 + i * 100);
+    const saved = JSON.parse(JSON.stringify(before.state(T0 + 55_000)));
+    // Act: a successor starting at T0 + 56 s sees the slots freed from then on
+    const after = new FreedSlots();
+    after.observe(T0 + 56_000);
+    after.restore(saved);
+    for (let i = 0; i < 40; i++) after.record(T0 + 56_000 + i * 100);
+    // Assess: known at once; the hand-over's 10 s has the 50 before and the 40 after
+    expect(after.perSecond(T0 + 60_000)).toBe(9);
+    expect(after.state(T0 + 60_000).sinceMs).toBe(T0);
+    // A count restored twice (a retried resume) is not added twice: the larger is kept
+    after.restore(saved);
+    expect(after.perSecond(T0 + 60_000)).toBe(9);
+  });
+});
+
+describe('Class: SchedulingPolicy (the pace it publishes)', () => {
+  it('counts the Lambda slots it frees, and a scheduler starting afresh knows the pace at once from the saved memory', () => {
+    // Prepare: 2 slots freed every second for 70 s
+    const engine = makePolicy({ pools: { slots: 4 } });
+    let n = 0;
+    for (let ms = T0; ms < T0 + 70_000; ms += 500) {
+      engine.add(candidate({ taskId: `t${++n}`, agingFromMs: ms, runAtMs: ms }));
+      engine.next(ms);
+      engine.release(`t${n}`, ms + 400);
+    }
+    const lambda = () => engine.snapshot(T0 + 70_000).pools.find((pool) => pool.runtime === 'lambda');
+    // Act
+    const saved = JSON.parse(JSON.stringify(engine.rotationState(T0 + 70_000)));
+    const successor = makePolicy({ pools: { slots: 4 } });
+    successor.restoreRotation(saved);
+    // Assess
+    expect(lambda()?.freedPerSecond).toBe(2);
+    expect(successor.snapshot(T0 + 70_000).pools.find((pool) => pool.runtime === 'lambda')?.freedPerSecond).toBe(2);
+    expect(makePolicy({}).snapshot(T0 + 70_000).pools[0]?.freedPerSecond).toBeNull();
+  });
+});
+
+describe('Function: paceBound', () => {
+  it('counts k + 1 slots from the later of t₀ and its tenant freeing', () => {
+    // Act
+    const bound = paceBound({ nowMs: T0, ahead: 11, fromMs: T0 + 5_000, tenantFreeAtMs: T0, freedPerSecond: 4 });
+    const busy = paceBound({ nowMs: T0, ahead: 11, fromMs: T0, tenantFreeAtMs: T0 + 20_000, freedPerSecond: 4 });
+    // Assess
+    expect(bound).toEqual({ seconds: 8, freed: { slots: 12, fromMs: T0 + 5_000, byMs: T0 + 8_000 } });
+    expect(busy?.seconds).toBe(23);
+    expect(paceBound({ nowMs: T0, ahead: 1, fromMs: T0, tenantFreeAtMs: T0, freedPerSecond: 0 })).toBeNull();
+  });
+});
+
+describe('The bound on the pace, in the simulator (the API over snapshots)', () => {
+  for (const scenario of ['crowd', 'noisy-neighbour']) {
+    it(`${scenario}: never broken while the pool frees what it assumed`, () => {
+      // Prepare
+      const trace = buildScenario(scenario, { tasks: 4000, seed: 5 });
+      // Act
+      const run = simulate(trace, 'fair-share', undefined, { apiBounds: true });
+      const stats = boundStats(trace, run);
+      // Assess
+      expect(stats.onPace).toBeGreaterThan(100);
+      expect(stats.broken).toBe(0);
+    });
+  }
+
+  it('can fail: the same answers a fifth as long are broken while the pace held', () => {
+    // Prepare
+    const trace = buildScenario('crowd', { tasks: 4000, seed: 5 });
+    const run = simulate(trace, 'fair-share', undefined, { apiBounds: true });
+    const boundMs = run.boundMs as Float64Array;
+    // Act
+    let broken = 0;
+    for (let i = 0; i < trace.size; i++) {
+      if ((run.assumedFreed?.slots[i] ?? 0) === 0 || !paceHeld(run, i)) continue;
+      if ((run.waitMs[i] as number) > (boundMs[i] as number) / 5) broken++;
+    }
+    // Assess
+    expect(broken).toBeGreaterThan(0);
+  });
+
+  const randomTrace = fc
+    .record({
+      tenants: fc.integer({ min: 2, max: 12 }),
+      slots: fc.integer({ min: 1, max: 6 }),
+      tasks: fc.array(
+        fc.record({
+          tenant: fc.nat(11),
+          tier: fc.nat(3),
+          arriveMs: fc.nat(240_000),
+          holdMs: fc.integer({ min: 50, max: 20_000 }),
+        }),
+        { minLength: 20, maxLength: 300 },
+      ),
+    })
+    .map((r): Trace => {
+      const builder = new TraceBuilder(r.tasks.length);
+      for (const task of [...r.tasks].sort((a, b) => a.arriveMs - b.arriveMs)) {
+        builder.push({
+          tenant: task.tenant % r.tenants,
+          tier: task.tier,
+          fargate: false,
+          vcpu: 0.25,
+          memoryMiB: 512,
+          arriveMs: task.arriveMs,
+          holdMs: task.holdMs,
+        });
+      }
+      return builder.build({
+        scenario: 'random',
+        description: 'random',
+        tenantIds: Array.from({ length: r.tenants }, (_, i) => `t${i}`),
+        tenantSettings: Array.from({ length: r.tenants }, () => ({ weight: 1, maxConcurrency: 100 })),
+        pools: { lambda: { concurrency: r.slots }, fargate: { vcpu: 4, memoryMiB: 4096 } },
+        agingSeconds: 300,
+      });
+    });
+
+  it('random traces: never broken while the pool frees what it assumed', () => {
+    let onPace = 0;
+    fc.assert(
+      fc.property(randomTrace, (trace) => {
+        // Act
+        const run = simulate(trace, 'fair-share', undefined, { apiBounds: true });
+        const stats = boundStats(trace, run);
+        onPace += stats.onPace;
+        // Assess
+        expect(stats.broken).toBe(0);
+      }),
+      { numRuns: 200 },
+    );
+    // Assess: the traces gave bounds on the pace to check
+    expect(onPace).toBeGreaterThan(100);
+  });
+});
