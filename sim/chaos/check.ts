@@ -100,6 +100,13 @@ export interface CheckSummary {
       readonly broken: number;
       /** Its tenant queued more work, or had work fall due, or it was paused or keyed, before it started. */
       readonly assumptionBroken: number;
+      /**
+       * Of the checked, bounds on the Lambda pool's pace (`assumedFreed`); and bounds on the pace
+       * that would have been broken but the pool freed fewer slots than they assumed (counted in
+       * `assumptionBroken`).
+       */
+      readonly onPace: number;
+      readonly paceNotKept: number;
       /** Cancelled while it waited: the wait ended without a start. */
       readonly cancelledWaiting: number;
       /** Still QUEUED when the run ended, before its deadline: neither kept nor broken. */
@@ -346,6 +353,20 @@ export function checkHistory(history: History): CheckSummary {
       queuedEvents.set(task.tenantId, events);
     });
   }
+  // When Lambda slots freed: each attempt's leaving DISPATCHED or RUNNING (its end, or its retry).
+  const lambdaFreedMs: number[] = [];
+  const leasedState = new Map<string, boolean>();
+  for (const { atMs, task } of history.writes) {
+    if (!task || task.runtime !== 'lambda') continue;
+    const leased = task.state === 'DISPATCHED' || task.state === 'RUNNING';
+    if (leasedState.get(task.taskId) && !leased) lambdaFreedMs.push(atMs);
+    leasedState.set(task.taskId, leased);
+  }
+  lambdaFreedMs.sort((a, b) => a - b);
+  const freedBetween = (fromMs: number, byMs: number) =>
+    lambdaFreedMs.filter((atMs) => atMs >= fromMs && atMs <= byMs).length;
+  let onPace = 0;
+  let paceNotKept = 0;
   let given = 0;
   let checked = 0;
   let assumptionBroken = 0;
@@ -388,6 +409,14 @@ export function checkHistory(history: History): CheckSummary {
       unresolved++;
       continue;
     }
+    // A bound on the pool's pace holds while the pool frees what it assumed (bound.ts paceBound).
+    const freed = bound.assumedFreed;
+    if (freed && leftAt > deadline && freedBetween(freed.fromMs, freed.byMs) < freed.slots) {
+      paceNotKept++;
+      assumptionBroken++;
+      continue;
+    }
+    if (freed) onPace++;
     checked++;
     checkedTasks.add(bound.taskId);
     if (left) {
@@ -482,6 +511,8 @@ export function checkHistory(history: History): CheckSummary {
         checkedTasks: checkedTasks.size,
         broken,
         assumptionBroken,
+        onPace,
+        paceNotKept,
         cancelledWaiting,
         unresolved,
         none,

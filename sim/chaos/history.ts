@@ -35,6 +35,8 @@ export interface History {
     readonly askedAtMs?: number | undefined;
     readonly maxWaitSeconds: number | null;
     readonly noBound?: string | undefined;
+    /** A bound on the Lambda pool's pace: the slots it assumed freed between two instants (epoch ms). */
+    readonly assumedFreed?: { readonly slots: number; readonly fromMs: number; readonly byMs: number } | undefined;
   }[];
   /** When a scheduler's engine first took each task in (the harness watches SchedulingPolicy.add). */
   readonly admitted: Map<string, number>;

@@ -596,6 +596,15 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       askedAtMs,
       maxWaitSeconds: described.wait.maxWaitSeconds,
       noBound: described.wait.noBound?.code,
+      ...(described.wait.assumedFreed
+        ? {
+            assumedFreed: {
+              slots: described.wait.assumedFreed.slots,
+              fromMs: Date.parse(described.wait.assumedFreed.from),
+              byMs: Date.parse(described.wait.assumedFreed.by),
+            },
+          }
+        : {}),
     });
     return described;
   };

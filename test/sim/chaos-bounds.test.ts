@@ -108,6 +108,26 @@ describe('chaos checker: the wait bound', () => {
     });
   });
 
+  it("judges a bound on the Lambda pool's pace only while the pool freed what it assumed", () => {
+    // Other tenants' tasks free a slot each (DISPATCHED, then SUCCEEDED) at 3 s and at 4 s.
+    const others = ['u1', 'u2'].flatMap((taskId, i) => [
+      { atMs: T0 + 500, task: { ...task(taskId, 'DISPATCHED'), tenantId: 'b' } },
+      { atMs: T0 + (3 + i) * 1000, task: { ...task(taskId, 'SUCCEEDED'), tenantId: 'b' } },
+    ]);
+    const onPace = (slots: number) => bound(5, { assumedFreed: { slots, fromMs: T0 + 1000, byMs: T0 + 5000 } });
+    const late = [...writes([['DISPATCHED', 20]]), ...others].sort((a, b) => a.atMs - b.atMs);
+    // Two slots freed as assumed, and the task still started late: broken.
+    const kept = check({ writes: late, bounds: [onPace(2)] });
+    expect(kept).toEqual({ invariants: ['wait-bound'], counts: counts({ given: 1, checked: 1, broken: 1 }) });
+    // Three assumed, two freed: its assumption broke, so it is not judged.
+    const slower = checkHistory(emptyHistory({ writes: late, bounds: [onPace(3)] }));
+    expect(slower.violations).toEqual([]);
+    expect(slower.stats.waitBounds).toMatchObject({ given: 1, checked: 0, assumptionBroken: 1, paceNotKept: 1 });
+    // Started within it: kept, whatever the pool freed.
+    const inTime = [...writes([['DISPATCHED', 6]]), ...others].sort((a, b) => a.atMs - b.atMs);
+    expect(check({ writes: inTime, bounds: [onPace(3)] }).counts).toEqual(counts({ given: 1, checked: 1 }));
+  });
+
   it('takes a task that left QUEUED between the question and the answer as started then', () => {
     // Read QUEUED, dispatched at 0.95 s, the answer (bound 0) arriving at 1 s: no later write.
     const quick = check({ writes: writes([['DISPATCHED', 0.95]]), bounds: [bound(0)] });
