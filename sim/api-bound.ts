@@ -77,7 +77,7 @@ export class ApiBoundModel {
     nowMs: number,
     tenantWaiting: number,
     running: readonly RunningTask[],
-  ): { seconds: number; freed?: { slots: number; fromMs: number; byMs: number } } | null {
+  ): { seconds: number; freed?: { slots: number; fromMs: number; byMs: number; tenantFreeByMs?: number } } | null {
     const iso = (ms: number) => new Date(ms).toISOString();
     const task = {
       taskId: candidate.taskId,
@@ -108,7 +108,16 @@ export class ApiBoundModel {
     const freed = wait.assumedFreed;
     return {
       seconds: wait.maxWaitSeconds,
-      ...(freed ? { freed: { slots: freed.slots, fromMs: Date.parse(freed.from), byMs: Date.parse(freed.by) } } : {}),
+      ...(freed
+        ? {
+            freed: {
+              slots: freed.slots,
+              fromMs: Date.parse(freed.from),
+              byMs: Date.parse(freed.by),
+              ...(freed.tenantFreeBy ? { tenantFreeByMs: Date.parse(freed.tenantFreeBy) } : {}),
+            },
+          }
+        : {}),
     };
   }
 }

@@ -38,7 +38,15 @@ export interface RunResult {
    * With `apiBounds`: per task whose bound rests on the Lambda pool's pace, the slots it assumes
    * the pool frees between fromMs and byMs (slots 0: none assumed); and when the pool freed slots.
    */
-  readonly assumedFreed?: { readonly slots: Int32Array; readonly fromMs: Float64Array; readonly byMs: Float64Array };
+  readonly assumedFreed?: {
+    readonly slots: Int32Array;
+    readonly fromMs: Float64Array;
+    readonly byMs: Float64Array;
+    /** When it took its tenant's running tasks to end as its tasks did lately: by then (NaN: not assumed). */
+    readonly tenantFreeByMs: Float64Array;
+    /** When its tenant's tasks running at submit really ended. */
+    readonly tenantFreedMs: Float64Array;
+  };
   readonly lambdaFreedMs?: readonly number[];
   readonly wallMs: number;
 }
@@ -148,6 +156,8 @@ export function simulate(
         slots: new Int32Array(trace.size),
         fromMs: new Float64Array(trace.size).fill(Number.NaN),
         byMs: new Float64Array(trace.size).fill(Number.NaN),
+        tenantFreeByMs: new Float64Array(trace.size).fill(Number.NaN),
+        tenantFreedMs: new Float64Array(trace.size).fill(Number.NaN),
       }
     : undefined;
   const lambdaFreedMs: number[] | undefined = api ? [] : undefined;
@@ -241,6 +251,14 @@ export function simulate(
           assumedFreed.slots[task] = bound.freed.slots;
           assumedFreed.fromMs[task] = bound.freed.fromMs;
           assumedFreed.byMs[task] = bound.freed.byMs;
+          if (bound.freed.tenantFreeByMs !== undefined) {
+            assumedFreed.tenantFreeByMs[task] = bound.freed.tenantFreeByMs;
+            let freedMs = now;
+            for (const [other, ran] of runningOf[tenant] as Map<number, RunningTask>) {
+              freedMs = Math.max(freedMs, ran.dispatchedAtMs + (trace.holdMs[other] as number));
+            }
+            assumedFreed.tenantFreedMs[task] = freedMs;
+          }
         }
         tenantRanAtSubmit[task] = running.length > 0 ? 1 : 0;
       }

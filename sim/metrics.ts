@@ -96,11 +96,12 @@ export interface BoundStats {
  * between two instants) held in the run; true when its bound assumed none.
  */
 export function paceHeld(run: RunResult, i: number): boolean {
-  const slots = run.assumedFreed?.slots[i] ?? 0;
-  if (slots === 0 || !run.lambdaFreedMs) return true;
-  const fromMs = run.assumedFreed?.fromMs[i] as number;
-  const byMs = run.assumedFreed?.byMs[i] as number;
-  return countBetween(run.lambdaFreedMs, fromMs, byMs) >= slots;
+  const assumed = run.assumedFreed;
+  const slots = assumed?.slots[i] ?? 0;
+  if (!assumed || slots === 0 || !run.lambdaFreedMs) return true;
+  // Its tenant's running tasks ended by when it took them to (when it did).
+  if ((assumed.tenantFreedMs[i] as number) > (assumed.tenantFreeByMs[i] as number)) return false;
+  return countBetween(run.lambdaFreedMs, assumed.fromMs[i] as number, assumed.byMs[i] as number) >= slots;
 }
 
 /** How many of the ascending `times` fall in [fromMs, byMs]. */

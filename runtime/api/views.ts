@@ -90,6 +90,9 @@ export const waitSchema = z
         slots: z.number().int().positive(),
         from: isoTime,
         by: isoTime,
+        tenantFreeBy: isoTime
+          .optional()
+          .meta({ description: 'When its tenant runs tasks: they have all ended by then (as its tasks ran lately)' }),
       })
       .optional()
       .meta({

@@ -23,7 +23,8 @@
  * "How tight it can be at submit").
  *
  * To the core's bound it adds the scheduler's pace: SCHEDULER_PACE_SECONDS per round of the proof
- * and HANDOVER_SECONDS per started minute (the Lambda hands over every minute). Under `priority`
+ * and HANDOVER_SECONDS per started minute (the Lambda hands over every minute; a long-lived
+ * scheduler, `scheduler.mode` "service", only when replaced: none counted). Under `priority`
  * and `fifo` it gives none: every older task of the pool counts there, and no process counts them.
  */
 import type { SchedulerConfig } from '../core/config.ts';
@@ -70,8 +71,13 @@ export interface WaitInfo {
    * which holds however slowly the pool frees slots.
    */
   readonly worstCaseSeconds?: number | undefined;
-  /** When the bound rests on the pool's pace: it assumes at least `slots` freed between `from` and `by`. */
-  readonly assumedFreed?: { readonly slots: number; readonly from: string; readonly by: string } | undefined;
+  /**
+   * When the bound rests on the pool's pace: it assumes at least `slots` freed between `from` and
+   * `by`, and (`tenantFreeBy`, when its tenant runs tasks) that they have all ended by then.
+   */
+  readonly assumedFreed?:
+    | { readonly slots: number; readonly from: string; readonly by: string; readonly tenantFreeBy?: string }
+    | undefined;
   /** Why there is no bound, when there is none. */
   readonly noBound?: { readonly code: NoBoundReason; readonly message: string } | undefined;
   /** Time the snapshot the explanation rests on was taken. */
@@ -179,6 +185,9 @@ export function explainWait(
                   slots: freed.slots,
                   from: new Date(freed.fromMs).toISOString(),
                   by: new Date(freed.byMs).toISOString(),
+                  ...(freed.tenantFreeByMs !== undefined
+                    ? { tenantFreeBy: new Date(freed.tenantFreeByMs).toISOString() }
+                    : {}),
                 },
               }
             : {}),
@@ -216,6 +225,7 @@ function rotationOf(
   if (inRotationAt(task, snapshot)) {
     // t₀ = the snapshot's instant: its tenant is one of the `waiting`, and nothing that joined later is ahead.
     const busyFor = ownEntry(published.busyFor, task.tenantId);
+    const busyForLately = ownEntry(published.busyForLately, task.tenantId);
     view = {
       ahead: Math.max(0, pool.waiting - 1),
       waiting: pool.waiting,
@@ -224,6 +234,7 @@ function rotationOf(
       freeBy: pool.freeBy.map(([n, seconds]) => [n, atMs + seconds * 1000] as const),
       asOfMs: atMs,
       freedPerSecond: pool.freedPerSecond ?? null,
+      ...(busyForLately !== undefined ? { tenantFreeAtMsLately: atMs + busyForLately * 1000 } : {}),
     };
     reservedForOther = pool.reservedFor !== null && pool.reservedFor !== task.taskId;
     assumes.push(
@@ -249,6 +260,7 @@ function rotationOf(
       freeBy: [[slots, joinsMs + holdMs]],
       asOfMs: joinsMs,
       freedPerSecond: pool.freedPerSecond ?? null,
+      ...lately(facts.running, ownEntry(snapshot.tenants, task.tenantId)?.longestRunSeconds, nowMs),
     };
     reservedForOther = true;
     assumes.push(
@@ -271,7 +283,11 @@ function rotationOf(
       reservedForOther,
     });
   const pace = SCHEDULER_PACE_SECONDS * roundsOf(task.runtime, view.ahead, slots);
-  const handovers = Math.ceil(Math.max(0, core + pace) / (60 - HANDOVER_SECONDS));
+  // A long-lived scheduler (scheduler.mode "service") hands over only when it is replaced.
+  const everyMinute = config.scheduler.mode !== 'service';
+  const handoversIn = (seconds: number) =>
+    everyMinute ? Math.ceil(Math.max(0, seconds) / (60 - HANDOVER_SECONDS)) : 0;
+  const handovers = handoversIn(core + pace);
   const slackSeconds = pace + HANDOVER_SECONDS * handovers;
   // On the pool's pace only the last freed slot's round counts: each earlier one overlaps the count.
   const onPace = view.freedPerSecond
@@ -279,19 +295,39 @@ function rotationOf(
         nowMs,
         ahead: view.ahead,
         fromMs: view.asOfMs ?? nowMs,
-        tenantFreeAtMs: view.tenantFreeAtMs,
+        // As the core takes it: its tenant's running tasks as they ran lately, when that is sooner.
+        tenantFreeAtMs: Math.min(view.tenantFreeAtMs, view.tenantFreeAtMsLately ?? Number.POSITIVE_INFINITY),
         freedPerSecond: view.freedPerSecond,
       })
     : null;
-  const paceHandovers = onPace
-    ? Math.ceil(Math.max(0, onPace.seconds + SCHEDULER_PACE_SECONDS) / (60 - HANDOVER_SECONDS))
-    : 0;
+  const paceHandovers = onPace ? handoversIn(onPace.seconds + SCHEDULER_PACE_SECONDS) : 0;
   const paceSlackSeconds = SCHEDULER_PACE_SECONDS + HANDOVER_SECONDS * paceHandovers;
   assumes.push(
     "its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second)",
-    `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s and hands over (every minute on AWS) within ${HANDOVER_SECONDS} s; a crash or a stall beyond that is not included`,
+    everyMinute
+      ? `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s and hands over (every minute on AWS) within ${HANDOVER_SECONDS} s; a crash or a stall beyond that is not included`
+      : `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s; a crash, a stall or its replacement (a deploy) is not included`,
   );
   return { view, reservedForOther, assumes, slackSeconds, paceSlackSeconds };
+}
+
+/**
+ * When its tenant's running tasks (as read) end if none runs longer than its tasks did in the last
+ * minute (`longestRunSeconds`): none when that is not known or one already ran longer.
+ */
+function lately(
+  running: TenantFacts['running'],
+  longestRunSeconds: number | undefined,
+  nowMs: number,
+): { tenantFreeAtMsLately?: number } {
+  if (!running?.length || longestRunSeconds === undefined) return {};
+  let until = nowMs;
+  for (const task of running) {
+    const endsMs = Date.parse(task.dispatchedAt ?? task.runAt) + longestRunSeconds * 1000;
+    if (!(endsMs >= nowMs)) return {};
+    until = Math.max(until, endsMs);
+  }
+  return { tenantFreeAtMsLately: until };
 }
 
 /** Rounds of the proof: how often a freed slot must be acted on. */

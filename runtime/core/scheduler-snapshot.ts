@@ -20,6 +20,8 @@ export interface TenantShare {
   readonly hold?: 'tenant_paused' | 'quota' | 'rate';
   /** Its tasks the scheduler holds parked (a paused type, a full concurrency key). */
   readonly parked?: number;
+  /** The longest its tasks ran in the last minute, seconds, when at least 3 ended (policy/pace.ts RecentRuns). */
+  readonly longestRunSeconds?: number;
 }
 
 /** Per pool, what goes first there now and whether a task holds it (reservation). */
@@ -95,6 +97,11 @@ export interface RotationSnapshot {
   readonly fargate: PoolRotation;
   /** Per listed tenant that runs something: its running tasks have all ended by then, seconds after `at`. */
   readonly busyFor: Readonly<Record<string, number>>;
+  /**
+   * The same if none of them runs longer than its tenant's tasks did in the last minute
+   * (`longestRunSeconds`); only for tenants where that is known. Absent before it existed.
+   */
+  readonly busyForLately?: Readonly<Record<string, number>>;
   /** `tenants` lists every tenant with work waiting or running (none left out for the cap). */
   readonly complete: boolean;
 }

@@ -62,11 +62,17 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
           ? { hold: tenant.hold.constraint }
           : {}),
         ...(tenant.parked > 0 ? { parked: tenant.parked } : {}),
+        ...(tenant.longestRunMs !== undefined ? { longestRunSeconds: Math.ceil(tenant.longestRunMs / 100) / 10 } : {}),
       },
     ]),
   );
   const busyFor: Record<string, number> = Object.fromEntries(
     busiest.filter((tenant) => tenant.active > 0).map((tenant) => [tenant.tenantId, secondsAfter(tenant.busyUntilMs)]),
+  );
+  const busyForLately: Record<string, number> = Object.fromEntries(
+    busiest
+      .filter((tenant) => tenant.active > 0 && tenant.busyUntilLatelyMs !== undefined)
+      .map((tenant) => [tenant.tenantId, secondsAfter(tenant.busyUntilLatelyMs as number)]),
   );
   function secondsAfter(ms: number): number {
     return Math.max(0, Math.ceil((ms - nowMs) / 1000));
@@ -110,6 +116,7 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
       lambda: rotationOf(lambda, pools.lambda.concurrency),
       fargate: rotationOf(fargate, 1),
       busyFor,
+      busyForLately,
       complete: busiest.length === policy.tenants.length,
     },
   };

@@ -356,10 +356,24 @@ export function checkHistory(history: History): CheckSummary {
   // When Lambda slots freed: each attempt's leaving DISPATCHED or RUNNING (its end, or its retry).
   const lambdaFreedMs: number[] = [];
   const leasedState = new Map<string, boolean>();
+  /** Each attempt's time DISPATCHED or RUNNING, per tenant: a bound's tenantFreeBy is checked against them. */
+  const leasedSpans: { tenantId: string; fromMs: number; toMs: number }[] = [];
+  const openSpan = new Map<string, (typeof leasedSpans)[number]>();
   for (const { atMs, task } of history.writes) {
-    if (!task || task.runtime !== 'lambda') continue;
+    if (!task) continue;
     const leased = task.state === 'DISPATCHED' || task.state === 'RUNNING';
-    if (leasedState.get(task.taskId) && !leased) lambdaFreedMs.push(atMs);
+    const was = leasedState.get(task.taskId);
+    if (leased && !was) {
+      const span = { tenantId: task.tenantId, fromMs: atMs, toMs: Number.POSITIVE_INFINITY };
+      leasedSpans.push(span);
+      openSpan.set(task.taskId, span);
+    }
+    if (!leased && was) {
+      const span = openSpan.get(task.taskId);
+      if (span) span.toMs = atMs;
+      openSpan.delete(task.taskId);
+      if (task.runtime === 'lambda') lambdaFreedMs.push(atMs);
+    }
     leasedState.set(task.taskId, leased);
   }
   lambdaFreedMs.sort((a, b) => a - b);
@@ -411,7 +425,16 @@ export function checkHistory(history: History): CheckSummary {
     }
     // A bound on the pool's pace holds while the pool frees what it assumed (bound.ts paceBound).
     const freed = bound.assumedFreed;
-    if (freed && leftAt > deadline && freedBetween(freed.fromMs, freed.byMs) < freed.slots) {
+    const tenantLate =
+      freed?.tenantFreeByMs !== undefined &&
+      leasedSpans.some(
+        (span) =>
+          span.tenantId === bound.tenantId &&
+          span.fromMs <= askedAtMs &&
+          span.toMs > askedAtMs &&
+          span.toMs > (freed.tenantFreeByMs as number),
+      );
+    if (freed && leftAt > deadline && (tenantLate || freedBetween(freed.fromMs, freed.byMs) < freed.slots)) {
       paceNotKept++;
       assumptionBroken++;
       continue;

@@ -36,7 +36,15 @@ export interface History {
     readonly maxWaitSeconds: number | null;
     readonly noBound?: string | undefined;
     /** A bound on the Lambda pool's pace: the slots it assumed freed between two instants (epoch ms). */
-    readonly assumedFreed?: { readonly slots: number; readonly fromMs: number; readonly byMs: number } | undefined;
+    readonly assumedFreed?:
+      | {
+          readonly slots: number;
+          readonly fromMs: number;
+          readonly byMs: number;
+          /** Its tenant's tasks running when it was asked have all ended by then (as its tasks ran lately). */
+          readonly tenantFreeByMs?: number | undefined;
+        }
+      | undefined;
   }[];
   /** When a scheduler's engine first took each task in (the harness watches SchedulingPolicy.add). */
   readonly admitted: Map<string, number>;

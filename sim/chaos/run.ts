@@ -602,6 +602,9 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
               slots: described.wait.assumedFreed.slots,
               fromMs: Date.parse(described.wait.assumedFreed.from),
               byMs: Date.parse(described.wait.assumedFreed.by),
+              ...(described.wait.assumedFreed.tenantFreeBy
+                ? { tenantFreeByMs: Date.parse(described.wait.assumedFreed.tenantFreeBy) }
+                : {}),
             },
           }
         : {}),

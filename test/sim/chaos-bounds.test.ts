@@ -128,6 +128,26 @@ describe('chaos checker: the wait bound', () => {
     expect(check({ writes: inTime, bounds: [onPace(3)] }).counts).toEqual(counts({ given: 1, checked: 1 }));
   });
 
+  it("does not judge a bound on the pace whose tenant's running task ran past when it assumed it would end", () => {
+    const others = ['u1', 'u2'].flatMap((taskId, i) => [
+      { atMs: T0 + 500, task: { ...task(taskId, 'DISPATCHED'), tenantId: 'b' } },
+      { atMs: T0 + (3 + i) * 1000, task: { ...task(taskId, 'SUCCEEDED'), tenantId: 'b' } },
+    ]);
+    // Tenant a's own task r runs from 0.2 s to 9 s; the bound took it to end by 2 s.
+    const own = [
+      { atMs: T0 + 200, task: task('r', 'RUNNING') },
+      { atMs: T0 + 9000, task: task('r', 'SUCCEEDED') },
+    ];
+    const late = [...writes([['DISPATCHED', 20]]), ...others, ...own].sort((a, b) => a.atMs - b.atMs);
+    const assumed = (tenantFreeByMs: number) =>
+      bound(5, { assumedFreed: { slots: 2, fromMs: T0 + 1000, byMs: T0 + 5000, tenantFreeByMs } });
+    const overran = checkHistory(emptyHistory({ writes: late, bounds: [assumed(T0 + 2000)] }));
+    expect(overran.violations).toEqual([]);
+    expect(overran.stats.waitBounds).toMatchObject({ given: 1, checked: 0, assumptionBroken: 1, paceNotKept: 1 });
+    // Had it assumed 10 s, the assumption held and the late start breaks the bound.
+    expect(check({ writes: late, bounds: [assumed(T0 + 10_000)] }).invariants).toEqual(['wait-bound']);
+  });
+
   it('takes a task that left QUEUED between the question and the answer as started then', () => {
     // Read QUEUED, dispatched at 0.95 s, the answer (bound 0) arriving at 1 s: no later write.
     const quick = check({ writes: writes([['DISPATCHED', 0.95]]), bounds: [bound(0)] });

@@ -223,6 +223,79 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
       expect(wait.maxWaitSeconds).toBe(core + 2 + 5 * Math.ceil((core + 2) / 55));
     });
 
+    it("rests on the pool's pace when that is sooner, and says what it assumed", () => {
+      // Prepare: as above (3 + 1 tenants ahead), the pool freeing at least 2 slots a second
+      const paced = snapshot({ rotation: rotation({ freedPerSecond: 2 }) });
+      // Act
+      const wait = explainWait(task('normal'), {
+        config,
+        tenant,
+        snapshot: paced,
+        now: at(1),
+        facts: { waiting: 1, running: [] },
+      });
+      // Assess: it joins by 5 s; 5 slots freed at 2 a second take 2.5 s; one round of pace (2 s) and
+      // one handover (5 s): 4 + 2.5 + 2 + 5 from now (1 s), where the timeout bound says 2,108 s
+      expect(wait.maxWaitSeconds).toBe(13.5);
+      const core = 4 + 2 * TAU;
+      expect(wait.worstCaseSeconds).toBe(core + 4 + 5 * Math.ceil((core + 4) / 55));
+      expect(wait.assumedFreed).toEqual({ slots: 5, from: at(5).toISOString(), by: at(7.5).toISOString() });
+      expect(wait.assumes).toMatch(/the lambda pool keeps freeing slots at least at 2 a second/);
+      expect(wait.assumes).not.toMatch(/every task holds its pool at most its timeout/);
+    });
+
+    it('counts no handovers under a long-lived scheduler (scheduler.mode "service")', () => {
+      // Prepare: as two cases above, the scheduler running as a service
+      const service = parseConfig({ ...config, scheduler: { ...config.scheduler, mode: 'service' } });
+      // Act
+      const wait = explainWait(task('normal'), {
+        config: service,
+        tenant,
+        snapshot: snapshot({ rotation: rotation({ freedPerSecond: 2 }) }),
+        now: at(1),
+        facts: { waiting: 1, running: [] },
+      });
+      // Assess: 4 + 2.5 + 2 s of pace, no handover; the timeout bound without its 36 handovers
+      expect(wait.maxWaitSeconds).toBe(8.5);
+      expect(wait.worstCaseSeconds).toBe(4 + 2 * TAU + 4);
+      expect(wait.assumes).toMatch(/its replacement \(a deploy\) is not included/);
+    });
+
+    it("takes its tenant's running task to end as its tasks did lately, on the pace, and says so", () => {
+      // Prepare: its tenant's task runs since 0 (timeout 100 s); its tasks ran at most 3 s lately
+      const paced = snapshot({
+        tenants: {
+          acme: {
+            running: 1,
+            queued: 1,
+            weight: 1,
+            maxConcurrency: 2,
+            dominantShare: 0.25,
+            entitlement: 0.5,
+            longestRunSeconds: 3,
+          },
+        },
+        rotation: rotation({ waiting: 0, joinedLastMinute: 0, freedPerSecond: 2 }),
+      });
+      const running = [{ dispatchedAt: at(0).toISOString(), runAt: at(0).toISOString(), timeoutSeconds: 100 }];
+      const input = { config, tenant, snapshot: paced, now: at(1), facts: { waiting: 1, running } };
+      // Act
+      const wait = explainWait(task('normal'), input);
+      const overran = explainWait(task('normal'), { ...input, now: at(4) });
+      // Assess: it joins by 5 s (its task ended by 3 s); 1 slot at 2 a second: by 5.5 s, + 2 s + 5 s
+      expect(wait.maxWaitSeconds).toBe(11.5);
+      expect(wait.assumedFreed).toEqual({
+        slots: 1,
+        from: at(5).toISOString(),
+        by: at(5.5).toISOString(),
+        tenantFreeBy: at(5).toISOString(),
+      });
+      expect(wait.assumes).toMatch(/its tenant's running tasks have all ended by .*, none running longer than/);
+      // Asked at 4 s, its task has run longer than any did lately: its timeout counts (160 s)
+      expect(overran.assumedFreed?.tenantFreeBy).toBeUndefined();
+      expect(overran.assumedFreed?.from).toBe(at(160).toISOString());
+    });
+
     it('gives none to a task whose tenant has other work waiting, or under priority', () => {
       const backlog = explainWait(task('normal'), {
         config,

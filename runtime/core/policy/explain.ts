@@ -124,6 +124,11 @@ export interface RotationView {
    * is the smaller of the timeout bound and the pace bound (bound.ts `paceBound`).
    */
   readonly freedPerSecond?: number | null | undefined;
+  /**
+   * When its tenant's running tasks end if none runs longer than its tasks did lately (pace.ts
+   * RecentRuns), when known: the pace bound's t₁ (an assumption it then states and carries).
+   */
+  readonly tenantFreeAtMsLately?: number | undefined;
 }
 
 /** τ per pool: the longest one task holds that pool's capacity (timeout cap + leases). */
@@ -151,8 +156,12 @@ export interface WaitExplanation {
    * is smaller: what holds however slowly the pool frees slots.
    */
   readonly worstCaseSeconds?: number | undefined;
-  /** When the bound rests on the pool's pace: at least `slots` freed between `fromMs` and `byMs` (epoch ms). */
-  readonly assumedFreed?: PaceBound['freed'] | undefined;
+  /**
+   * When the bound rests on the pool's pace: at least `slots` freed between `fromMs` and `byMs`
+   * (epoch ms), and, when it took its tenant's running tasks to end as its tasks did lately, that
+   * they have all ended by `tenantFreeByMs`.
+   */
+  readonly assumedFreed?: (PaceBound['freed'] & { readonly tenantFreeByMs?: number | undefined }) | undefined;
 }
 
 const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
@@ -210,7 +219,15 @@ export function explainWait(view: WaitView): WaitExplanation {
     waitBoundSeconds: bound.seconds,
     noBound: bound.seconds === null ? { code: bound.why, message: NO_BOUND_MESSAGES[bound.why] } : undefined,
     assumes: bound.seconds === null ? undefined : assumptionsOf(view, onPace),
-    ...(onPace ? { worstCaseSeconds: onPace.worstCaseSeconds, assumedFreed: onPace.freed } : {}),
+    ...(onPace
+      ? {
+          worstCaseSeconds: onPace.worstCaseSeconds,
+          assumedFreed: {
+            ...onPace.freed,
+            ...(onPace.tenantFreeByMs !== undefined ? { tenantFreeByMs: onPace.tenantFreeByMs } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -225,6 +242,8 @@ interface PaceAnswer {
   readonly worstCaseSeconds: number;
   /** Its tenant runs tasks at t₀, so their timeouts still count (t₁). */
   readonly tenantBusy: boolean;
+  /** Its tenant's running tasks taken to end by then, as its tasks did lately (instead of their timeouts). */
+  readonly tenantFreeByMs?: number | undefined;
 }
 
 function boundOf(view: WaitView, baseRank: number): Bound {
@@ -270,13 +289,20 @@ function boundOf(view: WaitView, baseRank: number): Bound {
     reservedForOther: view.pool.reservedForOther ?? view.pool.heldForOther,
   });
   const seconds = Math.max(0, (asOfMs - nowMs) / 1000 + fromAsOf + (view.slackSeconds ?? 0));
+  // Its tenant's running tasks as they ran lately, when known (and sooner than their timeouts say).
+  const lately =
+    rotation.tenantFreeAtMs > asOfMs &&
+    rotation.tenantFreeAtMsLately !== undefined &&
+    rotation.tenantFreeAtMsLately < rotation.tenantFreeAtMs
+      ? Math.max(asOfMs, rotation.tenantFreeAtMsLately)
+      : undefined;
   const pace =
     task.runtime === 'lambda' && rotation.freedPerSecond
       ? paceBound({
           nowMs,
           ahead: rotation.ahead,
           fromMs: asOfMs,
-          tenantFreeAtMs: rotation.tenantFreeAtMs,
+          tenantFreeAtMs: lately ?? rotation.tenantFreeAtMs,
           freedPerSecond: rotation.freedPerSecond,
         })
       : null;
@@ -289,6 +315,7 @@ function boundOf(view: WaitView, baseRank: number): Bound {
       perSecond: rotation.freedPerSecond as number,
       worstCaseSeconds: seconds,
       tenantBusy: rotation.tenantFreeAtMs > asOfMs,
+      ...(lately !== undefined ? { tenantFreeByMs: lately } : {}),
     },
   };
 }
@@ -326,9 +353,13 @@ function assumptionsOf(view: WaitView, pace?: PaceAnswer): string {
   const onPace = pace
     ? [
         `the ${view.task.runtime} pool keeps freeing slots at least at ${round2(pace.perSecond)} a second, the fewest it freed in any 10 s of the last minute: ${pace.freed.slots} between ${new Date(pace.freed.fromMs).toISOString()} and ${new Date(pace.freed.byMs).toISOString()} (however slowly it frees them, it starts within ${Math.ceil(pace.worstCaseSeconds * 10) / 10} s)`,
-        ...(pace.tenantBusy
-          ? ["its tenant's running tasks hold the pool at most their timeout plus the dispatch and run leases"]
-          : []),
+        ...(pace.tenantFreeByMs !== undefined
+          ? [
+              `its tenant's running tasks have all ended by ${new Date(pace.tenantFreeByMs).toISOString()}, none running longer than the longest of its tasks did in the last minute`,
+            ]
+          : pace.tenantBusy
+            ? ["its tenant's running tasks hold the pool at most their timeout plus the dispatch and run leases"]
+            : []),
       ]
     : [
         `every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda ${hold.lambda} s, fargate ${hold.fargate} s)`,

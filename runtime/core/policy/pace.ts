@@ -79,3 +79,53 @@ export class FreedSlots {
 }
 
 const bucketOf = (ms: number) => Math.floor(ms / PACE_BUCKET_MS) * PACE_BUCKET_MS;
+
+/** Runs that must have ended in the last minute before a tenant's longest is trusted. */
+export const RECENT_RUNS_NEEDED = 3;
+
+/**
+ * How long each tenant's tasks ran lately (dispatch to release), for the pace bound's t₁: a
+ * tenant's running tasks are taken to end within the longest any of its tasks ran in the last
+ * minute, once at least `RECENT_RUNS_NEEDED` ended in it. An estimate, said so where it is used,
+ * and checked like the pace; not kept across restarts (a fresh scheduler falls back to timeouts).
+ */
+export class RecentRuns {
+  readonly #byTenant = new Map<string, Map<number, { longestMs: number; count: number }>>();
+
+  record(tenantId: string, endMs: number, runMs: number): void {
+    let buckets = this.#byTenant.get(tenantId);
+    if (!buckets) {
+      buckets = new Map();
+      this.#byTenant.set(tenantId, buckets);
+    }
+    const bucket = bucketOf(endMs);
+    const entry = buckets.get(bucket) ?? { longestMs: 0, count: 0 };
+    entry.longestMs = Math.max(entry.longestMs, Math.max(0, runMs));
+    entry.count++;
+    buckets.set(bucket, entry);
+  }
+
+  /** The longest run of the tenant's tasks that ended in the last minute (ms), or null with too few. */
+  longestMs(tenantId: string, nowMs: number): number | null {
+    const buckets = this.#byTenant.get(tenantId);
+    if (!buckets) return null;
+    const oldest = bucketOf(nowMs) - PACE_WINDOW_MS;
+    let longest = 0;
+    let count = 0;
+    for (const [bucket, entry] of buckets) {
+      if (bucket < oldest) continue;
+      longest = Math.max(longest, entry.longestMs);
+      count += entry.count;
+    }
+    return count >= RECENT_RUNS_NEEDED ? longest : null;
+  }
+
+  /** Drop what is older than a minute. */
+  forget(nowMs: number): void {
+    const oldest = bucketOf(nowMs) - PACE_WINDOW_MS;
+    for (const [tenantId, buckets] of this.#byTenant) {
+      for (const bucket of buckets.keys()) if (bucket < oldest) buckets.delete(bucket);
+      if (buckets.size === 0) this.#byTenant.delete(tenantId);
+    }
+  }
+}

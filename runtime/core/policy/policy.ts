@@ -63,7 +63,7 @@ import {
 import { addInto, capacityOf, demandOf, weightedDominantShare, zeroVector } from './drf.ts';
 import { explainWait, type HoldSeconds, type PoolLeader, type WaitExplanation } from './explain.ts';
 import { IndexedHeap, NOT_IN_HEAP } from './heap.ts';
-import { FreedSlots } from './pace.ts';
+import { FreedSlots, RecentRuns } from './pace.ts';
 import { grantStarts } from './rate.ts';
 import type {
   ActiveCandidate,
@@ -108,6 +108,8 @@ interface ActiveTask {
   readonly pool: PoolState;
   /** It holds its pool until then at the latest (dispatch + hold). */
   untilMs: number;
+  /** When it was dispatched (the engine's clock then, or the dispatch time it was adopted with). */
+  readonly sinceMs: number;
   /** Its concurrency key, when it has one. */
   readonly key: KeyState | undefined;
 }
@@ -249,6 +251,8 @@ export class SchedulingPolicy {
   readonly #tenantSettings = new Map<string, TenantSettings>();
   readonly #waiting = new Map<string, WaitingTask>();
   readonly #active = new Map<string, ActiveTask>();
+  /** How long each tenant's tasks ran lately (the pace bound's t₁, pace.ts). */
+  readonly #recentRuns = new RecentRuns();
   readonly #delayed = new IndexedHeap<WaitingTask>(dueSooner, taskSlot);
   readonly #aging = new IndexedHeap<Entry>((a, b) => a.nextAgingMs < b.nextAgingMs, {
     get: (entry) => entry.agingIndex,
@@ -505,6 +509,8 @@ export class SchedulingPolicy {
       pool,
       sinceMs + holdSeconds * 1000,
       key,
+      // A dispatch time not known is not taken for now: its run is not counted (RecentRuns).
+      task.sinceMs ?? Number.NaN,
     );
     if (task.sinceMs !== undefined) this.#served(tenant, pool, task.sinceMs);
   }
@@ -524,7 +530,10 @@ export class SchedulingPolicy {
     if (!active) return false;
     this.#active.delete(taskId);
     active.pool.running.delete(active);
-    active.pool.freed.record(Math.max(nowMs ?? this.#clockMs, this.#clockMs));
+    const freedMs = Math.max(nowMs ?? this.#clockMs, this.#clockMs);
+    active.pool.freed.record(freedMs);
+    if (Number.isFinite(active.sinceMs))
+      this.#recentRuns.record(active.tenant.tenantId, freedMs, freedMs - active.sinceMs);
     const tenant = active.tenant;
     tenant.running.delete(active);
     tenant.active--;
@@ -632,6 +641,7 @@ export class SchedulingPolicy {
   /** Pool usage and per-tenant statistics at `nowMs` (O(tenants + running tasks)). */
   snapshot(nowMs: number): PolicySnapshot {
     this.#advance(nowMs);
+    this.#recentRuns.forget(this.#clockMs);
     let weightOfBusyTenants = 0;
     for (const tenant of this.#tenants.values()) weightOfBusyTenants += tenant.settings.weight;
     const tenants: TenantSnapshot[] = [];
@@ -648,6 +658,7 @@ export class SchedulingPolicy {
         weightedDominantShare: tenant.share,
         entitlement: weightOfBusyTenants > 0 ? tenant.settings.weight / weightOfBusyTenants : 0,
         busyUntilMs: this.#busyUntil(tenant),
+        ...this.#lately(tenant),
       });
     }
     const lambda = this.#pools.lambda;
@@ -943,8 +954,9 @@ export class SchedulingPolicy {
     pool: PoolState,
     untilMs: number,
     key: KeyState | undefined,
+    sinceMs: number = this.#clockMs,
   ): void {
-    const active: ActiveTask = { tenant, demand, pool, untilMs, key };
+    const active: ActiveTask = { tenant, demand, pool, untilMs, key, sinceMs };
     if (key) key.active++;
     this.#active.set(taskId, active);
     pool.running.add(active);
@@ -1080,6 +1092,22 @@ export class SchedulingPolicy {
       pool.joins.delete(tenantId);
     }
     return pool.joins.size;
+  }
+
+  /**
+   * How long its tasks ran lately, and when its running tasks end if none runs longer than that
+   * (never later than their holds); absent without enough runs, or when one already ran longer.
+   */
+  #lately(tenant: TenantState): { longestRunMs?: number; busyUntilLatelyMs?: number } {
+    const longest = this.#recentRuns.longestMs(tenant.tenantId, this.#clockMs);
+    if (longest === null) return {};
+    let until = this.#clockMs;
+    for (const active of tenant.running) {
+      if (!Number.isFinite(active.sinceMs) || active.sinceMs + longest < this.#clockMs)
+        return { longestRunMs: longest };
+      until = Math.max(until, Math.min(active.untilMs, active.sinceMs + longest));
+    }
+    return { longestRunMs: longest, busyUntilLatelyMs: until };
   }
 
   /** When the tenant's running tasks have all ended at the latest. */

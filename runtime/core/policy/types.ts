@@ -131,6 +131,10 @@ export interface TenantSnapshot {
   readonly entitlement: number;
   /** When its running tasks have all ended at the latest (epoch ms; `nowMs` when none runs). */
   readonly busyUntilMs: number;
+  /** The longest its tasks ran in the last minute (dispatch to release), when enough ended (pace.ts RecentRuns). */
+  readonly longestRunMs?: number;
+  /** When its running tasks end if none runs longer than `longestRunMs` (never after `busyUntilMs`). */
+  readonly busyUntilLatelyMs?: number;
 }
 
 export interface PolicySnapshot {

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { paceBound } from '../../../runtime/core/policy/bound.ts';
-import { FreedSlots, PACE_BUCKET_MS } from '../../../runtime/core/policy/pace.ts';
+import { FreedSlots, PACE_BUCKET_MS, RecentRuns } from '../../../runtime/core/policy/pace.ts';
 import { simulate } from '../../../sim/engine.ts';
 import { boundStats, paceHeld } from '../../../sim/metrics.ts';
 import { buildScenario } from '../../../sim/scenarios.ts';
@@ -76,7 +76,46 @@ describe('Class: FreedSlots', () => {
   });
 });
 
+describe('Class: RecentRuns', () => {
+  it("gives a tenant's longest run of the last minute once three ended in it", () => {
+    // Prepare
+    const runs = new RecentRuns();
+    runs.record('a', T0 + 1_000, 800);
+    runs.record('a', T0 + 2_000, 3_000);
+    // Act / Assess
+    expect(runs.longestMs('a', T0 + 3_000)).toBeNull();
+    runs.record('a', T0 + 4_000, 1_200);
+    expect(runs.longestMs('a', T0 + 5_000)).toBe(3_000);
+    expect(runs.longestMs('b', T0 + 5_000)).toBeNull();
+    // A minute on, those runs are forgotten
+    runs.forget(T0 + 80_000);
+    expect(runs.longestMs('a', T0 + 80_000)).toBeNull();
+  });
+});
+
 describe('Class: SchedulingPolicy (the pace it publishes)', () => {
+  it("publishes when a tenant's running tasks end if they run as its tasks did lately", () => {
+    // Prepare: tenant a ran three tasks of up to 2 s; a fourth started at +10 s
+    const engine = makePolicy({ pools: { slots: 4 } });
+    for (const [i, run] of [1_000, 2_000, 1_500].entries()) {
+      engine.add(candidate({ taskId: `r${i}`, tenantId: 'a', agingFromMs: T0 + i * 3_000, runAtMs: T0 + i * 3_000 }));
+      engine.next(T0 + i * 3_000);
+      engine.release(`r${i}`, T0 + i * 3_000 + run);
+    }
+    engine.add(candidate({ taskId: 'now', tenantId: 'a', agingFromMs: T0 + 10_000, runAtMs: T0 + 10_000 }));
+    engine.next(T0 + 10_000);
+    // Act
+    const a = engine.snapshot(T0 + 10_500).tenants.find((tenant) => tenant.tenantId === 'a');
+    const late = engine.snapshot(T0 + 12_500).tenants.find((tenant) => tenant.tenantId === 'a');
+    // Assess: by 12 s (started at 10 s, 2 s at most), where its hold says much later
+    expect(a?.longestRunMs).toBe(2_000);
+    expect(a?.busyUntilLatelyMs).toBe(T0 + 12_000);
+    expect(a?.busyUntilMs).toBeGreaterThan(T0 + 12_000);
+    // Once it has run longer than any did lately, nothing is said of when it ends
+    expect(late?.longestRunMs).toBe(2_000);
+    expect(late?.busyUntilLatelyMs).toBeUndefined();
+  });
+
   it('counts the Lambda slots it frees, and a scheduler starting afresh knows the pace at once from the saved memory', () => {
     // Prepare: 2 slots freed every second for 70 s
     const engine = makePolicy({ pools: { slots: 4 } });
