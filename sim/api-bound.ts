@@ -77,7 +77,11 @@ export class ApiBoundModel {
     nowMs: number,
     tenantWaiting: number,
     running: readonly RunningTask[],
-  ): { seconds: number; freed?: { slots: number; fromMs: number; byMs: number; tenantFreeByMs?: number } } | null {
+  ): {
+    seconds: number;
+    freed?: { slots: number; fromMs: number; byMs: number; tenantFreeByMs?: number };
+    joins?: { atMost: number; fromMs: number; byMs: number };
+  } | null {
     const iso = (ms: number) => new Date(ms).toISOString();
     const task = {
       taskId: candidate.taskId,
@@ -106,8 +110,10 @@ export class ApiBoundModel {
     });
     if (wait.maxWaitSeconds === null) return null;
     const freed = wait.assumedFreed;
+    const joins = wait.assumedJoins;
     return {
       seconds: wait.maxWaitSeconds,
+      ...(joins ? { joins: { atMost: joins.atMost, fromMs: Date.parse(joins.from), byMs: Date.parse(joins.by) } } : {}),
       ...(freed
         ? {
             freed: {

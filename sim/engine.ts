@@ -47,6 +47,20 @@ export interface RunResult {
     /** When its tenant's tasks running at submit really ended. */
     readonly tenantFreedMs: Float64Array;
   };
+  /**
+   * With `apiBounds`: per task whose bound counted tenants joining after the snapshot, at most how
+   * many (-1: none assumed) between fromMs and byMs; and per pool (0 Lambda, 1 Fargate) when each
+   * tenant started waiting there (its waiting count going from 0 to 1).
+   */
+  readonly assumedJoins?: {
+    readonly atMost: Int32Array;
+    readonly fromMs: Float64Array;
+    readonly byMs: Float64Array;
+    /** The task's pool (0 Lambda, 1 Fargate) and tenant. */
+    readonly pool: Uint8Array;
+    readonly tenant: Int32Array;
+  };
+  readonly joinsByPool?: readonly (readonly { readonly atMs: number; readonly tenant: number }[])[];
   readonly lambdaFreedMs?: readonly number[];
   readonly wallMs: number;
 }
@@ -161,10 +175,23 @@ export function simulate(
       }
     : undefined;
   const lambdaFreedMs: number[] | undefined = api ? [] : undefined;
+  const assumedJoins = api
+    ? {
+        atMost: new Int32Array(trace.size).fill(-1),
+        fromMs: new Float64Array(trace.size).fill(Number.NaN),
+        byMs: new Float64Array(trace.size).fill(Number.NaN),
+        pool: trace.runtime,
+        tenant: trace.tenant,
+      }
+    : undefined;
+  const joinsByPool: { atMs: number; tenant: number }[][] | undefined = api ? [[], []] : undefined;
+
   /** Per tenant, its running tasks (for the API's describe), only with `apiBounds`. */
   const runningOf = api ? trace.tenantIds.map(() => new Map<number, RunningTask>()) : undefined;
   const n = trace.size;
   const tenantCount = trace.tenantIds.length;
+  /** Per pool and tenant, its tasks waiting there (for the joins the API's bound assumed). */
+  const waitingIn = api ? [new Int32Array(tenantCount), new Int32Array(tenantCount)] : undefined;
   const waitMs = new Float64Array(n).fill(Number.NaN);
   const capacity = capacityOf(trace.pools);
   const usedSlots = new Float64Array(tenantCount);
@@ -243,10 +270,21 @@ export function simulate(
       dispatcher.add(candidate);
       const tenant = trace.tenant[task] as number;
       waiting[tenant] = (waiting[tenant] as number) + 1;
+      if (waitingIn && joinsByPool) {
+        const pool = trace.runtime[task] as number;
+        const inPool = waitingIn[pool] as Int32Array;
+        if ((inPool[tenant] as number) === 0) joinsByPool[pool]?.push({ atMs: now, tenant });
+        inPool[tenant] = (inPool[tenant] as number) + 1;
+      }
       if (api && boundMs && tenantRanAtSubmit && runningOf) {
         const running = [...(runningOf[tenant] as Map<number, RunningTask>).values()];
         const bound = api.atSubmit(candidate, now, waiting[tenant] as number, running);
         if (bound !== null) boundMs[task] = bound.seconds * 1000;
+        if (bound?.joins && assumedJoins) {
+          assumedJoins.atMost[task] = bound.joins.atMost;
+          assumedJoins.fromMs[task] = bound.joins.fromMs;
+          assumedJoins.byMs[task] = bound.joins.byMs;
+        }
         if (bound?.freed && assumedFreed) {
           assumedFreed.slots[task] = bound.freed.slots;
           assumedFreed.fromMs[task] = bound.freed.fromMs;
@@ -269,6 +307,8 @@ export function simulate(
       waitMs[task] = now - (trace.arriveMs[task] as number);
       const tenant = trace.tenant[task] as number;
       waiting[tenant] = (waiting[tenant] as number) - 1;
+      const inPool = waitingIn?.[trace.runtime[task] as number];
+      if (inPool) inPool[tenant] = (inPool[tenant] as number) - 1;
       account(task, 1);
       const hold = trace.holdMs[task] as number;
       completions.push(now + hold, task);
@@ -304,6 +344,7 @@ export function simulate(
     ...(boundMs ? { boundMs } : {}),
     ...(tenantRanAtSubmit ? { tenantRanAtSubmit } : {}),
     ...(assumedFreed && lambdaFreedMs ? { assumedFreed, lambdaFreedMs } : {}),
+    ...(assumedJoins && joinsByPool ? { assumedJoins, joinsByPool } : {}),
     wallMs: performance.now() - started,
   };
 }

@@ -79,8 +79,8 @@ export interface BoundStats {
   /** Tasks given a bound at submit, and of those, whose tenant then submitted nothing before they started. */
   readonly given: number;
   readonly checked: number;
-  /** Of the given, bounds on the pool's pace that the pool did not keep up, and the task started late (not checked). */
-  readonly paceBroken: number;
+  /** Of the given, bounds whose task started late while what they assumed of the others broke (not checked). */
+  readonly lateAssumptionBroken: number;
   /** Of the checked, bounds that rest on the pool's pace (assumedFreed). */
   readonly onPace: number;
   /** Checked bounds the start came after (a defect: should be 0). */
@@ -92,10 +92,44 @@ export interface BoundStats {
 }
 
 /**
- * Whether the pace task `i`'s bound assumed (`assumedFreed`: at least so many Lambda slots freed
- * between two instants) held in the run; true when its bound assumed none.
+ * Whether what task `i`'s bound at submit assumed of the others held in the run: the tenants that
+ * joined its pool after the snapshot (`assumedJoins`), and, on the pool's pace, the slots freed
+ * and its tenant's running tasks' end (`assumedFreed`). True for what it did not assume.
  */
-export function paceHeld(run: RunResult, i: number): boolean {
+export function assumptionsHeld(run: RunResult, i: number): boolean {
+  return joinsHeld(run, i) && freedAsAssumed(run, i);
+}
+
+/** At most `atMost` other tenants started waiting in its pool between `fromMs` and `byMs`. */
+function joinsHeld(run: RunResult, i: number): boolean {
+  const assumed = run.assumedJoins;
+  const atMost = assumed?.atMost[i] ?? -1;
+  const joins = run.joinsByPool?.[assumed?.pool[i] ?? 0];
+  if (!assumed || atMost < 0 || !joins) return true;
+  const fromMs = assumed.fromMs[i] as number;
+  const byMs = assumed.byMs[i] as number;
+  const own = assumed.tenant[i];
+  const joined = new Set<number>();
+  for (let j = firstAfter(joins, fromMs); j < joins.length && (joins[j]?.atMs as number) <= byMs; j++) {
+    const tenant = joins[j]?.tenant as number;
+    if (tenant !== own) joined.add(tenant);
+  }
+  return joined.size <= atMost;
+}
+
+/** The first of the time-ordered `joins` after `ms`. */
+function firstAfter(joins: readonly { readonly atMs: number }[], ms: number): number {
+  let lo = 0;
+  let hi = joins.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((joins[mid]?.atMs as number) <= ms) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function freedAsAssumed(run: RunResult, i: number): boolean {
   const assumed = run.assumedFreed;
   const slots = assumed?.slots[i] ?? 0;
   if (!assumed || slots === 0 || !run.lambdaFreedMs) return true;
@@ -122,7 +156,8 @@ function countBetween(times: readonly number[], fromMs: number, byMs: number): n
 /** The API's bounds at submit against the waits, for the tasks `include` selects. */
 export function boundStats(trace: Trace, run: RunResult, include: (task: number) => boolean = () => true): BoundStats {
   const boundMs = run.boundMs;
-  if (!boundMs) return { given: 0, checked: 0, paceBroken: 0, onPace: 0, broken: 0, ratio: null, median: null };
+  if (!boundMs)
+    return { given: 0, checked: 0, lateAssumptionBroken: 0, onPace: 0, broken: 0, ratio: null, median: null };
   // A1 of the bound: its tenant submits nothing more until it starts.
   const nextArrival = new Float64Array(trace.size).fill(Number.POSITIVE_INFINITY);
   const lastSeen = new Map<number, number>();
@@ -134,7 +169,7 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
   }
   let given = 0;
   let broken = 0;
-  let paceBroken = 0;
+  let lateAssumptionBroken = 0;
   let onPace = 0;
   const ratios: number[] = [];
   const bounds: number[] = [];
@@ -146,8 +181,8 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
     const wait = run.waitMs[i] as number;
     const startMs = (trace.arriveMs[i] as number) + wait;
     if ((nextArrival[i] as number) < startMs) continue;
-    if (wait > bound && !paceHeld(run, i)) {
-      paceBroken++;
+    if (wait > bound && !assumptionsHeld(run, i)) {
+      lateAssumptionBroken++;
       continue;
     }
     if ((run.assumedFreed?.slots[i] ?? 0) > 0) onPace++;
@@ -162,7 +197,7 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
   return {
     given,
     checked: ratios.length,
-    paceBroken,
+    lateAssumptionBroken,
     onPace,
     broken,
     ratio: ratios.length ? { p50: at(ratios, 0.5), p90: at(ratios, 0.9), max: ratios.at(-1) as number } : null,

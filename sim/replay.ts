@@ -13,7 +13,7 @@ import { tierRank } from '../runtime/core/task.ts';
 import { parseTraceFile, type TraceFile, TraceFileError } from '../runtime/ops/trace-file.ts';
 import { BASELINE_NAMES, type BaselineName } from './baselines.ts';
 import { simulate } from './engine.ts';
-import { paceHeld, waitStats } from './metrics.ts';
+import { assumptionsHeld, waitStats } from './metrics.ts';
 import { type Trace, TraceBuilder } from './trace.ts';
 
 export interface ReplayedTask {
@@ -121,7 +121,7 @@ export function replay(file: TraceFile, baseline?: BaselineName): ReplayResult {
     if (task.boundSeconds === null || task.startSeconds === null) return;
     if ((nextSubmit.get(i) ?? Number.POSITIVE_INFINITY) < task.startSeconds) return;
     // A bound on the pool's pace is judged only while the pool kept that pace (its assumedFreed).
-    if (task.startSeconds - task.submitSeconds > task.boundSeconds && paceHeld(run, i)) brokenWhileTenantQuiet++;
+    if (task.startSeconds - task.submitSeconds > task.boundSeconds && assumptionsHeld(run, i)) brokenWhileTenantQuiet++;
   });
   const stats = (include: (i: number) => boolean) => {
     const s = waitStats(run.waitMs, include);

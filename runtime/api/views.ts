@@ -99,6 +99,10 @@ export const waitSchema = z
         description:
           "When maxWaitSeconds rests on the pool's pace: it assumes the pool frees at least `slots` slots between `from` and `by` (the fewest it freed in any 10 s of the last minute, kept up); checkable afterwards",
       }),
+    assumedJoins: z.object({ atMost: z.number().int().nonnegative(), from: isoTime, by: isoTime }).optional().meta({
+      description:
+        "When the scheduler's snapshot predates the task: maxWaitSeconds assumes at most `atMost` other tenants start waiting in its pool between `from` and `by` (as many as did in the minute before the snapshot)",
+    }),
     asOf: isoTime.optional(),
   })
   .meta({ id: 'Wait' });

@@ -78,6 +78,11 @@ export interface WaitInfo {
   readonly assumedFreed?:
     | { readonly slots: number; readonly from: string; readonly by: string; readonly tenantFreeBy?: string }
     | undefined;
+  /**
+   * When the bound counts the tenants that may join its pool's rotation after the snapshot (a task
+   * the snapshot predates): at most `atMost` other tenants start waiting there between `from` and `by`.
+   */
+  readonly assumedJoins?: { readonly atMost: number; readonly from: string; readonly by: string } | undefined;
   /** Why there is no bound, when there is none. */
   readonly noBound?: { readonly code: NoBoundReason; readonly message: string } | undefined;
   /** Time the snapshot the explanation rests on was taken. */
@@ -191,6 +196,15 @@ export function explainWait(
                 },
               }
             : {}),
+          ...(explanation.waitBoundSeconds !== null && rotation?.joins
+            ? {
+                assumedJoins: {
+                  atMost: rotation.joins.atMost,
+                  from: new Date(rotation.joins.fromMs).toISOString(),
+                  by: new Date(rotation.joins.byMs).toISOString(),
+                },
+              }
+            : {}),
         }),
     asOf: snapshot?.at,
   };
@@ -210,7 +224,14 @@ function rotationOf(
   facts: TenantFacts,
   nowMs: number,
 ):
-  | { view: RotationView; reservedForOther: boolean; assumes: string[]; slackSeconds: number; paceSlackSeconds: number }
+  | {
+      view: RotationView;
+      reservedForOther: boolean;
+      assumes: string[];
+      slackSeconds: number;
+      paceSlackSeconds: number;
+      joins?: { atMost: number; fromMs: number; byMs: number };
+    }
   | undefined {
   const published = snapshot.rotation;
   if (!published) return undefined;
@@ -221,6 +242,7 @@ function rotationOf(
   const at = snapshot.at.slice(11, 19);
   let view: RotationView;
   let reservedForOther: boolean;
+  let joins: { atMost: number; fromMs: number; byMs: number } | undefined;
   const assumes: string[] = [];
   if (inRotationAt(task, snapshot)) {
     // t₀ = the snapshot's instant: its tenant is one of the `waiting`, and nothing that joined later is ahead.
@@ -263,6 +285,7 @@ function rotationOf(
       ...lately(facts.running, ownEntry(snapshot.tenants, task.tenantId)?.longestRunSeconds, nowMs),
     };
     reservedForOther = true;
+    joins = { atMost: pool.joinedLastMinute, fromMs: atMs, byMs: joinsMs };
     assumes.push(
       `the scheduler takes it in within ${INTAKE_ALLOWANCE_MS / 1000} s of its being due`,
       `no more tenants start waiting in the ${task.runtime} pool between the scheduler's snapshot of ${at} UTC and then than the ${pool.joinedLastMinute} that did in the minute before it (it counts ${view.ahead} tenants ahead)`,
@@ -308,7 +331,7 @@ function rotationOf(
       ? `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s and hands over (every minute on AWS) within ${HANDOVER_SECONDS} s; a crash or a stall beyond that is not included`
       : `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s; a crash, a stall or its replacement (a deploy) is not included`,
   );
-  return { view, reservedForOther, assumes, slackSeconds, paceSlackSeconds };
+  return { view, reservedForOther, assumes, slackSeconds, paceSlackSeconds, ...(joins ? { joins } : {}) };
 }
 
 /**

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { SchedulingPolicy } from '../../../runtime/core/policy/policy.ts';
 import { createDispatcher, simulate } from '../../../sim/engine.ts';
-import { paceHeld, waitStats } from '../../../sim/metrics.ts';
+import { assumptionsHeld, waitStats } from '../../../sim/metrics.ts';
 import { Prng } from '../../../sim/prng.ts';
 import { type Trace, TraceBuilder, tierName } from '../../../sim/trace.ts';
 
@@ -67,8 +67,8 @@ function checkBounds(trace: Trace): Checked {
     const apiMs = run.boundMs?.[i] as number;
     if (!Number.isNaN(apiMs)) {
       api++;
-      // A bound on the pool's pace holds while the pool kept that pace (sim/metrics.ts paceHeld).
-      if (!(start <= arrive + apiMs) && paceHeld(run, i))
+      // A bound on the pool's pace holds while the pool kept that pace (sim/metrics.ts assumptionsHeld).
+      if (!(start <= arrive + apiMs) && assumptionsHeld(run, i))
         broken.push(`task ${i}: API bound ${arrive + apiMs}, start ${start}`);
     }
   }
