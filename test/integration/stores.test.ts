@@ -712,6 +712,19 @@ describe('Class: ControlStore (against dynalite)', () => {
     expect(await writer.getSnapshot()).toEqual({ at: 'small' });
   });
 
+  it("keeps the rotation's memory with the pool's count of freed slots, so a scheduler starting afresh has both", async () => {
+    // Prepare
+    const state = {
+      lambda: { 'tenant-a': 1_700_000_000_000 },
+      fargate: {},
+      freed: { lambda: { sinceMs: 1_699_999_940_000, buckets: [[1_699_999_990_000, 42]] as [number, number][] } },
+    };
+    // Act
+    await services.control.putRotation(state, new Date());
+    // Assess
+    expect(await services.control.getRotation()).toEqual(state);
+  });
+
   it('stores tenant settings', async () => {
     const stored = await services.control.putTenant('t-settings', { weight: 2, maxConcurrency: 7 }, new Date());
     expect(await services.control.getTenant('t-settings')).toEqual(stored);
