@@ -70,7 +70,7 @@ export interface ReservedIntake {
 
 export interface ReservationsDeps {
   /** The engine: picks (each pick counts against capacity at once) and lets go. */
-  readonly policy: Pick<SchedulingPolicy, 'next' | 'release'>;
+  readonly policy: Pick<SchedulingPolicy, 'next' | 'unpick'>;
   readonly intake: ReservedIntake;
   /** The durable flow-control records (the concurrency keys' holders). */
   readonly flow?: Pick<FlowControl, 'releaseKey'> | undefined;
@@ -154,7 +154,7 @@ export class Reservation {
     this.#state = 'aborted';
     this.#book.settled(this);
     const { policy, intake } = this.#book;
-    policy.release(this.taskId);
+    policy.unpick(this.taskId);
     if (this.#key !== undefined && this.#item && !this.#mayHaveLanded(reason)) {
       this.#book.releaseKey(this.#item.tenantId, this.#key, this.taskId, this.fence);
     }
@@ -216,7 +216,7 @@ export class Reservations {
     for (let candidate = this.policy.next(nowMs); candidate; candidate = this.policy.next(nowMs)) {
       const ref = this.intake.windows.taken(candidate.taskId, candidate.tenantId, candidate.priority);
       if (!ref) {
-        this.policy.release(candidate.taskId);
+        this.policy.unpick(candidate.taskId);
         continue;
       }
       const reservation = new Reservation(this, ref);

@@ -526,14 +526,30 @@ export class SchedulingPolicy {
    * `nowMs` (default: the engine's clock) dates the freed slot for the pool's pace.
    */
   release(taskId: string, nowMs?: number): boolean {
+    return this.#release(taskId, nowMs, true);
+  }
+
+  /**
+   * A pick that never became a dispatch (its write refused or not made): its capacity and quota
+   * are free again, but no slot was freed for the pool's pace (a run of refused writes would
+   * otherwise read as a fast pool).
+   */
+  unpick(taskId: string): boolean {
+    return this.#release(taskId, undefined, false);
+  }
+
+  #release(taskId: string, nowMs: number | undefined, ran: boolean): boolean {
     const active = this.#active.get(taskId);
     if (!active) return false;
     this.#active.delete(taskId);
     active.pool.running.delete(active);
-    const freedMs = Math.max(nowMs ?? this.#clockMs, this.#clockMs);
-    active.pool.freed.record(freedMs);
-    if (Number.isFinite(active.sinceMs))
-      this.#recentRuns.record(active.tenant.tenantId, freedMs, freedMs - active.sinceMs);
+    if (ran) {
+      const freedMs = Math.max(nowMs ?? this.#clockMs, this.#clockMs);
+      active.pool.freed.record(freedMs);
+      if (Number.isFinite(active.sinceMs)) {
+        this.#recentRuns.record(active.tenant.tenantId, freedMs, freedMs - active.sinceMs);
+      }
+    }
     const tenant = active.tenant;
     tenant.running.delete(active);
     tenant.active--;

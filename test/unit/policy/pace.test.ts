@@ -137,6 +137,34 @@ describe('Class: SchedulingPolicy (the pace it publishes)', () => {
   });
 });
 
+describe('Method: SchedulingPolicy.unpick', () => {
+  it('frees the capacity of a pick that never became a dispatch without counting a slot freed', () => {
+    // Prepare: a minute of one slot freed a second; then, in the next 10 s, 30 picks let go
+    const run = (letGo: (engine: ReturnType<typeof makePolicy>, taskId: string) => void) => {
+      const engine = makePolicy({ pools: { slots: 1 } });
+      let n = 0;
+      for (let ms = T0; ms < T0 + 60_000; ms += 1000) {
+        engine.add(candidate({ taskId: `t${++n}`, agingFromMs: ms, runAtMs: ms }));
+        engine.next(ms);
+        engine.release(`t${n}`, ms + 500);
+      }
+      for (let i = 0; i < 30; i++) {
+        engine.add(candidate({ taskId: `u${i}`, agingFromMs: T0 + 60_000, runAtMs: T0 + 60_000 }));
+        expect(engine.next(T0 + 60_000 + i)?.taskId).toBe(`u${i}`);
+        letGo(engine, `u${i}`);
+      }
+      return engine.snapshot(T0 + 70_000).pools.find((pool) => pool.runtime === 'lambda');
+    };
+    // Act
+    const unpicked = run((engine, taskId) => engine.unpick(taskId));
+    const released = run((engine, taskId) => engine.release(taskId));
+    // Assess: capacity free again either way; only released tasks freed slots in the last 10 s
+    expect(unpicked?.used.slots).toBe(0);
+    expect(unpicked?.freedPerSecond).toBe(0);
+    expect(released?.freedPerSecond).toBe(1);
+  });
+});
+
 describe('Function: paceBound', () => {
   it('counts k + 1 slots from the later of t₀ and its tenant freeing', () => {
     // Act
