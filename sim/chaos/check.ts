@@ -107,6 +107,8 @@ export interface CheckSummary {
        */
       readonly onPace: number;
       readonly paceNotKept: number;
+      /** Bounds that would have been broken but more tenants joined after the snapshot than they counted (in `assumptionBroken`). */
+      readonly joinsExceeded: number;
       /** Cancelled while it waited: the wait ended without a start. */
       readonly cancelledWaiting: number;
       /** Still QUEUED when the run ended, before its deadline: neither kept nor broken. */
@@ -353,6 +355,14 @@ export function checkHistory(history: History): CheckSummary {
       queuedEvents.set(task.tenantId, events);
     });
   }
+  const joinsByPool = tenantsStartingToWait(writesByTask);
+  /** Distinct tenants other than `own` that started waiting in `runtime`'s pool in (fromMs, byMs]. */
+  const joinedBetween = (runtime: string, own: string, fromMs: number, byMs: number) =>
+    new Set(
+      (joinsByPool.get(runtime) ?? [])
+        .filter((join) => join.atMs > fromMs && join.atMs <= byMs && join.tenantId !== own)
+        .map((join) => join.tenantId),
+    ).size;
   // When Lambda slots freed: each attempt's leaving DISPATCHED or RUNNING (its end, or its retry).
   const lambdaFreedMs: number[] = [];
   const leasedState = new Map<string, boolean>();
@@ -381,6 +391,7 @@ export function checkHistory(history: History): CheckSummary {
     lambdaFreedMs.filter((atMs) => atMs >= fromMs && atMs <= byMs).length;
   let onPace = 0;
   let paceNotKept = 0;
+  let joinsExceeded = 0;
   let given = 0;
   let checked = 0;
   let assumptionBroken = 0;
@@ -436,6 +447,14 @@ export function checkHistory(history: History): CheckSummary {
       );
     if (freed && leftAt > deadline && (tenantLate || freedBetween(freed.fromMs, freed.byMs) < freed.slots)) {
       paceNotKept++;
+      assumptionBroken++;
+      continue;
+    }
+    // More tenants started waiting after the snapshot than the answer counted (wait.assumedJoins).
+    const joins = bound.assumedJoins;
+    const runtime = writes[0]?.task.runtime ?? 'lambda';
+    if (joins && leftAt > deadline && joinedBetween(runtime, bound.tenantId, joins.fromMs, joins.byMs) > joins.atMost) {
+      joinsExceeded++;
       assumptionBroken++;
       continue;
     }
@@ -536,6 +555,7 @@ export function checkHistory(history: History): CheckSummary {
         assumptionBroken,
         onPace,
         paceNotKept,
+        joinsExceeded,
         cancelledWaiting,
         unresolved,
         none,
@@ -910,4 +930,47 @@ function checkBatches(
     if (!TERMINAL.includes(thenTask.state)) fail(`then-task still ${thenTask.state} when the run ended`);
   }
   return { acknowledged: batches.length, checked, members };
+}
+
+/**
+ * Per pool, when each tenant started waiting there (a wait.assumedJoins counts them): its count of
+ * ready tasks in the pool (QUEUED, due, not held on dependencies) going from 0 to 1. A delayed
+ * task becomes ready at its runAt if it is still QUEUED then.
+ */
+function tenantsStartingToWait(
+  writesByTask: ReadonlyMap<string, readonly { readonly atMs: number; readonly task: Task }[]>,
+): Map<string, { tenantId: string; atMs: number }[]> {
+  const changes: { atMs: number; key: string; tenantId: string; runtime: string; delta: number }[] = [];
+  for (const writes of writesByTask.values()) {
+    let readySince: number | undefined;
+    writes.forEach(({ atMs, task }, i) => {
+      const nextMs = writes[i + 1]?.atMs ?? Number.POSITIVE_INFINITY;
+      const queued = task.state === 'QUEUED' && (task.waitingOn?.length ?? 0) === 0;
+      const readyAt = queued ? Math.max(atMs, Date.parse(task.runAt)) : Number.POSITIVE_INFINITY;
+      const key = `${task.tenantId}\u0000${task.runtime}`;
+      const change = (at: number, delta: number) =>
+        changes.push({ atMs: at, key, tenantId: task.tenantId, runtime: task.runtime, delta });
+      if (readySince !== undefined && !(readyAt < nextMs && queued)) {
+        change(atMs, -1);
+        readySince = undefined;
+      }
+      if (readySince === undefined && queued && readyAt < nextMs) {
+        change(readyAt, 1);
+        readySince = readyAt;
+      }
+    });
+  }
+  changes.sort((a, b) => a.atMs - b.atMs || a.delta - b.delta);
+  const ready = new Map<string, number>();
+  const joins = new Map<string, { tenantId: string; atMs: number }[]>();
+  for (const change of changes) {
+    const before = ready.get(change.key) ?? 0;
+    ready.set(change.key, before + change.delta);
+    if (before === 0 && change.delta > 0) {
+      const list = joins.get(change.runtime) ?? [];
+      list.push({ tenantId: change.tenantId, atMs: change.atMs });
+      joins.set(change.runtime, list);
+    }
+  }
+  return joins;
 }

@@ -45,6 +45,8 @@ export interface History {
           readonly tenantFreeByMs?: number | undefined;
         }
       | undefined;
+    /** A task the snapshot predated: at most `atMost` other tenants start waiting in its pool between two instants. */
+    readonly assumedJoins?: { readonly atMost: number; readonly fromMs: number; readonly byMs: number } | undefined;
   }[];
   /** When a scheduler's engine first took each task in (the harness watches SchedulingPolicy.add). */
   readonly admitted: Map<string, number>;

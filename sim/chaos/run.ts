@@ -596,6 +596,15 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       askedAtMs,
       maxWaitSeconds: described.wait.maxWaitSeconds,
       noBound: described.wait.noBound?.code,
+      ...(described.wait.assumedJoins
+        ? {
+            assumedJoins: {
+              atMost: described.wait.assumedJoins.atMost,
+              fromMs: Date.parse(described.wait.assumedJoins.from),
+              byMs: Date.parse(described.wait.assumedJoins.by),
+            },
+          }
+        : {}),
       ...(described.wait.assumedFreed
         ? {
             assumedFreed: {
