@@ -143,6 +143,7 @@ export function explainWait(
       runAtMs: Date.parse(task.runAt),
       fitsPool,
       fitsFree: snapshot ? fitsFree(snapshot, task) : true,
+      heldByAllowance: snapshot ? heldByAllowance(snapshot, task) : false,
     },
     tenant: {
       active: share?.running ?? 0,
@@ -358,12 +359,28 @@ function roundsOf(runtime: Task['runtime'], ahead: number, slots: number): numbe
   return runtime === 'lambda' ? Math.floor(ahead / slots) + 1 : ahead + 2;
 }
 
+/** It fits what its scheduler may fill of its pool now (sharded: its shard's allowance). */
 function fitsFree(snapshot: SchedulerSnapshot, task: Task): boolean {
-  if (task.runtime === 'lambda') return snapshot.pools.lambda.used < snapshot.pools.lambda.capacity;
+  if (task.runtime === 'lambda') {
+    const lambda = snapshot.pools.lambda;
+    return lambda.used < Math.min(lambda.capacity, lambda.allowance ?? lambda.capacity);
+  }
   const pool = snapshot.pools.fargate;
   return (
-    pool.vcpuUsed + task.resources.vcpu <= pool.vcpu && pool.memoryMiBUsed + task.resources.memoryMiB <= pool.memoryMiB
+    pool.vcpuUsed + task.resources.vcpu <= Math.min(pool.vcpu, pool.allowanceVcpu ?? pool.vcpu) &&
+    pool.memoryMiBUsed + task.resources.memoryMiB <= Math.min(pool.memoryMiB, pool.allowanceMemoryMiB ?? pool.memoryMiB)
   );
+}
+
+/** It does not fit now only because its shard's allowance is less than the pool. */
+function heldByAllowance(snapshot: SchedulerSnapshot, task: Task): boolean {
+  const pools = snapshot.pools;
+  const smaller =
+    task.runtime === 'lambda'
+      ? pools.lambda.allowance !== undefined && pools.lambda.allowance < pools.lambda.capacity
+      : (pools.fargate.allowanceVcpu ?? pools.fargate.vcpu) < pools.fargate.vcpu ||
+        (pools.fargate.allowanceMemoryMiB ?? pools.fargate.memoryMiB) < pools.fargate.memoryMiB;
+  return smaller && !fitsFree(snapshot, task);
 }
 
 const round = (seconds: number) => Math.round(seconds * 10) / 10;

@@ -57,12 +57,15 @@ export interface SchedulerSnapshot {
   readonly at: string;
   readonly policy: PolicyName;
   readonly pools: {
-    readonly lambda: { readonly used: number; readonly capacity: number };
+    /** Sharded, `used` is this shard's and `allowance` what it may fill now (capacity-slices.ts). */
+    readonly lambda: { readonly used: number; readonly capacity: number; readonly allowance?: number };
     readonly fargate: {
       readonly vcpuUsed: number;
       readonly vcpu: number;
       readonly memoryMiBUsed: number;
       readonly memoryMiB: number;
+      readonly allowanceVcpu?: number;
+      readonly allowanceMemoryMiB?: number;
     };
   };
   /** Candidates the scheduler holds per tier, and the age of the oldest. */

@@ -92,12 +92,19 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
     at: new Date(nowMs).toISOString(),
     policy: policy.policy,
     pools: {
-      lambda: { used: lambda?.used.slots ?? 0, capacity: pools.lambda.concurrency },
+      lambda: {
+        used: lambda?.used.slots ?? 0,
+        capacity: pools.lambda.concurrency,
+        ...(lambda?.allowance?.slots !== undefined ? { allowance: lambda.allowance.slots } : {}),
+      },
       fargate: {
         vcpuUsed: fargate?.used.vcpu ?? 0,
         vcpu: pools.fargate.vcpu,
         memoryMiBUsed: fargate?.used.memoryMiB ?? 0,
         memoryMiB: pools.fargate.memoryMiB,
+        ...(fargate?.allowance?.vcpu !== undefined
+          ? { allowanceVcpu: fargate.allowance.vcpu, allowanceMemoryMiB: fargate.allowance.memoryMiB ?? 0 }
+          : {}),
       },
     },
     tiers,

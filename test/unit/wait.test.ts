@@ -64,6 +64,23 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
     expect(explainWait(task('normal'), { config, tenant, snapshot: full, now: at(10) }).reason).toBe('capacity');
   });
 
+  it("says its shard's allowance is the reason when that is full and the pool is not (sharded)", () => {
+    // Prepare: this shard uses 2 of the 2 slots it may fill of the pool's 4
+    const sliced = snapshot({
+      pools: {
+        lambda: { used: 2, capacity: 4, allowance: 2 },
+        fargate: { vcpuUsed: 0, vcpu: 2, memoryMiBUsed: 0, memoryMiB: 4096 },
+      },
+    });
+    // Act
+    const wait = explainWait(task('normal'), { config, tenant, snapshot: sliced, now: at(10) });
+    // Assess
+    expect(wait.reason).toBe('capacity');
+    expect(wait.message).toBe(
+      "Its scheduler shard's allowance of the lambda pool is in use (the other shards hold the rest, by their demand)",
+    );
+  });
+
   it('says a Fargate pool held for another task is the reason', () => {
     const held = snapshot({
       queue: { lambda: { leader: null, heldForTaskId: null }, fargate: { leader: null, heldForTaskId: 'big' } },

@@ -126,6 +126,8 @@ export interface CapacityHold {
   readonly constraint: 'capacity';
   readonly runtime: Runtime;
   readonly never: boolean;
+  /** It would fit what the pool has free, but not this scheduler shard's allowance of it. */
+  readonly byAllowance?: true;
 }
 
 export const capacity = {
@@ -142,11 +144,15 @@ export const capacity = {
     allowance: PoolAmounts = size,
   ): CapacityHold | undefined {
     if (!fits(demand, NOTHING, size)) return { constraint: 'capacity', runtime, never: true };
-    return fits(demand, used, allowance) ? undefined : { constraint: 'capacity', runtime, never: false };
+    if (fits(demand, used, allowance)) return undefined;
+    return fits(demand, used, size)
+      ? { constraint: 'capacity', runtime, never: false, byAllowance: true }
+      : { constraint: 'capacity', runtime, never: false };
   },
   describe(hold: CapacityHold): string {
-    return hold.never
-      ? `It is bigger than the whole ${hold.runtime} pool`
+    if (hold.never) return `It is bigger than the whole ${hold.runtime} pool`;
+    return hold.byAllowance
+      ? `Its scheduler shard's allowance of the ${hold.runtime} pool is in use (the other shards hold the rest, by their demand)`
       : `The ${hold.runtime} pool has no room for it now`;
   },
 };

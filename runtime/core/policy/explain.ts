@@ -61,6 +61,8 @@ export interface WaitView {
     readonly fitsPool: boolean;
     /** Fits what its pool has free now. */
     readonly fitsFree: boolean;
+    /** Does not fit now only because of its scheduler shard's allowance of the pool (sharded). */
+    readonly heldByAllowance?: boolean | undefined;
   };
   readonly tenant: { readonly active: number; readonly maxConcurrency: number; readonly weightedShare: number };
   /**
@@ -417,7 +419,12 @@ function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message:
   if (!task.fitsFree)
     return {
       reason: 'capacity',
-      message: capacity.describe({ constraint: 'capacity', runtime: task.runtime, never: false }),
+      message: capacity.describe({
+        constraint: 'capacity',
+        runtime: task.runtime,
+        never: false,
+        ...(task.heldByAllowance ? { byAllowance: true as const } : {}),
+      }),
     };
   const leader = pool.leader;
   if (!leader || leader.taskId === task.taskId) {

@@ -626,6 +626,8 @@ export class SchedulingPolicy {
         runAtMs: candidate.runAtMs,
         fitsPool: task.state !== 'unschedulable',
         fitsFree: this.#fitsFree(task),
+        heldByAllowance:
+          capacity.hold(task.demand, this.#used, this.#capacity, task.pool.runtime, this.#room)?.byAllowance === true,
       },
       tenant: { active: tenant.active, maxConcurrency: tenant.settings.maxConcurrency, weightedShare: tenant.share },
       hold: task.parkedBy ?? (tenant.hold?.constraint === 'quota' ? undefined : tenant.hold),
@@ -684,6 +686,7 @@ export class SchedulingPolicy {
         runtime: 'lambda',
         capacity: { slots: this.#capacity.slots },
         used: { slots: this.#used.slots },
+        ...(this.#allowance ? { allowance: { slots: this.#allowance.slots } } : {}),
         waiting: lambda.waiting,
         reservedForTaskId: null,
         leader: this.#leader(lambda),
@@ -697,6 +700,9 @@ export class SchedulingPolicy {
         runtime: 'fargate',
         capacity: { vcpu: this.#capacity.milliVcpu / 1000, memoryMiB: this.#capacity.memoryMiB },
         used: { vcpu: this.#used.milliVcpu / 1000, memoryMiB: this.#used.memoryMiB },
+        ...(this.#allowance
+          ? { allowance: { vcpu: this.#allowance.milliVcpu / 1000, memoryMiB: this.#allowance.memoryMiB } }
+          : {}),
         waiting: fargate.waiting,
         reservedForTaskId: this.#holder(fargate)?.candidate.taskId ?? null,
         leader: this.#leader(fargate),

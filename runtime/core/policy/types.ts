@@ -91,6 +91,8 @@ export interface PoolSnapshot {
   readonly runtime: 'lambda' | 'fargate';
   readonly capacity: { readonly slots?: number; readonly vcpu?: number; readonly memoryMiB?: number };
   readonly used: { readonly slots?: number; readonly vcpu?: number; readonly memoryMiB?: number };
+  /** Sharded: what this scheduler may fill of the pool now (its slice's allowance), when not all of it. */
+  readonly allowance?: { readonly slots?: number; readonly vcpu?: number; readonly memoryMiB?: number };
   readonly waiting: number;
   /** The pool's best task, holding the pool because it does not fit (Fargate only), or null. */
   readonly reservedForTaskId: string | null;

@@ -47,9 +47,11 @@ describe('Class: SchedulingPolicy', () => {
         policy.add(candidate({ taskId: `s${i}`, runtime: 'fargate', resources: { vcpu: 1, memoryMiB: 1024 } }));
       }
       expect(drain(policy, 1).map((task) => task.taskId)).toEqual(['s0', 's1', 's2', 's3']);
+      // The pool has room (4 of 16 vCPU in use); the shard's allowance (4) has not: it says so.
       expect(policy.explain('big', 1)).toMatchObject({
         reason: 'capacity',
-        message: 'The fargate pool has no room for it now',
+        message:
+          "Its scheduler shard's allowance of the fargate pool is in use (the other shards hold the rest, by their demand)",
       });
       expect(policy.explain('huge', 1)?.message).toBe('It is bigger than the whole fargate pool');
       expect(policy.snapshot(1).unschedulable).toBe(1);
@@ -121,6 +123,7 @@ describe('Unit: capacity.hold with an allowance', () => {
       constraint: 'capacity',
       runtime: 'fargate',
       never: false,
+      byAllowance: true,
     });
     expect(capacity.hold({ ...demand, milliVcpu: 9000 }, none, pool, 'fargate', pool)?.never).toBe(true);
   });

@@ -121,6 +121,30 @@ describe('Module: constraints (one unit each)', () => {
     expect(never).toEqual({ constraint: 'capacity', runtime: 'fargate', never: true });
     expect(capacity.describe(never!)).toBe('It is bigger than the whole fargate pool');
   });
+
+  it("capacity says when only a scheduler shard's allowance holds it, and the engine explains it so", () => {
+    // Prepare: 2 of the pool's 4 slots allowed to this shard, both in use
+    const pool = { slots: 4, milliVcpu: 0, memoryMiB: 0 };
+    const one = { slots: 1, milliVcpu: 0, memoryMiB: 0 };
+    const used = { slots: 2, milliVcpu: 0, memoryMiB: 0 };
+    // Act
+    const sliced = capacity.hold(one, used, pool, 'lambda', { slots: 2, milliVcpu: 0, memoryMiB: 0 });
+    const engine = makePolicy({ pools: { slots: 4 } });
+    engine.setAllowance({ slots: 2, milliVcpu: 16_000, memoryMiB: 32_768 });
+    for (const taskId of ['a', 'b', 'c']) engine.add(candidate({ taskId }));
+    drain(engine, 0);
+    // Assess
+    expect(sliced).toEqual({ constraint: 'capacity', runtime: 'lambda', never: false, byAllowance: true });
+    expect(capacity.hold(one, { ...used, slots: 4 }, pool, 'lambda', { ...used })).toEqual({
+      constraint: 'capacity',
+      runtime: 'lambda',
+      never: false,
+    });
+    expect(engine.explain('c', 0)?.message).toBe(
+      "Its scheduler shard's allowance of the lambda pool is in use (the other shards hold the rest, by their demand)",
+    );
+    expect(engine.snapshot(0).pools.find((p) => p.runtime === 'lambda')?.allowance).toEqual({ slots: 2 });
+  });
 });
 
 describe('Class: SchedulingPolicy', () => {
