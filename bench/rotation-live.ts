@@ -9,8 +9,8 @@
  *    has a 4 vCPU task waiting while at its quota; at 25 s "whole" submits a 4 vCPU task.
  *    Printed: its submit→start against the drain (when the stream tasks running at its submit end).
  *
- *   npm run bench -- rotation-live
- *   node --experimental-strip-types bench/rotation-live.ts
+ *   npm run bench -- rotation-live [--pace]
+ *   node --experimental-strip-types bench/rotation-live.ts [--pace]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -70,6 +70,30 @@ export interface RotationLiveResult {
     readonly boundSecondsMedian: number;
   };
   readonly wholePool: { readonly waitMs: number; readonly drainMs: number };
+  readonly pace?: PaceLiveResult;
+}
+
+/** Answers on the pool's pace, judged against what the pool really freed (task records). */
+export interface PaceLiveResult {
+  readonly answers: number;
+  readonly onPace: number;
+  /** Of those on the pace: started within the bound; late while what it assumed held (a defect); late otherwise. */
+  readonly kept: number;
+  readonly broken: number;
+  readonly lateAssumptionBroken: number;
+  readonly boundSecondsMedian: number;
+  readonly worstCaseSecondsMedian: number;
+  readonly waitSecondsMedian: number;
+  readonly ratioMedian: number;
+}
+
+interface Answer {
+  readonly taskId: string;
+  readonly tenantId: string;
+  readonly askedAtMs: number;
+  readonly maxWaitSeconds: number;
+  readonly worstCaseSeconds?: number;
+  readonly assumedFreed?: { slots: number; from: string; by: string; tenantFreeBy?: string };
 }
 
 async function crowd(): Promise<RotationLiveResult['crowd']> {
@@ -116,6 +140,137 @@ async function crowd(): Promise<RotationLiveResult['crowd']> {
       };
     },
   );
+}
+
+/**
+ * 3. pace: the crowd of 1. for 90 s (8 tenants x 60 tasks of 1.5 s) and the quiet tenants over
+ *    its first 84 s, so that the scheduler has watched the pool for a minute and the API answers
+ *    on its pace (runtime/core/policy/bound.ts paceBound). Each answer is judged from the task
+ *    records: kept if its task started within it; else broken if the pool freed what it assumed
+ *    (tasks finishing between assumedFreed.from and .by) and its tenant's own running tasks ended
+ *    by tenantFreeBy, else late with an assumption broken.
+ */
+async function pace(): Promise<PaceLiveResult> {
+  return withServer(
+    {
+      pools: { lambda: { concurrency: 8 }, fargate: { vcpu: 4, memoryMiB: 8192 } },
+      tenantDefaults: { weight: 1, maxConcurrency: 10 },
+      taskDefaults: { timeoutSeconds: 30 },
+    },
+    async (url) => {
+      const spec = (tenantId: string, ms: number): SubmitSpec => ({
+        tenantId,
+        type: 'demo.sleep',
+        payload: { ms },
+        runtime: 'lambda',
+      });
+      const crowdIds = (
+        await submitAll(
+          url,
+          Array.from({ length: 480 }, (_, i) => spec(`crowd-${i % 8}`, 1500)),
+          8,
+        )
+      ).map((task) => task.taskId);
+      const answers: Answer[] = [];
+      const quietIds: string[] = [];
+      for (let round = 0; round < 28; round++) {
+        const started = Date.now();
+        for (let q = 0; q < 3; q++) {
+          const { taskId } = await submit(url, spec(`quiet-${q}`, 200));
+          quietIds.push(taskId);
+          const askedAtMs = Date.now();
+          const described = (await (await fetch(`${url}/v1/tasks/${taskId}`)).json()) as {
+            wait?: Omit<Answer, 'taskId' | 'tenantId' | 'askedAtMs' | 'maxWaitSeconds'> & {
+              maxWaitSeconds: number | null;
+            };
+          };
+          const wait = described.wait;
+          if (wait && typeof wait.maxWaitSeconds === 'number') {
+            answers.push({ ...wait, maxWaitSeconds: wait.maxWaitSeconds, taskId, tenantId: `quiet-${q}`, askedAtMs });
+          }
+        }
+        await sleep(Math.max(0, 3000 - (Date.now() - started)));
+      }
+      const all = [...crowdIds, ...quietIds];
+      await waitStarted(url, all, 300_000);
+      const records = await finishedRecords(url, all);
+      const finishedAt = records.map((r) => r.finishedAtMs).sort((a, b) => a - b);
+      const byId = new Map(records.map((r) => [r.taskId, r]));
+      let kept = 0;
+      let broken = 0;
+      let lateAssumptionBroken = 0;
+      const onPace = answers.filter((a) => a.assumedFreed);
+      const ratios: number[] = [];
+      const waits: number[] = [];
+      for (const answer of onPace) {
+        const freed = answer.assumedFreed!;
+        const record = byId.get(answer.taskId)!;
+        const waitMs = record.startedAtMs - answer.askedAtMs;
+        waits.push(waitMs / 1000);
+        ratios.push(answer.maxWaitSeconds / Math.max(1, waitMs / 1000));
+        if (waitMs <= answer.maxWaitSeconds * 1000) {
+          kept++;
+          continue;
+        }
+        const fromMs = Date.parse(freed.from);
+        const byMs = Date.parse(freed.by);
+        const freedThen = finishedAt.filter((at) => at >= fromMs && at <= byMs).length;
+        const ownLate =
+          freed.tenantFreeBy !== undefined &&
+          records.some(
+            (r) =>
+              r.tenantId === answer.tenantId &&
+              r.startedAtMs <= answer.askedAtMs &&
+              r.finishedAtMs > answer.askedAtMs &&
+              r.finishedAtMs > Date.parse(freed.tenantFreeBy!),
+          );
+        if (freedThen >= freed.slots && !ownLate) broken++;
+        else lateAssumptionBroken++;
+      }
+      return {
+        answers: answers.length,
+        onPace: onPace.length,
+        kept,
+        broken,
+        lateAssumptionBroken,
+        boundSecondsMedian: percentile(
+          onPace.map((a) => a.maxWaitSeconds),
+          50,
+        ),
+        worstCaseSecondsMedian: percentile(
+          onPace.map((a) => a.worstCaseSeconds ?? Number.NaN),
+          50,
+        ),
+        waitSecondsMedian: percentile(waits, 50),
+        ratioMedian: percentile(ratios, 50),
+      };
+    },
+  );
+}
+
+async function finishedRecords(
+  url: string,
+  taskIds: readonly string[],
+): Promise<{ taskId: string; tenantId: string; startedAtMs: number; finishedAtMs: number }[]> {
+  const deadline = Date.now() + 120_000;
+  const records: { taskId: string; tenantId: string; startedAtMs: number; finishedAtMs: number }[] = [];
+  for (const taskId of taskIds) {
+    for (;;) {
+      const task = (await (await fetch(`${url}/v1/tasks/${taskId}`)).json()) as Record<string, string | null>;
+      if (task.finishedAt && task.startedAt) {
+        records.push({
+          taskId,
+          tenantId: task.tenantId as string,
+          startedAtMs: Date.parse(task.startedAt),
+          finishedAtMs: Date.parse(task.finishedAt),
+        });
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`task ${taskId} did not finish`);
+      await sleep(500);
+    }
+  }
+  return records;
 }
 
 async function wholePool(): Promise<RotationLiveResult['wholePool']> {
@@ -171,6 +326,7 @@ export async function runRotationLive(): Promise<RotationLiveResult> {
   const started = performance.now();
   const crowdResult = await crowd();
   const whole = await wholePool();
+  const paced = process.argv.includes('--pace') ? await pace() : undefined;
   const { quietWaitMs } = crowdResult;
   process.stdout.write(
     [
@@ -180,10 +336,17 @@ export async function runRotationLive(): Promise<RotationLiveResult> {
       `  bounds the API gave at submit: ${crowdResult.boundsGiven}, median ${fmt(crowdResult.boundSecondsMedian, 0)} s`,
       'whole pool: 4 vCPU Fargate pool, a 1 vCPU 20 s task every 5 s, a 4 vCPU task at 25 s (another at its quota)',
       `  its submit→start ${fmt(whole.waitMs / 1000, 1)} s; the drain of the tasks running at its submit ${fmt(whole.drainMs / 1000, 1)} s`,
+      ...(paced
+        ? [
+            'pace (--pace): the crowd for 90 s (8 x 60 tasks of 1.5 s), quiet tenants over its first 84 s, each answer judged from the task records',
+            `  answers ${paced.answers}, on the pool's pace ${paced.onPace}: kept ${paced.kept}, broken ${paced.broken}, late with an assumption broken ${paced.lateAssumptionBroken}`,
+            `  on the pace: bound median ${fmt(paced.boundSecondsMedian, 1)} s (worst case on timeouts ${fmt(paced.worstCaseSecondsMedian, 0)} s), wait median ${fmt(paced.waitSecondsMedian, 2)} s, bound / wait median ${fmt(paced.ratioMedian, 1)}x`,
+          ]
+        : []),
       '',
     ].join('\n'),
   );
-  return { crowd: crowdResult, wholePool: whole };
+  return { crowd: crowdResult, wholePool: whole, ...(paced ? { pace: paced } : {}) };
 }
 
 if (isMain(import.meta.url)) await runRotationLive();
