@@ -109,10 +109,16 @@ export function formatTask(task: Task | TaskDetail, style: Style): string {
   }
   const wait = 'wait' in task ? task.wait : undefined;
   if (wait) {
+    // On the pool's pace the guarantee on timeouts alone is shown beside it (wait.worstCaseSeconds).
+    const worstCase =
+      wait.worstCaseSeconds === undefined
+        ? ''
+        : ` at the pool's pace (${duration(Math.ceil(wait.worstCaseSeconds))} however slowly slots free)`;
+    // A bound is shown rounded up, never down.
     const bound =
       wait.maxWaitSeconds === null
         ? `no bound: ${wait.noBound?.message ?? 'none given'}`
-        : `at most ${duration(wait.maxWaitSeconds)} more`;
+        : `at most ${duration(Math.ceil(wait.maxWaitSeconds))} more${worstCase}`;
     lines.push(['waiting', `${wait.reason}: ${wait.message}`]);
     lines.push(['', `waited ${duration(wait.waitedSeconds)}, competing as ${wait.effectiveTier}, ${bound}`]);
   }

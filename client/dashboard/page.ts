@@ -186,7 +186,8 @@ const SCRIPT = `
       return barRow(elapsed / t.timeoutSeconds, dur(elapsed) + ' of ' + dur(t.timeoutSeconds) + ' timeout', { title: 'time used of the timeout' });
     }
     if (t.wait) {
-      var bound = t.wait.maxWaitSeconds === null ? 'no bound: ' + (t.wait.noBound ? t.wait.noBound.message : 'none given') : 'at most ' + dur(t.wait.maxWaitSeconds) + ' more';
+      var worst = t.wait.worstCaseSeconds === undefined ? '' : " at the pool's pace; " + dur(Math.ceil(t.wait.worstCaseSeconds)) + ' however slowly slots free';
+      var bound = t.wait.maxWaitSeconds === null ? 'no bound: ' + (t.wait.noBound ? t.wait.noBound.message : 'none given') : 'at most ' + dur(Math.ceil(t.wait.maxWaitSeconds)) + ' more' + worst;
       return el('div', { class: 'detail', title: t.wait.message }, [el('b', { text: t.wait.reason.split('_').join(' ') }), txt(': ' + t.wait.message + ' (' + bound + ')')]);
     }
     if (t.error) return el('div', { class: 'detail' }, [el('b', { text: t.error.name }), txt(': ' + t.error.message)]);
