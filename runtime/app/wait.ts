@@ -22,8 +22,8 @@
  * may be refilled, with a task running to the pool's cap, before the task joins (docs/policy.md,
  * "How tight it can be at submit").
  *
- * To the core's bound it adds the scheduler's pace: SCHEDULER_PACE_SECONDS per round of the proof
- * and HANDOVER_SECONDS per started minute (the Lambda hands over every minute; a long-lived
+ * The core adds the scheduler's lag it is given (`WaitView.schedulerLag`): SCHEDULER_PACE_SECONDS
+ * per round of the proof and HANDOVER_SECONDS per started minute (the Lambda hands over every minute; a long-lived
  * scheduler, `scheduler.mode` "service", only when replaced: none counted). Under `priority`
  * and `fifo` it gives none: every older task of the pool counts there, and no process counts them.
  */
@@ -34,9 +34,7 @@ import {
   holdSecondsOf,
   type NoBoundReason,
   noBoundOf,
-  paceBound,
   type RotationView,
-  rotationBoundSeconds,
   taskHoldSeconds,
   WAIT_REASONS,
   type WaitReason,
@@ -166,8 +164,12 @@ export function explainWait(
     hold: input.hold,
     dependencies: task.state === 'QUEUED' ? task.waitingOn : undefined,
     assumes: rotation?.assumes,
-    slackSeconds: rotation?.slackSeconds,
-    paceSlackSeconds: rotation?.paceSlackSeconds,
+    schedulerLag: {
+      perRoundSeconds: SCHEDULER_PACE_SECONDS,
+      perHandoverSeconds: HANDOVER_SECONDS,
+      // A long-lived scheduler (scheduler.mode "service") hands over only when it is replaced.
+      handsOverEveryMinute: config.scheduler.mode !== 'service',
+    },
   });
   const freed = explanation.assumedFreed;
   return {
@@ -229,8 +231,6 @@ function rotationOf(
       view: RotationView;
       reservedForOther: boolean;
       assumes: string[];
-      slackSeconds: number;
-      paceSlackSeconds: number;
       joins?: { atMost: number; fromMs: number; byMs: number };
     }
   | undefined {
@@ -292,47 +292,13 @@ function rotationOf(
       `no more tenants start waiting in the ${task.runtime} pool between the scheduler's snapshot of ${at} UTC and then than the ${pool.joinedLastMinute} that did in the minute before it (it counts ${view.ahead} tenants ahead)`,
     );
   }
-  // The scheduler's pace: a lag per round of the proof, and a handover per started minute of the
-  // wait (the handovers' own time included).
-  const core =
-    ((view.asOfMs ?? nowMs) - nowMs) / 1000 +
-    rotationBoundSeconds({
-      runtime: task.runtime,
-      nowMs: view.asOfMs ?? nowMs,
-      ahead: view.ahead,
-      tenantFreeAtMs: view.tenantFreeAtMs,
-      freeBy: view.freeBy,
-      slots: config.pools.lambda.concurrency,
-      holdSeconds: holdMs / 1000,
-      reservedForOther,
-    });
-  const pace = SCHEDULER_PACE_SECONDS * roundsOf(task.runtime, view.ahead, slots);
-  // A long-lived scheduler (scheduler.mode "service") hands over only when it is replaced.
-  const everyMinute = config.scheduler.mode !== 'service';
-  const handoversIn = (seconds: number) =>
-    everyMinute ? Math.ceil(Math.max(0, seconds) / (60 - HANDOVER_SECONDS)) : 0;
-  const handovers = handoversIn(core + pace);
-  const slackSeconds = pace + HANDOVER_SECONDS * handovers;
-  // On the pool's pace only the last freed slot's round counts: each earlier one overlaps the count.
-  const onPace = view.freedPerSecond
-    ? paceBound({
-        nowMs,
-        ahead: view.ahead,
-        fromMs: view.asOfMs ?? nowMs,
-        // As the core takes it: its tenant's running tasks as they ran lately, when that is sooner.
-        tenantFreeAtMs: Math.min(view.tenantFreeAtMs, view.tenantFreeAtMsLately ?? Number.POSITIVE_INFINITY),
-        freedPerSecond: view.freedPerSecond,
-      })
-    : null;
-  const paceHandovers = onPace ? handoversIn(onPace.seconds + SCHEDULER_PACE_SECONDS) : 0;
-  const paceSlackSeconds = SCHEDULER_PACE_SECONDS + HANDOVER_SECONDS * paceHandovers;
   assumes.push(
     "its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second)",
-    everyMinute
+    config.scheduler.mode !== 'service'
       ? `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s and hands over (every minute on AWS) within ${HANDOVER_SECONDS} s; a crash or a stall beyond that is not included`
       : `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s; a crash, a stall or its replacement (a deploy) is not included`,
   );
-  return { view, reservedForOther, assumes, slackSeconds, paceSlackSeconds, ...(joins ? { joins } : {}) };
+  return { view, reservedForOther, assumes, ...(joins ? { joins } : {}) };
 }
 
 /**
@@ -352,11 +318,6 @@ function lately(
     until = Math.max(until, endsMs);
   }
   return { tenantFreeAtMsLately: until };
-}
-
-/** Rounds of the proof: how often a freed slot must be acted on. */
-function roundsOf(runtime: Task['runtime'], ahead: number, slots: number): number {
-  return runtime === 'lambda' ? Math.floor(ahead / slots) + 1 : ahead + 2;
 }
 
 /** It fits what its scheduler may fill of its pool now (sharded: its shard's allowance). */

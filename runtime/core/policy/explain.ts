@@ -98,10 +98,18 @@ export interface WaitView {
   };
   /** What whoever filled the view takes for granted besides the bound's own assumptions, in words. */
   readonly assumes?: readonly string[] | undefined;
-  /** Seconds added to the bound for those assumptions (the API's allowance for the scheduler's pace). */
-  readonly slackSeconds?: number | undefined;
-  /** The same allowance for a bound on the pool's pace (one round of the scheduler, and its hand-overs). */
-  readonly paceSlackSeconds?: number | undefined;
+  /**
+   * The scheduler's own lag, added to a fair-share bound (the API's allowance; the engine, which
+   * is the scheduler, has none): so long per round of the proof to act on a freed slot, and, when
+   * it hands over every minute (Lambda mode), so long per started minute of the wait.
+   */
+  readonly schedulerLag?: SchedulerLag | undefined;
+}
+
+export interface SchedulerLag {
+  readonly perRoundSeconds: number;
+  readonly perHandoverSeconds: number;
+  readonly handsOverEveryMinute: boolean;
 }
 
 /** Where a task stands in its pool's rotation, as the engine knows it or a snapshot bounds it. */
@@ -290,7 +298,10 @@ function boundOf(view: WaitView, baseRank: number): Bound {
     holdSeconds: hold[task.runtime],
     reservedForOther: view.pool.reservedForOther ?? view.pool.heldForOther,
   });
-  const seconds = Math.max(0, (asOfMs - nowMs) / 1000 + fromAsOf + (view.slackSeconds ?? 0));
+  const core = (asOfMs - nowMs) / 1000 + fromAsOf;
+  const rounds =
+    task.runtime === 'lambda' ? Math.floor(rotation.ahead / view.limits.lambdaConcurrency) + 1 : rotation.ahead + 2;
+  const seconds = Math.max(0, core + lagSeconds(view.schedulerLag, core, rounds));
   // Its tenant's running tasks as they ran lately, when known (and sooner than their timeouts say).
   const lately =
     rotation.tenantFreeAtMs > asOfMs &&
@@ -308,7 +319,8 @@ function boundOf(view: WaitView, baseRank: number): Bound {
           freedPerSecond: rotation.freedPerSecond,
         })
       : null;
-  const onPace = pace ? Math.max(0, pace.seconds + (view.paceSlackSeconds ?? view.slackSeconds ?? 0)) : null;
+  // On the pool's pace only the last freed slot's round counts: each earlier one overlaps the count.
+  const onPace = pace ? Math.max(0, pace.seconds + lagSeconds(view.schedulerLag, pace.seconds, 1)) : null;
   if (pace === null || onPace === null || onPace >= seconds) return { seconds };
   return {
     seconds: onPace,
@@ -320,6 +332,16 @@ function boundOf(view: WaitView, baseRank: number): Bound {
       ...(lately !== undefined ? { tenantFreeByMs: lately } : {}),
     },
   };
+}
+
+/** The scheduler's lag over a bound of `coreSeconds` with `rounds` rounds (the handovers' own time included). */
+function lagSeconds(lag: SchedulerLag | undefined, coreSeconds: number, rounds: number): number {
+  if (!lag) return 0;
+  const acting = lag.perRoundSeconds * rounds;
+  const handovers = lag.handsOverEveryMinute
+    ? Math.ceil(Math.max(0, coreSeconds + acting) / (60 - lag.perHandoverSeconds))
+    : 0;
+  return acting + lag.perHandoverSeconds * handovers;
 }
 
 /**
