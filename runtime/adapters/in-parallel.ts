@@ -20,3 +20,30 @@ export async function inParallel<I, O>(
   await Promise.all(Array.from({ length: Math.min(concurrency, inputs.length) }, worker));
   return results;
 }
+
+/**
+ * `items` cut into consecutive chunks of at most `maxItems` and at most `maxBytes` by `sizeOf`
+ * (an item larger than `maxBytes` alone makes its own chunk): the calls a batch operation needs.
+ */
+export function sizedChunks<T>(
+  items: readonly T[],
+  sizeOf: (item: T) => number,
+  maxItems: number,
+  maxBytes: number,
+): T[][] {
+  const chunks: T[][] = [];
+  let chunk: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = sizeOf(item);
+    if (chunk.length > 0 && (chunk.length >= maxItems || bytes + size > maxBytes)) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(item);
+    bytes += size;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
+}

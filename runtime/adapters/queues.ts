@@ -28,7 +28,7 @@ import {
 import { shardOfTenant } from '../core/shards.ts';
 import type { PriorityTier, Runtime, Task, TaskState } from '../core/task.ts';
 import { completionsQueue, tierQueue, workerQueue } from '../infra/resources.ts';
-import { inParallel } from './in-parallel.ts';
+import { inParallel, sizedChunks } from './in-parallel.ts';
 
 /** SQS limits (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html). */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
@@ -437,21 +437,7 @@ function entryBytes(entry: SendMessageBatchRequestEntry): number {
 
 /** Consecutive batches of at most 10 entries and 1 MiB (each entry already within 256 KiB). */
 function sizedBatches(entries: readonly SendMessageBatchRequestEntry[]): SendMessageBatchRequestEntry[][] {
-  const batches: SendMessageBatchRequestEntry[][] = [];
-  let current: SendMessageBatchRequestEntry[] = [];
-  let bytes = 0;
-  for (const entry of entries) {
-    const size = entryBytes(entry);
-    if (current.length === MAX_BATCH_ENTRIES || (current.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
-      batches.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(entry);
-    bytes += size;
-  }
-  if (current.length > 0) batches.push(current);
-  return batches;
+  return sizedChunks(entries, entryBytes, MAX_BATCH_ENTRIES, MAX_BATCH_BYTES);
 }
 
 function parseMessage<T>(message: Message, receivedAtMs: number): ReceivedMessage<T>[] {

@@ -36,7 +36,7 @@ import {
   type TaskState,
 } from '../core/task.ts';
 import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS, LEGACY_ACTIVE_SHARDS } from '../infra/resources.ts';
-import { inParallel } from './in-parallel.ts';
+import { inParallel, sizedChunks } from './in-parallel.ts';
 import {
   decodeKeyCursor,
   encodeCursor,
@@ -457,20 +457,12 @@ export class TaskStore {
     const events = tasks.map((task) => creationEvent(task));
     const written = tasks.map((task, i) => withWriteToken(this.#withEvent(task, events[i])));
     const items = written.map(toItem);
-    const chunks: number[][] = [];
-    let chunk: number[] = [];
-    let bytes = 0;
-    items.forEach((item, i) => {
-      const size = JSON.stringify(item).length;
-      if (chunk.length > 0 && (chunk.length >= INSERTS_MAX_ITEMS || bytes + size > INSERTS_MAX_BYTES)) {
-        chunks.push(chunk);
-        chunk = [];
-        bytes = 0;
-      }
-      chunk.push(i);
-      bytes += size;
-    });
-    if (chunk.length > 0) chunks.push(chunk);
+    const chunks = sizedChunks(
+      items.map((_, i) => i),
+      (i) => JSON.stringify(items[i]).length,
+      INSERTS_MAX_ITEMS,
+      INSERTS_MAX_BYTES,
+    );
 
     const results = new Array<CreateManyResult>(tasks.length);
     const oneByOne: number[] = [];
