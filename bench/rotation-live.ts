@@ -96,50 +96,52 @@ interface Answer {
   readonly assumedFreed?: { slots: number; from: string; by: string; tenantFreeBy?: string };
 }
 
+/** The crowd cases' pools: 8 Lambda slots. */
+const CROWD_CONFIG: Partial<ConfigInput> = {
+  pools: { lambda: { concurrency: 8 }, fargate: { vcpu: 4, memoryMiB: 8192 } },
+  tenantDefaults: { weight: 1, maxConcurrency: 10 },
+  taskDefaults: { timeoutSeconds: 30 },
+};
+
+/** A Lambda task of `tenantId` that sleeps `ms`. */
+const spec = (tenantId: string, ms: number): SubmitSpec => ({
+  tenantId,
+  type: 'demo.sleep',
+  payload: { ms },
+  runtime: 'lambda',
+});
+
 async function crowd(): Promise<RotationLiveResult['crowd']> {
-  return withServer(
-    {
-      pools: { lambda: { concurrency: 8 }, fargate: { vcpu: 4, memoryMiB: 8192 } },
-      tenantDefaults: { weight: 1, maxConcurrency: 10 },
-      taskDefaults: { timeoutSeconds: 30 },
-    },
-    async (url) => {
-      const spec = (tenantId: string, ms: number): SubmitSpec => ({
-        tenantId,
-        type: 'demo.sleep',
-        payload: { ms },
-        runtime: 'lambda',
-      });
-      await submitAll(
-        url,
-        Array.from({ length: 240 }, (_, i) => spec(`crowd-${i % 8}`, 1500)),
-        8,
-      );
-      // The crowd drains in about 240 × 1.5 s / 8 = 45 s: quiet tasks over its first 36 s.
-      const quietIds: string[] = [];
-      const bounds: number[] = [];
-      for (let round = 0; round < 12; round++) {
-        const started = Date.now();
-        for (let q = 0; q < 3; q++) {
-          const { taskId } = await submit(url, spec(`quiet-${q}`, 200));
-          quietIds.push(taskId);
-          const described = (await (await fetch(`${url}/v1/tasks/${taskId}`)).json()) as {
-            wait?: { maxWaitSeconds: number | null };
-          };
-          if (typeof described.wait?.maxWaitSeconds === 'number') bounds.push(described.wait.maxWaitSeconds);
-        }
-        await sleep(Math.max(0, 3000 - (Date.now() - started)));
+  return withServer(CROWD_CONFIG, async (url) => {
+    await submitAll(
+      url,
+      Array.from({ length: 240 }, (_, i) => spec(`crowd-${i % 8}`, 1500)),
+      8,
+    );
+    // The crowd drains in about 240 × 1.5 s / 8 = 45 s: quiet tasks over its first 36 s.
+    const quietIds: string[] = [];
+    const bounds: number[] = [];
+    for (let round = 0; round < 12; round++) {
+      const started = Date.now();
+      for (let q = 0; q < 3; q++) {
+        const { taskId } = await submit(url, spec(`quiet-${q}`, 200));
+        quietIds.push(taskId);
+        const described = (await (await fetch(`${url}/v1/tasks/${taskId}`)).json()) as {
+          wait?: { maxWaitSeconds: number | null };
+        };
+        if (typeof described.wait?.maxWaitSeconds === 'number') bounds.push(described.wait.maxWaitSeconds);
       }
-      await waitStarted(url, quietIds, 180_000);
-      const waits = (await fetchTimes(url, quietIds)).map((t) => t.waitMs);
-      return {
-        quietWaitMs: { p50: percentile(waits, 50), p99: percentile(waits, 99), max: Math.max(...waits) },
-        quietTasks: waits.length,
-        boundsGiven: bounds.length,
-        boundSecondsMedian: percentile(bounds, 50),
-      };
-    },
-  );
+      await sleep(Math.max(0, 3000 - (Date.now() - started)));
+    }
+    await waitStarted(url, quietIds, 180_000);
+    const waits = (await fetchTimes(url, quietIds)).map((t) => t.waitMs);
+    return {
+      quietWaitMs: { p50: percentile(waits, 50), p99: percentile(waits, 99), max: Math.max(...waits) },
+      quietTasks: waits.length,
+      boundsGiven: bounds.length,
+      boundSecondsMedian: percentile(bounds, 50),
+    };
+  });
 }
 
 /**
@@ -151,101 +153,88 @@ async function crowd(): Promise<RotationLiveResult['crowd']> {
  *    by tenantFreeBy, else late with an assumption broken.
  */
 async function pace(): Promise<PaceLiveResult> {
-  return withServer(
-    {
-      pools: { lambda: { concurrency: 8 }, fargate: { vcpu: 4, memoryMiB: 8192 } },
-      tenantDefaults: { weight: 1, maxConcurrency: 10 },
-      taskDefaults: { timeoutSeconds: 30 },
-    },
-    async (url) => {
-      const spec = (tenantId: string, ms: number): SubmitSpec => ({
-        tenantId,
-        type: 'demo.sleep',
-        payload: { ms },
-        runtime: 'lambda',
-      });
-      const crowdIds = (
-        await submitAll(
-          url,
-          Array.from({ length: 480 }, (_, i) => spec(`crowd-${i % 8}`, 1500)),
-          8,
-        )
-      ).map((task) => task.taskId);
-      const answers: Answer[] = [];
-      const quietIds: string[] = [];
-      for (let round = 0; round < 28; round++) {
-        const started = Date.now();
-        for (let q = 0; q < 3; q++) {
-          const { taskId } = await submit(url, spec(`quiet-${q}`, 200));
-          quietIds.push(taskId);
-          const askedAtMs = Date.now();
-          const described = (await (await fetch(`${url}/v1/tasks/${taskId}`)).json()) as {
-            wait?: Omit<Answer, 'taskId' | 'tenantId' | 'askedAtMs' | 'maxWaitSeconds'> & {
-              maxWaitSeconds: number | null;
-            };
+  return withServer(CROWD_CONFIG, async (url) => {
+    const crowdIds = (
+      await submitAll(
+        url,
+        Array.from({ length: 480 }, (_, i) => spec(`crowd-${i % 8}`, 1500)),
+        8,
+      )
+    ).map((task) => task.taskId);
+    const answers: Answer[] = [];
+    const quietIds: string[] = [];
+    for (let round = 0; round < 28; round++) {
+      const started = Date.now();
+      for (let q = 0; q < 3; q++) {
+        const { taskId } = await submit(url, spec(`quiet-${q}`, 200));
+        quietIds.push(taskId);
+        const askedAtMs = Date.now();
+        const described = (await (await fetch(`${url}/v1/tasks/${taskId}`)).json()) as {
+          wait?: Omit<Answer, 'taskId' | 'tenantId' | 'askedAtMs' | 'maxWaitSeconds'> & {
+            maxWaitSeconds: number | null;
           };
-          const wait = described.wait;
-          if (wait && typeof wait.maxWaitSeconds === 'number') {
-            answers.push({ ...wait, maxWaitSeconds: wait.maxWaitSeconds, taskId, tenantId: `quiet-${q}`, askedAtMs });
-          }
+        };
+        const wait = described.wait;
+        if (wait && typeof wait.maxWaitSeconds === 'number') {
+          answers.push({ ...wait, maxWaitSeconds: wait.maxWaitSeconds, taskId, tenantId: `quiet-${q}`, askedAtMs });
         }
-        await sleep(Math.max(0, 3000 - (Date.now() - started)));
       }
-      const all = [...crowdIds, ...quietIds];
-      await waitStarted(url, all, 300_000);
-      const records = await finishedRecords(url, all);
-      const finishedAt = records.map((r) => r.finishedAtMs).sort((a, b) => a - b);
-      const byId = new Map(records.map((r) => [r.taskId, r]));
-      let kept = 0;
-      let broken = 0;
-      let lateAssumptionBroken = 0;
-      const onPace = answers.filter((a) => a.assumedFreed);
-      const ratios: number[] = [];
-      const waits: number[] = [];
-      for (const answer of onPace) {
-        const freed = answer.assumedFreed!;
-        const record = byId.get(answer.taskId)!;
-        const waitMs = record.startedAtMs - answer.askedAtMs;
-        waits.push(waitMs / 1000);
-        ratios.push(answer.maxWaitSeconds / Math.max(1, waitMs / 1000));
-        if (waitMs <= answer.maxWaitSeconds * 1000) {
-          kept++;
-          continue;
-        }
-        const fromMs = Date.parse(freed.from);
-        const byMs = Date.parse(freed.by);
-        const freedThen = finishedAt.filter((at) => at >= fromMs && at <= byMs).length;
-        const ownLate =
-          freed.tenantFreeBy !== undefined &&
-          records.some(
-            (r) =>
-              r.tenantId === answer.tenantId &&
-              r.startedAtMs <= answer.askedAtMs &&
-              r.finishedAtMs > answer.askedAtMs &&
-              r.finishedAtMs > Date.parse(freed.tenantFreeBy!),
-          );
-        if (freedThen >= freed.slots && !ownLate) broken++;
-        else lateAssumptionBroken++;
+      await sleep(Math.max(0, 3000 - (Date.now() - started)));
+    }
+    const all = [...crowdIds, ...quietIds];
+    await waitStarted(url, all, 300_000);
+    const records = await finishedRecords(url, all);
+    const finishedAt = records.map((r) => r.finishedAtMs).sort((a, b) => a - b);
+    const byId = new Map(records.map((r) => [r.taskId, r]));
+    let kept = 0;
+    let broken = 0;
+    let lateAssumptionBroken = 0;
+    const onPace = answers.filter((a) => a.assumedFreed);
+    const ratios: number[] = [];
+    const waits: number[] = [];
+    for (const answer of onPace) {
+      const freed = answer.assumedFreed!;
+      const record = byId.get(answer.taskId)!;
+      const waitMs = record.startedAtMs - answer.askedAtMs;
+      waits.push(waitMs / 1000);
+      ratios.push(answer.maxWaitSeconds / Math.max(1, waitMs / 1000));
+      if (waitMs <= answer.maxWaitSeconds * 1000) {
+        kept++;
+        continue;
       }
-      return {
-        answers: answers.length,
-        onPace: onPace.length,
-        kept,
-        broken,
-        lateAssumptionBroken,
-        boundSecondsMedian: percentile(
-          onPace.map((a) => a.maxWaitSeconds),
-          50,
-        ),
-        worstCaseSecondsMedian: percentile(
-          onPace.map((a) => a.worstCaseSeconds ?? Number.NaN),
-          50,
-        ),
-        waitSecondsMedian: percentile(waits, 50),
-        ratioMedian: percentile(ratios, 50),
-      };
-    },
-  );
+      const fromMs = Date.parse(freed.from);
+      const byMs = Date.parse(freed.by);
+      const freedThen = finishedAt.filter((at) => at >= fromMs && at <= byMs).length;
+      const ownLate =
+        freed.tenantFreeBy !== undefined &&
+        records.some(
+          (r) =>
+            r.tenantId === answer.tenantId &&
+            r.startedAtMs <= answer.askedAtMs &&
+            r.finishedAtMs > answer.askedAtMs &&
+            r.finishedAtMs > Date.parse(freed.tenantFreeBy!),
+        );
+      if (freedThen >= freed.slots && !ownLate) broken++;
+      else lateAssumptionBroken++;
+    }
+    return {
+      answers: answers.length,
+      onPace: onPace.length,
+      kept,
+      broken,
+      lateAssumptionBroken,
+      boundSecondsMedian: percentile(
+        onPace.map((a) => a.maxWaitSeconds),
+        50,
+      ),
+      worstCaseSecondsMedian: percentile(
+        onPace.map((a) => a.worstCaseSeconds ?? Number.NaN),
+        50,
+      ),
+      waitSecondsMedian: percentile(waits, 50),
+      ratioMedian: percentile(ratios, 50),
+    };
+  });
 }
 
 async function finishedRecords(
