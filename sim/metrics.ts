@@ -139,7 +139,7 @@ function freedAsAssumed(run: RunResult, i: number): boolean {
 }
 
 /** How many of the ascending `times` fall in [fromMs, byMs]. */
-function countBetween(times: readonly number[], fromMs: number, byMs: number): number {
+export function countBetween(times: readonly number[], fromMs: number, byMs: number): number {
   const firstAtOrAfter = (ms: number, strict: boolean) => {
     let lo = 0;
     let hi = times.length;

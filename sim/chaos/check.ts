@@ -47,6 +47,7 @@ import { decodeJsonFields } from '../../runtime/core/storable.ts';
 import type { Task } from '../../runtime/core/task.ts';
 import { startRateOf } from '../../runtime/core/tenant-settings.ts';
 import { tierQueuesFor } from '../../runtime/infra/resources.ts';
+import { countBetween } from '../metrics.ts';
 import type { History } from './history.ts';
 
 export type Invariant =
@@ -387,8 +388,7 @@ export function checkHistory(history: History): CheckSummary {
     leasedState.set(task.taskId, leased);
   }
   lambdaFreedMs.sort((a, b) => a - b);
-  const freedBetween = (fromMs: number, byMs: number) =>
-    lambdaFreedMs.filter((atMs) => atMs >= fromMs && atMs <= byMs).length;
+  const freedBetween = (fromMs: number, byMs: number) => countBetween(lambdaFreedMs, fromMs, byMs);
   let onPace = 0;
   let paceNotKept = 0;
   let joinsExceeded = 0;
