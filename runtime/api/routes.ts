@@ -377,8 +377,7 @@ const putTaskType = defineRoute({
   },
   async handle({ params, body, services, requireTenant, event }) {
     await requireTenant(ALL_TENANTS);
-    const stored = await services.tasks.putTaskType(params.type, body, callerOf(event));
-    return { status: 200, body: { ...stored, counts: { parked: 0 } } };
+    return { status: 200, body: await services.tasks.putTaskType(params.type, body, callerOf(event)) };
   },
 });
 

@@ -10,7 +10,7 @@ import type { QueueClient } from '../adapters/queues.ts';
 import type { ListTasksQuery, TaskPage, TaskStore } from '../adapters/task-store.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { holdOnDependencies, isHeld } from '../core/dependencies.ts';
-import { IdempotencyConflictError, ValidationError } from '../core/errors.ts';
+import { IdempotencyConflictError, UnknownTaskTypeError, ValidationError } from '../core/errors.ts';
 import { cancel, createTask, retry } from '../core/lifecycle.ts';
 import { concurrencyKey, type Hold, startRate, tenantPause, typePause } from '../core/policy/constraints.ts';
 import { ownEntry } from '../core/records.ts';
@@ -361,9 +361,24 @@ export class TaskService {
       .map((type) => ({ ...type, counts: { parked: ownEntry(snapshot?.parkedByType, type.type) ?? 0 } }));
   }
 
-  /** Pause or resume a task type in every tenant; binds before the next dispatch (settings version). */
-  async putTaskType(type: string, settings: { paused: boolean }, by?: string): Promise<StoredTaskType> {
-    return this.#deps.control.putTaskType(type, settings, this.#now(), by);
+  /**
+   * Pause or resume a task type in every tenant; binds before the next dispatch (settings version).
+   * A type no task module defines is refused (`unknown_task_type`: a typo would otherwise "pause"
+   * nothing while the real type runs on), except to lift a pause stored for it before its module
+   * went. Answers with its parked tasks as `listTaskTypes` counts them.
+   */
+  async putTaskType(
+    type: string,
+    settings: { paused: boolean },
+    by?: string,
+  ): Promise<StoredTaskType & { counts: { parked: number } }> {
+    if (!this.#deps.registry.has(type) && (settings.paused || !(await this.#deps.control.getTaskType(type))))
+      throw new UnknownTaskTypeError(type, this.#deps.registry.names());
+    const [stored, snapshot] = await Promise.all([
+      this.#deps.control.putTaskType(type, settings, this.#now(), by),
+      readSnapshots(this.#deps.control, this.#deps.config.scheduler.shards),
+    ]);
+    return { ...stored, counts: { parked: ownEntry(snapshot?.parkedByType, type) ?? 0 } };
   }
 
   async list(query: ListTasksQuery): Promise<TaskPage> {
