@@ -518,8 +518,11 @@ interface StoredThen {
 /** A batch idempotency key reused with another body. */
 export class BatchConflictError extends IdempotencyConflictError {
   constructor(batchId: string, idempotencyKey: string | undefined) {
-    // Answered as any reused key is (409 idempotency_key_reused), naming the batch.
-    super({ taskId: batchId, idempotencyKey } as Task);
+    // Answered as any reused key is (409 idempotency_key_reused), naming the batch as a batch.
+    super({ taskId: batchId, idempotencyKey } as Task, {
+      message: `Idempotency key "${idempotencyKey}" was already used for a different batch (${batchId})`,
+      details: { batchId },
+    });
     this.name = 'BatchConflictError';
   }
 }

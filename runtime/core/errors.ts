@@ -62,12 +62,14 @@ export class UnknownTaskTypeError extends ValidationError {
 /** The same idempotency key was reused with a different request body. */
 export class IdempotencyConflictError extends SchedulerError {
   readonly existing: Task;
-  constructor(existing: Task) {
-    super(
-      'idempotency_key_reused',
-      `Idempotency key "${existing.idempotencyKey}" was already used for a different request (task ${existing.taskId})`,
-      { details: { taskId: existing.taskId } },
-    );
+  constructor(
+    existing: Task,
+    described: { message: string; details: unknown } = {
+      message: `Idempotency key "${existing.idempotencyKey}" was already used for a different request (task ${existing.taskId})`,
+      details: { taskId: existing.taskId },
+    },
+  ) {
+    super('idempotency_key_reused', described.message, { details: described.details });
     this.name = 'IdempotencyConflictError';
     this.existing = existing;
   }

@@ -143,7 +143,11 @@ describe('Class: BatchService (emulators)', () => {
     const reused = await services.batches.submit(batchOf('bulk-e', 2, { idempotencyKey: 'nightly' })).catch((e) => e);
     const mixed = await services.batches.submit({ tasks: [item('bulk-e', 1), item('other', 2)] }).catch((e) => e);
     // Assess
-    expect(reused).toMatchObject({ code: 'idempotency_key_reused' });
+    expect(reused).toMatchObject({
+      code: 'idempotency_key_reused',
+      message: expect.stringMatching(/"nightly" was already used for a different batch \(bat_[\w-]+\)$/),
+      details: { batchId: expect.stringMatching(/^bat_/) },
+    });
     expect(mixed).toMatchObject({ code: 'mixed_tenants' });
   });
 
