@@ -3,7 +3,8 @@
  * over a snapshot the scheduler published at most 2 s before, built from the engine as the
  * scheduler builds it (runtime/scheduler/snapshot.ts), with the tenant's waiting count and
  * running tasks as the describe reads them. The engine alone has no scheduler pace or handovers;
- * the API's allowance for them is included all the same, since it is what the API reports.
+ * the API's allowance for them is included all the same, since it is what the API reports (with
+ * the handovers a default deployment's scheduler Lambda plans, SCHEDULER_RUN_MS).
  */
 import { explainWait } from '../runtime/app/wait.ts';
 import { parseConfig, type SchedulerConfig } from '../runtime/core/config.ts';
@@ -12,6 +13,7 @@ import type { SchedulingPolicy } from '../runtime/core/policy/policy.ts';
 import type { Candidate } from '../runtime/core/policy/types.ts';
 import type { SchedulerSnapshot } from '../runtime/core/scheduler-snapshot.ts';
 import type { Task } from '../runtime/core/task.ts';
+import { LAMBDA_SAFETY_MARGIN_MS } from '../runtime/scheduler/scheduler-loop.ts';
 import { buildSnapshot } from '../runtime/scheduler/snapshot.ts';
 import { maxHoldSeconds, type Trace } from './trace.ts';
 
@@ -19,6 +21,12 @@ import { maxHoldSeconds, type Trace } from './trace.ts';
 export const PUBLISH_EVERY_MS = 2_000;
 /** The least leases the configuration allows (5 s each); the simulated tasks hold no lease. */
 export const LEASE_SECONDS = 5;
+/**
+ * How long one scheduler Lambda invocation runs in the default deployment (the stack's 5 minute
+ * timeout, lib/scheduler-loop.ts, less the loop's safety margin): the snapshot publishes the plan
+ * of handovers such a scheduler would (the first invocation starting at 0), as the API reads it.
+ */
+export const SCHEDULER_RUN_MS = 300_000 - LAMBDA_SAFETY_MARGIN_MS;
 
 const NO_WINDOWS = {
   refs: () => [][Symbol.iterator](),
@@ -62,7 +70,13 @@ export class ApiBoundModel {
   afterDecisions(nowMs: number): void {
     if (nowMs < this.#nextPublishMs) return;
     this.#snapshot = buildSnapshot(
-      { policy: this.#engine, windows: NO_WINDOWS, pools: this.config.pools, dispatchesLastMinute: 0 },
+      {
+        policy: this.#engine,
+        windows: NO_WINDOWS,
+        pools: this.config.pools,
+        dispatchesLastMinute: 0,
+        handover: { atMs: (Math.floor(nowMs / SCHEDULER_RUN_MS) + 1) * SCHEDULER_RUN_MS, everyMs: SCHEDULER_RUN_MS },
+      },
       nowMs,
     );
     this.#nextPublishMs = nowMs + PUBLISH_EVERY_MS;

@@ -23,8 +23,10 @@
  * "How tight it can be at submit").
  *
  * The core adds the scheduler's lag it is given (`WaitView.schedulerLag`): SCHEDULER_PACE_SECONDS
- * per round of the proof and HANDOVER_SECONDS per started minute (the Lambda hands over every minute; a long-lived
- * scheduler, `scheduler.mode` "service", only when replaced: none counted). Under `priority`
+ * per round of the proof and HANDOVER_SECONDS per handover the wait reaches: the scheduler Lambda
+ * publishes when its invocation ends and how long one runs (`rotation.handover`), so only those are
+ * counted; without that, one per started minute. A long-lived scheduler (`scheduler.mode`
+ * "service") hands over only when replaced: none counted. Under `priority`
  * and `fifo` it gives none: every older task of the pool counts there, and no process counts them.
  */
 import type { SchedulerConfig } from '../core/config.ts';
@@ -49,8 +51,15 @@ export { WAIT_REASONS, type WaitReason };
 export const INTAKE_ALLOWANCE_MS = 5_000;
 /** How long the scheduler may take to act on a freed slot (a completion's trip, a tick). */
 export const SCHEDULER_PACE_SECONDS = 2;
-/** What one handover costs (settle after the predecessor's lease, rebuild); one per started minute. */
+/**
+ * What one handover costs (settle after the predecessor's lease, rebuild): for each one the
+ * snapshot's scheduler planned within the wait, or one per started minute when it gave no plan.
+ */
 export const HANDOVER_SECONDS = 5;
+/** A snapshot's planned handovers are used while it is this fresh (it is published every 2 s). */
+const PLANNED_HANDOVERS_FRESH_MS = 10_000;
+/** A plan of shorter invocations than this is not used (the every-minute rule applies). */
+const MIN_RUN_SECONDS = 30;
 
 export interface WaitInfo {
   readonly reason: WaitReason;
@@ -169,6 +178,7 @@ export function explainWait(
       perHandoverSeconds: HANDOVER_SECONDS,
       // A long-lived scheduler (scheduler.mode "service") hands over only when it is replaced.
       handsOverEveryMinute: config.scheduler.mode !== 'service',
+      plannedHandovers: plannedHandoversOf(snapshot, config, nowMs),
     },
   });
   const freed = explanation.assumedFreed;
@@ -211,6 +221,23 @@ export function explainWait(
         }),
     asOf: snapshot?.at,
   };
+}
+
+/**
+ * The handovers its snapshot's scheduler planned (a Lambda invocation's end, and each successor's
+ * at least a run later), when the snapshot is fresh: an older one may be from a scheduler that has
+ * stopped for want of work, whose successor (a wake) has a plan of its own.
+ */
+function plannedHandoversOf(
+  snapshot: SchedulerSnapshot | undefined,
+  config: SchedulerConfig,
+  nowMs: number,
+): { nextAtMs: number; everyMs: number } | undefined {
+  const handover = snapshot?.rotation?.handover;
+  if (!snapshot || !handover || config.scheduler.mode === 'service') return undefined;
+  const atMs = Date.parse(snapshot.at);
+  if (!(nowMs - atMs <= PLANNED_HANDOVERS_FRESH_MS) || handover.everySeconds < MIN_RUN_SECONDS) return undefined;
+  return { nextAtMs: atMs + handover.inSeconds * 1000, everyMs: handover.everySeconds * 1000 };
 }
 
 /** The task was in its pool's rotation at the snapshot's instant (see the header). */
@@ -294,11 +321,20 @@ function rotationOf(
   }
   assumes.push(
     "its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second)",
-    config.scheduler.mode !== 'service'
-      ? `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s and hands over (every minute on AWS) within ${HANDOVER_SECONDS} s; a crash or a stall beyond that is not included`
-      : `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s; a crash, a stall or its replacement (a deploy) is not included`,
+    handoverAssumption(snapshot, config, nowMs),
   );
   return { view, reservedForOther, assumes, ...(joins ? { joins } : {}) };
+}
+
+function handoverAssumption(snapshot: SchedulerSnapshot, config: SchedulerConfig, nowMs: number): string {
+  if (config.scheduler.mode === 'service') {
+    return `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s; a crash, a stall or its replacement (a deploy) is not included`;
+  }
+  const planned = plannedHandoversOf(snapshot, config, nowMs);
+  const handsOver = planned
+    ? `hands over at ${new Date(planned.nextAtMs).toISOString().slice(11, 19)} UTC and then no more often than every ${planned.everyMs / 1000} s (its Lambda's time limit), each within ${HANDOVER_SECONDS} s`
+    : `hands over (every minute on AWS) within ${HANDOVER_SECONDS} s`;
+  return `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s and ${handsOver}; a crash or a stall beyond that is not included`;
 }
 
 /**

@@ -107,6 +107,13 @@ export interface RotationSnapshot {
   readonly busyForLately?: Readonly<Record<string, number>>;
   /** `tenants` lists every tenant with work waiting or running (none left out for the cap). */
   readonly complete: boolean;
+  /**
+   * When the scheduler that published this hands over (its Lambda invocation's planned end),
+   * seconds after `at`, and how long each invocation runs (a successor hands over no sooner than
+   * that after it); both rounded down. Absent for a scheduler without a time limit (the long-lived
+   * service, the local runtime) and before it existed.
+   */
+  readonly handover?: { readonly inSeconds: number; readonly everySeconds: number };
 }
 
 export interface PoolRotation {

@@ -19,6 +19,11 @@ export interface SchedulerLoopOptions {
   readonly signal: AbortSignal;
   /** Stop once this returns false (the Lambda stops shortly before its timeout). */
   readonly keepGoing?: () => boolean;
+  /**
+   * When it will stop (a Lambda invocation's end, then handing over) and how long an invocation
+   * runs: published in the snapshot, so the API counts only the handovers a wait reaches.
+   */
+  readonly plannedStop?: (nowMs: number) => { readonly atMs: number; readonly everyMs: number };
   readonly ownerId?: string;
   readonly leaseTtlMs?: number;
   /** Long-poll wait of a tick holding tasks (on the completions queue). */
@@ -85,8 +90,11 @@ export function idleWait(configuredSeconds: number, msLeft: number): number {
  * before the safety margin begins, so handing back never waits on one.
  */
 export function lambdaInvocationTiming(remainingMs: () => number) {
+  // Taken at the invocation's start: how long each invocation of this function runs, at least.
+  const runMs = remainingMs() - LAMBDA_SAFETY_MARGIN_MS;
   return {
     keepGoing: () => remainingMs() > LAMBDA_SAFETY_MARGIN_MS,
+    plannedStop: (nowMs: number) => ({ atMs: nowMs + remainingMs() - LAMBDA_SAFETY_MARGIN_MS, everyMs: runMs }),
     waitSeconds: LAMBDA_POLL_SECONDS.busy,
     idleWaitSeconds: () => idleWait(LAMBDA_POLL_SECONDS.idle, remainingMs() - LAMBDA_SAFETY_MARGIN_MS),
   };
@@ -113,6 +121,8 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
       if (settleMs > 0) await sleep(settleMs, signal);
     }
     const scheduler = options.createScheduler();
+    const plannedStop = options.plannedStop?.(now().getTime());
+    if (plannedStop) scheduler.planHandover(plannedStop);
     let held: Lease | undefined = lease;
     const idle = new IdleStop(options.idleStop);
     // Dispatch stops a third of the TTL before the lease's end, by this host's clock; renewals

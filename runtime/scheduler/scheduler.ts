@@ -44,7 +44,7 @@ import { Intake } from './intake.ts';
 import type { Announcer, MessageQueues, SchedulerControl, TaskRepository } from './ports.ts';
 import { Reconciler } from './reconciler.ts';
 import { Reservations } from './reservation.ts';
-import { buildSnapshot } from './snapshot.ts';
+import { buildSnapshot, type PlannedHandover } from './snapshot.ts';
 
 export { DEFAULT_DISPATCH_MARGIN_MS, type HeldLease } from './dispatch.ts';
 
@@ -121,6 +121,7 @@ export class Scheduler {
   /** The rotation's memory as last written (written again only when it changed). */
   #savedRotation: string | undefined;
   #lease: HeldLease | undefined;
+  #handover: PlannedHandover | undefined;
   /** The tenant settings version last applied (see #bindTenantSettings). */
   #tenantsVersion: string | undefined;
   /** The completions receive in flight (it may outlive a round) and what it returned, not yet taken. */
@@ -200,6 +201,11 @@ export class Scheduler {
   holdLease(lease: HeldLease): void {
     this.#lease = lease;
     this.#slice?.holdLease(lease.token);
+  }
+
+  /** This scheduler hands over at a planned time (a Lambda invocation's end): published in its snapshot. */
+  planHandover(handover: PlannedHandover): void {
+    this.#handover = handover;
   }
 
   get policy(): SchedulingPolicy {
@@ -623,6 +629,7 @@ export class Scheduler {
         backlog: this.#backlog.view(this.#intake.windows.heads(), nowMs),
         recentlyFinished: this.#finished.view(nowMs),
         parkedByType: this.#policy.parkedByType(),
+        handover: this.#handover,
       },
       nowMs,
     );

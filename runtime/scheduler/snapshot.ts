@@ -24,6 +24,14 @@ export interface SnapshotSources {
   readonly recentlyFinished?: SchedulerSnapshot['recentlyFinished'];
   /** Per paused task type, its parked tasks (SchedulingPolicy.parkedByType). */
   readonly parkedByType?: ReadonlyMap<string, number>;
+  /** When this scheduler hands over and how long each invocation runs (a Lambda's time limit). */
+  readonly handover?: PlannedHandover | undefined;
+}
+
+/** A scheduler Lambda invocation's planned end, and the length of one invocation's run. */
+export interface PlannedHandover {
+  readonly atMs: number;
+  readonly everyMs: number;
 }
 
 /**
@@ -125,6 +133,14 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
       busyFor,
       busyForLately,
       complete: busiest.length === policy.tenants.length,
+      ...(sources.handover
+        ? {
+            handover: {
+              inSeconds: Math.max(0, Math.floor((sources.handover.atMs - nowMs) / 1000)),
+              everySeconds: Math.floor(sources.handover.everyMs / 1000),
+            },
+          }
+        : {}),
     },
   };
 }

@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
-import { runSchedulerLoop, SCHEDULER_LEASE } from '../../runtime/scheduler/scheduler-loop.ts';
+import {
+  LAMBDA_SAFETY_MARGIN_MS,
+  lambdaInvocationTiming,
+  runSchedulerLoop,
+  SCHEDULER_LEASE,
+} from '../../runtime/scheduler/scheduler-loop.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;
@@ -64,6 +69,55 @@ describe('Function: runSchedulerLoop', () => {
     // With a 60 s settle time, only skipping the wait lets this finish within the test timeout.
     expect(resumedAtMs).toBeGreaterThan(0);
     expect(resumedAtMs - startedMs).toBeLessThan(30_000);
+  });
+});
+
+describe('Function: runSchedulerLoop, a Lambda invocation', () => {
+  it("publishes when it will hand over, and how long an invocation runs, in its scheduler's snapshot", async () => {
+    // Prepare: an invocation with 100 s left of its time limit
+    const stop = new AbortController();
+    const endsAtMs = Date.now() + 100_000;
+    let scheduler: Scheduler | undefined;
+    // Act
+    await runSchedulerLoop({
+      control: services.control,
+      signal: stop.signal,
+      ...lambdaInvocationTiming(() => endsAtMs - Date.now()),
+      // No long polls: the test stops after the first tick.
+      waitSeconds: 0,
+      idleWaitSeconds: 0,
+      createScheduler: () => {
+        scheduler = newScheduler();
+        return scheduler;
+      },
+      onTick: () => stop.abort(),
+    });
+    // Assess: it plans to stop at the margin before its end; an invocation runs 100 s less the margin
+    const snapshot = scheduler!.snapshot();
+    const handover = snapshot.rotation?.handover;
+    const plannedAtMs = endsAtMs - LAMBDA_SAFETY_MARGIN_MS;
+    expect(handover?.everySeconds).toBeGreaterThanOrEqual(84);
+    expect(handover?.everySeconds).toBeLessThanOrEqual(85);
+    const publishedAtMs = Date.parse(snapshot.at) + (handover?.inSeconds ?? Number.NaN) * 1000;
+    // Rounded down to the second, never later than planned.
+    expect(publishedAtMs).toBeLessThanOrEqual(plannedAtMs);
+    expect(publishedAtMs).toBeGreaterThan(plannedAtMs - 2_000);
+  });
+
+  it('publishes no handover without a time limit (the long-lived service, the local runtime)', async () => {
+    const stop = new AbortController();
+    let scheduler: Scheduler | undefined;
+    await runSchedulerLoop({
+      control: services.control,
+      signal: stop.signal,
+      waitSeconds: 0,
+      createScheduler: () => {
+        scheduler = newScheduler();
+        return scheduler;
+      },
+      onTick: () => stop.abort(),
+    });
+    expect(scheduler!.snapshot().rotation?.handover).toBeUndefined();
   });
 });
 

@@ -278,6 +278,40 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
       expect(wait.assumes).toMatch(/its replacement \(a deploy\) is not included/);
     });
 
+    it("counts only the handovers its scheduler planned within the wait (a Lambda's published end)", () => {
+      // Prepare: as the pace case above; the scheduler (snapshot at 0) hands over at 30 s, each run 285 s
+      const planned = (inSeconds: number, at0 = 0) =>
+        snapshot({
+          at: at(at0).toISOString(),
+          rotation: { ...rotation({ freedPerSecond: 2 }), handover: { inSeconds, everySeconds: 285 } },
+        });
+      const ask = (snap: SchedulerSnapshot, nowSeconds = 1) =>
+        explainWait(task('normal'), {
+          config,
+          tenant,
+          snapshot: snap,
+          now: at(nowSeconds),
+          facts: { waiting: 1, running: [] },
+        });
+      // Act
+      const beforeIt = ask(planned(30));
+      const reachesIt = ask(planned(8));
+      const underWay = ask(planned(0, -4), 1);
+      const staleSnapshot = ask(planned(30, -20), 1);
+      // Assess: by 13.5 s with a handover per started minute (the pace case above); the wait of
+      // 8.5 s ends (at 9.5 s) before the handover at 30 s: none counted. At 8 s it reaches it: one (5 s).
+      expect(beforeIt.maxWaitSeconds).toBe(8.5);
+      expect(beforeIt.assumes).toMatch(/hands over at 00:00:30 UTC and then no more often than every 285 s/);
+      expect(reachesIt.maxWaitSeconds).toBe(13.5);
+      // A handover planned before now may be under way: counted at once.
+      expect(underWay.maxWaitSeconds).toBe(13.5);
+      // A snapshot 21 s old may be from a scheduler that stopped: one per started minute again.
+      expect(staleSnapshot.assumes).toMatch(/hands over \(every minute on AWS\)/);
+      // The timeout bound counts the same way: 4 + 2τ + 4 s of pace = 1,928 s from now (1 s) reaches the
+      // handovers at 30, 315, ..., 1,740 s (each lengthening it 5 s): 7, where minutes gave 36.
+      expect(beforeIt.worstCaseSeconds).toBe(4 + 2 * TAU + 4 + 7 * 5);
+    });
+
     it("takes its tenant's running task to end as its tasks did lately, on the pace, and says so", () => {
       // Prepare: its tenant's task runs since 0 (timeout 100 s); its tasks ran at most 3 s lately
       const paced = snapshot({

@@ -110,6 +110,12 @@ export interface SchedulerLag {
   readonly perRoundSeconds: number;
   readonly perHandoverSeconds: number;
   readonly handsOverEveryMinute: boolean;
+  /**
+   * When the scheduler hands over (a Lambda invocation's planned end, from its snapshot): the next
+   * at `nextAtMs`, each later one at least `everyMs` after the one before. With it only the
+   * handovers the wait reaches are counted; without it, one per started minute.
+   */
+  readonly plannedHandovers?: { readonly nextAtMs: number; readonly everyMs: number } | undefined;
 }
 
 /** Where a task stands in its pool's rotation, as the engine knows it or a snapshot bounds it. */
@@ -301,7 +307,7 @@ function boundOf(view: WaitView, baseRank: number): Bound {
   const core = (asOfMs - nowMs) / 1000 + fromAsOf;
   const rounds =
     task.runtime === 'lambda' ? Math.floor(rotation.ahead / view.limits.lambdaConcurrency) + 1 : rotation.ahead + 2;
-  const seconds = Math.max(0, core + lagSeconds(view.schedulerLag, core, rounds));
+  const seconds = Math.max(0, core + lagSeconds(view.schedulerLag, core, rounds, nowMs));
   // Its tenant's running tasks as they ran lately, when known (and sooner than their timeouts say).
   const lately =
     rotation.tenantFreeAtMs > asOfMs &&
@@ -320,7 +326,7 @@ function boundOf(view: WaitView, baseRank: number): Bound {
         })
       : null;
   // On the pool's pace only the last freed slot's round counts: each earlier one overlaps the count.
-  const onPace = pace ? Math.max(0, pace.seconds + lagSeconds(view.schedulerLag, pace.seconds, 1)) : null;
+  const onPace = pace ? Math.max(0, pace.seconds + lagSeconds(view.schedulerLag, pace.seconds, 1, nowMs)) : null;
   if (pace === null || onPace === null || onPace >= seconds) return { seconds };
   return {
     seconds: onPace,
@@ -335,13 +341,44 @@ function boundOf(view: WaitView, baseRank: number): Bound {
 }
 
 /** The scheduler's lag over a bound of `coreSeconds` with `rounds` rounds (the handovers' own time included). */
-function lagSeconds(lag: SchedulerLag | undefined, coreSeconds: number, rounds: number): number {
+export function lagSeconds(lag: SchedulerLag | undefined, coreSeconds: number, rounds: number, nowMs: number): number {
   if (!lag) return 0;
   const acting = lag.perRoundSeconds * rounds;
-  const handovers = lag.handsOverEveryMinute
-    ? Math.ceil(Math.max(0, coreSeconds + acting) / (60 - lag.perHandoverSeconds))
-    : 0;
-  return acting + lag.perHandoverSeconds * handovers;
+  if (!lag.handsOverEveryMinute) return acting;
+  const waitSeconds = Math.max(0, coreSeconds + acting);
+  const planned = lag.plannedHandovers;
+  if (!planned || !(planned.everyMs > 0)) {
+    return acting + lag.perHandoverSeconds * Math.ceil(waitSeconds / (60 - lag.perHandoverSeconds));
+  }
+  return acting + lag.perHandoverSeconds * plannedHandoversWithin(planned, nowMs, waitSeconds, lag.perHandoverSeconds);
+}
+
+/**
+ * The planned handovers a wait of `waitSeconds` from `nowMs` reaches, each lengthening it by
+ * `perHandoverSeconds`. The times counted are never later than the real ones: the next one at
+ * `nextAtMs` (at once if that is past: one may be under way), and each successor, invoked no
+ * sooner than its predecessor's end and running its whole time limit, ends at least `everyMs`
+ * after it; a handover counted too early only makes the bound longer.
+ */
+export function plannedHandoversWithin(
+  planned: { readonly nextAtMs: number; readonly everyMs: number },
+  nowMs: number,
+  waitSeconds: number,
+  perHandoverSeconds: number,
+): number {
+  let endMs = nowMs + waitSeconds * 1000;
+  let count = 0;
+  const firstMs = Math.max(nowMs, planned.nextAtMs);
+  if (firstMs > endMs) return 0;
+  count++;
+  endMs += perHandoverSeconds * 1000;
+  // The successors' ends, nextAtMs + i·everyMs, after the first counted.
+  const skipped = Math.max(0, Math.floor((firstMs - planned.nextAtMs) / planned.everyMs));
+  for (let atMs = planned.nextAtMs + (skipped + 1) * planned.everyMs; atMs <= endMs; atMs += planned.everyMs) {
+    count++;
+    endMs += perHandoverSeconds * 1000;
+  }
+  return count;
 }
 
 /**
