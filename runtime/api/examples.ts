@@ -53,8 +53,8 @@ export const EXAMPLE_SUBMIT = {
 
 /**
  * What GET /v1/tasks/{id} answers for EXAMPLE_TASK 7 s after its submit, with the Lambda pool full
- * and 12 other tenants waiting in it, the pool freeing at least 8 slots a second
- * (test/api/wait-example.ts; openapi.test.ts checks that the code gives exactly this).
+ * and 12 other tenants waiting in it, the pool freeing at least 8 slots a second, its scheduler
+ * handing over in 159 s (test/api/wait-example.ts; openapi.test.ts checks that the code gives exactly this).
  */
 export const EXAMPLE_WAIT = {
   reason: 'capacity',
@@ -62,10 +62,10 @@ export const EXAMPLE_WAIT = {
   effectiveTier: 'normal',
   waitedSeconds: 7,
   secondsToTopTier: 593,
-  maxWaitSeconds: 7.7,
+  maxWaitSeconds: 2.7,
   assumes:
-    "its tenant submits nothing more (and none of its delayed work falls due) until it starts; the lambda pool keeps freeing slots at least at 8 a second, the fewest it freed in any 10 s of the last minute: 13 between 2026-12-01T09:00:06.000Z and 2026-12-01T09:00:07.625Z (however slowly it frees them, it starts within 25 s); a scheduler is running; neither its tenant nor its task type is paused meanwhile; it counts the 12 other tenants waiting in the lambda pool at the scheduler's snapshot of 09:00:06 UTC, and its tenant's running tasks then (its tenant submits nothing after it); its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second); the scheduler acts on a freed slot within 2 s and hands over (every minute on AWS) within 5 s; a crash or a stall beyond that is not included",
-  worstCaseSeconds: 25,
+    "its tenant submits nothing more (and none of its delayed work falls due) until it starts; the lambda pool keeps freeing slots at least at 8 a second, the fewest it freed in any 10 s of the last minute: 13 between 2026-12-01T09:00:06.000Z and 2026-12-01T09:00:07.625Z (however slowly it frees them, it starts within 20 s); a scheduler is running; neither its tenant nor its task type is paused meanwhile; it counts the 12 other tenants waiting in the lambda pool at the scheduler's snapshot of 09:00:06 UTC, and its tenant's running tasks then (its tenant submits nothing after it); its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second); the scheduler acts on a freed slot within 2 s and hands over at 09:02:45 UTC and then no more often than every 285 s (its Lambda's time limit), each within 5 s; a crash or a stall beyond that is not included",
+  worstCaseSeconds: 20,
   assumedFreed: { slots: 13, from: '2026-12-01T09:00:06.000Z', by: '2026-12-01T09:00:07.625Z' },
   asOf: '2026-12-01T09:00:06.000Z',
 };

@@ -17,7 +17,7 @@ export function exampleWaitFixture() {
     version: 1,
   } as unknown as Task;
   // Taken 6 s after the submit: the pool is full; 13 tenants wait in it, acme among them; the pool
-  // freed at least 80 slots in every 10 s of the minute before.
+  // freed at least 80 slots in every 10 s of the minute before; its scheduler hands over in 159 s.
   const snapshot: SchedulerSnapshot = {
     at: '2026-12-01T09:00:06.000Z',
     policy: 'fair-share',
@@ -61,6 +61,8 @@ export function exampleWaitFixture() {
       fargate: { waiting: 0, joinedLastMinute: 0, freeBy: [[1, 240]], reservedFor: null },
       busyFor: {},
       complete: true,
+      // The scheduler Lambda took over at 08:58:00 and hands over at 09:02:45 (5 minute timeout).
+      handover: { inSeconds: 159, everySeconds: 285 },
     },
   };
   return {
