@@ -57,7 +57,7 @@ export function schedulerFaultsFromEnvironment(env: NodeJS.ProcessEnv = process.
   const parsed = faultsSchema.safeParse(json);
   if (!parsed.success) {
     const problems = parsed.error.issues.map(
-      (issue) => `${SCHEDULER_FAULTS_ENV}.${issue.path.join('.')}: ${issue.message}`,
+      (issue) => `${[SCHEDULER_FAULTS_ENV, ...issue.path].join('.')}: ${issue.message}`,
     );
     throw new ConfigError(`Invalid ${SCHEDULER_FAULTS_ENV}:\n  ${problems.join('\n  ')}`, { problems });
   }

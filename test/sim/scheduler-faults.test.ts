@@ -36,6 +36,15 @@ describe('SCHEDULER_FAULTS', () => {
     }
   });
 
+  it('names each problem by its key: an unknown top-level field without a dangling dot', () => {
+    expect(() => schedulerFaultsFromEnvironment({ SCHEDULER_FAULTS: '{"seed":1,"lossRate":0.1}' })).toThrow(
+      'Invalid SCHEDULER_FAULTS:\n  SCHEDULER_FAULTS: Unrecognized key: "lossRate"',
+    );
+    expect(() => schedulerFaultsFromEnvironment({ SCHEDULER_FAULTS: '{"lostResponseRate":2}' })).toThrow(
+      'SCHEDULER_FAULTS.lostResponseRate: Too big',
+    );
+  });
+
   it('reads latencyMs per service, and refuses other services, reversed or negative ranges', () => {
     const env = { SCHEDULER_FAULTS: '{"latencyMs":{"dynamodb":[5,15],"sqs":[10,30]}}' };
     expect(schedulerFaultsFromEnvironment(env)?.latencyMs).toEqual({ dynamodb: [5, 15], sqs: [10, 30] });
