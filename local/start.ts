@@ -181,11 +181,7 @@ export async function runLocalSystem(
       types: settings.taskTypes.map((definition) => definition.type).join(','),
     });
   }
-  const example = settings.taskTypes[0]?.type ?? 'demo.sleep';
-  const payload = settings.taskTypes[0] ? '{}' : '{"ms":500}';
-  logger.info(
-    `try: curl -s -X POST ${server.url}/v1/tasks -H 'content-type: application/json' -d '{"tenantId":"acme","type":"${example}","payload":${payload}}'`,
-  );
+  logger.info(`try: ${tryCommand(server.url, settings.taskTypes)}`);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -215,5 +211,17 @@ export async function runLocalSystem(
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
+
+/**
+ * The submit printed at start, a command that works as printed: the first of the user's task
+ * types whose payload may be `{}`, else `demo.sleep` (a type whose payload needs fields would be
+ * refused with 400 invalid_payload).
+ */
+export function tryCommand(url: string, taskTypes: readonly AnyTaskTypeDefinition[]): string {
+  const own = taskTypes.find((definition) => definition.payload.safeParse({}).success);
+  const body = own ? { tenantId: 'acme', type: own.type, payload: {} } : DEFAULT_TRY;
+  return `curl -s -X POST ${url}/v1/tasks -H 'content-type: application/json' -d '${JSON.stringify(body)}'`;
+}
+const DEFAULT_TRY = { tenantId: 'acme', type: 'demo.sleep', payload: { ms: 500 } };
 
 export { type StartCommandName, startUsage } from './start-options.ts';
