@@ -207,12 +207,18 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   // With schedulerRestartSeconds the loop hands its lease back and starts afresh that often, as
   // the scheduler Lambda does when its time runs out on AWS.
   const restartMs = (faults?.schedulerRestartSeconds ?? 0) * 1000;
-  const runLoop = (run: ShardRun, keepGoing?: () => boolean) =>
+  const runLoop = (run: ShardRun, restart?: { readonly startedAtMs: number }) =>
     runSchedulerLoop({
       control: services.control.forShard(run.scope.shard),
       leaseName: schedulerLeaseName(run.scope.shard),
       signal: stopping.signal,
-      ...(keepGoing ? { keepGoing } : {}),
+      ...(restart
+        ? {
+            keepGoing: () => Date.now() - restart.startedAtMs < restartMs,
+            // Published as the Lambda's are, so the API counts these handovers as it would on AWS.
+            plannedStop: () => ({ atMs: restart.startedAtMs + restartMs, everyMs: restartMs }),
+          }
+        : {}),
       waitSeconds: 1,
       // A local restart after kill -9 should not wait a whole lease: the old process is gone.
       leaseTtlMs: 10_000,
@@ -266,8 +272,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   async function runRestarting(run: ShardRun): Promise<SchedulerLoopEnd> {
     if (restartMs === 0) return runLoop(run);
     while (!stopping.signal.aborted) {
-      const startedAt = Date.now();
-      const end = await runLoop(run, () => Date.now() - startedAt < restartMs);
+      const end = await runLoop(run, { startedAtMs: Date.now() });
       if (end !== 'stopped') return end;
     }
     return 'stopped';

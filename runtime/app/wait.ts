@@ -58,8 +58,6 @@ export const SCHEDULER_PACE_SECONDS = 2;
 export const HANDOVER_SECONDS = 5;
 /** A snapshot's planned handovers are used while it is this fresh (it is published every 2 s). */
 const PLANNED_HANDOVERS_FRESH_MS = 10_000;
-/** A plan of shorter invocations than this is not used (the every-minute rule applies). */
-const MIN_RUN_SECONDS = 30;
 
 export interface WaitInfo {
   readonly reason: WaitReason;
@@ -236,7 +234,7 @@ function plannedHandoversOf(
   const handover = snapshot?.rotation?.handover;
   if (!snapshot || !handover || config.scheduler.mode === 'service') return undefined;
   const atMs = Date.parse(snapshot.at);
-  if (!(nowMs - atMs <= PLANNED_HANDOVERS_FRESH_MS) || handover.everySeconds < MIN_RUN_SECONDS) return undefined;
+  if (!(nowMs - atMs <= PLANNED_HANDOVERS_FRESH_MS) || !(handover.everySeconds >= 1)) return undefined;
   return { nextAtMs: atMs + handover.inSeconds * 1000, everyMs: handover.everySeconds * 1000 };
 }
 
