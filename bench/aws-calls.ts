@@ -31,6 +31,7 @@ import {
   costPerMillionTasks,
   formatCallTable,
   formatCost,
+  formatSqsByQueue,
   STEP_FUNCTIONS_MINIMAL,
   stepFunctionsUsage,
   usageFromCalls,
@@ -57,7 +58,7 @@ export interface AwsCallsResult {
   readonly stepFunctionsUsdPerMillion: number;
 }
 
-export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult> {
+export async function runAwsCalls(options: BenchOptions & { readonly byQueue?: boolean }): Promise<AwsCallsResult> {
   const n = options.quick ? 300 : 2000;
   console.log(`\n## AWS calls and cost per task (${n} demo.echo tasks over HTTP; ${await machineLoad()})`);
   const run = await startCountedServer(benchConfig());
@@ -109,6 +110,7 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
     const batchedStats = run.counter.snapshot();
     console.log(`\nThe same ${n} tasks submitted in batches of ${BATCH_OF} (POST /v1/tasks/batch):`);
     console.log(formatCallTable(batchedStats, n));
+    if (options.byQueue) console.log(`\n${formatSqsByQueue(run.counter.sqsByQueue(), n)}`);
 
     // The same tasks on the Fargate pool: its long-polling workers batch deletes and reports.
     await sleep(500);
@@ -242,4 +244,6 @@ export async function runAwsCalls(options: BenchOptions): Promise<AwsCallsResult
   }
 }
 
-if (isMain(import.meta.url)) await runAwsCalls({ quick: process.argv.includes('--quick') });
+if (isMain(import.meta.url)) {
+  await runAwsCalls({ quick: process.argv.includes('--quick'), byQueue: process.argv.includes('--by-queue') });
+}

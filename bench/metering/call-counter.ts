@@ -55,6 +55,8 @@ export class CallCounter {
    * is billed on the whole item, the larger of before and after, which its request does not show.
    */
   readonly #sizeShadow = new Map<string, number>();
+  /** SQS calls per operation and queue (its name, the URL's last part): where the requests go. */
+  readonly #sqsByQueue = new Map<string, number>();
 
   constructor(options: CallCounterOptions = {}) {
     this.#options = options;
@@ -97,6 +99,11 @@ export class CallCounter {
         const stat = this.#stat(service, operation);
         stat.count++;
         stat.totalMs += this.#clock() - started;
+        const queueUrl = service === 'SQS' ? args.input?.QueueUrl : undefined;
+        if (typeof queueUrl === 'string') {
+          const key = `${operation} ${queueUrl.split('/').pop()}`;
+          this.#sqsByQueue.set(key, (this.#sqsByQueue.get(key) ?? 0) + 1);
+        }
         if (failed) stat.errors++;
         const documentOutput = Boolean(context.__aws_sdk_context?.features?.DDB_MAPPER);
         this.#bill(stat, service, operation, args.input ?? {}, output, documentOutput, failed);
@@ -114,6 +121,12 @@ export class CallCounter {
 
   reset(): void {
     this.#stats.clear();
+    this.#sqsByQueue.clear();
+  }
+
+  /** SQS calls since the last reset, keyed `Operation queue-name`. */
+  sqsByQueue(): Map<string, number> {
+    return new Map(this.#sqsByQueue);
   }
 
   /** A copy of the totals, keyed `Service.Operation`. */
@@ -539,6 +552,14 @@ export function stepFunctionsUsage(options: {
 }
 
 /** A plain-text table of a counter snapshot: calls per task, mean latency, share of time. */
+/** SQS calls a task per operation and queue, most first (`bench/aws-calls.ts --by-queue`). */
+export function formatSqsByQueue(byQueue: ReadonlyMap<string, number>, tasks: number): string {
+  const rows = [...byQueue].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const lines = ['SQS operation and queue                            calls/task'];
+  for (const [key, count] of rows) lines.push(`${key.padEnd(48)} ${(count / tasks).toFixed(2).padStart(10)}`);
+  return lines.join('\n');
+}
+
 export function formatCallTable(stats: ReadonlyMap<string, CallStat>, tasks: number): string {
   const rows = [...stats].sort((a, b) => b[1].count - a[1].count);
   const totalMs = rows.reduce((sum, [, s]) => sum + s.totalMs, 0) || 1;

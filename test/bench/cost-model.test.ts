@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CallCounter,
   costPerMillionTasks,
+  formatSqsByQueue,
   LIST_PRICES,
   nativeItemSize,
   STEP_FUNCTIONS_MINIMAL,
@@ -170,6 +171,26 @@ describe('CallCounter', () => {
       writeUnits: 2 * (4 + 2 + 2),
       indexWriteUnits: 1,
     });
+  });
+
+  it('tallies SQS calls per operation and queue, and forgets them on reset', async () => {
+    const counter = new CallCounter();
+    const call = (commandName: string, queue: string) =>
+      counter.middleware()(async () => ({ output: {} }), { clientName: 'SQSClient', commandName })({
+        input: { QueueUrl: `http://localhost:4566/000000000000/${queue}`, Entries: [{ Id: '1', MessageBody: 'x' }] },
+      });
+    await call('SendMessageBatchCommand', 'completions');
+    await call('SendMessageBatchCommand', 'completions');
+    await call('DeleteMessageBatchCommand', 'worker-lambda');
+    expect(counter.sqsByQueue()).toEqual(
+      new Map([
+        ['SendMessageBatch completions', 2],
+        ['DeleteMessageBatch worker-lambda', 1],
+      ]),
+    );
+    expect(formatSqsByQueue(counter.sqsByQueue(), 2).split('\n')[1]).toMatch(/^SendMessageBatch completions\s+1\.00$/);
+    counter.reset();
+    expect(counter.sqsByQueue().size).toBe(0);
   });
 
   it('bills an update or delete on the whole item as last written, not on what it changes', async () => {
