@@ -169,7 +169,7 @@ export const submitBatchSchema = z
     // biome-ignore lint/suspicious/noThenProperty: the field's name is pinned (PRODUCT.md, POST /v1/tasks/batch)
     then: submitTaskSchema.optional().meta({
       description:
-        'Submitted once every task of the batch has ended, with `batch: { batchId, succeeded, failed, cancelled }` added to its payload',
+        'Submitted once every task of the batch has ended, with `batch: { batchId, succeeded, failed, cancelled }` added to its payload; without `dependsOn` or `idempotencyKey` (400 invalid_request: it waits for the batch, and the batch names it)',
     }),
     idempotencyKey: idSchema.optional().meta({
       description:

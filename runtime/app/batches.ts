@@ -149,6 +149,20 @@ export class BatchService {
     const batchId = batchIdOf(tenantId, input.idempotencyKey ? `key\u0000${input.idempotencyKey}` : requestHash);
     let thenRequest: StoredThen | undefined;
     if (input.then) {
+      // The then-task waits for the batch, not for tasks it names, and the batch names it (its id
+      // is derived from the batch id): refused rather than dropped (it would run at once with
+      // dependsOn unchecked, and under no key of the caller's).
+      for (const field of ['dependsOn', 'idempotencyKey'] as const) {
+        if (input.then[field] !== undefined) {
+          throw new ValidationError(
+            'invalid_request',
+            field === 'dependsOn'
+              ? 'then: dependsOn is not taken: the then-task starts once every task of the batch has ended'
+              : 'then: idempotencyKey is not taken: the batch names its then-task (give the batch an idempotencyKey)',
+            { field: `then.${field}` },
+          );
+        }
+      }
       // Resolved now, against this registry and config: refused now rather than when the batch
       // ends, and whichever component ends the batch (a worker with its own task types) creates
       // it from the stored spec without needing the type.

@@ -14,7 +14,7 @@ import { cancel, dispatch } from '../../runtime/core/lifecycle.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { runAttempt } from '../../runtime/worker/run-attempt.ts';
 import { type FaultKind, type FaultyComponent, faultyComponent, type SdkCall } from '../helpers/faults.ts';
-import { startTestServices, type TestServices } from '../helpers/services.ts';
+import { snapshotWrites, startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;
 beforeAll(async () => {
@@ -134,6 +134,29 @@ describe('Class: BatchService (emulators)', () => {
     expect(again.sets.succeeded).toEqual(new Set(['0']));
     expect(twice?.counts).toMatchObject({ succeeded: 1, pending: 1 });
     await component.dispose();
+  });
+
+  it('refuses a then-task with dependsOn or its own idempotencyKey (it waits for the batch, and is named by it), writing nothing', async () => {
+    // Prepare: a task of the tenant the then-task could name.
+    const { results } = await services.batches.submit(batchOf('bulk-then', 1));
+    const existing = (results[0] as { taskId: string }).taskId;
+    const before = await snapshotWrites(services);
+    // Act
+    const refusals = await Promise.all(
+      [{ dependsOn: [existing] }, { dependsOn: ['tsk_nope'] }, { idempotencyKey: 'report-1' }].map((extra) =>
+        services.batches
+          // biome-ignore lint/suspicious/noThenProperty: the field's name is pinned (PRODUCT.md, POST /v1/tasks/batch)
+          .submit({ ...batchOf('bulk-then', 2), then: { tenantId: 'bulk-then', type: 'demo.echo', ...extra } })
+          .catch((error: unknown) => error),
+      ),
+    );
+    // Assess
+    expect(refusals).toEqual([
+      expect.objectContaining({ code: 'invalid_request', details: { field: 'then.dependsOn' } }),
+      expect.objectContaining({ code: 'invalid_request', details: { field: 'then.dependsOn' } }),
+      expect.objectContaining({ code: 'invalid_request', details: { field: 'then.idempotencyKey' } }),
+    ]);
+    expect(await snapshotWrites(services)).toEqual(before);
   });
 
   it('refuses a batch key reused with another body, and items of several tenants', async () => {
