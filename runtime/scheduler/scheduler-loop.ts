@@ -147,6 +147,13 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
         const step = await idle.next(result, scheduler, nowMs);
         if (step === 'stop') break;
         if (step === 'publish-stop' || step === 'cancel-stop') {
+          // Stopping idle is a handover too (the next task needs a wake): the snapshot says so, and
+          // the Lambda's own end again once work cancels the stop.
+          if (plannedStop) {
+            scheduler.planHandover(
+              step === 'publish-stop' ? { atMs: nowMs + idle.graceMs, everyMs: plannedStop.everyMs } : plannedStop,
+            );
+          }
           // Publishing the stop shortens the lease to the grace period; cancelling renews it.
           held = await control.acquireLease(leaseName, owner, nowMs, step === 'publish-stop' ? idle.graceMs : ttlMs);
           if (!held || held.token !== lease.token) {

@@ -205,6 +205,8 @@ export class Scheduler {
 
   /** This scheduler hands over at a planned time (a Lambda invocation's end): published in its snapshot. */
   planHandover(handover: PlannedHandover): void {
+    // A changed plan is published at the next tick, not up to a snapshot interval later.
+    if (this.#handover !== undefined && this.#handover.atMs !== handover.atMs) this.#lastSnapshotMs = 0;
     this.#handover = handover;
   }
 

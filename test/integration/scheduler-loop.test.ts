@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SchedulerSnapshot } from '../../runtime/core/scheduler-snapshot.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import {
   LAMBDA_SAFETY_MARGIN_MS,
@@ -102,6 +103,26 @@ describe('Function: runSchedulerLoop, a Lambda invocation', () => {
     // Rounded down to the second, never later than planned.
     expect(publishedAtMs).toBeLessThanOrEqual(plannedAtMs);
     expect(publishedAtMs).toBeGreaterThan(plannedAtMs - 2_000);
+  });
+
+  it('publishes an idle stop as its handover: the next task needs a wake', async () => {
+    // Prepare: an invocation with 100 s left that stops after 200 ms with nothing to do
+    const endsAtMs = Date.now() + 100_000;
+    // Act
+    const end = await runSchedulerLoop({
+      control: services.control,
+      signal: new AbortController().signal,
+      ...lambdaInvocationTiming(() => endsAtMs - Date.now()),
+      waitSeconds: 0,
+      idleWaitSeconds: 0,
+      idleStop: { afterMs: 200, graceMs: 1_500, hasWork: async () => false },
+      createScheduler: newScheduler,
+    });
+    // Assess: its last snapshot plans the handover at the stop, not at the Lambda's end 85 s away
+    expect(end).toBe('idle');
+    const snapshot = await services.control.getSnapshot<SchedulerSnapshot>();
+    expect(snapshot?.rotation?.handover?.inSeconds).toBeLessThanOrEqual(2);
+    expect(snapshot?.rotation?.handover?.everySeconds).toBeGreaterThanOrEqual(84);
   });
 
   it('publishes no handover without a time limit (the long-lived service, the local runtime)', async () => {
