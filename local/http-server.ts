@@ -75,7 +75,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     const body = await readBody(request, limit);
     const event = toEvent(request, method, url, body.bytes);
     const result = body.tooLarge ? errorResult(bodyTooLarge(limit), event, console) : await router(event);
-    writeResult(response, result, body.tooLarge && !body.complete);
+    writeResult(response, result, body.tooLarge && !body.complete, method === 'HEAD');
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -223,14 +223,21 @@ export function toEvent(
   };
 }
 
-function writeResult(response: ServerResponse, result: APIGatewayProxyStructuredResultV2, closeAfter: boolean): void {
+function writeResult(
+  response: ServerResponse,
+  result: APIGatewayProxyStructuredResultV2,
+  closeAfter: boolean,
+  head: boolean,
+): void {
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(result.headers ?? {})) headers[name] = String(value);
   if (result.cookies?.length) headers['set-cookie'] = result.cookies;
   if (closeAfter) headers.connection = 'close';
   const body =
     result.body === undefined ? Buffer.alloc(0) : Buffer.from(result.body, result.isBase64Encoded ? 'base64' : 'utf8');
-  headers['content-length'] = String(body.length);
+  // A HEAD's result carries its GET's length (runtime/api/router.ts) and no body.
+  if (!(head && body.length === 0 && headers['content-length'] !== undefined))
+    headers['content-length'] = String(body.length);
   response.writeHead(result.statusCode ?? 200, headers);
   response.end(body, () => {
     if (closeAfter) response.socket?.destroy();

@@ -147,7 +147,10 @@ export function createApiRouter(services: Services, options: ApiRouterOptions = 
     } catch (error) {
       result = errorResult(error, event, logger);
     }
-    return requestMethod(event) === 'HEAD' ? { ...result, body: '' } : result;
+    if (requestMethod(event) !== 'HEAD') return result;
+    // HEAD: the GET's status and headers, its Content-Length included (RFC 9110 9.3.2), no body.
+    const length = Buffer.byteLength(result.body ?? '', result.isBase64Encoded ? 'base64' : 'utf8');
+    return { ...result, headers: { ...result.headers, 'content-length': String(length) }, body: '' };
   };
 }
 

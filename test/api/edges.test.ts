@@ -152,6 +152,21 @@ describe('HEAD', () => {
     expect(response.status).toBe(200);
     expect(await response.text()).toBe('');
   });
+
+  it("gives HEAD the GET's Content-Length (RFC 9110 9.3.2), not 0", async () => {
+    for (const path of ['/openapi.json', '/v1/tasks?tenantId=head', '/v1/tasks/tsk_none']) {
+      // Act
+      const get = await fetch(`${server.url}${path}`);
+      const bytes = (await get.arrayBuffer()).byteLength;
+      const head = await fetch(`${server.url}${path}`, { method: 'HEAD' });
+
+      // Assess
+      expect(bytes, path).toBeGreaterThan(0);
+      expect(head.status, path).toBe(get.status);
+      expect(head.headers.get('content-length'), path).toBe(String(bytes));
+      expect(await head.text(), path).toBe('');
+    }
+  });
 });
 
 describe('List responses under the Lambda response limit', () => {
