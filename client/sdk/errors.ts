@@ -8,6 +8,12 @@
 export type KnownApiErrorCode =
   | 'invalid_request'
   | 'invalid_json'
+  | 'duplicate_key'
+  | 'invalid_cursor'
+  | 'mixed_tenants'
+  | 'missing_tenant'
+  | 'batch_not_found'
+  | 'item_too_large'
   | 'invalid_payload'
   | 'unknown_task_type'
   | 'invalid_runtime'
@@ -65,7 +71,7 @@ export class ForbiddenError extends SchedulerApiError {
   override name = 'ForbiddenError';
 }
 
-/** 404: no such task (or route). */
+/** 404: no such task or batch (or route). */
 export class NotFoundError extends SchedulerApiError {
   override name = 'NotFoundError';
 }
