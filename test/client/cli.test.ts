@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../client/cli/run.ts';
 import { startEmulators } from '../../local/emulators.ts';
 import type { LocalServer } from '../../local/server.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
 import { cliAgainst, startQuietServer } from './local-server.ts';
 
 let server: LocalServer;
@@ -182,6 +183,41 @@ describe('Function: runCli', () => {
       // Assess
       expect(run.code).toBe(0);
       expect((JSON.parse(run.stdout) as { taskId: string }).taskId).toBe(taskId);
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it("lists and fires the running runtime's schedules, not config/default.json's", async () => {
+      // Prepare: a runtime started with --config of its own (one schedule, hourly-echo) on DATA_DIR.
+      const dataDir = mkdtempSync(join(tmpdir(), 'cli-runtime-'));
+      const config = parseConfig({
+        schedules: [
+          {
+            name: 'hourly-echo',
+            cron: 'cron(0 * * * ? *)',
+            timezone: 'UTC',
+            task: { tenantId: 'ops', type: 'demo.echo', payload: { at: '{{date}}' } },
+          },
+        ],
+      });
+      writeFileSync(join(dataDir, 'runtime.json'), JSON.stringify({ pid: process.pid, url: server.url, config }));
+      const local = { env: { DATA_DIR: dataDir }, defaultEndpoint: 'http://127.0.0.1:9' };
+
+      // Act
+      const list = await cli(['schedules', 'list', '--json'], local);
+      const run = await cli(['schedules', 'run', 'hourly-echo', '--json'], local);
+      const other = await cli(['schedules', 'run', 'nightly-payments-reconciliation'], local);
+      const given = await cli(['schedules', 'list', '--json', '--config', 'config/default.json'], local);
+
+      // Assess
+      expect(list.stderr).toBe('');
+      expect((JSON.parse(list.stdout) as { name: string }[]).map((row) => row.name)).toEqual(['hourly-echo']);
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout)).toMatchObject({ tenantId: 'ops', type: 'demo.echo' });
+      expect(other.code).toBe(2);
+      expect(other.stderr).toContain('No schedule "nightly-payments-reconciliation"');
+      expect((JSON.parse(given.stdout) as { name: string }[]).map((row) => row.name)).toEqual([
+        'nightly-payments-reconciliation',
+      ]);
       rmSync(dataDir, { recursive: true, force: true });
     });
 

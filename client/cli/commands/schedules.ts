@@ -4,6 +4,7 @@
 import type { SubmitTaskInput } from '../../sdk/types.ts';
 import { type Command, str, UsageError } from '../command.ts';
 import { formatTask } from '../format.ts';
+import { localRuntimeFile, readLocalRuntime } from '../local-runtime.ts';
 
 export const schedulesCommand: Command = {
   summary: 'List the configured schedules, or fire one now',
@@ -15,7 +16,9 @@ export const schedulesCommand: Command = {
               a second run in the same minute returns the same task)
 
 Options:
-  --config PATH   configuration file (default $SCHEDULER_CONFIG, else config/default.json)`,
+  --config PATH   configuration file (default $SCHEDULER_CONFIG, else the configuration of the
+                  local runtime running on $DATA_DIR when the CLI talks to it, else
+                  config/default.json)`,
   options: { config: { type: 'string' } },
   async run(ctx) {
     const [sub, name, ...rest] = ctx.positionals;
@@ -30,7 +33,17 @@ Options:
       import('../../../runtime/core/cron.ts'),
     ]);
     const configFlag = str(ctx, 'config');
-    const { config, source } = loadConfig(configPathFrom(configFlag, [], env));
+    // Beside a running local runtime (found as the API is: no --endpoint, no SCHEDULER_ENDPOINT),
+    // its own schedules, whatever --config it was started with; else the configuration file.
+    const local =
+      configFlag === undefined &&
+      !env.SCHEDULER_CONFIG &&
+      (str(ctx, 'endpoint') ?? env.SCHEDULER_ENDPOINT) === undefined
+        ? readLocalRuntime(env)
+        : undefined;
+    const { config, source } = local?.config
+      ? { config: local.config, source: `the local runtime's configuration (${localRuntimeFile(env)})` }
+      : loadConfig(configPathFrom(configFlag, [], env));
     const now = new Date();
     if (sub === 'list') {
       if (name) throw new UsageError(`Unexpected argument "${name}"`, ctx.name);
