@@ -36,10 +36,14 @@ export function requestMethod(event: APIGatewayProxyEventV2): string {
 
 /** Turn zod issues into `{ path, message }` with dotted paths; each unknown key is named by its own path. */
 export function fieldIssues(error: z.ZodError): FieldIssue[] {
-  return error.issues.flatMap((issue) =>
+  const issues = error.issues.flatMap((issue) =>
     issue.code === 'unrecognized_keys'
       ? issue.keys.map((key) => ({ path: [...issue.path, key].map(String).join('.'), message: 'unknown field' }))
       : [{ path: issue.path.map(String).join('.'), message: issue.message }],
+  );
+  // One check's message said twice for a field (a length and a pattern both failing) is said once.
+  return issues.filter(
+    (issue, i) => issues.findIndex((other) => other.path === issue.path && other.message === issue.message) === i,
   );
 }
 

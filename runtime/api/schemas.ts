@@ -114,14 +114,16 @@ export { tenantSettingsSchema } from '../core/tenant-settings.ts';
 /** Cancel and retry take no input; an empty body or `{}` is accepted for clients that always send one. */
 export const emptyBodySchema = z.strictObject({});
 
+const LIMIT_MESSAGE = `an integer from ${LIST_LIMIT.min} to ${LIST_LIMIT.max}`;
+
 export const listTasksQuerySchema = z.strictObject({
   tenantId: idSchema,
   state: z.enum(TASK_STATES).optional(),
   limit: z
     .string()
-    .regex(/^[0-9]{1,3}$/, `an integer from ${LIST_LIMIT.min} to ${LIST_LIMIT.max}`)
+    .regex(/^[0-9]{1,3}$/, LIMIT_MESSAGE)
     .transform(Number)
-    .pipe(z.number().int().min(LIST_LIMIT.min).max(LIST_LIMIT.max))
+    .pipe(z.number().int().min(LIST_LIMIT.min, LIMIT_MESSAGE).max(LIST_LIMIT.max, LIMIT_MESSAGE))
     .optional()
     .transform((limit) => limit ?? LIST_LIMIT.default)
     .meta({ description: `Page size, ${LIST_LIMIT.min}–${LIST_LIMIT.max} (default ${LIST_LIMIT.default})` }),

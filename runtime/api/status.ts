@@ -28,13 +28,15 @@ export const MAX_RECENT_TASKS = 50;
 /** Open batches the status shows (each costs a read of its counter shards). */
 export const MAX_OPEN_BATCHES = 5;
 
+const RECENT_MESSAGE = `an integer from ${RECENT_PER_TENANT.min} to ${RECENT_PER_TENANT.max}`;
+
 export const statusQuerySchema = z.strictObject({
   recent: z
     .string()
-    .max(2)
-    .regex(/^[0-9]{1,2}$/, `an integer from ${RECENT_PER_TENANT.min} to ${RECENT_PER_TENANT.max}`)
+    .max(2, RECENT_MESSAGE)
+    .regex(/^[0-9]{1,2}$/, RECENT_MESSAGE)
     .transform(Number)
-    .pipe(z.number().int().min(RECENT_PER_TENANT.min).max(RECENT_PER_TENANT.max))
+    .pipe(z.number().int().min(RECENT_PER_TENANT.min, RECENT_MESSAGE).max(RECENT_PER_TENANT.max, RECENT_MESSAGE))
     .optional()
     .transform((recent) => recent ?? RECENT_PER_TENANT.default)
     .meta({
