@@ -365,8 +365,11 @@ export class Intake {
           stored = await control.promiseIntake(promise, now);
         } catch (error) {
           this.#deps.logger?.warn('could not write an intake promise', { ...promise, error: String(error) });
+          this.windows.promised(promise.tenantId, promise.tier, undefined);
+          return;
         }
         this.windows.promised(promise.tenantId, promise.tier, stored);
+        if (!stored) await this.#registrationGone(promise.tenantId, promise.tier);
       }),
       ...refills.map(async ({ tenantId, tier, limit }) => {
         this.windows.querying(tenantId, tier, nowMs);
@@ -412,7 +415,9 @@ export class Intake {
         // late write). Take the item as it is, and read on until its promise ends.
         if (deleted) return;
         try {
-          this.windows.promised(tenantId, tier, await control.getIntake(tenantId, tier));
+          const stored = await control.getIntake(tenantId, tier);
+          this.windows.promised(tenantId, tier, stored);
+          if (!stored) await this.#registrationGone(tenantId, tier);
         } catch (error) {
           this.#deps.logger?.warn('could not read a registration after a refused deregistration', {
             tenantId,
@@ -423,6 +428,19 @@ export class Intake {
       }),
     ]);
     return admitted;
+  }
+
+  /**
+   * The registry has no item for a tenant-tier this scheduler took as registered (its refused write
+   * read back nothing): register it again when it holds work, so a successor restores it.
+   */
+  async #registrationGone(tenantId: string, tier: PriorityTier): Promise<void> {
+    if (!this.windows.registrationGone(tenantId, tier)) return;
+    this.#deps.logger?.warn('a tenant-tier lost its registration (a lost answer): registering it again', {
+      tenantId,
+      tier,
+    });
+    await this.register([{ tenantId, tier }]);
   }
 
   /** Into the engine. A ref for a task counted as active is taken only if that attempt is over. */

@@ -49,6 +49,27 @@ describe('IntakeWindows', () => {
     expect(windows.refillsDue(1)).toEqual([{ tenantId: 'a', tier: 'normal', limit: 2 }]);
   });
 
+  it('takes a registration the registry no longer holds as gone: forgotten when empty, registered again when holding work', () => {
+    const windows = intake(2);
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t1') }, 0);
+    windows.registration('a', 'normal', 'tok-1');
+    windows.announced({ tenantId: 'b', tier: 'normal', ref: ref('u1', { tenantId: 'b' }) }, 0);
+    windows.registration('b', 'normal', 'tok-2');
+    windows.taken('u1', 'b', 'normal');
+    windows.dispatched(ref('u1', { tenantId: 'b' }), 0, 1);
+    windows.querying('b', 'normal', 1);
+    windows.listed({ tenantId: 'b', tier: 'normal' }, { refs: [], hasMore: false }, 1);
+    // a holds t1: register it again (the caller writes it); b holds nothing: forget it.
+    expect(windows.registrationGone('a', 'normal')).toBe(true);
+    expect(windows.isRegistered('a', 'normal')).toBe(false);
+    windows.registration('a', 'normal', 'tok-3');
+    expect(windows.isRegistered('a', 'normal')).toBe(true);
+    expect(windows.registrationGone('b', 'normal')).toBe(false);
+    expect(windows.announced({ tenantId: 'b', tier: 'normal', ref: ref('u2', { tenantId: 'b' }) }, 2).register).toBe(
+      true,
+    );
+  });
+
   it('says when a read held back by the gap between reads comes due, so the tick waits no longer (issue 24, item 2)', () => {
     // Prepare: a window of 2 just read (at 1,000) while more waits in the index
     const windows = new IntakeWindows({ windowSize: () => 2, bufferSize: 100, indexLagMs: G, minQueryGapMs: 250 });

@@ -81,6 +81,52 @@ describe('Class: Scheduler (in-memory ports)', () => {
     expect([scheduler.activeCount, scheduler.policy.activeCount]).toEqual([3, 3]);
   });
 
+  it('a deregistration whose answer was lost is not taken for a registration: the next task registers its tenant-tier again', async () => {
+    // Prepare: a clock that moves; tenant a's one task dispatched and ended, so its tenant-tier empties
+    let nowMs = NOW.getTime();
+    const tasks = new InMemoryTasks();
+    const control = new InMemoryControl();
+    const queues = new InMemoryQueues();
+    const config = parseConfig({ pools: { lambda: { concurrency: 3 }, fargate: { vcpu: 1, memoryMiB: 2048 } } });
+    const scheduler = new Scheduler({ store: tasks, control, queues, config, now: () => new Date(nowMs) });
+    const submit = async (taskId: string) => {
+      const task = createTask(taskId, taskSpec({ tenantId: 'a' }), new Date(nowMs - 1000));
+      tasks.put(task);
+      await queues.announce([task]);
+      return task;
+    };
+    await scheduler.resume();
+    await submit('a-1');
+    await scheduler.tick();
+    const sent = queues.sentToWorkers[0]!.message;
+    await tasks.transition(sent.taskId, (task) => start(task, sent.fence, new Date(nowMs), 60));
+    const done = await tasks.transition(sent.taskId, (task) => succeed(task, sent.fence, new Date(nowMs), 1));
+    queues.send(COMPLETIONS_QUEUE.id, { taskId: done.taskId, fence: done.fence, tenantId: 'a', state: done.state });
+    // The registry's delete applies and its answer is lost: the SDK's retry finds nothing to delete.
+    const deregister = control.deregisterIntake.bind(control);
+    let lost = 0;
+    control.deregisterIntake = async (registration, before) => {
+      if (await deregister(registration, before)) lost++;
+      return false;
+    };
+
+    // Act: long enough for the probe (G after the last announcement) and its retry; then a new task
+    for (let i = 0; i < 40 && lost === 0; i++) {
+      nowMs += 1_000;
+      await scheduler.tick();
+    }
+    await scheduler.tick();
+    const registeredAfterLoss = control.registry.has('normal#a');
+    await submit('a-2');
+    await scheduler.tick();
+
+    // Assess: the registry lost the item; the new task's announcement registered the tenant-tier
+    // again, so a scheduler starting afresh (every Lambda invocation) finds its work
+    expect(lost).toBe(1);
+    expect(registeredAfterLoss).toBe(false);
+    expect(control.registry.has('normal#a')).toBe(true);
+  });
+
   it('a task cancelled between the round read and its write is let go: nothing held, nothing sent, not picked again', async () => {
     // Prepare: the cancel lands just before the dispatch write is checked
     const { tasks, queues, scheduler, submit, ticks } = setUp();

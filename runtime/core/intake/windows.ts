@@ -486,6 +486,27 @@ export class IntakeWindows {
     state.probeAtMs = nowMs + this.#options.indexLagMs;
   }
 
+  /**
+   * The registry holds no item for the tenant-tier, read consistently after one of this
+   * scheduler's registry writes was refused: most likely its own deregistration applied and the
+   * answer was lost (the SDK's retry then finds nothing to delete). It is not registered, whatever
+   * this scheduler believed, and a scheduler starting afresh would not read it: with nothing held
+   * or known to come it is forgotten, as after a deregistration; otherwise it goes back to
+   * registering, and true says to register it now.
+   */
+  registrationGone(tenantId: string, tier: PriorityTier): boolean {
+    const key = keyOf(tenantId, tier);
+    const state = this.#states.get(key);
+    if (state?.registration !== 'registered') return false;
+    if (state.window.size + state.taken.size === 0 && !state.hasMore && state.nextDueMs === NEVER) {
+      this.#states.delete(key);
+      return false;
+    }
+    state.registration = 'registering';
+    state.token = undefined;
+    return true;
+  }
+
   /** The engine picked the ref: its dispatch is in flight. */
   taken(taskId: string, tenantId: string, tier: PriorityTier): QueuedRef | undefined {
     const state = this.#states.get(keyOf(tenantId, tier));
