@@ -2,6 +2,7 @@
  * The route table: every route of the HTTP API, the same locally and behind API Gateway.
  * Handlers get validated input and call TaskService; authorization is checked before any write.
  */
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { MAX_BATCH_BODY_BYTES } from '../core/batch.ts';
 import { type SchedulerError, TaskNotFoundError } from '../core/errors.ts';
 import { ALL_TENANTS, callerIdentity } from './caller.ts';
@@ -399,10 +400,27 @@ const openApi = defineRoute({
     },
     ...errors(400),
   },
-  async handle() {
-    return { status: 200, body: openApiDocument() };
+  async handle({ event }) {
+    return { status: 200, body: servedFrom(openApiDocument(), event) };
   },
 });
+
+/**
+ * The document with the server that served it listed first, so a request tried from it reaches
+ * this server: a local runtime on another port than the default, a deployed stack's own URL.
+ * API Gateway says the scheme in `x-forwarded-proto`; the local runtime serves plain HTTP.
+ */
+function servedFrom(document: unknown, event: APIGatewayProxyEventV2): unknown {
+  const host = event.headers?.host ?? event.requestContext?.domainName;
+  if (!host) return document;
+  const scheme = event.headers?.['x-forwarded-proto']?.split(',')[0]?.trim() === 'https' ? 'https' : 'http';
+  const url = `${scheme}://${host}`;
+  const { servers = [], ...rest } = document as { servers?: { url: string }[] };
+  return {
+    ...rest,
+    servers: [{ url, description: 'The server that served this document' }, ...servers.filter((s) => s.url !== url)],
+  };
+}
 
 export const API_ROUTES: readonly AnyRoute[] = [
   health,

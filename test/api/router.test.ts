@@ -487,6 +487,19 @@ describe('Router: createApiRouter', () => {
         paths: { '/v1/tasks': { post: { operationId: 'submitTask' } } },
       });
     });
+
+    it('names the server that served it first, so trying a request reaches it (another port, a deployed URL)', async () => {
+      // Act
+      const local = jsonOf(await api(apiEvent({ path: '/openapi.json', headers: { host: '127.0.0.1:4567' } })));
+      const deployed = jsonOf(
+        await api(apiEvent({ path: '/openapi.json', headers: { 'x-forwarded-proto': 'https' } })),
+      );
+      // Assess: the local runtime's own origin (plain HTTP); API Gateway's domain over HTTPS
+      const urls = (document: unknown) => (document as { servers: { url: string }[] }).servers.map((s) => s.url);
+      expect(urls(local)[0]).toBe('http://127.0.0.1:4567');
+      expect(urls(deployed)[0]).toBe('https://api.example.test');
+      expect(urls(deployed)).toContain('https://{apiId}.execute-api.{region}.amazonaws.com');
+    });
   });
 
   describe('Routing errors', () => {
