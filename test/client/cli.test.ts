@@ -221,6 +221,15 @@ describe('Function: runCli', () => {
       rmSync(dataDir, { recursive: true, force: true });
     });
 
+    it('takes a --config it cannot read as a usage error (exit 2), as --payload @file does', async () => {
+      // Act
+      const missing = await cli(['schedules', 'list', '--config', 'no/such/config.json']);
+      // Assess
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toMatch(/Cannot read configuration file .*no\/such\/config\.json/);
+      expect(missing.stderr).toMatch(/tasks schedules --help/);
+    });
+
     it('says how to point it when no runtime is found and nothing answers on the default port', async () => {
       // Prepare: runtime.json left by a runtime that was killed (its pid is gone).
       const dataDir = mkdtempSync(join(tmpdir(), 'cli-runtime-'));

@@ -1,6 +1,7 @@
 /**
  * `tasks schedules list|run`: the configured schedules, or fire one now through the API.
  */
+import { ConfigError } from '../../../runtime/core/errors.ts';
 import type { SubmitTaskInput } from '../../sdk/types.ts';
 import { type Command, str, UsageError } from '../command.ts';
 import { formatTask } from '../format.ts';
@@ -43,7 +44,7 @@ Options:
         : undefined;
     const { config, source } = local?.config
       ? { config: local.config, source: `the local runtime's configuration (${localRuntimeFile(env)})` }
-      : loadConfig(configPathFrom(configFlag, [], env));
+      : loadGiven(() => loadConfig(configPathFrom(configFlag, [], env)), ctx.name);
     const now = new Date();
     if (sub === 'list') {
       if (name) throw new UsageError(`Unexpected argument "${name}"`, ctx.name);
@@ -82,3 +83,13 @@ Options:
     return 0;
   },
 };
+
+/** A configuration file the caller named that cannot be read or is invalid: their input, exit 2. */
+function loadGiven<T>(load: () => T, command: string): T {
+  try {
+    return load();
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(error.message, command);
+    throw error;
+  }
+}
