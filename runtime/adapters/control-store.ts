@@ -578,6 +578,7 @@ export class ControlStore {
       lambda: parsed?.lambda ?? {},
       fargate: parsed?.fargate ?? {},
       ...(parsed?.freed ? { freed: parsed.freed } : {}),
+      ...(parsed?.occupancy ? { occupancy: parsed.occupancy } : {}),
     };
   }
 

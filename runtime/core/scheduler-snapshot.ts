@@ -135,4 +135,9 @@ export interface PoolRotation {
    * than a minute, a snapshot from before it existed).
    */
   readonly freedPerSecond?: number | null;
+  /**
+   * Lambda: the most slots in use in any whole 10 s of the minute before `at`, and since
+   * (pace.ts UsedSlots); null or absent when not known.
+   */
+  readonly peakUsed?: number | null;
 }

@@ -94,6 +94,7 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
       freeBy: coarse.map(([n, atMs]) => [n, secondsAfter(atMs)] as const),
       reservedFor: pool?.reservedFor ?? null,
       freedPerSecond: pool?.freedPerSecond ?? null,
+      ...(pool?.runtime === 'lambda' ? { peakUsed: pool.peakUsed ?? null } : {}),
     };
   };
   return {

@@ -712,12 +712,19 @@ describe('Class: ControlStore (against dynalite)', () => {
     expect(await writer.getSnapshot()).toEqual({ at: 'small' });
   });
 
-  it("keeps the rotation's memory with the pool's count of freed slots, so a scheduler starting afresh has both", async () => {
+  it("keeps the rotation's memory with the pool's count of freed slots and how full it was, so a scheduler starting afresh has them", async () => {
     // Prepare
     const state = {
       lambda: { 'tenant-a': 1_700_000_000_000 },
       fargate: {},
       freed: { lambda: { sinceMs: 1_699_999_940_000, buckets: [[1_699_999_990_000, 42]] as [number, number][] } },
+      occupancy: {
+        lambda: {
+          sinceMs: 1_699_999_940_000,
+          buckets: [[1_699_999_990_000, 7, 3]] as [number, number, number][],
+          before: 2,
+        },
+      },
     };
     // Act
     await services.control.putRotation(state, new Date());

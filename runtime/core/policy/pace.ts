@@ -78,6 +78,97 @@ export class FreedSlots {
   }
 }
 
+/** What a pool's record of its use carries across a restart (kept in the rotation's memory). */
+export interface UsedSlotsState {
+  readonly sinceMs: number;
+  /** `[bucket start (epoch ms), most slots in use in it, slots in use at its end]`. */
+  readonly buckets: readonly (readonly [number, number, number])[];
+  /** Slots in use at the start of the oldest bucket kept. */
+  readonly before: number;
+}
+
+/**
+ * How full a pool has been: the most slots in use in any 10 s of the last minute, the headroom
+ * answer's evidence (explain.ts). A level holds until it changes, so a bucket in which nothing
+ * changed was as full as the level it began with. None before a whole minute was watched.
+ */
+export class UsedSlots {
+  #sinceMs: number | undefined;
+  /** Per bucket: the most in use in it, and the level at its end. */
+  readonly #buckets = new Map<number, { peak: number; last: number }>();
+  /** The level before the oldest bucket kept. */
+  #before = 0;
+  #level = 0;
+
+  observe(nowMs: number): void {
+    if (this.#sinceMs === undefined || nowMs < this.#sinceMs) this.#sinceMs = nowMs;
+  }
+
+  /** The pool has `used` slots in use from `nowMs` on. */
+  record(nowMs: number, used: number): void {
+    this.observe(nowMs);
+    const bucket = bucketOf(nowMs);
+    const entry = this.#buckets.get(bucket) ?? { peak: this.#level, last: this.#level };
+    entry.peak = Math.max(entry.peak, used);
+    entry.last = used;
+    this.#buckets.set(bucket, entry);
+    this.#level = used;
+    this.#forget(nowMs);
+  }
+
+  /** The most slots in use in any 10 s of the minute before `nowMs`, and since; null before a minute was watched. */
+  peak(nowMs: number): number | null {
+    const current = bucketOf(nowMs);
+    const first = current - BUCKETS * PACE_BUCKET_MS;
+    if (this.#sinceMs === undefined || this.#sinceMs > first) return null;
+    this.#forget(nowMs);
+    let level = this.#before;
+    let most = 0;
+    const ordered = [...this.#buckets].sort((a, b) => a[0] - b[0]);
+    let next = 0;
+    for (let bucket = first; bucket <= current; bucket += PACE_BUCKET_MS) {
+      while (next < ordered.length && (ordered[next] as [number, unknown])[0] < bucket) {
+        level = (ordered[next] as [number, { last: number }])[1].last;
+        next++;
+      }
+      const entry =
+        next < ordered.length && (ordered[next] as [number, unknown])[0] === bucket ? ordered[next] : undefined;
+      most = Math.max(most, level, entry ? entry[1].peak : 0);
+    }
+    return Math.max(most, this.#level);
+  }
+
+  state(nowMs: number): UsedSlotsState {
+    this.#forget(nowMs);
+    return {
+      sinceMs: this.#sinceMs ?? nowMs,
+      buckets: [...this.#buckets].sort((a, b) => a[0] - b[0]).map(([bucket, { peak, last }]) => [bucket, peak, last]),
+      before: this.#before,
+    };
+  }
+
+  /** Take a predecessor's record over: the earlier start, and per bucket the fuller (a restart errs full). */
+  restore(state: UsedSlotsState): void {
+    if (!Number.isFinite(state.sinceMs)) return;
+    this.observe(state.sinceMs);
+    if (Number.isFinite(state.before)) this.#before = Math.max(this.#before, state.before);
+    for (const [bucket, peak, last] of state.buckets ?? []) {
+      if (![bucket, peak, last].every(Number.isFinite) || bucket % PACE_BUCKET_MS !== 0) continue;
+      const mine = this.#buckets.get(bucket);
+      this.#buckets.set(bucket, { peak: Math.max(mine?.peak ?? 0, peak), last: Math.max(mine?.last ?? 0, last) });
+    }
+  }
+
+  #forget(nowMs: number): void {
+    const oldest = bucketOf(nowMs) - BUCKETS * PACE_BUCKET_MS;
+    for (const [bucket, entry] of [...this.#buckets].sort((a, b) => a[0] - b[0])) {
+      if (bucket >= oldest) break;
+      this.#before = entry.last;
+      this.#buckets.delete(bucket);
+    }
+  }
+}
+
 const bucketOf = (ms: number) => Math.floor(ms / PACE_BUCKET_MS) * PACE_BUCKET_MS;
 
 /** Runs that must have ended in the last minute before a tenant's longest is trusted. */

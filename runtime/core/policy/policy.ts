@@ -63,7 +63,7 @@ import {
 import { addInto, capacityOf, demandOf, weightedDominantShare, zeroVector } from './drf.ts';
 import { explainWait, type HoldSeconds, type PoolLeader, type WaitExplanation } from './explain.ts';
 import { IndexedHeap, NOT_IN_HEAP } from './heap.ts';
-import { FreedSlots, RecentRuns } from './pace.ts';
+import { FreedSlots, RecentRuns, UsedSlots } from './pace.ts';
 import { grantStarts } from './rate.ts';
 import type {
   ActiveCandidate,
@@ -185,6 +185,8 @@ interface PoolState {
   readonly joins: Map<string, number>;
   /** Slots freed here lately: the pace the API's bound may rest on (pace.ts). */
   readonly freed: FreedSlots;
+  /** How full it has been lately (Lambda slots): the headroom the API's bound may rest on (pace.ts). */
+  readonly occupancy: UsedSlots;
 }
 
 /** A task to start. */
@@ -305,6 +307,7 @@ export class SchedulingPolicy {
       heldFor: undefined,
       joins: new Map(),
       freed: new FreedSlots(),
+      occupancy: new UsedSlots(),
     });
     this.#pools = { lambda: pool('lambda'), fargate: pool('fargate') };
     this.#poolList = [this.#pools.lambda, this.#pools.fargate];
@@ -555,6 +558,9 @@ export class SchedulingPolicy {
     tenant.active--;
     addInto(tenant.used, active.demand, -1);
     addInto(this.#used, active.demand, -1);
+    if (active.pool.runtime === 'lambda') {
+      active.pool.occupancy.record(Math.max(nowMs ?? this.#clockMs, this.#clockMs), this.#used.slots);
+    }
     if (active.key) {
       active.key.active--;
       this.#unparkKey(tenant, active.key);
@@ -695,6 +701,7 @@ export class SchedulingPolicy {
         reservedFor: null,
         freeBy: this.#freeBy(lambda),
         freedPerSecond: lambda.freed.perSecond(this.#clockMs),
+        peakUsed: lambda.occupancy.peak(this.#clockMs),
       },
       {
         runtime: 'fargate',
@@ -744,6 +751,7 @@ export class SchedulingPolicy {
       lambda: state(this.#pools.lambda),
       fargate: state(this.#pools.fargate),
       freed: { lambda: this.#pools.lambda.freed.state(this.#clockMs) },
+      occupancy: { lambda: this.#pools.lambda.occupancy.state(this.#clockMs) },
     };
   }
 
@@ -751,6 +759,10 @@ export class SchedulingPolicy {
   restoreRotation(state: RotationState): void {
     const freed = state.freed?.lambda;
     if (freed && typeof freed === 'object' && Array.isArray(freed.buckets)) this.#pools.lambda.freed.restore(freed);
+    const occupancy = state.occupancy?.lambda;
+    if (occupancy && typeof occupancy === 'object' && Array.isArray(occupancy.buckets)) {
+      this.#pools.lambda.occupancy.restore(occupancy);
+    }
     for (const pool of this.#poolList) {
       for (const [tenantId, servedMs] of Object.entries(state[pool.runtime] ?? {})) {
         if (typeof servedMs !== 'number' || !Number.isFinite(servedMs)) continue;
@@ -986,6 +998,7 @@ export class SchedulingPolicy {
     tenant.active++;
     addInto(tenant.used, demand, 1);
     addInto(this.#used, demand, 1);
+    if (pool.runtime === 'lambda') pool.occupancy.record(this.#clockMs, this.#used.slots);
     this.#tenantChanged(tenant);
   }
 
@@ -1039,7 +1052,10 @@ export class SchedulingPolicy {
   #advance(nowMs: number): void {
     if (nowMs > this.#clockMs) this.#clockMs = nowMs;
     const now = this.#clockMs;
-    for (const pool of this.#poolList) pool.freed.observe(now);
+    for (const pool of this.#poolList) {
+      pool.freed.observe(now);
+      pool.occupancy.observe(now);
+    }
     for (let due = this.#delayed.peek(); due && due.candidate.runAtMs <= now; due = this.#delayed.peek()) {
       this.#delayed.pop();
       this.#makeReady(due);

@@ -7,7 +7,7 @@ import type { PolicyName } from '../config.ts';
 import type { PriorityTier, Runtime, TaskResources, TenantSettings } from '../task.ts';
 import type { Hold } from './constraints.ts';
 import type { HoldSeconds, PoolLeader } from './explain.ts';
-import type { FreedSlotsState } from './pace.ts';
+import type { FreedSlotsState, UsedSlotsState } from './pace.ts';
 
 /** A waiting task as the policy sees it. Times are epoch milliseconds. */
 export interface Candidate {
@@ -112,6 +112,8 @@ export interface PoolSnapshot {
   readonly freeBy: readonly (readonly [number, number])[];
   /** Slots freed a second: the fewest in any whole 10 s of the last minute (pace.ts); null before a minute was watched. */
   readonly freedPerSecond: number | null;
+  /** Lambda: the most slots in use in any 10 s of the last minute and since (pace.ts UsedSlots); null before a minute was watched. */
+  readonly peakUsed?: number | null;
 }
 
 export interface TenantSnapshot {
@@ -161,4 +163,6 @@ export interface RotationState {
   readonly fargate: Readonly<Record<string, number>>;
   /** The Lambda pool's count of freed slots (pace.ts); absent in memories saved before it existed. */
   readonly freed?: { readonly lambda?: FreedSlotsState | undefined } | undefined;
+  /** The Lambda pool's record of how full it was (pace.ts UsedSlots); absent in older memories. */
+  readonly occupancy?: { readonly lambda?: UsedSlotsState | undefined } | undefined;
 }

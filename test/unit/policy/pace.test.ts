@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { paceBound } from '../../../runtime/core/policy/bound.ts';
-import { FreedSlots, PACE_BUCKET_MS, RecentRuns } from '../../../runtime/core/policy/pace.ts';
+import { FreedSlots, PACE_BUCKET_MS, RecentRuns, UsedSlots } from '../../../runtime/core/policy/pace.ts';
 import { simulate } from '../../../sim/engine.ts';
 import { assumptionsHeld, boundStats } from '../../../sim/metrics.ts';
 import { buildScenario } from '../../../sim/scenarios.ts';
@@ -76,6 +76,48 @@ describe('Class: FreedSlots', () => {
   });
 });
 
+describe('Class: UsedSlots', () => {
+  it('gives the most slots in use in any 10 s of the last minute, a level holding until it changes', () => {
+    // Prepare: 3 in use from 0 s, 7 for a moment at 25 s, 1 from 30 s; watched since 0
+    const used = new UsedSlots();
+    used.observe(T0);
+    used.record(T0, 3);
+    used.record(T0 + 25_000, 7);
+    used.record(T0 + 25_500, 1);
+    used.record(T0 + 30_000, 1);
+    // Act / Assess: none before a minute; then the 7; a minute after the 7, the 1 held since
+    expect(used.peak(T0 + 59_000)).toBeNull();
+    expect(used.peak(T0 + 60_000)).toBe(7);
+    expect(used.peak(T0 + 95_000)).toBe(1);
+  });
+
+  it('counts a level set before the window for the buckets in which nothing changed', () => {
+    // Prepare: 5 in use from 0 s, nothing changing for two minutes
+    const used = new UsedSlots();
+    used.observe(T0);
+    used.record(T0, 5);
+    // Act / Assess
+    expect(used.peak(T0 + 120_000)).toBe(5);
+  });
+
+  it("takes a predecessor's record over, fuller where the two differ", () => {
+    // Prepare
+    const before = new UsedSlots();
+    before.observe(T0);
+    before.record(T0 + 5_000, 6);
+    before.record(T0 + 6_000, 2);
+    const saved = JSON.parse(JSON.stringify(before.state(T0 + 61_000)));
+    // Act: a successor that has seen 2 in use since it started
+    const after = new UsedSlots();
+    after.observe(T0 + 61_000);
+    after.record(T0 + 61_000, 2);
+    after.restore(saved);
+    // Assess: the predecessor's 6 (at 5 s) counts until it leaves the window
+    expect(after.peak(T0 + 62_000)).toBe(6);
+    expect(after.peak(T0 + 75_000)).toBe(2);
+  });
+});
+
 describe('Class: RecentRuns', () => {
   it("gives a tenant's longest run of the last minute once three ended in it", () => {
     // Prepare
@@ -134,6 +176,9 @@ describe('Class: SchedulingPolicy (the pace it publishes)', () => {
     expect(lambda()?.freedPerSecond).toBe(2);
     expect(successor.snapshot(T0 + 70_000).pools.find((pool) => pool.runtime === 'lambda')?.freedPerSecond).toBe(2);
     expect(makePolicy({}).snapshot(T0 + 70_000).pools[0]?.freedPerSecond).toBeNull();
+    // ...and how full the pool was: one task at a time (released 400 ms after each dispatch)
+    expect(lambda()?.peakUsed).toBe(1);
+    expect(successor.snapshot(T0 + 70_000).pools.find((pool) => pool.runtime === 'lambda')?.peakUsed).toBe(1);
   });
 });
 
