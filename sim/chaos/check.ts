@@ -108,6 +108,13 @@ export interface CheckSummary {
        */
       readonly onPace: number;
       readonly paceNotKept: number;
+      /**
+       * Late answers whose task the scheduler took in later than they assumed (a lost or skipped
+       * announcement found by the backstop), and late answers for a task whose tenant had another
+       * waiting when it was asked (its index lagging): both counted in `assumptionBroken`.
+       */
+      readonly intakeNotKept: number;
+      readonly notOnlyWaitingLate: number;
       /** Bounds that would have been broken but more tenants joined after the snapshot than they counted (in `assumptionBroken`). */
       readonly joinsExceeded: number;
       /** Cancelled while it waited: the wait ended without a start. */
@@ -356,6 +363,22 @@ export function checkHistory(history: History): CheckSummary {
       queuedEvents.set(task.tenantId, events);
     });
   }
+  // Per tenant, when each of its tasks was QUEUED: a bound is for its tenant's only waiting task.
+  const queuedSpans = new Map<string, { taskId: string; fromMs: number; toMs: number }[]>();
+  for (const [taskId, writes] of writesByTask) {
+    let open: { taskId: string; fromMs: number; toMs: number } | undefined;
+    for (const { atMs, task } of writes) {
+      if (task.state === 'QUEUED' && !open) {
+        open = { taskId, fromMs: atMs, toMs: Number.POSITIVE_INFINITY };
+        const spans = queuedSpans.get(task.tenantId) ?? [];
+        spans.push(open);
+        queuedSpans.set(task.tenantId, spans);
+      } else if (task.state !== 'QUEUED' && open) {
+        open.toMs = atMs;
+        open = undefined;
+      }
+    }
+  }
   const joinsByPool = tenantsStartingToWait(writesByTask);
   /** Distinct tenants other than `own` that started waiting in `runtime`'s pool in (fromMs, byMs]. */
   const joinedBetween = (runtime: string, own: string, fromMs: number, byMs: number) =>
@@ -391,6 +414,8 @@ export function checkHistory(history: History): CheckSummary {
   const freedBetween = (fromMs: number, byMs: number) => countBetween(lambdaFreedMs, fromMs, byMs);
   let onPace = 0;
   let paceNotKept = 0;
+  let intakeNotKept = 0;
+  let notOnlyWaitingLate = 0;
   let joinsExceeded = 0;
   let given = 0;
   let checked = 0;
@@ -428,10 +453,28 @@ export function checkHistory(history: History): CheckSummary {
       assumptionBroken++;
       continue;
     }
+    // Its tenant had another task waiting when it was asked (the index the describe counts them
+    // from lagged): the answer was for a task that was not its tenant's only waiting one.
+    const notOnlyWaiting = (queuedSpans.get(bound.tenantId) ?? []).some(
+      (span) => span.taskId !== bound.taskId && span.fromMs <= askedAtMs && span.toMs > askedAtMs,
+    );
+    // The scheduler took it in later than the answer assumed: by its snapshot's instant (a task
+    // the snapshot held), or within the intake allowance (the join instant of `assumedJoins`).
+    const admittedMs = history.admitted.get(bound.taskId);
+    const joinedByMs = bound.assumedJoins?.byMs ?? bound.asOfMs;
+    const intakeLate =
+      joinedByMs !== undefined && admittedMs !== undefined && admittedMs > joinedByMs && leftAt > joinedByMs;
     const deadline = extendedBy(outages, bound.atMs, bound.atMs + bound.maxWaitSeconds * 1000 + WAIT_BOUND_SLACK_MS);
     // Still waiting when the run ended, before its deadline: nothing to judge either way.
     if (!left && history.endMs <= deadline) {
       unresolved++;
+      continue;
+    }
+    // Judged only when late, as the pace's assumptions are.
+    if ((notOnlyWaiting || intakeLate) && leftAt > deadline) {
+      if (notOnlyWaiting) notOnlyWaitingLate++;
+      else intakeNotKept++;
+      assumptionBroken++;
       continue;
     }
     // A bound on the pool's pace holds while the pool frees what it assumed (bound.ts paceBound).
@@ -555,6 +598,8 @@ export function checkHistory(history: History): CheckSummary {
         assumptionBroken,
         onPace,
         paceNotKept,
+        intakeNotKept,
+        notOnlyWaitingLate,
         joinsExceeded,
         cancelledWaiting,
         unresolved,

@@ -294,6 +294,8 @@ function sumBounds(results: readonly SeedResult[]) {
     assumptionBroken: sum((r) => r.stats.waitBounds.assumptionBroken),
     onPace: sum((r) => r.stats.waitBounds.onPace),
     paceNotKept: sum((r) => r.stats.waitBounds.paceNotKept),
+    intakeNotKept: sum((r) => r.stats.waitBounds.intakeNotKept),
+    notOnlyWaitingLate: sum((r) => r.stats.waitBounds.notOnlyWaitingLate),
     joinsExceeded: sum((r) => r.stats.waitBounds.joinsExceeded),
     cancelledWaiting: sum((r) => r.stats.waitBounds.cancelledWaiting),
     unresolved: sum((r) => r.stats.waitBounds.unresolved),

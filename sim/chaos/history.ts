@@ -47,6 +47,8 @@ export interface History {
       | undefined;
     /** A task the snapshot predated: at most `atMost` other tenants start waiting in its pool between two instants. */
     readonly assumedJoins?: { readonly atMost: number; readonly fromMs: number; readonly byMs: number } | undefined;
+    /** The snapshot the answer rests on (`wait.asOf`): a task in its rotation was in the scheduler's engine by then. */
+    readonly asOfMs?: number | undefined;
   }[];
   /** When a scheduler's engine first took each task in (the harness watches SchedulingPolicy.add). */
   readonly admitted: Map<string, number>;

@@ -304,6 +304,25 @@ export const CHAOS_SCENARIOS = {
     } as ConfigInput,
   },
   /**
+   * The bounds scenario at light load: 15 steady tenants and 3 regular ones on a Lambda pool of
+   * 100 slots that never comes near full, so answers rest on the pool's headroom (the pace is
+   * none: the pool is idle in some 10 s). Every fault of the default sweep.
+   */
+  quiet: {
+    tasks: 40,
+    tenants: 3,
+    submitSeconds: 600,
+    steadyTenants: 15,
+    timeouts: { lambda: [15, 30, 60], fargate: [15, 60, 120] },
+    fargateVcpus: [0.25, 0.5, 1],
+    config: {
+      pools: {
+        lambda: { concurrency: 100, maxTimeoutSeconds: 60 },
+        fargate: { vcpu: 2, memoryMiB: 4096, maxTimeoutSeconds: 120 },
+      },
+    } as ConfigInput,
+  },
+  /**
    * Flow control under every fault (issue 26): start-rate limits (tenant-0 1/s burst 2, tenant-1
    * 2/s burst 3), concurrency keys (3 keys a tenant, limits 1 and 2) on 70 % of the tasks, two
    * task types, and an operator pausing and resuming a tenant or a type every 5-15 s.
@@ -596,6 +615,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       askedAtMs,
       maxWaitSeconds: described.wait.maxWaitSeconds,
       noBound: described.wait.noBound?.code,
+      ...(described.wait.asOf ? { asOfMs: Date.parse(described.wait.asOf) } : {}),
       ...(described.wait.assumedJoins
         ? {
             assumedJoins: {
