@@ -133,7 +133,11 @@ export function explainWait(
     (task.resources.vcpu <= pools.fargate.vcpu && task.resources.memoryMiB <= pools.fargate.memoryMiB);
   const queue = snapshot?.queue?.[task.runtime];
   const heldFor = queue?.heldForTaskId ?? null;
-  const rotation = snapshot && input.facts ? rotationOf(task, snapshot, config, input.facts, nowMs) : undefined;
+  const plannedHandovers = plannedHandoversOf(snapshot, config, nowMs);
+  const rotation =
+    snapshot && input.facts
+      ? rotationOf(task, snapshot, config, input.facts, nowMs, handoverAssumption(config, plannedHandovers))
+      : undefined;
   const sharded = input.config.scheduler.shards > 1;
   const explanation = explainInCore({
     policy: config.policy,
@@ -176,7 +180,7 @@ export function explainWait(
       perHandoverSeconds: HANDOVER_SECONDS,
       // A long-lived scheduler (scheduler.mode "service") hands over only when it is replaced.
       handsOverEveryMinute: config.scheduler.mode !== 'service',
-      plannedHandovers: plannedHandoversOf(snapshot, config, nowMs),
+      plannedHandovers,
     },
   });
   const freed = explanation.assumedFreed;
@@ -251,6 +255,8 @@ function rotationOf(
   config: SchedulerConfig,
   facts: TenantFacts,
   nowMs: number,
+  /** What it assumes of the scheduler's lag, in words (`handoverAssumption`). */
+  handover: string,
 ):
   | {
       view: RotationView;
@@ -319,16 +325,19 @@ function rotationOf(
   }
   assumes.push(
     "its tenant's waiting (and, when read, running) tasks are as its indexes show them (they lag about a second)",
-    handoverAssumption(snapshot, config, nowMs),
+    handover,
   );
   return { view, reservedForOther, assumes, ...(joins ? { joins } : {}) };
 }
 
-function handoverAssumption(snapshot: SchedulerSnapshot, config: SchedulerConfig, nowMs: number): string {
+/** The scheduler's lag in words: the handovers as planned (`plannedHandoversOf`), or one per minute. */
+function handoverAssumption(
+  config: SchedulerConfig,
+  planned: { readonly nextAtMs: number; readonly everyMs: number } | undefined,
+): string {
   if (config.scheduler.mode === 'service') {
     return `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s; a crash, a stall or its replacement (a deploy) is not included`;
   }
-  const planned = plannedHandoversOf(snapshot, config, nowMs);
   const handsOver = planned
     ? `hands over at ${new Date(planned.nextAtMs).toISOString().slice(11, 19)} UTC and then no more often than every ${planned.everyMs / 1000} s (its Lambda's time limit), each within ${HANDOVER_SECONDS} s`
     : `hands over (every minute on AWS) within ${HANDOVER_SECONDS} s`;

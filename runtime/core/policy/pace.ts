@@ -108,12 +108,17 @@ export class UsedSlots {
   record(nowMs: number, used: number): void {
     this.observe(nowMs);
     const bucket = bucketOf(nowMs);
-    const entry = this.#buckets.get(bucket) ?? { peak: this.#level, last: this.#level };
+    let entry = this.#buckets.get(bucket);
+    if (!entry) {
+      // A new 10 s began: the only time an old one can have left the window (on every dispatch
+      // and release, nothing else is done).
+      entry = { peak: this.#level, last: this.#level };
+      this.#buckets.set(bucket, entry);
+      this.#forget(nowMs);
+    }
     entry.peak = Math.max(entry.peak, used);
     entry.last = used;
-    this.#buckets.set(bucket, entry);
     this.#level = used;
-    this.#forget(nowMs);
   }
 
   /** The most slots in use in any 10 s of the minute before `nowMs`, and since; null before a minute was watched. */
