@@ -222,6 +222,15 @@ export class ControlStore {
     return stored;
   }
 
+  /**
+   * Forget a task type's stored settings (a lifted pause of a type no task module defines), moving
+   * the settings version as a put does.
+   */
+  async deleteTaskType(type: string): Promise<void> {
+    await this.#documents.send(new DeleteCommand({ TableName: this.#tableName, Key: { pk: taskTypeKey(type) } }));
+    await this.#bumpSettingsVersion();
+  }
+
   async getTaskType(type: string): Promise<StoredTaskType | undefined> {
     const { Item } = await this.#documents.send(
       new GetCommand({ TableName: this.#tableName, Key: { pk: taskTypeKey(type) }, ConsistentRead: true }),

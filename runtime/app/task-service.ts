@@ -345,12 +345,18 @@ export class TaskService {
     );
   }
 
-  /** The stored task types (paused or not), and every registered type with nothing stored. */
+  /**
+   * The registered task types, stored settings or not, and any other type with a stored pause (a
+   * type whose module went, or a typo paused before those were refused), so it can be lifted.
+   */
   async listTaskTypes(): Promise<(StoredTaskType & { counts: { parked: number } })[]> {
-    const [stored, snapshot] = await Promise.all([
+    const { registry } = this.#deps;
+    const [all, snapshot] = await Promise.all([
       this.#deps.control.listTaskTypes(),
       readSnapshots(this.#deps.control, this.#deps.config.scheduler.shards),
     ]);
+    // An unpaused record of a type no module defines says nothing (written before such a lift forgot it).
+    const stored = all.filter((type) => type.paused || registry.has(type.type));
     const known = new Set(stored.map((type) => type.type));
     const registered = this.#deps.registry
       .names()
@@ -365,17 +371,23 @@ export class TaskService {
    * Pause or resume a task type in every tenant; binds before the next dispatch (settings version).
    * A type no task module defines is refused (`unknown_task_type`: a typo would otherwise "pause"
    * nothing while the real type runs on), except to lift a pause stored for it before its module
-   * went. Answers with its parked tasks as `listTaskTypes` counts them.
+   * went: that lift forgets the type's record, so `listTaskTypes` lists it no more. Answers with
+   * its parked tasks as `listTaskTypes` counts them.
    */
   async putTaskType(
     type: string,
     settings: { paused: boolean },
     by?: string,
   ): Promise<StoredTaskType & { counts: { parked: number } }> {
-    if (!this.#deps.registry.has(type) && (settings.paused || !(await this.#deps.control.getTaskType(type))))
+    const registered = this.#deps.registry.has(type);
+    if (!registered && (settings.paused || !(await this.#deps.control.getTaskType(type))))
       throw new UnknownTaskTypeError(type, this.#deps.registry.names());
     const [stored, snapshot] = await Promise.all([
-      this.#deps.control.putTaskType(type, settings, this.#now(), by),
+      registered
+        ? this.#deps.control.putTaskType(type, settings, this.#now(), by)
+        : this.#deps.control
+            .deleteTaskType(type)
+            .then((): StoredTaskType => ({ type, paused: false, updatedAt: this.#now().toISOString() })),
       readSnapshots(this.#deps.control, this.#deps.config.scheduler.shards),
     ]);
     return { ...stored, counts: { parked: ownEntry(snapshot?.parkedByType, type) ?? 0 } };

@@ -102,4 +102,28 @@ describe('Route: PUT /v1/task-types/{type}', () => {
     expect(result.statusCode).toBe(200);
     expect(jsonOf(result)).toMatchObject({ type: 'retired.type', paused: false });
   });
+
+  it('forgets a lifted pause of a type no module defines: GET /v1/task-types lists it no more', async () => {
+    // Prepare: a pause stored for a typo before such pauses were refused, and one for a
+    // retired type lifted earlier (stored unpaused).
+    await services.control.putTaskType('nope.type', { paused: true }, new Date());
+    await services.control.putTaskType('gone.type', { paused: false }, new Date());
+    const names = async () =>
+      (jsonOf(await api(apiEvent({ path: '/v1/task-types' }))) as { items: TypeView[] }).items.map((t) => t.type);
+    expect(await names()).toContain('nope.type');
+
+    // Act
+    const lifted = await put('nope.type', { paused: false });
+
+    // Assess: lifted, then gone from the list, as is the unpaused record; the known types stay.
+    expect(lifted.statusCode).toBe(200);
+    expect(jsonOf(lifted)).toMatchObject({ type: 'nope.type', paused: false });
+    const after = await names();
+    expect(after).not.toContain('nope.type');
+    expect(after).not.toContain('gone.type');
+    expect(after).toContain('demo.echo');
+    expect(await services.control.getTaskType('nope.type')).toBeUndefined();
+    // Lifting it again is a 400 like any unknown type: nothing is stored for it.
+    expect((await put('nope.type', { paused: false })).statusCode).toBe(400);
+  });
 });
