@@ -12,6 +12,7 @@ import { loadConfig } from '../lib/config-file.ts';
 import { deployEnvironment } from '../lib/deploy-environment.ts';
 import { TaskSchedulerStack } from '../lib/task-scheduler-stack.ts';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
+import { ConfigError } from '../runtime/core/errors.ts';
 import { ENV } from '../runtime/infra/resources.ts';
 
 const DEFAULT_CONFIG = 'config/default.json';
@@ -43,12 +44,19 @@ if (imageName !== undefined && (typeof imageName !== 'string' || imageName === '
 }
 if (imageName)
   console.error(`Fargate worker image: ${imageName} (context fargateWorkerImage), not built from the Dockerfile`);
-new TaskSchedulerStack(app, config.deploy.stackName, {
-  config,
-  description: 'Serverless distributed task scheduler (API Gateway, DynamoDB, SQS, Lambda, Fargate)',
-  ...(env ? { env } : {}),
-  ...(imageName ? { fargateWorkerImage: ecs.ContainerImage.fromRegistry(imageName) } : {}),
-});
+try {
+  new TaskSchedulerStack(app, config.deploy.stackName, {
+    config,
+    description: 'Serverless distributed task scheduler (API Gateway, DynamoDB, SQS, Lambda, Fargate)',
+    ...(env ? { env } : {}),
+    ...(imageName ? { fargateWorkerImage: ecs.ContainerImage.fromRegistry(imageName) } : {}),
+  });
+} catch (error) {
+  // A configuration the stack refuses (its schedules' tasks, …): the message, as for the file.
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(error.message);
+  process.exit(1);
+}
 // Every synth (and so every deploy) is checked against the AWS Solutions rules; acknowledged
 // findings carry their reason next to the resource (Validations.of(...).acknowledge).
 Validations.of(app).addPlugins(new AwsSolutionsChecks(app));

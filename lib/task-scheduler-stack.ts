@@ -5,9 +5,12 @@ import type * as ecs from 'aws-cdk-lib/aws-ecs';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { validateSchedules } from '../runtime/app/scheduled.ts';
+import { resolveTaskSpec } from '../runtime/app/task-service.ts';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
 import { EXAMPLE_RESOURCES_ENV } from '../runtime/infra/example-resources.ts';
 import { ENV, QUEUES, queuesFor } from '../runtime/infra/resources.ts';
+import { defaultRegistry } from '../runtime/task-types/index.ts';
 
 /** The shared queues of one scheduler shard (tiers, pools, completions): every function's QUEUE_URLS. */
 const POOL_QUEUE_IDS: ReadonlySet<string> = new Set(QUEUES.map((queue) => queue.id));
@@ -111,6 +114,7 @@ export class TaskSchedulerStack extends Stack {
   constructor(scope: Construct, id: string, props: TaskSchedulerStackProps) {
     super(scope, id, props);
     const { config } = props;
+    checkSchedules(config, props.taskModules ?? []);
     const code = runtimeCode({
       ...(props.projectRoot ? { projectRoot: props.projectRoot } : {}),
       ...(props.taskModules ? { taskModules: props.taskModules } : {}),
@@ -404,4 +408,22 @@ export function withoutWebhookSecrets(config: SchedulerConfig): SchedulerConfig 
       webhooks: config.events.webhooks.map((webhook) => ({ ...webhook, secret: { secretArn: 'in-secrets-manager' } })),
     },
   } as SchedulerConfig;
+}
+
+/**
+ * The schedules' tasks as their firings would submit them (type known, payload valid, fits a
+ * pool; local/runtime.ts checks the same at `npm start`): a mistake stops the synth, naming the
+ * schedule, instead of failing every firing on AWS. Task modules are not loaded at synth (their
+ * code is bundled, not run), so a schedule of one of their types is checked for its type only by
+ * the scheduled-submit function at its firing; with no task modules, any other type is unknown.
+ * Throws ConfigError.
+ */
+function checkSchedules(config: SchedulerConfig, taskModules: readonly string[]): void {
+  const registry = defaultRegistry([]);
+  validateSchedules(
+    config.schedules,
+    { resolveSpec: (input, now) => resolveTaskSpec(input, now, { registry, config }) },
+    new Date(),
+    (schedule) => taskModules.length === 0 || registry.has(schedule.task.type),
+  );
 }

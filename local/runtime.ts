@@ -7,6 +7,7 @@
  */
 import type { AwsClients } from '../runtime/adapters/aws-clients.ts';
 import { QueueClient } from '../runtime/adapters/queues.ts';
+import { validateSchedules } from '../runtime/app/scheduled.ts';
 import { shardScheduler } from '../runtime/app/scheduler-service.ts';
 import { mergeSnapshots } from '../runtime/app/shard-snapshots.ts';
 import { buildServices, type Services } from '../runtime/app/wiring.ts';
@@ -29,7 +30,7 @@ import { connectExternalAws, type Emulators, startEmulators } from './emulators.
 import type { ExternalAws } from './external-aws.ts';
 import { LocalLambdaPool, type OutcomeObserver } from './lambda-pool.ts';
 import { recoverAbandonedAttempts } from './recovery.ts';
-import { startScheduleRunner, validateSchedules } from './schedule-runner.ts';
+import { startScheduleRunner } from './schedule-runner.ts';
 import { faultyLocalClients, type SchedulerFaults, schedulerFaultsFromEnvironment } from './scheduler-faults.ts';
 import { LOCAL_RETENTION_SECONDS, startTaskExpiry } from './task-expiry.ts';
 

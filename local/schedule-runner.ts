@@ -8,7 +8,6 @@ import { scheduledSubmitInput } from '../runtime/app/scheduled.ts';
 import type { TaskService } from '../runtime/app/task-service.ts';
 import type { ScheduleConfig } from '../runtime/core/config.ts';
 import { parseAwsCron } from '../runtime/core/cron.ts';
-import { ConfigError, SchedulerError } from '../runtime/core/errors.ts';
 import type { TaskLogger } from '../runtime/core/logger.ts';
 
 /** setTimeout's ceiling is about 24.8 days; longer waits re-arm in steps. */
@@ -18,35 +17,6 @@ export interface ScheduleRunner {
   /** Next firing per enabled schedule (for logs and tests). */
   nextFirings(): Record<string, string | undefined>;
   stop(): void;
-}
-
-/**
- * Every schedule's task as its firing would submit it now (type known, payload valid, fits a
- * pool), checked once at start: a mistake is refused before the runtime serves, not logged at
- * the first firing, maybe at 2 a.m. Disabled schedules are checked too: enabling one should not
- * be what reveals it.
- */
-export function validateSchedules(
-  schedules: readonly ScheduleConfig[],
-  tasks: Pick<TaskService, 'resolveSpec'>,
-  now: Date,
-): void {
-  const problems: string[] = [];
-  for (const [index, schedule] of schedules.entries()) {
-    try {
-      tasks.resolveSpec(
-        scheduledSubmitInput({ scheduleName: schedule.name, scheduledTime: now.toISOString(), task: schedule.task }),
-        now,
-      );
-    } catch (error) {
-      if (!(error instanceof SchedulerError)) throw error;
-      const details = error.details === undefined ? '' : ` ${JSON.stringify(error.details)}`;
-      problems.push(`schedules[${index}] "${schedule.name}": ${error.code}: ${error.message}${details}`);
-    }
-  }
-  if (problems.length > 0) {
-    throw new ConfigError(`Invalid schedules:\n  ${problems.join('\n  ')}`, { problems });
-  }
 }
 
 export function startScheduleRunner(options: {

@@ -4,8 +4,11 @@
  * firing is delivered, one task exists per firing. `{{date}}` in string payload values becomes the
  * scheduled date (YYYY-MM-DD, UTC), so a nightly job knows which night it covers.
  */
+import type { ScheduleConfig } from '../core/config.ts';
+import { parseAwsCron } from '../core/cron.ts';
+import { ConfigError, SchedulerError } from '../core/errors.ts';
 import type { PriorityTier } from '../core/task.ts';
-import type { SubmitInput } from './task-service.ts';
+import type { SubmitInput, TaskService } from './task-service.ts';
 
 export interface ScheduledFiring {
   readonly scheduleName: string;
@@ -39,4 +42,40 @@ function substitute(value: unknown, date: string): unknown {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, date)]));
   }
   return value;
+}
+
+/**
+ * Every schedule's task as its next firing would submit it (type known, payload valid, fits a
+ * pool; `{{date}}` the date of that firing, so a Monday-only payload of a Monday schedule passes
+ * on a Thursday), checked once at start (`npm start`, `tasks dev`) and at synth (the CDK stack):
+ * a mistake is refused before the runtime serves or anything deploys, not logged at the first
+ * firing, maybe at 2 a.m. Disabled schedules are checked too: enabling one should not be what
+ * reveals it.
+ */
+export function validateSchedules(
+  schedules: readonly ScheduleConfig[],
+  tasks: Pick<TaskService, 'resolveSpec'>,
+  now: Date,
+  /** Which schedules to check (the others are left out; the messages keep their indexes). @default all */
+  only: (schedule: ScheduleConfig) => boolean = () => true,
+): void {
+  const problems: string[] = [];
+  for (const [index, schedule] of schedules.entries()) {
+    if (!only(schedule)) continue;
+    try {
+      // (A cron that never fires again, such as a past year's, is checked as if it fired now.)
+      const firing = parseAwsCron(schedule.cron, schedule.timezone).nextAfter(now) ?? now;
+      tasks.resolveSpec(
+        scheduledSubmitInput({ scheduleName: schedule.name, scheduledTime: firing.toISOString(), task: schedule.task }),
+        now,
+      );
+    } catch (error) {
+      if (!(error instanceof SchedulerError)) throw error;
+      const details = error.details === undefined ? '' : ` ${JSON.stringify(error.details)}`;
+      problems.push(`schedules[${index}] "${schedule.name}": ${error.code}: ${error.message}${details}`);
+    }
+  }
+  if (problems.length > 0) {
+    throw new ConfigError(`Invalid schedules:\n  ${problems.join('\n  ')}`, { problems });
+  }
 }

@@ -208,91 +208,7 @@ export class TaskService {
 
   /** Defaults (task type, then config) and cross-field checks; throws ValidationError. */
   resolveSpec(input: SubmitInput, now: Date): NewTaskSpec {
-    const { registry, config } = this.#deps;
-    const definition = registry.get(input.type);
-    const payload = registry.parsePayload(input.type, input.payload === undefined ? {} : input.payload);
-    const typeDefaults = definition.defaults ?? {};
-    const taskDefaults = config.taskDefaults;
-    const resources = {
-      vcpu: input.resources?.vcpu ?? typeDefaults.resources?.vcpu ?? taskDefaults.vcpu,
-      memoryMiB: input.resources?.memoryMiB ?? typeDefaults.resources?.memoryMiB ?? taskDefaults.memoryMiB,
-    };
-    const timeoutSeconds = input.timeoutSeconds ?? typeDefaults.timeoutSeconds ?? taskDefaults.timeoutSeconds;
-    const runtime =
-      input.runtime ??
-      typeDefaults.runtime ??
-      taskDefaults.runtime ??
-      chooseRuntime(resources, timeoutSeconds, LAMBDA_WORKER);
-    if (runtime === 'lambda' && timeoutSeconds > LAMBDA_LIMITS.maxTimeoutSeconds) {
-      throw new ValidationError(
-        'invalid_runtime',
-        `runtime "lambda" allows at most ${LAMBDA_LIMITS.maxTimeoutSeconds} s; use "fargate" or a shorter timeoutSeconds`,
-        { field: 'timeoutSeconds' },
-      );
-    }
-    if (runtime === 'lambda' && !fitsLambdaWorker(resources, LAMBDA_WORKER)) {
-      throw new ValidationError(
-        'exceeds_pool',
-        `The task needs ${resources.vcpu} vCPU / ${resources.memoryMiB} MiB but a Lambda worker has ${LAMBDA_WORKER.memoryMiB} MiB (${Math.floor((100 * LAMBDA_WORKER.memoryMiB) / LAMBDA_MIB_PER_VCPU) / 100} vCPU); use runtime "fargate" or ask for less`,
-        { field: 'resources' },
-      );
-    }
-    if (runtime === 'fargate') {
-      const pool = config.pools.fargate;
-      if (resources.vcpu > pool.vcpu || resources.memoryMiB > pool.memoryMiB) {
-        throw new ValidationError(
-          'exceeds_pool',
-          `The task needs ${resources.vcpu} vCPU / ${resources.memoryMiB} MiB but the Fargate pool has ${pool.vcpu} vCPU / ${pool.memoryMiB} MiB`,
-          { field: 'resources' },
-        );
-      }
-    }
-    // τ of the wait bound (docs/policy.md): no task may hold its pool longer than the pool's cap.
-    const timeoutCap = config.pools[runtime].maxTimeoutSeconds;
-    if (timeoutSeconds > timeoutCap) {
-      throw new ValidationError(
-        'timeout_over_cap',
-        `runtime "${runtime}" allows timeoutSeconds up to ${timeoutCap} (pools.${runtime}.maxTimeoutSeconds)`,
-        { field: 'timeoutSeconds', cap: timeoutCap, setting: `pools.${runtime}.maxTimeoutSeconds` },
-      );
-    }
-    if (input.delaySeconds !== undefined && input.runAt !== undefined) {
-      throw new ValidationError('invalid_schedule', 'Give delaySeconds or runAt, not both', {
-        fields: ['delaySeconds', 'runAt'],
-      });
-    }
-    let runAt: Date | undefined;
-    if (input.delaySeconds !== undefined) runAt = new Date(now.getTime() + input.delaySeconds * 1000);
-    if (input.runAt !== undefined) {
-      runAt = new Date(input.runAt);
-      if (Number.isNaN(runAt.getTime())) {
-        throw new ValidationError('invalid_schedule', 'runAt is not a valid ISO 8601 instant', { field: 'runAt' });
-      }
-      if (runAt.getTime() - now.getTime() > MAX_SCHEDULE_AHEAD_MS) {
-        throw new ValidationError('invalid_schedule', 'runAt is more than a year ahead', { field: 'runAt' });
-      }
-    }
-    if (input.concurrencyLimit !== undefined && input.concurrencyKey === undefined) {
-      throw new ValidationError('invalid_request', 'concurrencyLimit needs a concurrencyKey', {
-        field: 'concurrencyLimit',
-      });
-    }
-    return {
-      tenantId: input.tenantId,
-      type: input.type,
-      payload,
-      priority: input.priority ?? typeDefaults.priority ?? taskDefaults.priority,
-      ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
-      ...(input.concurrencyKey === undefined
-        ? {}
-        : { concurrencyKey: input.concurrencyKey, concurrencyLimit: input.concurrencyLimit ?? 1 }),
-      ...(input.dependsOn === undefined || input.dependsOn.length === 0 ? {} : { dependsOn: [...input.dependsOn] }),
-      resources,
-      runtime,
-      timeoutSeconds,
-      maxAttempts: input.maxAttempts ?? typeDefaults.maxAttempts ?? taskDefaults.maxAttempts,
-      ...(runAt ? { runAt } : {}),
-    };
+    return resolveTaskSpec(input, now, this.#deps);
   }
 
   async get(taskId: string): Promise<Task | undefined> {
@@ -510,4 +426,100 @@ export function canonicalJson(value: unknown): string {
     .filter(([, v]) => v !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+/**
+ * A submit's task spec: defaults (task type, then config) and cross-field checks, no I/O; throws
+ * ValidationError. The API, batches, the schedules' checks at start and at synth use it.
+ */
+export function resolveTaskSpec(
+  input: SubmitInput,
+  now: Date,
+  deps: Pick<TaskServiceDeps, 'registry' | 'config'>,
+): NewTaskSpec {
+  const { registry, config } = deps;
+  const definition = registry.get(input.type);
+  const payload = registry.parsePayload(input.type, input.payload === undefined ? {} : input.payload);
+  const typeDefaults = definition.defaults ?? {};
+  const taskDefaults = config.taskDefaults;
+  const resources = {
+    vcpu: input.resources?.vcpu ?? typeDefaults.resources?.vcpu ?? taskDefaults.vcpu,
+    memoryMiB: input.resources?.memoryMiB ?? typeDefaults.resources?.memoryMiB ?? taskDefaults.memoryMiB,
+  };
+  const timeoutSeconds = input.timeoutSeconds ?? typeDefaults.timeoutSeconds ?? taskDefaults.timeoutSeconds;
+  const runtime =
+    input.runtime ??
+    typeDefaults.runtime ??
+    taskDefaults.runtime ??
+    chooseRuntime(resources, timeoutSeconds, LAMBDA_WORKER);
+  if (runtime === 'lambda' && timeoutSeconds > LAMBDA_LIMITS.maxTimeoutSeconds) {
+    throw new ValidationError(
+      'invalid_runtime',
+      `runtime "lambda" allows at most ${LAMBDA_LIMITS.maxTimeoutSeconds} s; use "fargate" or a shorter timeoutSeconds`,
+      { field: 'timeoutSeconds' },
+    );
+  }
+  if (runtime === 'lambda' && !fitsLambdaWorker(resources, LAMBDA_WORKER)) {
+    throw new ValidationError(
+      'exceeds_pool',
+      `The task needs ${resources.vcpu} vCPU / ${resources.memoryMiB} MiB but a Lambda worker has ${LAMBDA_WORKER.memoryMiB} MiB (${Math.floor((100 * LAMBDA_WORKER.memoryMiB) / LAMBDA_MIB_PER_VCPU) / 100} vCPU); use runtime "fargate" or ask for less`,
+      { field: 'resources' },
+    );
+  }
+  if (runtime === 'fargate') {
+    const pool = config.pools.fargate;
+    if (resources.vcpu > pool.vcpu || resources.memoryMiB > pool.memoryMiB) {
+      throw new ValidationError(
+        'exceeds_pool',
+        `The task needs ${resources.vcpu} vCPU / ${resources.memoryMiB} MiB but the Fargate pool has ${pool.vcpu} vCPU / ${pool.memoryMiB} MiB`,
+        { field: 'resources' },
+      );
+    }
+  }
+  // τ of the wait bound (docs/policy.md): no task may hold its pool longer than the pool's cap.
+  const timeoutCap = config.pools[runtime].maxTimeoutSeconds;
+  if (timeoutSeconds > timeoutCap) {
+    throw new ValidationError(
+      'timeout_over_cap',
+      `runtime "${runtime}" allows timeoutSeconds up to ${timeoutCap} (pools.${runtime}.maxTimeoutSeconds)`,
+      { field: 'timeoutSeconds', cap: timeoutCap, setting: `pools.${runtime}.maxTimeoutSeconds` },
+    );
+  }
+  if (input.delaySeconds !== undefined && input.runAt !== undefined) {
+    throw new ValidationError('invalid_schedule', 'Give delaySeconds or runAt, not both', {
+      fields: ['delaySeconds', 'runAt'],
+    });
+  }
+  let runAt: Date | undefined;
+  if (input.delaySeconds !== undefined) runAt = new Date(now.getTime() + input.delaySeconds * 1000);
+  if (input.runAt !== undefined) {
+    runAt = new Date(input.runAt);
+    if (Number.isNaN(runAt.getTime())) {
+      throw new ValidationError('invalid_schedule', 'runAt is not a valid ISO 8601 instant', { field: 'runAt' });
+    }
+    if (runAt.getTime() - now.getTime() > MAX_SCHEDULE_AHEAD_MS) {
+      throw new ValidationError('invalid_schedule', 'runAt is more than a year ahead', { field: 'runAt' });
+    }
+  }
+  if (input.concurrencyLimit !== undefined && input.concurrencyKey === undefined) {
+    throw new ValidationError('invalid_request', 'concurrencyLimit needs a concurrencyKey', {
+      field: 'concurrencyLimit',
+    });
+  }
+  return {
+    tenantId: input.tenantId,
+    type: input.type,
+    payload,
+    priority: input.priority ?? typeDefaults.priority ?? taskDefaults.priority,
+    ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+    ...(input.concurrencyKey === undefined
+      ? {}
+      : { concurrencyKey: input.concurrencyKey, concurrencyLimit: input.concurrencyLimit ?? 1 }),
+    ...(input.dependsOn === undefined || input.dependsOn.length === 0 ? {} : { dependsOn: [...input.dependsOn] }),
+    resources,
+    runtime,
+    timeoutSeconds,
+    maxAttempts: input.maxAttempts ?? typeDefaults.maxAttempts ?? taskDefaults.maxAttempts,
+    ...(runAt ? { runAt } : {}),
+  };
 }

@@ -52,7 +52,12 @@ describe('Construct: NightlySchedules', () => {
       cron: 'cron(30 6 ? * MON *)',
       timezone: 'Europe/Paris',
       enabled: false,
-      task: { tenantId: 'bistro', type: 'examples.weekly-sales-report', payload: { restaurantId: 'r1' } },
+      // weekStart must be a Monday: the firing's date, which the synth's check of the schedule uses.
+      task: {
+        tenantId: 'bistro',
+        type: 'examples.weekly-sales-report',
+        payload: { restaurantId: 'r1', weekStart: '{{date}}' },
+      },
     };
 
     // Act

@@ -237,7 +237,57 @@ describe('Construct props are validated up front, with exact messages', () => {
   });
 });
 
+describe('TaskSchedulerStack: the schedules are checked at synth, as npm start checks them', () => {
+  const withSchedule = (task: { type: string; payload?: unknown; timeoutSeconds?: number }) => ({
+    ...defaultConfigInput(),
+    schedules: [{ name: 'nightly', cron: 'cron(0 2 * * ? *)', task: { tenantId: 'finance', ...task } }],
+  });
+
+  it('refuses a schedule of an unknown type, a payload its type refuses, or a timeout its pool refuses', () => {
+    expect(() => synthesize({ config: withSchedule({ type: 'no.such.type' }) })).toThrow(
+      /schedules\[0\] "nightly": unknown_task_type: .*no\.such\.type/,
+    );
+    expect(() => synthesize({ config: withSchedule({ type: 'demo.sleep', payload: { ms: 'soon' } }) })).toThrow(
+      /schedules\[0\] "nightly": invalid_payload: /,
+    );
+    expect(() =>
+      synthesize({ config: withSchedule({ type: 'demo.sleep', payload: { ms: 1 }, timeoutSeconds: 90_000 }) }),
+    ).toThrow(/schedules\[0\] "nightly": timeout_over_cap: /);
+  });
+
+  it('builds a schedule whose task is valid', () => {
+    expect(() => synthesize({ config: withSchedule({ type: 'demo.sleep', payload: { ms: 1 } }) })).not.toThrow();
+  });
+});
+
 describe('bin/app.ts', () => {
+  it('stops with one line per bad schedule, no stack trace, before building anything', () => {
+    // Prepare
+    const file = path.join(projectFixture(), 'bad-schedule.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        schedules: [{ name: 'nightly', cron: 'cron(0 2 * * ? *)', task: { tenantId: 'finance', type: 'no.such' } }],
+      }),
+    );
+
+    // Act
+    const result = spawnSync(
+      process.execPath,
+      ['--experimental-strip-types', '--no-warnings=ExperimentalWarning', 'bin/app.ts'],
+      {
+        cwd: REPO_ROOT,
+        env: { ...process.env, SCHEDULER_CONFIG: file, CDK_OUTDIR: projectFixture() },
+        encoding: 'utf8',
+      },
+    );
+
+    // Assess
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('schedules[0] "nightly": unknown_task_type:');
+    expect(result.stderr).not.toMatch(/^\s+at /m);
+  });
+
   it('stops with the validation problems, by key, for an invalid configuration file', () => {
     // Prepare
     const file = path.join(projectFixture(), 'bad-config.json');
