@@ -92,7 +92,11 @@ export interface SubmitBatchOptions {
 /** What `submitBatch` answers: one result per task in input order, and the batch of each request. */
 export interface SubmitBatchResult {
   readonly results: BatchItemResult[];
-  /** Per request: its batch id and the input indexes it covered, `[from, from + count)`. */
+  /**
+   * Per request that made a batch: its batch id and the input indexes it covered, `[from, from +
+   * count)`. A request whose every item was refused made none (400 `all_items_refused`): its
+   * items' errors are in `results`, and it is not listed here.
+   */
   readonly batches: { readonly batchId: string; readonly from: number; readonly count: number }[];
 }
 
@@ -188,7 +192,8 @@ export class SchedulerClient {
   /**
    * Submit many tasks in batch requests (POST /v1/tasks/batch, up to 1,000 a request): an array
    * larger than `chunkSize` is split, the results come back in input order. Each item is validated
-   * on its own (a refused one is `{ error }` at its index, the others go ahead). A request whose
+   * on its own (a refused one is `{ error }` at its index, the others go ahead; a request whose
+   * every item is refused makes no batch, and its items' errors are in `results` all the same). A request whose
    * answer is lost is sent again: the same body names the same batch and creates nothing twice.
    */
   async submitBatch(tasks: readonly SubmitTaskInput[], options: SubmitBatchOptions = {}): Promise<SubmitBatchResult> {
@@ -218,24 +223,31 @@ export class SchedulerClient {
             ? {}
             : { idempotencyKey: chunks.length === 1 ? options.idempotencyKey : `${options.idempotencyKey}-${n}` }),
         };
-        const answer = (
-          await this.#request<BatchSubmitResult>('POST', 'v1/tasks/batch', {
-            body,
-            repeatable: true,
-            signal: options.signal,
-          })
-        ).body;
+        const answer = await this.#request<BatchSubmitResult>('POST', 'v1/tasks/batch', {
+          body,
+          repeatable: true,
+          signal: options.signal,
+        }).then(
+          (response) => response.body,
+          (error: unknown) => {
+            // Every item of this request refused: nothing written, no batch; each item's error
+            // comes back at its index, as it would in a 200.
+            const refused = allItemsRefused(error, chunk.tasks.length);
+            if (!refused) throw error;
+            return { results: refused };
+          },
+        );
         answer.results.forEach((result, i) => {
           results[chunk.from + i] = result;
         });
-        batches[n] = { batchId: answer.batchId, from: chunk.from, count: chunk.tasks.length };
+        if ('batchId' in answer) batches[n] = { batchId: answer.batchId, from: chunk.from, count: chunk.tasks.length };
         done += chunk.tasks.length;
         options.onProgress?.(done, tasks.length);
       }
     };
     const lanes = Math.min(chunks.length, Math.max(1, Math.floor(options.concurrency ?? 2)));
     await Promise.all(Array.from({ length: lanes }, lane));
-    return { results, batches };
+    return { results, batches: batches.filter((batch) => batch !== undefined) };
   }
 
   /** A batch: its members' counts by how they ended, and its then-task once submitted. */
@@ -513,4 +525,11 @@ async function pause(ms: number, signal: AbortSignal | undefined): Promise<void>
     signal?.throwIfAborted();
     throw error;
   }
+}
+
+/** The per-item errors of a 400 `all_items_refused` answering a batch request of `count` items. */
+function allItemsRefused(error: unknown, count: number): BatchItemResult[] | undefined {
+  if (!(error instanceof SchedulerApiError) || error.code !== 'all_items_refused') return undefined;
+  const results = (error.details as { results?: unknown } | undefined)?.results;
+  return Array.isArray(results) && results.length === count ? (results as BatchItemResult[]) : undefined;
 }

@@ -14,6 +14,7 @@ export type KnownApiErrorCode =
   | 'missing_tenant'
   | 'batch_not_found'
   | 'item_too_large'
+  | 'all_items_refused'
   | 'invalid_payload'
   | 'unknown_task_type'
   | 'invalid_runtime'

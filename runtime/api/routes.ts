@@ -147,7 +147,7 @@ const submitBatch = defineRoute({
     },
     400: {
       description:
-        'Not a batch (no tasks, more than 1,000, items of several tenants, an invalid then); an invalid item is an error in its result instead',
+        "Not a batch (no tasks, more than 1,000, items of several tenants, an invalid then); an invalid item is an error in its result instead, unless every item is invalid: then `all_items_refused`, each item's error in `details.results`, and nothing is written (no batch, no then-task)",
       schema: errorResponseSchema,
     },
     403: { description: ERROR_DESCRIPTIONS[403]!, schema: errorResponseSchema },

@@ -234,6 +234,15 @@ export class BatchService {
       }
       planned[index] = { input: keyed, spec, taskId: idempotentTaskId(tenantId, keyed.idempotencyKey) };
     });
+    if (planned.every((plan) => plan === undefined)) {
+      // Nothing to run: no batch is recorded and no then-task runs on counts of 0. A 400, as every
+      // refusal is, with each item's error where a 200 would have had it.
+      throw new ValidationError(
+        'all_items_refused',
+        `Every item of the batch was refused (${results.length} of ${results.length}); nothing was written`,
+        { field: 'tasks', results },
+      );
+    }
 
     const { batch: stored, created } = await batches.create({
       batchId,

@@ -51,6 +51,7 @@ describe('README: Error codes', () => {
       post('/v1/tasks/batch', { tasks: [{ type: 'demo.echo' }] }),
       post('/v1/tasks/batch', { tasks: [{ tenantId: 'a', type: 'demo.echo', payload: 'x'.repeat(270_000) }] }),
       post('/v1/tasks', { tenantId: 'a', type: 'demo.echo', dependsOn: ['tsk_none'] }),
+      post('/v1/tasks/batch', { tasks: [{ tenantId: 'a', type: 'demo.nope' }] }),
     ]);
     const answered = refusals.map((result) => ({
       status: result.statusCode,
@@ -64,6 +65,7 @@ describe('README: Error codes', () => {
       { status: 400, code: 'missing_tenant' },
       { status: 413, code: 'item_too_large' },
       { status: 400, code: 'unknown_dependency' },
+      { status: 400, code: 'all_items_refused' },
     ]);
     const listed = readmeErrorCodes();
     for (const { status, code } of answered) {

@@ -57,6 +57,29 @@ describe('Method: submitBatch', () => {
     expect(listed.items.map((b) => b.batchId).sort()).toEqual(result.batches.map((b) => b.batchId).sort());
   });
 
+  it('answers each item of a request whose every item is refused, which makes no batch', async () => {
+    // Prepare: requests of 2; the second holds only refused items.
+    const tasks = [
+      { tenantId: 'sdk-batch-3', type: 'demo.echo' },
+      { tenantId: 'sdk-batch-3', type: 'demo.echo' },
+      { tenantId: 'sdk-batch-3', type: 'demo.nope' },
+      { tenantId: 'sdk-batch-3', type: 'demo.nope' },
+    ];
+
+    // Act
+    const result = await client.submitBatch(tasks, { chunkSize: 2 });
+
+    // Assess
+    expect(result.results.map((item) => ('error' in item ? item.error.code : item.state))).toEqual([
+      'QUEUED',
+      'QUEUED',
+      'unknown_task_type',
+      'unknown_task_type',
+    ]);
+    expect(result.batches.map(({ from, count }) => [from, count])).toEqual([[0, 2]]);
+    expect((await client.listBatches({ tenantId: 'sdk-batch-3' })).items).toHaveLength(1);
+  });
+
   it('refuses a then-task for more tasks than one request holds, before sending anything', async () => {
     const tasks = Array.from({ length: 3 }, () => ({ tenantId: 'sdk-batch-2', type: 'demo.echo' }));
     await expect(
@@ -87,6 +110,30 @@ describe('Command: submit --file', () => {
       /^Submitted 3 tasks in 2 batches \(bat_\S+, bat_\S+\): 2 created, 0 already there, 1 refused/,
     );
     expect(run.stdout).toContain('line 3: invalid_request');
+  });
+
+  it('says no batch was made, and names every line, when every line is refused', async () => {
+    // Act
+    const run = await cli(
+      [
+        'submit',
+        '--file',
+        'tasks.ndjson',
+        '--tenant',
+        'cli-batch-none',
+        '--type',
+        'demo.nope',
+        '--then',
+        '{"type":"demo.echo"}',
+      ],
+      { readFile: async () => '{}\n{}' },
+    );
+
+    // Assess
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(
+      /^No batch: all 2 tasks were refused, nothing was written \(--then not submitted\)\n {2}line 1: unknown_task_type: .*\n {2}line 2: unknown_task_type: /,
+    );
   });
 
   it('draws a bar on a terminal', () => {

@@ -159,6 +159,34 @@ describe('Class: BatchService (emulators)', () => {
     expect(await snapshotWrites(services)).toEqual(before);
   });
 
+  it("refuses a batch whose every item is refused, with each item's error, writing nothing (no batch, no then-task)", async () => {
+    // Prepare
+    const before = await snapshotWrites(services);
+    const input = {
+      ...batchOf('bulk-none', 0),
+      tasks: [
+        { tenantId: 'bulk-none', type: 'demo.nope' },
+        { tenantId: 'bulk-none', type: 'demo.echo', priority: 'urgent' },
+      ],
+    };
+    // Act
+    const refused = await services.batches.submit(input).catch((error: unknown) => error);
+    // Assess
+    expect(refused).toMatchObject({
+      code: 'all_items_refused',
+      message: 'Every item of the batch was refused (2 of 2); nothing was written',
+      details: {
+        field: 'tasks',
+        results: [
+          { error: { code: 'unknown_task_type', message: expect.any(String) } },
+          { error: { code: 'invalid_request', message: expect.any(String) } },
+        ],
+      },
+    });
+    expect(await snapshotWrites(services)).toEqual(before);
+    expect((await services.batches.list('bulk-none', 10)).items).toEqual([]);
+  });
+
   it('refuses a batch key reused with another body, and items of several tenants', async () => {
     // Prepare
     await services.batches.submit(batchOf('bulk-e', 1, { idempotencyKey: 'nightly' }));

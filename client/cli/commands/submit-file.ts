@@ -80,7 +80,9 @@ export async function submitFile(ctx: CommandContext, path: string): Promise<num
   const created = result.results.filter((item) => 'created' in item && item.created).length;
   ctx.print(result, () =>
     [
-      `Submitted ${tasks.length} tasks in ${result.batches.length} batch${result.batches.length === 1 ? '' : 'es'} (${result.batches.map((b) => b.batchId).join(', ')}): ${created} created, ${tasks.length - created - refused.length} already there, ${refused.length} refused`,
+      result.batches.length === 0
+        ? `No batch: all ${tasks.length} tasks were refused, nothing was written${then ? ' (--then not submitted)' : ''}`
+        : `Submitted ${tasks.length} tasks in ${result.batches.length} batch${result.batches.length === 1 ? '' : 'es'} (${result.batches.map((b) => b.batchId).join(', ')}): ${created} created, ${tasks.length - created - refused.length} already there, ${refused.length} refused`,
       ...refused.map((item) => `  line ${item.line}: ${item.code}: ${item.message}`),
     ].join('\n'),
   );
