@@ -11,6 +11,9 @@ import { fargateImageAsset } from './fargate-image-asset.ts';
 import type { RuntimeSettings } from './runtime-function.ts';
 import type { DefinedQueue } from './task-queues.ts';
 
+/** A Fargate worker's size unless FargateWorkersProps says otherwise: 1 vCPU (1024 CPU units), 2 GiB. */
+export const FARGATE_WORKER = { cpu: 1024, memoryMiB: 2048 } as const;
+
 export interface FargateWorkersProps {
   /** `code` has the worker's entry and the Dockerfile; `environment` is passed to the container. */
   readonly runtime: RuntimeSettings;
@@ -111,8 +114,8 @@ export class FargateWorkers extends Construct {
 
   constructor(scope: Construct, id: string, props: FargateWorkersProps) {
     super(scope, id);
-    const cpu = props.workerCpu ?? 1024;
-    const memoryMiB = props.workerMemoryMiB ?? 2048;
+    const cpu = props.workerCpu ?? FARGATE_WORKER.cpu;
+    const memoryMiB = props.workerMemoryMiB ?? FARGATE_WORKER.memoryMiB;
     const size = FARGATE_SIZES[cpu];
     if (!size || memoryMiB < size.min || memoryMiB > size.max || (memoryMiB - size.min) % size.step !== 0) {
       throw new Error(`FargateWorkers: ${cpu} CPU units with ${memoryMiB} MiB is not a Fargate task size`);

@@ -8,8 +8,9 @@ import { Construct } from 'constructs';
 import { validateSchedules } from '../runtime/app/scheduled.ts';
 import { resolveTaskSpec } from '../runtime/app/task-service.ts';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
+import { ConfigError } from '../runtime/core/errors.ts';
 import { EXAMPLE_RESOURCES_ENV } from '../runtime/infra/example-resources.ts';
-import { ENV, QUEUES, queuesFor } from '../runtime/infra/resources.ts';
+import { ENV, QUEUES, queuesFor, WEBHOOK_DELIVERY_QUEUE } from '../runtime/infra/resources.ts';
 import { defaultRegistry } from '../runtime/task-types/index.ts';
 
 /** The shared queues of one scheduler shard (tiers, pools, completions): every function's QUEUE_URLS. */
@@ -17,7 +18,7 @@ const POOL_QUEUE_IDS: ReadonlySet<string> = new Set(QUEUES.map((queue) => queue.
 
 import { DEFAULT_SERVICE_NAME, METRICS_NAMESPACE, POWERTOOLS_ENV } from '../runtime/infra/telemetry.ts';
 import { ExampleStores } from './example-stores.ts';
-import { FargateWorkers } from './fargate-workers.ts';
+import { FARGATE_WORKER, FargateWorkers } from './fargate-workers.ts';
 import { LambdaWorkers } from './lambda-workers.ts';
 import { Monitoring } from './monitoring.ts';
 import { NightlySchedules } from './nightly-schedules.ts';
@@ -114,6 +115,7 @@ export class TaskSchedulerStack extends Stack {
   constructor(scope: Construct, id: string, props: TaskSchedulerStackProps) {
     super(scope, id, props);
     const { config } = props;
+    checkDeployLimits(config, this.stackName);
     checkSchedules(config, props.taskModules ?? []);
     const code = runtimeCode({
       ...(props.projectRoot ? { projectRoot: props.projectRoot } : {}),
@@ -426,4 +428,42 @@ function checkSchedules(config: SchedulerConfig, taskModules: readonly string[])
     new Date(),
     (schedule) => taskModules.length === 0 || registry.has(schedule.task.type),
   );
+}
+
+/** SQS's longest queue name (a FIFO queue's `.fifo` included). */
+const MAX_QUEUE_NAME = 80;
+
+/**
+ * What the configuration asks of AWS that the schema cannot see, checked before anything is built
+ * and named by key (bin/app.ts prints the message): the stack name prefixes every queue name, so
+ * its room depends on the shards and webhooks; a Fargate pool must hold one worker. Throws
+ * ConfigError.
+ */
+function checkDeployLimits(config: SchedulerConfig, stackName: string): void {
+  const problems: string[] = [];
+  const suffixes = [
+    ...queuesFor(config.scheduler.shards).flatMap((queue) => [
+      queue.id,
+      ...(queue.deadLetter ? [queue.deadLetter.id] : []),
+    ]),
+    'task-events-failed',
+    ...(config.events.webhooks.length > 0
+      ? [`${WEBHOOK_DELIVERY_QUEUE.id}.fifo`, `${WEBHOOK_DELIVERY_QUEUE.deadLetter.id}.fifo`]
+      : []),
+  ];
+  const longest = suffixes.reduce((a, b) => (b.length > a.length ? b : a));
+  const queueName = `${stackName}-${longest}`;
+  if (queueName.length > MAX_QUEUE_NAME) {
+    problems.push(
+      `deploy.stackName: "${stackName}" (${stackName.length} characters) would name the queue "${queueName}" (${queueName.length} characters; SQS allows ${MAX_QUEUE_NAME}): at most ${MAX_QUEUE_NAME - longest.length - 1} characters with this configuration`,
+    );
+  }
+  const { vcpu, memoryMiB } = config.pools.fargate;
+  if (vcpu * 1024 < FARGATE_WORKER.cpu || memoryMiB < FARGATE_WORKER.memoryMiB) {
+    const worker = `${FARGATE_WORKER.cpu / 1024} vCPU, ${FARGATE_WORKER.memoryMiB} MiB`;
+    problems.push(
+      `pools.fargate: ${vcpu} vCPU and ${memoryMiB} MiB hold no Fargate worker (${worker} each): give at least vcpu ${FARGATE_WORKER.cpu / 1024} and memoryMiB ${FARGATE_WORKER.memoryMiB}`,
+    );
+  }
+  if (problems.length > 0) throw new ConfigError(problems.join('\n'), { problems });
 }

@@ -260,6 +260,40 @@ describe('TaskSchedulerStack: the schedules are checked at synth, as npm start c
   });
 });
 
+describe('TaskSchedulerStack: deploy-only limits of the configuration, named by key', () => {
+  const base = defaultConfigInput();
+  const named = (stackName: string, extra: object = {}) => ({
+    ...base,
+    ...extra,
+    deploy: { ...base.deploy, stackName },
+  });
+  const webhooks = { events: { webhooks: [{ url: 'https://hooks.example.com/x', secret: '0123456789abcdef' }] } };
+
+  it('refuses a stack name that makes a queue name longer than SQS allows, saying how long it may be', () => {
+    // 60 characters: within the 61 the default queues allow, not the webhook queues' 52.
+    const sixty = `A${'b'.repeat(59)}`;
+    expect(() => synthesize({ config: named(sixty, webhooks) })).toThrow(
+      `deploy.stackName: "${sixty}" (60 characters) would name the queue "${sixty}-webhook-deliveries-dlq.fifo" (88 characters; SQS allows 80): at most 52 characters with this configuration`,
+    );
+    expect(() =>
+      synthesize({
+        config: named(sixty, { scheduler: { shards: 16 }, pools: { ...base.pools, lambda: { concurrency: 50 } } }),
+      }),
+    ).toThrow(/^deploy\.stackName: .* at most 58 characters with this configuration$/);
+    expect(() => synthesize({ config: named(`A${'b'.repeat(51)}`, webhooks) })).not.toThrow();
+  });
+
+  it('refuses a Fargate pool smaller than one worker, naming pools.fargate', () => {
+    expect(() =>
+      synthesize({
+        config: { ...base, pools: { lambda: { concurrency: 50 }, fargate: { vcpu: 0.5, memoryMiB: 1024 } } },
+      }),
+    ).toThrow(
+      'pools.fargate: 0.5 vCPU and 1024 MiB hold no Fargate worker (1 vCPU, 2048 MiB each): give at least vcpu 1 and memoryMiB 2048',
+    );
+  });
+});
+
 describe('bin/app.ts', () => {
   it('stops with one line per bad schedule, no stack trace, before building anything', () => {
     // Prepare
