@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { Match } from 'aws-cdk-lib/assertions';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { backlogScalingSteps } from '../../lib/fargate-workers.ts';
 import { PRIORITY_TIERS } from '../../runtime/core/task.ts';
@@ -339,5 +341,31 @@ describe('Stack outputs', () => {
         'QueueUrlCompletions',
       ]),
     );
+  });
+});
+
+describe('docs/deploy.md: the alarm table', () => {
+  it('names every alarm the stack creates (schedules, shards and the scheduler service included)', () => {
+    // Prepare: every optional alarm on.
+    const { stack } = synthesize({
+      config: { ...defaultConfigInput(), scheduler: { shards: 2, mode: 'service' } },
+    });
+    const doc = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
+    const start = doc.indexOf('| Alarm ');
+    const table = doc.slice(start, doc.indexOf('\n\n', start));
+    const documented = new Set([...table.matchAll(/^\| `([^`]+)`/gm)].map((match) => match[1]));
+
+    // Act: each alarm's construct id under Monitoring, its shard or tier generalised as the table
+    // writes it (the Fargate service's two scaling alarms belong to Application Auto Scaling and
+    // are described with the service).
+    const created = stack.monitoring.node.children
+      .filter((child) => child instanceof cloudwatch.Alarm)
+      .map((alarm) =>
+        alarm.node.id.replace(/-s\d+$/, '-s<k>').replace(/^OldestAge-tier-\w+$/, 'OldestAge-tier-<tier>'),
+      );
+
+    // Assess
+    expect(created.length).toBeGreaterThan(0);
+    expect([...new Set(created)].filter((id) => !documented.has(id))).toEqual([]);
   });
 });
