@@ -171,12 +171,20 @@ export function resourcesFromEnvironment(env: NodeJS.ProcessEnv = process.env): 
   }
   return {
     tables: { [TASKS_TABLE.id]: env[ENV.tasksTable]!, [CONTROL_TABLE.id]: env[ENV.controlTable]! },
-    queueUrls: withShardQueueUrls(JSON.parse(env[ENV.queueUrls]!) as Record<string, string>, env),
+    queueUrls: queueUrlsFromEnvironment(env),
     typeQueues: typeQueuesFromEnvironment(env),
   };
 }
 
-/** QUEUE_URLS with every scheduler shard's queues (and dead-letter queues) it lacks, from QUEUE_URL_PREFIX. */
+/**
+ * QUEUE_URLS with every scheduler shard's queues (and dead-letter queues) it lacks, from
+ * QUEUE_URL_PREFIX and the configuration's shards: what a function of the stack reaches (the CLI's
+ * `tasks redrive` takes a function's environment too).
+ */
+export function queueUrlsFromEnvironment(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  return withShardQueueUrls(JSON.parse(env[ENV.queueUrls] ?? '{}') as Record<string, string>, env);
+}
+
 function withShardQueueUrls(urls: Record<string, string>, env: NodeJS.ProcessEnv): Record<string, string> {
   const prefix = env[ENV.queueUrlPrefix];
   if (!prefix) return urls;

@@ -442,6 +442,58 @@ describe('Function: runCli', () => {
     });
   });
 
+  describe('Command: redrive, a sharded stack', () => {
+    it("redrives every shard's dead-letter queues from a function's environment (QUEUE_URL_PREFIX)", async () => {
+      // Prepare: two scheduler shards; a function's environment names shard 0's queues and the
+      // prefix of the others' (lib/task-scheduler-stack.ts: they would not fit Lambda's 4 KB).
+      const emulators = await startEmulators({ shards: 2 });
+      try {
+        await emulators.clients.sqs.send(
+          new SendMessageCommand({
+            QueueUrl: emulators.queueUrls['tier-normal-s1-dlq'],
+            MessageBody: '{"taskId":"tsk_x"}',
+          }),
+        );
+        const normalDlq = emulators.queueUrls['tier-normal-dlq']!;
+        const env = {
+          QUEUE_URLS: JSON.stringify(
+            Object.fromEntries(Object.entries(emulators.queueUrls).filter(([id]) => !/-s\d+(-dlq)?$/.test(id))),
+          ),
+          QUEUE_URL_PREFIX: normalDlq.slice(0, normalDlq.length - 'tier-normal-dlq'.length),
+          SCHEDULER_CONFIG_JSON: JSON.stringify({ scheduler: { shards: 2 } }),
+          TASKS_TABLE: emulators.tables.tasks!,
+          CONTROL_TABLE: emulators.tables.control!,
+        };
+        vi.stubEnv('AWS_ENDPOINT_URL_SQS', emulators.sqsUrl);
+        vi.stubEnv('AWS_ENDPOINT_URL_DYNAMODB', emulators.dynamodbUrl);
+        vi.stubEnv('AWS_REGION', 'us-east-1');
+        vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
+        vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+
+        // Act
+        const moved = await cli(['redrive', '--json'], { env });
+        const settled = await cli(['redrive', '--mode', 'settle', '--json'], { env });
+
+        // Assess: shard 1's dead letter moved back; settle reaches shard 1's queues too (it
+        // stopped at "No URL for queue tier-critical-s1-dlq" before).
+        expect(moved.stderr).toBe('');
+        expect(moved.code).toBe(0);
+        const ids = (run: { stdout: string }) =>
+          (JSON.parse(run.stdout) as { queues: { sourceQueueId: string }[] }).queues.map((q) => q.sourceQueueId);
+        expect(ids(moved)).toContain('tier-normal-s1');
+        expect(JSON.parse(moved.stdout).queues).toContainEqual(
+          expect.objectContaining({ sourceQueueId: 'tier-normal-s1', moved: 1, errors: 0 }),
+        );
+        expect(settled.stderr).toBe('');
+        expect(settled.code).toBe(0);
+        expect(ids(settled)).toContain('tier-critical-s1');
+      } finally {
+        vi.unstubAllEnvs();
+        await emulators.stop();
+      }
+    });
+  });
+
   describe('Command: watch', () => {
     it('prints one frame of tiers, pools, tenants and recent tasks with --once', async () => {
       // Act

@@ -14,6 +14,7 @@ export const redriveCommand: Command = {
   help: `Works on the queues (and, to settle, the tables) directly with your AWS credentials, not
 through the HTTP API. It reads the resource names the stack sets on every function:
   QUEUE_URLS          JSON object, queue id -> URL (required)
+  QUEUE_URL_PREFIX, SCHEDULER_CONFIG_JSON   every scheduler shard's queues (scheduler.shards > 1)
   TASKS_TABLE, CONTROL_TABLE, SCHEDULER_CONFIG_JSON or SCHEDULER_CONFIG   (--mode settle)
 Copy them from any of the stack's functions (aws lambda get-function-configuration).
 AWS credentials, region and endpoints: the SDK's default chain, as for the aws CLI.
@@ -49,21 +50,24 @@ Options:
         ctx.name,
       );
     }
+    const m = await redriveModules();
+    // Every scheduler shard's queues: QUEUE_URLS names shard 0's, QUEUE_URL_PREFIX the others'
+    // (the configuration's shards), as the stack's functions find them.
     let queueUrls: Record<string, string>;
     try {
-      queueUrls = JSON.parse(env[ENV.queueUrls]!) as Record<string, string>;
-    } catch {
-      throw new UsageError(`${ENV.queueUrls} must be a JSON object of queue id -> URL`, ctx.name);
+      queueUrls = m.queueUrlsFromEnvironment(env);
+    } catch (error) {
+      if (error instanceof SyntaxError)
+        throw new UsageError(`${ENV.queueUrls} must be a JSON object of queue id -> URL`, ctx.name);
+      throw error;
     }
+    const config = m.configFromEnvironment(env);
     // Credentials, region and endpoints come from the SDK's default chain (AWS_PROFILE, SSO,
     // AWS_REGION, AWS_ENDPOINT_URL_SQS, …), as for the aws CLI; --region overrides the region.
-    const m = await redriveModules();
     const clients = m.createAwsClients({ region: str(ctx, 'region') });
     const services =
-      mode === 'settle'
-        ? m.buildServices({ config: m.configFromEnvironment(env), clients, resources: m.resourcesFromEnvironment(env) })
-        : undefined;
-    return redriveAndReport(ctx, m, { sqs: clients.sqs, queueUrls, mode, limit, services });
+      mode === 'settle' ? m.buildServices({ config, clients, resources: m.resourcesFromEnvironment(env) }) : undefined;
+    return redriveAndReport(ctx, m, { sqs: clients.sqs, queueUrls, config, mode, limit, services });
   },
 };
 
@@ -103,6 +107,8 @@ async function redriveAndReport(
   input: {
     sqs: ReturnType<RedriveModules['createAwsClients']>['sqs'];
     queueUrls: Record<string, string>;
+    /** Its scheduler shards are the tier queues redriven. */
+    config: Parameters<RedriveModules['redriveDeadLetters']>[0]['config'];
     mode: 'move' | 'settle';
     limit: number | undefined;
     services: ReturnType<RedriveModules['buildServices']> | undefined;
@@ -118,7 +124,7 @@ async function redriveAndReport(
     limit: input.limit,
     store: services?.store,
     queues: services?.queues,
-    config: services?.config,
+    config: input.config,
   });
   ctx.print(report, () => formatRedrive(report));
   return report.queues.some((queue) => queue.errors > 0) ? 1 : 0;
@@ -145,7 +151,14 @@ async function redriveLocal(
             resources: { tables: local.tables, queueUrls: local.queueUrls },
           })
         : undefined;
-    return await redriveAndReport(ctx, m, { sqs: clients.sqs, queueUrls: local.queueUrls, mode, limit, services });
+    return await redriveAndReport(ctx, m, {
+      sqs: clients.sqs,
+      queueUrls: local.queueUrls,
+      config: local.config,
+      mode,
+      limit,
+      services,
+    });
   } finally {
     clients.dynamodb.destroy();
     clients.sqs.destroy();
