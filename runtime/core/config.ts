@@ -34,6 +34,12 @@ const scheduleSchema = z.strictObject({
 });
 export type ScheduleConfig = z.infer<typeof scheduleSchema>;
 
+/**
+ * An IAM principal as API Gateway names a caller (or a role covering its sessions): any other key
+ * of `deploy.callers` would match no caller (runtime/api/authorization.ts).
+ */
+const IAM_PRINCIPAL_ARN = /^arn:aws[a-z-]*:(iam|sts)::\d{12}:\S+$/;
+
 /** ARN of a Secrets Manager secret (a webhook's secret on AWS, kept out of the configuration). */
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+$/;
 
@@ -148,7 +154,17 @@ export const configSchema = z.strictObject({
        * IAM principal ARN → tenants it may act for ("*" for all tenants). Empty: nobody may act
        * for any tenant, unless `allowAnyCaller` (runtime/api/authorization.ts).
        */
-      callers: z.record(z.string().min(1), z.array(z.string().min(1)).min(1)).default({}),
+      callers: z
+        .record(
+          z
+            .string()
+            .regex(
+              IAM_PRINCIPAL_ARN,
+              'not an IAM principal ARN (arn:aws:iam::ACCOUNT:role/NAME, arn:aws:iam::ACCOUNT:user/NAME, arn:aws:sts::ACCOUNT:assumed-role/ROLE[/SESSION])',
+            ),
+          z.array(z.string().min(1)).min(1),
+        )
+        .default({}),
       /** Opt-out of caller authorization when `callers` is empty: every IAM-authorized caller acts for every tenant. */
       allowAnyCaller: z.boolean().default(false),
       alarmEmail: z.email().optional(),
@@ -180,7 +196,11 @@ export function parseConfig(raw: unknown, source = 'configuration'): SchedulerCo
   const parsed = configSchema.safeParse(raw ?? {});
   if (!parsed.success) {
     const problems = parsed.error.issues.map(
-      (issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`,
+      (issue) =>
+        `${issue.path.length ? issue.path.join('.') : '(root)'}: ${
+          // A record's key refused: what is wrong with it, not zod's "Invalid key in record".
+          issue.code === 'invalid_key' ? issue.issues.map((inner) => inner.message).join('; ') : issue.message
+        }`,
     );
     throw new ConfigError(`Invalid ${source}:\n  ${problems.join('\n  ')}`, { problems });
   }
