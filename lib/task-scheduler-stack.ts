@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Aws, type CfnElement, CfnOutput, Fn, Names, Stack, type StackProps, Stage, Validations } from 'aws-cdk-lib';
@@ -11,7 +12,9 @@ import type { SchedulerConfig } from '../runtime/core/config.ts';
 import { ConfigError } from '../runtime/core/errors.ts';
 import { EXAMPLE_RESOURCES_ENV } from '../runtime/infra/example-resources.ts';
 import { ENV, QUEUES, queuesFor, WEBHOOK_DELIVERY_QUEUE } from '../runtime/infra/resources.ts';
-import { defaultRegistry } from '../runtime/task-types/index.ts';
+import type { AnyTaskTypeDefinition } from '../runtime/task-types/define.ts';
+import { BUILT_IN_TASK_TYPE_NAMES, defaultRegistry } from '../runtime/task-types/index.ts';
+import { checkTaskModules } from '../runtime/task-types/modules.ts';
 
 /** The shared queues of one scheduler shard (tiers, pools, completions): every function's QUEUE_URLS. */
 const POOL_QUEUE_IDS: ReadonlySet<string> = new Set(QUEUES.map((queue) => queue.id));
@@ -116,11 +119,11 @@ export class TaskSchedulerStack extends Stack {
     super(scope, id, props);
     const { config } = props;
     checkDeployLimits(config, this.stackName);
-    checkSchedules(config, props.taskModules ?? []);
     const code = runtimeCode({
       ...(props.projectRoot ? { projectRoot: props.projectRoot } : {}),
       ...(props.taskModules ? { taskModules: props.taskModules } : {}),
     });
+    checkSchedules(config, code.taskModules);
     const taskModulesInject = writeTaskModulesInject(
       code.taskModules,
       path.join(Stage.of(this)?.outdir ?? os.tmpdir(), `task-modules-${Names.uniqueId(this)}`),
@@ -415,19 +418,38 @@ export function withoutWebhookSecrets(config: SchedulerConfig): SchedulerConfig 
 /**
  * The schedules' tasks as their firings would submit them (type known, payload valid, fits a
  * pool; local/runtime.ts checks the same at `npm start`): a mistake stops the synth, naming the
- * schedule, instead of failing every firing on AWS. Task modules are not loaded at synth (their
- * code is bundled, not run), so a schedule of one of their types is checked for its type only by
- * the scheduled-submit function at its firing; with no task modules, any other type is unknown.
+ * schedule, instead of failing every firing on AWS. The task modules' types are the modules'
+ * own, loaded here for the check (their code is bundled, not run, in the functions); a module
+ * that cannot be loaded synchronously (top-level await, or one that needs its deployed
+ * environment to load) leaves the schedules of types not built in to be checked at their firing.
  * Throws ConfigError.
  */
 function checkSchedules(config: SchedulerConfig, taskModules: readonly string[]): void {
-  const registry = defaultRegistry([]);
+  const moduleTypes = loadForChecks(taskModules);
+  const registry = defaultRegistry(moduleTypes ?? []);
   validateSchedules(
     config.schedules,
     { resolveSpec: (input, now) => resolveTaskSpec(input, now, { registry, config }) },
     new Date(),
-    (schedule) => taskModules.length === 0 || registry.has(schedule.task.type),
+    (schedule) => moduleTypes !== undefined || registry.has(schedule.task.type),
   );
+}
+
+/**
+ * The task modules' types (absolute paths), each module loaded with `require` (an ES module
+ * without top-level await loads so since Node 22.12) and checked as the local runtime checks
+ * them; undefined when one does not load.
+ */
+function loadForChecks(taskModules: readonly string[]): AnyTaskTypeDefinition[] | undefined {
+  if (taskModules.length === 0) return [];
+  const require = createRequire(import.meta.url);
+  let imported: { source: string; namespace: Record<string, unknown> }[];
+  try {
+    imported = taskModules.map((source) => ({ source, namespace: require(source) as Record<string, unknown> }));
+  } catch {
+    return undefined;
+  }
+  return checkTaskModules(imported, BUILT_IN_TASK_TYPE_NAMES);
 }
 
 /** SQS's longest queue name (a FIFO queue's `.fifo` included). */

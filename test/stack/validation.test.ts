@@ -15,11 +15,11 @@ import { RuntimeFunction, type RuntimeSettings } from '../../lib/runtime-functio
 import { SchedulerLoop } from '../../lib/scheduler-loop.ts';
 import { TaskApi } from '../../lib/task-api.ts';
 import { TaskQueues } from '../../lib/task-queues.ts';
-import { retentionDays } from '../../lib/task-scheduler-stack.ts';
+import { retentionDays, TaskSchedulerStack } from '../../lib/task-scheduler-stack.ts';
 import { TaskTables } from '../../lib/task-tables.ts';
-import type { ScheduleConfig } from '../../runtime/core/config.ts';
+import { parseConfig, type ScheduleConfig } from '../../runtime/core/config.ts';
 import { QUEUES, type QueueDefinition, workerQueue } from '../../runtime/infra/resources.ts';
-import { defaultConfigInput, projectFixture, REPO_ROOT, synthesize } from './helpers.ts';
+import { cdkJsonContext, defaultConfigInput, projectFixture, REPO_ROOT, synthesize } from './helpers.ts';
 
 /** A stack with the shared tables and queues, for constructing one construct at a time. */
 function parts() {
@@ -253,6 +253,30 @@ describe('TaskSchedulerStack: the schedules are checked at synth, as npm start c
     expect(() =>
       synthesize({ config: withSchedule({ type: 'demo.sleep', payload: { ms: 1 }, timeoutSeconds: 90_000 }) }),
     ).toThrow(/schedules\[0\] "nightly": timeout_over_cap: /);
+  });
+
+  it("checks a schedule of a task module's type against that module's schema", () => {
+    // Prepare: a module of the user's project, as `taskModules` names it.
+    const module = path.join(projectFixture(), 'shop-tasks.mjs');
+    writeFileSync(
+      module,
+      `import { defineTaskType, z } from ${JSON.stringify(path.join(REPO_ROOT, 'index.ts'))};
+export default [defineTaskType({ type: 'shop.order-total', description: 'd', payload: z.strictObject({ orderId: z.string() }), handler: async () => 1 })];
+`,
+    );
+    const build = (task: { type: string; payload?: unknown }) => () => {
+      const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] } });
+      new TaskSchedulerStack(app, 'Shop', {
+        config: parseConfig(withSchedule(task)),
+        projectRoot: projectFixture(),
+        taskModules: [module],
+      });
+    };
+
+    // Act, Assess
+    expect(build({ type: 'shop.order-total', payload: {} })).toThrow(/schedules\[0\] "nightly": invalid_payload: /);
+    expect(build({ type: 'shop.order-totl', payload: {} })).toThrow(/schedules\[0\] "nightly": unknown_task_type: /);
+    expect(build({ type: 'shop.order-total', payload: { orderId: 'o-1' } })).not.toThrow();
   });
 
   it('builds a schedule whose task is valid', () => {
