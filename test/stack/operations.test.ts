@@ -344,6 +344,27 @@ describe('Stack outputs', () => {
   });
 });
 
+describe('docs/deploy.md: the outputs table', () => {
+  it('names every output the stack exports (dashboard and alarm e-mail included)', () => {
+    // Prepare
+    const input = defaultConfigInput();
+    const { template } = synthesize({
+      config: { ...input, deploy: { ...input.deploy, dashboard: true, alarmEmail: 'ops@example.com' } },
+    });
+    const doc = readFileSync(new URL('../../docs/deploy.md', import.meta.url), 'utf8');
+    const start = doc.indexOf('| Output ');
+    const table = doc.slice(start, doc.indexOf('\n\n', start));
+    const documented = new Set([...table.matchAll(/`(\w+)`/g)].map((match) => match[1]));
+
+    // Act: each output, its queue generalised as the table writes it (`QueueUrl<Queue>`).
+    const outputs = Object.keys(template.toJSON().Outputs).map((key) => key.replace(/^QueueUrl\w+$/, 'QueueUrl'));
+
+    // Assess
+    expect([...new Set(outputs)].filter((key) => key !== 'QueueUrl' && !documented.has(key))).toEqual([]);
+    expect(table).toContain('`QueueUrl<Queue>`');
+  });
+});
+
 describe('docs/deploy.md: the alarm table', () => {
   it('names every alarm the stack creates (schedules, shards and the scheduler service included)', () => {
     // Prepare: every optional alarm on.
