@@ -29,7 +29,8 @@ const code = await runCli(process.argv.slice(2), {
   stderr: (text) => process.stderr.write(text),
   env: process.env,
   isTTY: process.stdout.isTTY === true,
-  columns: () => process.stdout.columns || 100,
+  // A terminal's width; none for a pipe or a file, whose lines are kept whole (`watch --once > f`).
+  columns: () => (process.stdout.isTTY ? process.stdout.columns || 100 : undefined),
   signal: stopping.signal,
 });
 process.exitCode = code;

@@ -16,8 +16,8 @@ export interface CliIo {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Colours and in-place redraw (`watch`) when true. @default false */
   readonly isTTY?: boolean;
-  /** Terminal width (`watch` cuts lines to it). @default no limit */
-  readonly columns?: () => number;
+  /** Terminal width (`watch` cuts lines to it); undefined for a pipe or a file. @default no limit */
+  readonly columns?: () => number | undefined;
   /** Aborted on Ctrl-C: `watch` and `submit --wait` stop. */
   readonly signal?: AbortSignal;
   /** Where the API is when nothing says otherwise. @default DEFAULT_ENDPOINT */

@@ -122,7 +122,7 @@ function cut(line: string, columns: number): string {
 
 export interface WatchOptions {
   readonly client: SchedulerClient;
-  readonly render: Omit<RenderOptions, 'columns'> & { readonly columns?: (() => number) | undefined };
+  readonly render: Omit<RenderOptions, 'columns'> & { readonly columns?: (() => number | undefined) | undefined };
   readonly intervalMs: number;
   readonly once: boolean;
   readonly json: boolean;

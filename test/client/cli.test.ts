@@ -519,6 +519,38 @@ describe('Function: runCli', () => {
       expect(status.tiers).toHaveLength(4);
     });
 
+    it('cuts no line when its output is a pipe or a file (`tasks watch --once > status.txt`)', async () => {
+      // Prepare: a queued task whose wait line is longer than a terminal's 100 columns.
+      await cli(['submit', '--tenant', 'watch-piped-tenant-with-a-long-name', '--type', 'demo.echo', '--delay', '600']);
+      const child = spawn(
+        process.execPath,
+        [
+          '--experimental-strip-types',
+          '--no-warnings',
+          'bin/cli.ts',
+          'watch',
+          '--once',
+          '--tenants',
+          'watch-piped-tenant-with-a-long-name',
+        ],
+        { env: { ...process.env, SCHEDULER_ENDPOINT: server.url }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+      });
+
+      // Act
+      const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+
+      // Assess: the tenants' header and the task's wait are whole (they were cut at 100 columns).
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/^TENANTS .* DONE 15 MIN$/m);
+      const line = stdout.split('\n').find((l) => l.startsWith('tsk_')) ?? '';
+      expect(line).toMatch(/delayed: Not eligible before \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(line.length).toBeGreaterThan(100);
+    });
+
     it('redraws in place on a terminal until the signal stops it', async () => {
       // Prepare
       const controller = new AbortController();
