@@ -74,12 +74,18 @@ export interface RedriveReport {
 export async function redriveDeadLetters(options: RedriveOptions): Promise<RedriveReport> {
   const wanted = options.queueIds ? new Set(options.queueIds) : undefined;
   const typeQueues = options.typeQueues ?? [];
-  const sources = [...queuesFor(options.config?.scheduler.shards ?? 1), ...typeQueues].filter(
-    (queue) => queue.deadLetter && (!wanted || wanted.has(queue.id)),
+  const redrivable = [...queuesFor(options.config?.scheduler.shards ?? 1), ...typeQueues].filter(
+    (queue) => queue.deadLetter,
   );
+  const sources = redrivable.filter((queue) => !wanted || wanted.has(queue.id));
   if (wanted) {
     const unknown = [...wanted].filter((id) => !sources.some((queue) => queue.id === id));
-    if (unknown.length > 0) throw new Error(`No dead-letter queue for: ${unknown.join(', ')}`);
+    if (unknown.length > 0) {
+      // A dead-letter queue's own id (worker-lambda-dlq) is the likely mistake: say what is taken.
+      throw new Error(
+        `No dead-letter queue for: ${unknown.join(', ')} (--queues takes source queue ids: ${redrivable.map((queue) => queue.id).join(', ')})`,
+      );
+    }
   }
   const workerIds = new Set([...WORKER_QUEUES, ...typeQueues].map((queue) => queue.id));
   const report: QueueRedrive[] = [];

@@ -408,6 +408,19 @@ describe('Function: runCli', () => {
       expect(run.stderr).toContain('Set QUEUE_URLS, TASKS_TABLE, CONTROL_TABLE');
     });
 
+    it('names the source queue ids it takes when --queues names another (a dead-letter queue, a typo)', async () => {
+      // Act
+      const run = await cli(['redrive', '--queues', 'worker-lambda-dlq'], {
+        env: { QUEUE_URLS: JSON.stringify({ 'worker-lambda': 'http://127.0.0.1:1/q' }) },
+      });
+
+      // Assess
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(
+        'No dead-letter queue for: worker-lambda-dlq (--queues takes source queue ids: tier-critical, tier-high, tier-normal, tier-low, worker-lambda, worker-fargate)',
+      );
+    });
+
     it('moves dead letters back to their source queue', async () => {
       // Prepare
       const emulators = await startEmulators();
