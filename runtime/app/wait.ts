@@ -9,8 +9,8 @@
  * The bound (fair-share; runtime/core/policy/bound.ts) is proved from an instant t₀ at which the
  * task is in its pool's rotation:
  *
- * - the snapshot's instant, when the task was in the rotation then: its tenant listed with one
- *   waiting task, and the task due INTAKE_ALLOWANCE_MS before the snapshot. The snapshot gives k
+ * - the snapshot's instant, when the task was in the rotation then: the snapshot names it as its
+ *   tenant's one waiting task (`waitingTaskId`). The snapshot gives k
  *   (the tenants waiting in the pool, less its own), when the slots free (the running tasks'
  *   holds) and when its tenant's running tasks end;
  * - else the latest instant it joins (now, or its due time + INTAKE_ALLOWANCE_MS). Then k also
@@ -242,11 +242,14 @@ function plannedHandoversOf(
   return { nextAtMs: atMs + handover.inSeconds * 1000, everyMs: handover.everySeconds * 1000 };
 }
 
-/** The task was in its pool's rotation at the snapshot's instant (see the header). */
+/**
+ * The task was in its pool's rotation at the snapshot's instant: the snapshot names it as its
+ * tenant's one waiting task there. A count of one is not enough: that one may be another task of
+ * the tenant (one taken in before this was, a Fargate one) while this is not in the engine yet.
+ */
 function inRotationAt(task: Task, snapshot: SchedulerSnapshot): boolean {
-  const atMs = Date.parse(snapshot.at);
-  const dueMs = Math.max(Date.parse(task.runAt), Date.parse(task.agingFrom));
-  return ownEntry(snapshot.tenants, task.tenantId)?.queued === 1 && dueMs + INTAKE_ALLOWANCE_MS <= atMs;
+  const own = ownEntry(snapshot.tenants, task.tenantId);
+  return own?.queued === 1 && own.waitingTaskId === task.taskId;
 }
 
 function rotationOf(

@@ -22,6 +22,11 @@ export interface TenantShare {
   readonly parked?: number;
   /** The longest its tasks ran in the last minute, seconds, when at least 3 ended (policy/pace.ts RecentRuns). */
   readonly longestRunSeconds?: number;
+  /**
+   * Its one waiting task, when it has exactly one and that one is in its pool's rotation (due, not
+   * parked): the API's bound then knows the task asked about was in the rotation at `at`.
+   */
+  readonly waitingTaskId?: string;
 }
 
 /** Per pool, what goes first there now and whether a task holds it (reservation). */

@@ -71,6 +71,7 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
           : {}),
         ...(tenant.parked > 0 ? { parked: tenant.parked } : {}),
         ...(tenant.longestRunMs !== undefined ? { longestRunSeconds: Math.ceil(tenant.longestRunMs / 100) / 10 } : {}),
+        ...(tenant.waitingTaskId !== undefined ? { waitingTaskId: tenant.waitingTaskId } : {}),
       },
     ]),
   );

@@ -32,7 +32,15 @@ export function exampleWaitFixture() {
       low: { waiting: 0, oldestWaitSeconds: 0 },
     },
     tenants: {
-      acme: { running: 0, queued: 1, weight: 2, maxConcurrency: 20, dominantShare: 0, entitlement: 0.133 },
+      acme: {
+        running: 0,
+        queued: 1,
+        weight: 2,
+        maxConcurrency: 20,
+        dominantShare: 0,
+        entitlement: 0.133,
+        waitingTaskId: EXAMPLE_TASK.taskId,
+      },
     },
     dispatchRate: 9.5,
     queue: {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { explainWait } from '../../runtime/app/wait.ts';
+import { explainWait, needsRunningTasks } from '../../runtime/app/wait.ts';
 import { parseConfig } from '../../runtime/core/config.ts';
 import { createTask } from '../../runtime/core/lifecycle.ts';
 import type { SchedulerSnapshot } from '../../runtime/core/scheduler-snapshot.ts';
@@ -164,7 +164,17 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
     const inRotation = (at6: number) =>
       snapshot({
         at: at(at6).toISOString(),
-        tenants: { acme: { running: 0, queued: 1, weight: 1, maxConcurrency: 2, dominantShare: 0, entitlement: 0.5 } },
+        tenants: {
+          acme: {
+            running: 0,
+            queued: 1,
+            weight: 1,
+            maxConcurrency: 2,
+            dominantShare: 0,
+            entitlement: 0.5,
+            waitingTaskId: 't1',
+          },
+        },
         rotation: rotation(),
       });
 
@@ -203,6 +213,30 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
         /2 other tenants waiting in the lambda pool at the scheduler's snapshot of 00:00:06 UTC/,
       );
       expect(wait.assumes).toMatch(/its tenant submits nothing more/);
+    });
+
+    it("takes it to be in the rotation at the snapshot only when the snapshot names it, not from its tenant's count", () => {
+      // Prepare: the snapshot lists acme with one waiting task, but that one is another of its tasks
+      // (taken in before this one was): this task may not be in the engine yet.
+      const other = inRotation(6);
+      const acme = other.tenants.acme as NonNullable<(typeof other.tenants)['acme']>;
+      const someoneElse = snapshot({ ...other, tenants: { acme: { ...acme, waitingTaskId: 'another' } } });
+      // Act
+      const named = explainWait(task('normal'), { config, tenant, snapshot: other, now: at(7), facts: { waiting: 1 } });
+      const unnamed = explainWait(task('normal'), {
+        config,
+        tenant,
+        snapshot: someoneElse,
+        now: at(7),
+        facts: { waiting: 1, running: [] },
+      });
+      // Assess: only the named one is answered from the snapshot's instant; the other as joining later
+      expect(needsRunningTasks(task('normal'), other, config)).toBe(false);
+      expect(needsRunningTasks(task('normal'), someoneElse, config)).toBe(true);
+      expect(named.assumes).toMatch(/waiting in the lambda pool at the scheduler's snapshot/);
+      expect(unnamed.assumes).toMatch(/the scheduler takes it in within 5 s of its being due/);
+      expect(unnamed.assumedJoins).toBeDefined();
+      expect(unnamed.maxWaitSeconds as number).toBeGreaterThan(named.maxWaitSeconds as number);
     });
 
     it('counts the tenants that may have joined since, and every slot refilled, for a task the snapshot predates', () => {

@@ -662,6 +662,19 @@ export class SchedulingPolicy {
     return { taskId, ...explanation };
   }
 
+  /**
+   * Its one waiting task, when it has exactly one and that one is in its pool's rotation (due, not
+   * parked, its tenant not held): the API's wait bound may then take it to be in the rotation at
+   * the snapshot's instant (runtime/app/wait.ts). A count alone cannot say which task it is.
+   */
+  #onlyWaiting(tenant: TenantState): { waitingTaskId?: string } {
+    if (tenant.waiting !== 1 || tenant.hold !== undefined) return {};
+    for (const entry of Object.values(tenant.entries)) {
+      if (entry && entry.ready > 0 && entry.head) return { waitingTaskId: entry.head.candidate.taskId };
+    }
+    return {};
+  }
+
   /** Pool usage and per-tenant statistics at `nowMs` (O(tenants + running tasks)). */
   snapshot(nowMs: number): PolicySnapshot {
     this.#advance(nowMs);
@@ -683,6 +696,7 @@ export class SchedulingPolicy {
         entitlement: weightOfBusyTenants > 0 ? tenant.settings.weight / weightOfBusyTenants : 0,
         busyUntilMs: this.#busyUntil(tenant),
         ...this.#lately(tenant),
+        ...this.#onlyWaiting(tenant),
       });
     }
     const lambda = this.#pools.lambda;

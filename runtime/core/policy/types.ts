@@ -139,6 +139,8 @@ export interface TenantSnapshot {
   readonly longestRunMs?: number;
   /** When its running tasks end if none runs longer than `longestRunMs` (never after `busyUntilMs`). */
   readonly busyUntilLatelyMs?: number;
+  /** Its one waiting task, when it has exactly one and that one is in its pool's rotation. */
+  readonly waitingTaskId?: string;
 }
 
 export interface PolicySnapshot {

@@ -443,5 +443,25 @@ describe('Class: SchedulingPolicy', () => {
       expect(light).toMatchObject({ active: 1, queued: 1, weightedDominantShare: 0.1, entitlement: 0.25 });
       expect(snapshot.pools[1]).toMatchObject({ used: { vcpu: 4, memoryMiB: 1024 }, reservedForTaskId: null });
     });
+
+    it("names a tenant's one waiting task only when it has one and that one is in its pool's rotation", () => {
+      // Prepare: `one` has a task due; `two` has two; `later` has one not due until 50 s
+      const policy = makePolicy({});
+      policy.add(candidate({ taskId: 'a', tenantId: 'one' }));
+      policy.add(candidate({ taskId: 'b', tenantId: 'two' }));
+      policy.add(candidate({ taskId: 'c', tenantId: 'two' }));
+      policy.add(candidate({ taskId: 'd', tenantId: 'later', runAtMs: 50_000 }));
+      // Act
+      const byTenant = new Map(policy.snapshot(0).tenants.map((t) => [t.tenantId, t]));
+      // Assess: a count of one alone would not say which task is waiting (the API's bound needs to know)
+      expect(byTenant.get('one')?.waitingTaskId).toBe('a');
+      expect(byTenant.get('two')?.waitingTaskId).toBeUndefined();
+      expect(byTenant.get('later')).toMatchObject({ queued: 1 });
+      expect(byTenant.get('later')?.waitingTaskId).toBeUndefined();
+      // Once due, it is in the rotation
+      expect(new Map(policy.snapshot(60_000).tenants.map((t) => [t.tenantId, t])).get('later')?.waitingTaskId).toBe(
+        'd',
+      );
+    });
   });
 });
