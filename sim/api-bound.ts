@@ -84,7 +84,8 @@ export class ApiBoundModel {
 
   /**
    * `maxWaitSeconds` for a task just submitted at `nowMs`, or null; with what it assumes the Lambda
-   * pool frees when it rests on the pool's pace (`assumedFreed`, epoch ms).
+   * pool frees when it rests on the pool's pace (`assumedFreed`, epoch ms), or keeps free when it
+   * rests on its headroom (`assumedHeadroom`).
    */
   atSubmit(
     candidate: Candidate,
@@ -95,6 +96,8 @@ export class ApiBoundModel {
     seconds: number;
     freed?: { slots: number; fromMs: number; byMs: number; tenantFreeByMs?: number };
     joins?: { atMost: number; fromMs: number; byMs: number };
+    /** On the Lambda pool's headroom: fewer than `slots` in use at every instant of [fromMs, byMs]. */
+    headroom?: { slots: number; fromMs: number; byMs: number };
   } | null {
     const iso = (ms: number) => new Date(ms).toISOString();
     const task = {
@@ -125,8 +128,10 @@ export class ApiBoundModel {
     if (wait.maxWaitSeconds === null) return null;
     const freed = wait.assumedFreed;
     const joins = wait.assumedJoins;
+    const room = wait.assumedHeadroom;
     return {
       seconds: wait.maxWaitSeconds,
+      ...(room ? { headroom: { slots: room.slots, fromMs: Date.parse(room.from), byMs: Date.parse(room.by) } } : {}),
       ...(joins ? { joins: { atMost: joins.atMost, fromMs: Date.parse(joins.from), byMs: Date.parse(joins.by) } } : {}),
       ...(freed
         ? {

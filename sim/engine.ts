@@ -48,6 +48,17 @@ export interface RunResult {
     readonly tenantFreedMs: Float64Array;
   };
   /**
+   * With `apiBounds`: per task whose bound rests on the Lambda pool's headroom, the slots it assumes
+   * never all in use between fromMs and byMs (slots 0: none assumed); and the spans the pool was
+   * full, [fromMs, toMs), in time order.
+   */
+  readonly assumedHeadroom?: {
+    readonly slots: Int32Array;
+    readonly fromMs: Float64Array;
+    readonly byMs: Float64Array;
+  };
+  readonly lambdaFullSpans?: readonly { readonly fromMs: number; toMs: number }[];
+  /**
    * With `apiBounds`: per task whose bound counted tenants joining after the snapshot, at most how
    * many (-1: none assumed) between fromMs and byMs; and per pool (0 Lambda, 1 Fargate) when each
    * tenant started waiting there (its waiting count going from 0 to 1).
@@ -175,6 +186,15 @@ export function simulate(
       }
     : undefined;
   const lambdaFreedMs: number[] | undefined = api ? [] : undefined;
+  const assumedHeadroom = api
+    ? {
+        slots: new Int32Array(trace.size),
+        fromMs: new Float64Array(trace.size).fill(Number.NaN),
+        byMs: new Float64Array(trace.size).fill(Number.NaN),
+      }
+    : undefined;
+  const lambdaFullSpans: { fromMs: number; toMs: number }[] | undefined = api ? [] : undefined;
+  let lambdaUsed = 0;
   const assumedJoins = api
     ? {
         atMost: new Int32Array(trace.size).fill(-1),
@@ -249,7 +269,13 @@ export function simulate(
     while (completions.peekTime() <= now) {
       const task = completions.pop();
       dispatcher.release(String(task), now);
-      if (trace.runtime[task] === 0) lambdaFreedMs?.push(now);
+      if (trace.runtime[task] === 0) {
+        lambdaFreedMs?.push(now);
+        if (lambdaUsed-- === capacity.slots) {
+          const span = lambdaFullSpans?.at(-1);
+          if (span) span.toMs = now;
+        }
+      }
       account(task, -1);
       runningOf?.[trace.tenant[task] as number]?.delete(task);
     }
@@ -285,6 +311,11 @@ export function simulate(
           assumedJoins.fromMs[task] = bound.joins.fromMs;
           assumedJoins.byMs[task] = bound.joins.byMs;
         }
+        if (bound?.headroom && assumedHeadroom) {
+          assumedHeadroom.slots[task] = bound.headroom.slots;
+          assumedHeadroom.fromMs[task] = bound.headroom.fromMs;
+          assumedHeadroom.byMs[task] = bound.headroom.byMs;
+        }
         if (bound?.freed && assumedFreed) {
           assumedFreed.slots[task] = bound.freed.slots;
           assumedFreed.fromMs[task] = bound.freed.fromMs;
@@ -310,6 +341,9 @@ export function simulate(
       const inPool = waitingIn?.[trace.runtime[task] as number];
       if (inPool) inPool[tenant] = (inPool[tenant] as number) - 1;
       account(task, 1);
+      if (trace.runtime[task] === 0 && ++lambdaUsed === capacity.slots) {
+        lambdaFullSpans?.push({ fromMs: now, toMs: Number.POSITIVE_INFINITY });
+      }
       const hold = trace.holdMs[task] as number;
       completions.push(now + hold, task);
       runningOf?.[tenant]?.set(task, {
@@ -344,6 +378,7 @@ export function simulate(
     ...(boundMs ? { boundMs } : {}),
     ...(tenantRanAtSubmit ? { tenantRanAtSubmit } : {}),
     ...(assumedFreed && lambdaFreedMs ? { assumedFreed, lambdaFreedMs } : {}),
+    ...(assumedHeadroom && lambdaFullSpans ? { assumedHeadroom, lambdaFullSpans } : {}),
     ...(assumedJoins && joinsByPool ? { assumedJoins, joinsByPool } : {}),
     wallMs: performance.now() - started,
   };

@@ -83,6 +83,8 @@ export interface BoundStats {
   readonly lateAssumptionBroken: number;
   /** Of the checked, bounds that rest on the pool's pace (assumedFreed). */
   readonly onPace: number;
+  /** Of the checked, bounds that rest on the Lambda pool's headroom (assumedHeadroom). */
+  readonly onHeadroom: number;
   /** Checked bounds the start came after (a defect: should be 0). */
   readonly broken: number;
   /** bound / actual wait (the wait at least 1 s), over the checked bounds. */
@@ -97,7 +99,16 @@ export interface BoundStats {
  * and its tenant's running tasks' end (`assumedFreed`). True for what it did not assume.
  */
 export function assumptionsHeld(run: RunResult, i: number): boolean {
-  return joinsHeld(run, i) && freedAsAssumed(run, i);
+  return joinsHeld(run, i) && freedAsAssumed(run, i) && headroomKept(run, i);
+}
+
+/** On the Lambda pool's headroom: the pool was never full between `fromMs` and `byMs`. */
+function headroomKept(run: RunResult, i: number): boolean {
+  const assumed = run.assumedHeadroom;
+  if (!assumed || (assumed.slots[i] ?? 0) === 0 || !run.lambdaFullSpans) return true;
+  const fromMs = assumed.fromMs[i] as number;
+  const byMs = assumed.byMs[i] as number;
+  return !run.lambdaFullSpans.some((span) => span.fromMs <= byMs && span.toMs > fromMs);
 }
 
 /** At most `atMost` other tenants started waiting in its pool between `fromMs` and `byMs`. */
@@ -157,7 +168,16 @@ export function countBetween(times: readonly number[], fromMs: number, byMs: num
 export function boundStats(trace: Trace, run: RunResult, include: (task: number) => boolean = () => true): BoundStats {
   const boundMs = run.boundMs;
   if (!boundMs)
-    return { given: 0, checked: 0, lateAssumptionBroken: 0, onPace: 0, broken: 0, ratio: null, median: null };
+    return {
+      given: 0,
+      checked: 0,
+      lateAssumptionBroken: 0,
+      onPace: 0,
+      onHeadroom: 0,
+      broken: 0,
+      ratio: null,
+      median: null,
+    };
   // A1 of the bound: its tenant submits nothing more until it starts.
   const nextArrival = new Float64Array(trace.size).fill(Number.POSITIVE_INFINITY);
   const lastSeen = new Map<number, number>();
@@ -171,6 +191,7 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
   let broken = 0;
   let lateAssumptionBroken = 0;
   let onPace = 0;
+  let onHeadroom = 0;
   const ratios: number[] = [];
   const bounds: number[] = [];
   const waits: number[] = [];
@@ -186,6 +207,7 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
       continue;
     }
     if ((run.assumedFreed?.slots[i] ?? 0) > 0) onPace++;
+    if ((run.assumedHeadroom?.slots[i] ?? 0) > 0) onHeadroom++;
     if (wait > bound) broken++;
     ratios.push(bound / Math.max(1000, wait));
     bounds.push(bound / 1000);
@@ -199,6 +221,7 @@ export function boundStats(trace: Trace, run: RunResult, include: (task: number)
     checked: ratios.length,
     lateAssumptionBroken,
     onPace,
+    onHeadroom,
     broken,
     ratio: ratios.length ? { p50: at(ratios, 0.5), p90: at(ratios, 0.9), max: ratios.at(-1) as number } : null,
     median: ratios.length ? { boundSeconds: at(bounds, 0.5), waitSeconds: at(waits, 0.5) } : null,

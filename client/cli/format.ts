@@ -109,11 +109,13 @@ export function formatTask(task: Task | TaskDetail, style: Style): string {
   }
   const wait = 'wait' in task ? task.wait : undefined;
   if (wait) {
-    // On the pool's pace the guarantee on timeouts alone is shown beside it (wait.worstCaseSeconds).
+    // On the pool's pace or headroom the guarantee without that assumption is shown beside it (wait.worstCaseSeconds).
     const worstCase =
       wait.worstCaseSeconds === undefined
         ? ''
-        : ` at the pool's pace (${duration(Math.ceil(wait.worstCaseSeconds))} however slowly slots free)`;
+        : wait.assumedHeadroom
+          ? ` while the pool has a free slot (${duration(Math.ceil(wait.worstCaseSeconds))} however full it gets)`
+          : ` at the pool's pace (${duration(Math.ceil(wait.worstCaseSeconds))} however slowly slots free)`;
     // A bound is shown rounded up, never down.
     const bound =
       wait.maxWaitSeconds === null

@@ -186,7 +186,7 @@ const SCRIPT = `
       return barRow(elapsed / t.timeoutSeconds, dur(elapsed) + ' of ' + dur(t.timeoutSeconds) + ' timeout', { title: 'time used of the timeout' });
     }
     if (t.wait) {
-      var worst = t.wait.worstCaseSeconds === undefined ? '' : " at the pool's pace; " + dur(Math.ceil(t.wait.worstCaseSeconds)) + ' however slowly slots free';
+      var worst = t.wait.worstCaseSeconds === undefined ? '' : t.wait.assumedHeadroom ? ' while the pool has a free slot; ' + dur(Math.ceil(t.wait.worstCaseSeconds)) + ' however full it gets' : " at the pool's pace; " + dur(Math.ceil(t.wait.worstCaseSeconds)) + ' however slowly slots free';
       var bound = t.wait.maxWaitSeconds === null ? 'no bound: ' + (t.wait.noBound ? t.wait.noBound.message : 'none given') : 'at most ' + dur(Math.ceil(t.wait.maxWaitSeconds)) + ' more' + worst;
       return el('div', { class: 'detail', title: t.wait.message }, [el('b', { text: t.wait.reason.split('_').join(' ') }), txt(': ' + t.wait.message + ' (' + bound + ')')]);
     }

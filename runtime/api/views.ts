@@ -83,7 +83,7 @@ export const waitSchema = z
       .meta({ description: 'Why maxWaitSeconds is null' }),
     worstCaseSeconds: z.number().optional().meta({
       description:
-        "When maxWaitSeconds rests on the pool's pace (assumedFreed): the bound on timeouts alone, which holds however slowly the pool frees slots",
+        "When maxWaitSeconds rests on the pool's pace (assumedFreed): the bound on timeouts alone, which holds however slowly the pool frees slots; when it rests on the pool's headroom (assumedHeadroom): the bound without that assumption",
     }),
     assumedFreed: z
       .object({
@@ -98,6 +98,18 @@ export const waitSchema = z
       .meta({
         description:
           "When maxWaitSeconds rests on the pool's pace: it assumes the pool frees at least `slots` slots between `from` and `by` (the fewest it freed in any 10 s of the last minute, kept up); checkable afterwards",
+      }),
+    assumedHeadroom: z
+      .object({
+        slots: z.number().int().positive(),
+        from: isoTime,
+        by: isoTime,
+        peakUsed: z.number().int().nonnegative(),
+      })
+      .optional()
+      .meta({
+        description:
+          "When maxWaitSeconds rests on the Lambda pool's headroom (light load): it assumes fewer than `slots` tasks dispatched or running at every instant between `from` and `by` (the pool had at most `peakUsed` in use in any 10 s of the last minute), so the scheduler's first round after the task joins starts it; checkable afterwards",
       }),
     assumedJoins: z.object({ atMost: z.number().int().nonnegative(), from: isoTime, by: isoTime }).optional().meta({
       description:

@@ -88,6 +88,14 @@ export interface WaitInfo {
    * the snapshot predates): at most `atMost` other tenants start waiting there between `from` and `by`.
    */
   readonly assumedJoins?: { readonly atMost: number; readonly from: string; readonly by: string } | undefined;
+  /**
+   * When the bound rests on the Lambda pool's headroom (light load): it assumes fewer than `slots`
+   * tasks dispatched or running at every instant between `from` and `by`, as lately (at most
+   * `peakUsed` in use): then the scheduler's first round after the task joins starts it.
+   */
+  readonly assumedHeadroom?:
+    | { readonly slots: number; readonly from: string; readonly by: string; readonly peakUsed: number }
+    | undefined;
   /** Why there is no bound, when there is none. */
   readonly noBound?: { readonly code: NoBoundReason; readonly message: string } | undefined;
   /** Time the snapshot the explanation rests on was taken. */
@@ -211,6 +219,17 @@ export function explainWait(
                 },
               }
             : {}),
+          ...(explanation.assumedHeadroom && explanation.worstCaseSeconds !== undefined
+            ? {
+                worstCaseSeconds: roundUp(explanation.worstCaseSeconds),
+                assumedHeadroom: {
+                  slots: explanation.assumedHeadroom.slots,
+                  from: new Date(explanation.assumedHeadroom.fromMs).toISOString(),
+                  by: new Date(explanation.assumedHeadroom.byMs).toISOString(),
+                  peakUsed: explanation.assumedHeadroom.peakUsed,
+                },
+              }
+            : {}),
           ...(explanation.waitBoundSeconds !== null && rotation?.joins
             ? {
                 assumedJoins: {
@@ -291,6 +310,7 @@ function rotationOf(
       freeBy: pool.freeBy.map(([n, seconds]) => [n, atMs + seconds * 1000] as const),
       asOfMs: atMs,
       freedPerSecond: pool.freedPerSecond ?? null,
+      peakUsed: pool.peakUsed ?? null,
       ...(busyForLately !== undefined ? { tenantFreeAtMsLately: atMs + busyForLately * 1000 } : {}),
     };
     reservedForOther = pool.reservedFor !== null && pool.reservedFor !== task.taskId;
@@ -317,6 +337,7 @@ function rotationOf(
       freeBy: [[slots, joinsMs + holdMs]],
       asOfMs: joinsMs,
       freedPerSecond: pool.freedPerSecond ?? null,
+      peakUsed: pool.peakUsed ?? null,
       ...lately(facts.running, ownEntry(snapshot.tenants, task.tenantId)?.longestRunSeconds, nowMs),
     };
     reservedForOther = true;

@@ -109,6 +109,12 @@ export interface CheckSummary {
       readonly onPace: number;
       readonly paceNotKept: number;
       /**
+       * Of the checked, bounds on the Lambda pool's headroom (`assumedHeadroom`); and bounds on the
+       * headroom that would have been broken but the pool filled meanwhile (in `assumptionBroken`).
+       */
+      readonly onHeadroom: number;
+      readonly headroomNotKept: number;
+      /**
        * Late answers whose task the scheduler took in later than they assumed (a lost or skipped
        * announcement found by the backstop), and late answers for a task whose tenant had another
        * waiting when it was asked (its index lagging): both counted in `assumptionBroken`.
@@ -165,6 +171,12 @@ export interface CheckSummary {
 
 /** Slack on the wait bound for the simulated call latencies (the bound is in whole seconds). */
 const WAIT_BOUND_SLACK_MS = 2_000;
+/**
+ * How long after a task's end the scheduler may still count its slot (the API's allowance for it
+ * to learn of a freed slot, runtime/app/wait.ts SCHEDULER_PACE_SECONDS): a headroom answer
+ * assumes the pool not full as the scheduler counts it.
+ */
+const SLOT_LEARNED_MS = 2_000;
 
 export function checkHistory(history: History): CheckSummary {
   const violations: Violation[] = [];
@@ -391,14 +403,14 @@ export function checkHistory(history: History): CheckSummary {
   const lambdaFreedMs: number[] = [];
   const leasedState = new Map<string, boolean>();
   /** Each attempt's time DISPATCHED or RUNNING, per tenant: a bound's tenantFreeBy is checked against them. */
-  const leasedSpans: { tenantId: string; fromMs: number; toMs: number }[] = [];
+  const leasedSpans: { tenantId: string; runtime: string; fromMs: number; toMs: number }[] = [];
   const openSpan = new Map<string, (typeof leasedSpans)[number]>();
   for (const { atMs, task } of history.writes) {
     if (!task) continue;
     const leased = task.state === 'DISPATCHED' || task.state === 'RUNNING';
     const was = leasedState.get(task.taskId);
     if (leased && !was) {
-      const span = { tenantId: task.tenantId, fromMs: atMs, toMs: Number.POSITIVE_INFINITY };
+      const span = { tenantId: task.tenantId, runtime: task.runtime, fromMs: atMs, toMs: Number.POSITIVE_INFINITY };
       leasedSpans.push(span);
       openSpan.set(task.taskId, span);
     }
@@ -412,8 +424,29 @@ export function checkHistory(history: History): CheckSummary {
   }
   lambdaFreedMs.sort((a, b) => a - b);
   const freedBetween = (fromMs: number, byMs: number) => countBetween(lambdaFreedMs, fromMs, byMs);
+  /** The most Lambda attempts leased at once in [fromMs, byMs], each counted until SLOT_LEARNED_MS after its end. */
+  const lambdaSpans = leasedSpans.filter((span) => span.runtime === 'lambda');
+  const mostLeasedBetween = (fromMs: number, byMs: number): number => {
+    const edges: [number, number][] = [];
+    for (const span of lambdaSpans) {
+      const toMs = span.toMs + SLOT_LEARNED_MS;
+      if (span.fromMs > byMs || toMs <= fromMs) continue;
+      edges.push([Math.max(span.fromMs, fromMs), 1], [toMs, -1]);
+    }
+    // Ends before starts at the same instant: a slot freed and refilled at once is not two.
+    edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let now = 0;
+    let most = 0;
+    for (const [, step] of edges) {
+      now += step;
+      most = Math.max(most, now);
+    }
+    return most;
+  };
   let onPace = 0;
   let paceNotKept = 0;
+  let onHeadroom = 0;
+  let headroomNotKept = 0;
   let intakeNotKept = 0;
   let notOnlyWaitingLate = 0;
   let joinsExceeded = 0;
@@ -493,6 +526,13 @@ export function checkHistory(history: History): CheckSummary {
       assumptionBroken++;
       continue;
     }
+    // A bound on the Lambda pool's headroom holds while the pool keeps a free slot (bound.ts headroomBound).
+    const room = bound.assumedHeadroom;
+    if (room && leftAt > deadline && mostLeasedBetween(room.fromMs, Math.min(leftAt, room.byMs)) >= room.slots) {
+      headroomNotKept++;
+      assumptionBroken++;
+      continue;
+    }
     // More tenants started waiting after the snapshot than the answer counted (wait.assumedJoins).
     const joins = bound.assumedJoins;
     const runtime = writes[0]?.task.runtime ?? 'lambda';
@@ -502,6 +542,7 @@ export function checkHistory(history: History): CheckSummary {
       continue;
     }
     if (freed) onPace++;
+    if (room) onHeadroom++;
     checked++;
     checkedTasks.add(bound.taskId);
     if (left) {
@@ -598,6 +639,8 @@ export function checkHistory(history: History): CheckSummary {
         assumptionBroken,
         onPace,
         paceNotKept,
+        onHeadroom,
+        headroomNotKept,
         intakeNotKept,
         notOnlyWaitingLate,
         joinsExceeded,

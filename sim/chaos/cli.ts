@@ -164,7 +164,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
     const simulated = results.reduce((sum, r) => sum + r.simulatedSeconds, 0);
     const bounds = sumBounds(results);
     process.stdout.write(
-      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked (for ${bounds.checkedTasks} tasks; ${bounds.onPace} of them on the Lambda pool's pace), ${bounds.broken} broken (not checked: ${bounds.assumptionBroken} with an assumption broken before the start: their tenant submitting more, or ${bounds.paceNotKept} the pool freeing fewer slots than assumed, or ${bounds.joinsExceeded} more tenants joining than counted; ${bounds.cancelledWaiting} cancelled while waiting, ${bounds.unresolved} still waiting at the run's end before their deadline), bound / wait median ${bounds.ratio?.median ?? '-'} (at submit ${bounds.ratioAtSubmit?.median ?? '-'}, asked again ${bounds.ratioLater?.median ?? '-'}), ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
+      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked (for ${bounds.checkedTasks} tasks; ${bounds.onPace} of them on the Lambda pool's pace, ${bounds.onHeadroom} on its headroom), ${bounds.broken} broken (not checked: ${bounds.assumptionBroken} with an assumption broken before the start: their tenant submitting more, or ${bounds.paceNotKept} the pool freeing fewer slots than assumed, or ${bounds.headroomNotKept} the pool filling when assumed to keep room, or ${bounds.joinsExceeded} more tenants joining than counted; ${bounds.cancelledWaiting} cancelled while waiting, ${bounds.unresolved} still waiting at the run's end before their deadline), bound / wait median ${bounds.ratio?.median ?? '-'} (at submit ${bounds.ratioAtSubmit?.median ?? '-'}, asked again ${bounds.ratioLater?.median ?? '-'}), ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
     );
   }
   return violations.length > 0 ? 1 : 0;
@@ -293,6 +293,8 @@ function sumBounds(results: readonly SeedResult[]) {
     broken: sum((r) => r.stats.waitBounds.broken),
     assumptionBroken: sum((r) => r.stats.waitBounds.assumptionBroken),
     onPace: sum((r) => r.stats.waitBounds.onPace),
+    onHeadroom: sum((r) => r.stats.waitBounds.onHeadroom),
+    headroomNotKept: sum((r) => r.stats.waitBounds.headroomNotKept),
     paceNotKept: sum((r) => r.stats.waitBounds.paceNotKept),
     intakeNotKept: sum((r) => r.stats.waitBounds.intakeNotKept),
     notOnlyWaitingLate: sum((r) => r.stats.waitBounds.notOnlyWaitingLate),

@@ -45,6 +45,8 @@ export interface History {
           readonly tenantFreeByMs?: number | undefined;
         }
       | undefined;
+    /** A bound on the Lambda pool's headroom: fewer than `slots` tasks hold it at every instant between two (epoch ms). */
+    readonly assumedHeadroom?: { readonly slots: number; readonly fromMs: number; readonly byMs: number } | undefined;
     /** A task the snapshot predated: at most `atMost` other tenants start waiting in its pool between two instants. */
     readonly assumedJoins?: { readonly atMost: number; readonly fromMs: number; readonly byMs: number } | undefined;
     /** The snapshot the answer rests on (`wait.asOf`): a task in its rotation was in the scheduler's engine by then. */

@@ -625,6 +625,15 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
             },
           }
         : {}),
+      ...(described.wait.assumedHeadroom
+        ? {
+            assumedHeadroom: {
+              slots: described.wait.assumedHeadroom.slots,
+              fromMs: Date.parse(described.wait.assumedHeadroom.from),
+              byMs: Date.parse(described.wait.assumedHeadroom.by),
+            },
+          }
+        : {}),
       ...(described.wait.assumedFreed
         ? {
             assumedFreed: {

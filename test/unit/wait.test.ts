@@ -381,6 +381,52 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
       expect(overran.assumedFreed?.from).toBe(at(160).toISOString());
     });
 
+    it("rests on the pool's headroom at light load: the first round after it joins, whatever its tenant runs", () => {
+      // Prepare: 4 slots, at most 1 in use lately; its tenant runs a task (timeout 100 s); 1 other
+      // tenant waits at the snapshot of 6 s (which names this task), the pool freed nothing lately.
+      const named = inRotation(6);
+      const acme = named.tenants.acme as NonNullable<(typeof named.tenants)['acme']>;
+      const light = (peakUsed: number | null, waiting = 2) =>
+        snapshot({
+          ...named,
+          tenants: { acme: { ...acme, running: 1 } },
+          rotation: {
+            ...rotation({ waiting, joinedLastMinute: 0, peakUsed }),
+            busyFor: { acme: 154 },
+            handover: { inSeconds: 200, everySeconds: 285 },
+          },
+        });
+      const ask = (snap: SchedulerSnapshot, hold?: Parameters<typeof explainWait>[1]['hold']) =>
+        explainWait(task('normal'), { config, tenant, snapshot: snap, now: at(7), facts: { waiting: 1 }, hold });
+      // Act
+      const roomy = ask(light(1));
+      const full = ask(light(2));
+      const unknown = ask(light(null));
+      const rated = ask(light(1), {
+        constraint: 'rate',
+        rate: { perSecond: 1, burst: 1 },
+        nextStartMs: at(8).getTime(),
+      });
+      // Assess: one round (2 s) from now, no handover reached (the next is at 206 s); without the
+      // headroom the bound waits for its tenant's task (160 s) and a slot refilled after it
+      expect(roomy.maxWaitSeconds).toBe(2);
+      expect(roomy.assumedHeadroom).toEqual({
+        slots: 4,
+        from: at(6).toISOString(),
+        by: at(9).toISOString(),
+        peakUsed: 1,
+      });
+      expect(roomy.worstCaseSeconds).toBe(full.maxWaitSeconds);
+      expect(full.maxWaitSeconds as number).toBeGreaterThan(160);
+      expect(roomy.assumes).toMatch(/the lambda pool keeps a free slot from .* until it starts: fewer than 4 tasks/);
+      expect(roomy.assumes).toMatch(/at most 1 in use in any 10 s of the last minute/);
+      // 2 in use lately + 1 tenant ahead + itself leaves no slot to spare of 4: not on headroom
+      expect(full.assumedHeadroom).toBeUndefined();
+      expect(unknown.assumedHeadroom).toBeUndefined();
+      // Held by its start rate, it waits for a token the headroom does not give
+      expect(rated.assumedHeadroom).toBeUndefined();
+    });
+
     it('gives none to a task whose tenant has other work waiting, or under priority', () => {
       const backlog = explainWait(task('normal'), {
         config,

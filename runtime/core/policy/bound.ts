@@ -157,6 +157,52 @@ export function paceBound(input: PaceBoundInput): PaceBound | null {
 }
 
 /**
+ * The bound on the Lambda pool's headroom: at light load neither the pace (a pool idle for 10 s
+ * freed nothing then) nor the timeouts say anything close to the wait, which is one round.
+ *
+ * Claim. X in its Lambda pool's rotation from t₀ (the snapshot's instant, or the latest instant it
+ * joins), its tenant below quota, X held by no flow control. Under (A3) and (A5) fewer than c
+ * tasks are dispatched or running at every instant from t₀ until X starts, as the scheduler counts
+ * them, X starts in the scheduler's first dispatch round after t₀.
+ *
+ * Proof. A round picks waiting tasks in the engine's order for as long as one fits
+ * (runtime/scheduler/reservation.ts `pickAll`; work conserving). A Lambda task fits any free slot,
+ * and X's tenant is below quota and nothing holds X, so the round stops before X only if the pool
+ * is full, which (A5) excludes; so X is picked in it. Neither X's share nor its turn enters: this
+ * holds whatever its tenant runs and whoever joins, so long as the pool does not fill.   ∎
+ *
+ * (A5) is a statement about the future the API takes from the past: the most slots in use in any
+ * 10 s of the last minute (pace.ts UsedSlots), with room besides for every tenant ahead and X. It
+ * says so in `wait.assumes` and `assumedHeadroom`, so whoever holds the answer can check it (the
+ * chaos checker does, from the dispatches and ends it recorded); the answer it beat is given as
+ * the worst case.
+ */
+export interface HeadroomBoundInput {
+  readonly nowMs: number;
+  /** t₀. */
+  readonly fromMs: number;
+  /** Where the assumption's window ends (the caller sets it to the bound's end). */
+  readonly byMs: number;
+  /** c: the pool's slots. */
+  readonly slots: number;
+}
+
+export interface HeadroomBound {
+  /** Seconds from `nowMs` to the round's instant (t₀, or now when that is past), the round itself not included. */
+  readonly seconds: number;
+  /** (A5): fewer than `slots` tasks hold the pool at every instant between `fromMs` and `byMs`. */
+  readonly below: { readonly slots: number; readonly fromMs: number; readonly byMs: number };
+}
+
+/** The headroom bound proved above: the scheduler's round (its lag) is the caller's to add. */
+export function headroomBound(input: HeadroomBoundInput): HeadroomBound {
+  return {
+    seconds: Math.max(0, input.fromMs - input.nowMs) / 1000,
+    below: { slots: input.slots, fromMs: input.fromMs, byMs: Math.max(input.byMs, input.fromMs) },
+  };
+}
+
+/**
  * A compact, conservative form of Lambda free steps for publishing: the steps at 1, 2, 4, 8, …
  * slots and at the pool's size, each with the time of the latest step it covers (so any count
  * between two published ones reads the later time, never an earlier one).

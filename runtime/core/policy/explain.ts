@@ -7,7 +7,7 @@
 import type { PolicyName, SchedulerConfig } from '../config.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Runtime, tierRank } from '../task.ts';
 import { effectiveRank, type NoBoundReason, topTierAtMs, waitBound } from './aging.ts';
-import { type PaceBound, paceBound, rotationBoundSeconds } from './bound.ts';
+import { type HeadroomBound, headroomBound, type PaceBound, paceBound, rotationBoundSeconds } from './bound.ts';
 import { capacity, describeHold, type Hold } from './constraints.ts';
 
 /** The wait reason each constraint unit's hold reports. */
@@ -145,6 +145,12 @@ export interface RotationView {
    * RecentRuns), when known: the pace bound's t₁ (an assumption it then states and carries).
    */
   readonly tenantFreeAtMsLately?: number | undefined;
+  /**
+   * Lambda: the most slots in use in any 10 s of the last minute and since (pace.ts UsedSlots),
+   * when known. With room in the pool for the tenants ahead and it besides, the bound may rest on
+   * the pool's headroom (bound.ts `headroomBound`).
+   */
+  readonly peakUsed?: number | null | undefined;
 }
 
 /** τ per pool: the longest one task holds that pool's capacity (timeout cap + leases). */
@@ -178,6 +184,11 @@ export interface WaitExplanation {
    * they have all ended by `tenantFreeByMs`.
    */
   readonly assumedFreed?: (PaceBound['freed'] & { readonly tenantFreeByMs?: number | undefined }) | undefined;
+  /**
+   * When the bound rests on the Lambda pool's headroom: fewer than `slots` tasks hold the pool at
+   * every instant from `fromMs` to `byMs` (epoch ms), as it kept lately (at most `peakUsed`).
+   */
+  readonly assumedHeadroom?: (HeadroomBound['below'] & { readonly peakUsed: number }) | undefined;
 }
 
 const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
@@ -226,6 +237,7 @@ export function explainWait(view: WaitView): WaitExplanation {
   const { reason, message } = reasonFor(view, rank);
   const bound = withRateWait(view, boundOf(view, baseRank));
   const onPace = bound.seconds !== null ? bound.pace : undefined;
+  const onHeadroom = bound.seconds !== null ? bound.headroom : undefined;
   return {
     reason,
     message,
@@ -234,7 +246,13 @@ export function explainWait(view: WaitView): WaitExplanation {
     topTierAtMs: topAtMs,
     waitBoundSeconds: bound.seconds,
     noBound: bound.seconds === null ? { code: bound.why, message: NO_BOUND_MESSAGES[bound.why] } : undefined,
-    assumes: bound.seconds === null ? undefined : assumptionsOf(view, onPace),
+    assumes: bound.seconds === null ? undefined : assumptionsOf(view, onPace, onHeadroom),
+    ...(onHeadroom
+      ? {
+          worstCaseSeconds: onHeadroom.worstCaseSeconds,
+          assumedHeadroom: { ...onHeadroom.below, peakUsed: onHeadroom.peakUsed },
+        }
+      : {}),
     ...(onPace
       ? {
           worstCaseSeconds: onPace.worstCaseSeconds,
@@ -249,8 +267,20 @@ export function explainWait(view: WaitView): WaitExplanation {
 
 /** A bound, and when it rests on the pool's pace, what that assumes and the timeout bound it beat. */
 type Bound =
-  | { readonly seconds: number; readonly pace?: PaceAnswer | undefined }
+  | {
+      readonly seconds: number;
+      readonly pace?: PaceAnswer | undefined;
+      readonly headroom?: HeadroomAnswer | undefined;
+    }
   | { readonly seconds: null; readonly why: NoBoundReason };
+
+interface HeadroomAnswer {
+  readonly below: HeadroomBound['below'];
+  /** The most slots in use lately, as the engine measured them. */
+  readonly peakUsed: number;
+  /** The bound without this assumption (on the pace or on timeouts). */
+  readonly worstCaseSeconds: number;
+}
 
 interface PaceAnswer {
   readonly freed: PaceBound['freed'];
@@ -327,15 +357,43 @@ function boundOf(view: WaitView, baseRank: number): Bound {
       : null;
   // On the pool's pace only the last freed slot's round counts: each earlier one overlaps the count.
   const onPace = pace ? Math.max(0, pace.seconds + lagSeconds(view.schedulerLag, pace.seconds, 1, nowMs)) : null;
-  if (pace === null || onPace === null || onPace >= seconds) return { seconds };
+  const answer: Bound =
+    pace === null || onPace === null || onPace >= seconds
+      ? { seconds }
+      : {
+          seconds: onPace,
+          pace: {
+            freed: pace.freed,
+            perSecond: rotation.freedPerSecond as number,
+            worstCaseSeconds: seconds,
+            tenantBusy: rotation.tenantFreeAtMs > asOfMs,
+            ...(lately !== undefined ? { tenantFreeByMs: lately } : {}),
+          },
+        };
+  return onHeadroomOf(view, rotation, asOfMs, answer) ?? answer;
+}
+
+/**
+ * The bound on the Lambda pool's headroom (bound.ts `headroomBound`), when the pool has lately
+ * kept room for the tenants ahead and this task besides and that answer is the smaller: the
+ * answer it beats becomes its worst case. Not for work held by flow control (its key, its start
+ * rate): that waits for something the headroom does not free.
+ */
+function onHeadroomOf(view: WaitView, rotation: RotationView, asOfMs: number, other: Bound): Bound | undefined {
+  const { task, nowMs } = view;
+  const peakUsed = rotation.peakUsed;
+  const slots = view.limits.lambdaConcurrency;
+  if (other.seconds === null || task.runtime !== 'lambda' || view.hold || peakUsed == null) return undefined;
+  if (!(peakUsed + rotation.ahead + 1 < slots)) return undefined;
+  const core = headroomBound({ nowMs, fromMs: asOfMs, byMs: nowMs, slots });
+  const seconds = Math.max(0, core.seconds + lagSeconds(view.schedulerLag, core.seconds, 1, nowMs));
+  if (seconds >= other.seconds) return undefined;
   return {
-    seconds: onPace,
-    pace: {
-      freed: pace.freed,
-      perSecond: rotation.freedPerSecond as number,
-      worstCaseSeconds: seconds,
-      tenantBusy: rotation.tenantFreeAtMs > asOfMs,
-      ...(lately !== undefined ? { tenantFreeByMs: lately } : {}),
+    seconds,
+    headroom: {
+      below: { ...core.below, byMs: nowMs + Math.ceil(seconds * 1000) },
+      peakUsed,
+      worstCaseSeconds: other.pace?.worstCaseSeconds ?? other.seconds,
     },
   };
 }
@@ -409,22 +467,26 @@ function constraintAssumptions(view: WaitView): string[] {
 }
 
 /** The bound's assumptions in words (bound.ts A1–A3, aging.ts), then the view's own. */
-function assumptionsOf(view: WaitView, pace?: PaceAnswer): string {
+function assumptionsOf(view: WaitView, pace?: PaceAnswer, headroom?: HeadroomAnswer): string {
   const hold = view.limits.holdSeconds;
-  const onPace = pace
+  const onPace = headroom
     ? [
-        `the ${view.task.runtime} pool keeps freeing slots at least at ${round2(pace.perSecond)} a second, the fewest it freed in any 10 s of the last minute: ${pace.freed.slots} between ${new Date(pace.freed.fromMs).toISOString()} and ${new Date(pace.freed.byMs).toISOString()} (however slowly it frees them, it starts within ${Math.ceil(pace.worstCaseSeconds * 10) / 10} s)`,
-        ...(pace.tenantFreeByMs !== undefined
-          ? [
-              `its tenant's running tasks have all ended by ${new Date(pace.tenantFreeByMs).toISOString()}, none running longer than the longest of its tasks did in the last minute`,
-            ]
-          : pace.tenantBusy
-            ? ["its tenant's running tasks hold the pool at most their timeout plus the dispatch and run leases"]
-            : []),
+        `the ${view.task.runtime} pool keeps a free slot from ${new Date(headroom.below.fromMs).toISOString()} until it starts: fewer than ${headroom.below.slots} tasks dispatched or running at every instant (each counted until the scheduler has learned that it ended), as lately (at most ${headroom.peakUsed} in use in any 10 s of the last minute); then the scheduler's first round after it joins starts it (however full the pool gets, it starts within ${Math.ceil(headroom.worstCaseSeconds * 10) / 10} s)`,
       ]
-    : [
-        `every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda ${hold.lambda} s, fargate ${hold.fargate} s)`,
-      ];
+    : pace
+      ? [
+          `the ${view.task.runtime} pool keeps freeing slots at least at ${round2(pace.perSecond)} a second, the fewest it freed in any 10 s of the last minute: ${pace.freed.slots} between ${new Date(pace.freed.fromMs).toISOString()} and ${new Date(pace.freed.byMs).toISOString()} (however slowly it frees them, it starts within ${Math.ceil(pace.worstCaseSeconds * 10) / 10} s)`,
+          ...(pace.tenantFreeByMs !== undefined
+            ? [
+                `its tenant's running tasks have all ended by ${new Date(pace.tenantFreeByMs).toISOString()}, none running longer than the longest of its tasks did in the last minute`,
+              ]
+            : pace.tenantBusy
+              ? ["its tenant's running tasks hold the pool at most their timeout plus the dispatch and run leases"]
+              : []),
+        ]
+      : [
+          `every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda ${hold.lambda} s, fargate ${hold.fargate} s)`,
+        ];
   const parts =
     view.policy === 'fair-share'
       ? [

@@ -12,6 +12,8 @@ export {
 } from './aging.ts';
 export {
   coarsenSteps,
+  type HeadroomBound,
+  headroomBound,
   type PaceBound,
   type PaceBoundInput,
   paceBound,
