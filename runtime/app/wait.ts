@@ -338,6 +338,7 @@ function rotationOf(
       asOfMs: joinsMs,
       freedPerSecond: pool.freedPerSecond ?? null,
       peakUsed: pool.peakUsed ?? null,
+      tenantRunning: facts.running.length,
       ...lately(facts.running, ownEntry(snapshot.tenants, task.tenantId)?.longestRunSeconds, nowMs),
     };
     reservedForOther = true;

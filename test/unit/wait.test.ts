@@ -425,6 +425,28 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
       expect(unknown.assumedHeadroom).toBeUndefined();
       // Held by its start rate, it waits for a token the headroom does not give
       expect(rated.assumedHeadroom).toBeUndefined();
+      // At its tenant's quota (2) it waits for its tenant's own task, however empty the pool: as the
+      // snapshot counts them, or as read with a task the snapshot predates
+      const atQuota = light(1, 1);
+      const atQuotaNamed = snapshot({ ...atQuota, tenants: { acme: { ...acme, running: 2 } } });
+      expect(ask(atQuotaNamed).assumedHeadroom).toBeUndefined();
+      const predates = snapshot({ ...atQuota, tenants: {} });
+      const running = (n: number) =>
+        Array.from({ length: n }, () => ({
+          dispatchedAt: at(0).toISOString(),
+          runAt: at(0).toISOString(),
+          timeoutSeconds: 100,
+        }));
+      const joining = (n: number) =>
+        explainWait(task('normal'), {
+          config,
+          tenant,
+          snapshot: predates,
+          now: at(7),
+          facts: { waiting: 1, running: running(n) },
+        });
+      expect(joining(1).assumedHeadroom).toBeDefined();
+      expect(joining(2).assumedHeadroom).toBeUndefined();
     });
 
     it('gives none to a task whose tenant has other work waiting, or under priority', () => {

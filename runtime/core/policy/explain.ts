@@ -151,6 +151,11 @@ export interface RotationView {
    * the pool's headroom (bound.ts `headroomBound`).
    */
   readonly peakUsed?: number | null | undefined;
+  /**
+   * Its tenant's dispatched and running tasks as read with the task (a snapshot that predates it
+   * may count fewer): the headroom answer needs room under its tenant's quota for it.
+   */
+  readonly tenantRunning?: number | undefined;
 }
 
 /** τ per pool: the longest one task holds that pool's capacity (timeout cap + leases). */
@@ -377,13 +382,15 @@ function boundOf(view: WaitView, baseRank: number): Bound {
  * The bound on the Lambda pool's headroom (bound.ts `headroomBound`), when the pool has lately
  * kept room for the tenants ahead and this task besides and that answer is the smaller: the
  * answer it beats becomes its worst case. Not for work held by flow control (its key, its start
- * rate): that waits for something the headroom does not free.
+ * rate) or by its tenant's quota: that waits for something the headroom does not free.
  */
 function onHeadroomOf(view: WaitView, rotation: RotationView, asOfMs: number, other: Bound): Bound | undefined {
   const { task, nowMs } = view;
   const peakUsed = rotation.peakUsed;
   const slots = view.limits.lambdaConcurrency;
   if (other.seconds === null || task.runtime !== 'lambda' || view.hold || peakUsed == null) return undefined;
+  // At its quota it waits for its tenant's own tasks, which the headroom does not end.
+  if (Math.max(view.tenant.active, rotation.tenantRunning ?? 0) >= view.tenant.maxConcurrency) return undefined;
   if (!(peakUsed + rotation.ahead + 1 < slots)) return undefined;
   const core = headroomBound({ nowMs, fromMs: asOfMs, byMs: nowMs, slots });
   const seconds = Math.max(0, core.seconds + lagSeconds(view.schedulerLag, core.seconds, 1, nowMs));
