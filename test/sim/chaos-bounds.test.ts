@@ -128,6 +128,39 @@ describe('chaos checker: the wait bound', () => {
     expect(check({ writes: inTime, bounds: [onPace(3)] }).counts).toEqual(counts({ given: 1, checked: 1 }));
   });
 
+  it("judges a bound on the Lambda pool's headroom only while the pool kept a free slot, as the scheduler counts it", () => {
+    // Other tenants' tasks u1 and u2 hold two Lambda slots from 0.5 s; u2 ends at 3 s.
+    const others = [
+      { atMs: T0 + 500, task: { ...task('u1', 'DISPATCHED'), tenantId: 'b' } },
+      { atMs: T0 + 500, task: { ...task('u2', 'RUNNING'), tenantId: 'c' } },
+      { atMs: T0 + 3000, task: { ...task('u2', 'SUCCEEDED'), tenantId: 'c' } },
+    ];
+    const onHeadroom = (slots: number, fromSeconds = 1) =>
+      bound(3, { assumedHeadroom: { slots, fromMs: T0 + fromSeconds * 1000, byMs: T0 + 4000 } });
+    const late = [...writes([['DISPATCHED', 20]]), ...others].sort((a, b) => a.atMs - b.atMs);
+    // Three slots, two ever in use: the pool kept room and the task still started late: broken.
+    const kept = check({ writes: late, bounds: [onHeadroom(3)] });
+    expect(kept).toEqual({ invariants: ['wait-bound'], counts: counts({ given: 1, checked: 1, broken: 1 }) });
+    // Two slots: full from 1 s on, so its assumption broke and it is not judged.
+    const full = checkHistory(emptyHistory({ writes: late, bounds: [onHeadroom(2)] }));
+    expect(full.violations).toEqual([]);
+    expect(full.stats.waitBounds).toMatchObject({ given: 1, checked: 0, assumptionBroken: 1, headroomNotKept: 1 });
+    // From 4.5 s u2 has ended and the scheduler has had 1.5 s to learn it; from 5.5 s, 2.5 s: the
+    // pool was full as the scheduler counts it until 5 s.
+    const learned = (fromSeconds: number) =>
+      checkHistory(
+        emptyHistory({
+          writes: late,
+          bounds: [bound(3, { assumedHeadroom: { slots: 2, fromMs: T0 + fromSeconds * 1000, byMs: T0 + 8000 } })],
+        }),
+      ).stats.waitBounds;
+    expect(learned(4.5)).toMatchObject({ headroomNotKept: 1, broken: 0 });
+    expect(learned(5.5)).toMatchObject({ headroomNotKept: 0, broken: 1 });
+    // Started within it: kept, however full the pool.
+    const inTime = [...writes([['DISPATCHED', 4]]), ...others].sort((a, b) => a.atMs - b.atMs);
+    expect(check({ writes: inTime, bounds: [onHeadroom(2)] }).counts).toEqual(counts({ given: 1, checked: 1 }));
+  });
+
   it("does not judge a bound on the pace whose tenant's running task ran past when it assumed it would end", () => {
     const others = ['u1', 'u2'].flatMap((taskId, i) => [
       { atMs: T0 + 500, task: { ...task(taskId, 'DISPATCHED'), tenantId: 'b' } },
@@ -244,10 +277,11 @@ describe('chaos: the bounds scenario', () => {
     const broken = shrunk.violations.filter((v) => v.invariant === 'wait-bound');
     expect(broken.length).toBeGreaterThan(0);
     expect(shrunk.stats.waitBounds.broken).toBe(broken.length);
-    // What the answers assumed of the others (the pool's pace, the tenants joining, the intake, its
-    // tenant's other tasks) is judged only for a late start, so a shrunk bound may move from checked
-    // to assumption broken, no further.
-    const judgedLate = (b: typeof bounds) => b.paceNotKept + b.joinsExceeded + b.intakeNotKept + b.notOnlyWaitingLate;
+    // What the answers assumed of the others (the pool's pace or headroom, the tenants joining, the
+    // intake, its tenant's other tasks) is judged only for a late start, so a shrunk bound may move
+    // from checked to assumption broken, no further.
+    const judgedLate = (b: typeof bounds) =>
+      b.paceNotKept + b.headroomNotKept + b.joinsExceeded + b.intakeNotKept + b.notOnlyWaitingLate;
     expect(shrunk.stats.waitBounds.checked + judgedLate(shrunk.stats.waitBounds)).toBe(
       bounds.checked + judgedLate(bounds),
     );

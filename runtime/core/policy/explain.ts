@@ -391,7 +391,7 @@ function onHeadroomOf(view: WaitView, rotation: RotationView, asOfMs: number, ot
   if (other.seconds === null || task.runtime !== 'lambda' || view.hold || peakUsed == null) return undefined;
   // At its quota it waits for its tenant's own tasks, which the headroom does not end.
   if (Math.max(view.tenant.active, rotation.tenantRunning ?? 0) >= view.tenant.maxConcurrency) return undefined;
-  if (!(peakUsed + rotation.ahead + 1 < slots)) return undefined;
+  if (peakUsed + rotation.ahead + 1 > slots) return undefined;
   const core = headroomBound({ nowMs, fromMs: asOfMs, byMs: nowMs, slots });
   const seconds = Math.max(0, core.seconds + lagSeconds(view.schedulerLag, core.seconds, 1, nowMs));
   if (seconds >= other.seconds) return undefined;
