@@ -287,4 +287,28 @@ describe('chaos: the bounds scenario', () => {
     );
     expect(shrunk.stats.waitBounds.given).toBe(bounds.given);
   }, 120_000);
+
+  it("gives answers on the Lambda pool's headroom at light load (the quiet scenario), and keeps them", async () => {
+    const history = await runChaos({
+      ...DEFAULT_OPTIONS,
+      ...CHAOS_SCENARIOS.quiet,
+      steadyTenants: 6,
+      tasks: 10,
+      submitSeconds: 240,
+      seed: 1,
+    });
+    const { violations, stats } = checkHistory(history);
+    expect(violations).toEqual([]);
+    const bounds = stats.waitBounds;
+    expect(bounds.onHeadroom).toBeGreaterThanOrEqual(20);
+    // A headroom answer is one round and the intake: seconds, not the minutes of the timeouts.
+    const onHeadroom = history.bounds.filter((b) => b.assumedHeadroom && b.maxWaitSeconds !== null);
+    expect(Math.max(...onHeadroom.map((b) => b.maxWaitSeconds as number))).toBeLessThanOrEqual(12);
+    // Shrunk to nothing, the late ones break: the check can fail.
+    const shrunk = checkHistory({
+      ...history,
+      bounds: history.bounds.map((b) => (b.assumedHeadroom ? { ...b, maxWaitSeconds: 0 } : b)),
+    });
+    expect(shrunk.violations.filter((v) => v.invariant === 'wait-bound').length).toBeGreaterThan(0);
+  }, 120_000);
 });
