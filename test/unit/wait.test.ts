@@ -400,7 +400,7 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
         explainWait(task('normal'), { config, tenant, snapshot: snap, now: at(7), facts: { waiting: 1 }, hold });
       // Act
       const roomy = ask(light(1));
-      const full = ask(light(2));
+      const full = ask(light(3));
       const unknown = ask(light(null));
       const rated = ask(light(1), {
         constraint: 'rate',
@@ -420,7 +420,7 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
       expect(full.maxWaitSeconds as number).toBeGreaterThan(160);
       expect(roomy.assumes).toMatch(/the lambda pool keeps a free slot from .* until it starts: fewer than 4 tasks/);
       expect(roomy.assumes).toMatch(/at most 1 in use in any 10 s of the last minute/);
-      // 2 in use lately + 1 tenant ahead + itself leaves no slot to spare of 4: not on headroom
+      // 3 in use lately + 1 tenant ahead + itself is more than 4: not on headroom
       expect(full.assumedHeadroom).toBeUndefined();
       expect(unknown.assumedHeadroom).toBeUndefined();
       // Held by its start rate, it waits for a token the headroom does not give
