@@ -115,6 +115,12 @@ export interface CheckSummary {
       readonly onHeadroom: number;
       readonly headroomNotKept: number;
       /**
+       * Late answers whose tenant ran a task they did not count (leased when asked and ending after
+       * the pace's count began, or their tenant at its quota during a headroom answer): the index
+       * the describe reads its tenant's leased tasks from lagged. In `assumptionBroken`.
+       */
+      readonly runningNotSeen: number;
+      /**
        * Late answers whose task the scheduler took in later than they assumed (a lost or skipped
        * announcement found by the backstop), and late answers for a task whose tenant had another
        * waiting when it was asked (its index lagging): both counted in `assumptionBroken`.
@@ -424,12 +430,16 @@ export function checkHistory(history: History): CheckSummary {
   }
   lambdaFreedMs.sort((a, b) => a - b);
   const freedBetween = (fromMs: number, byMs: number) => countBetween(lambdaFreedMs, fromMs, byMs);
-  /** The most Lambda attempts leased at once in [fromMs, byMs], each counted until SLOT_LEARNED_MS after its end. */
-  const lambdaSpans = leasedSpans.filter((span) => span.runtime === 'lambda');
-  const mostLeasedBetween = (fromMs: number, byMs: number): number => {
+  /** The most of `spans` leased at once in [fromMs, byMs], each counted until `learnedMs` after its end. */
+  const mostLeased = (
+    spans: readonly (typeof leasedSpans)[number][],
+    fromMs: number,
+    byMs: number,
+    learnedMs: number,
+  ) => {
     const edges: [number, number][] = [];
-    for (const span of lambdaSpans) {
-      const toMs = span.toMs + SLOT_LEARNED_MS;
+    for (const span of spans) {
+      const toMs = span.toMs + learnedMs;
       if (span.fromMs > byMs || toMs <= fromMs) continue;
       edges.push([Math.max(span.fromMs, fromMs), 1], [toMs, -1]);
     }
@@ -443,10 +453,16 @@ export function checkHistory(history: History): CheckSummary {
     }
     return most;
   };
+  /** The Lambda pool as the scheduler counts it: each attempt until SLOT_LEARNED_MS after its end. */
+  const lambdaSpans = leasedSpans.filter((span) => span.runtime === 'lambda');
+  const mostLeasedBetween = (fromMs: number, byMs: number) => mostLeased(lambdaSpans, fromMs, byMs, SLOT_LEARNED_MS);
+  const spansOf = new Map<string, (typeof leasedSpans)[number][]>();
+  for (const span of leasedSpans) spansOf.set(span.tenantId, [...(spansOf.get(span.tenantId) ?? []), span]);
   let onPace = 0;
   let paceNotKept = 0;
   let onHeadroom = 0;
   let headroomNotKept = 0;
+  let runningNotSeen = 0;
   let intakeNotKept = 0;
   let notOnlyWaitingLate = 0;
   let joinsExceeded = 0;
@@ -526,8 +542,31 @@ export function checkHistory(history: History): CheckSummary {
       assumptionBroken++;
       continue;
     }
-    // A bound on the Lambda pool's headroom holds while the pool keeps a free slot (bound.ts headroomBound).
+    // Its tenant ran a task the answer did not count: one leased when it was asked and ending after
+    // the pace's count began (a counted one ends by then, or by tenantFreeBy above), or, on the
+    // headroom, its tenant at its quota meanwhile. The describe reads its tenant's leased tasks
+    // from an index, which may not show a dispatch of a moment before ("as its indexes show them").
+    const own = spansOf.get(bound.tenantId) ?? [];
     const room = bound.assumedHeadroom;
+    const quota = history.tenants[bound.tenantId]?.maxConcurrency;
+    const unseenOnPace =
+      freed !== undefined &&
+      own.some(
+        (span) =>
+          span.fromMs <= askedAtMs &&
+          span.toMs > askedAtMs &&
+          span.toMs > Math.max(freed.fromMs, freed.tenantFreeByMs ?? Number.NEGATIVE_INFINITY),
+      );
+    const atQuota =
+      room !== undefined &&
+      quota !== undefined &&
+      mostLeased(own, room.fromMs, Math.min(leftAt - 1, room.byMs), 0) >= quota;
+    if (leftAt > deadline && (unseenOnPace || atQuota)) {
+      runningNotSeen++;
+      assumptionBroken++;
+      continue;
+    }
+    // A bound on the Lambda pool's headroom holds while the pool keeps a free slot (bound.ts headroomBound).
     if (room && leftAt > deadline && mostLeasedBetween(room.fromMs, Math.min(leftAt, room.byMs)) >= room.slots) {
       headroomNotKept++;
       assumptionBroken++;
@@ -641,6 +680,7 @@ export function checkHistory(history: History): CheckSummary {
         paceNotKept,
         onHeadroom,
         headroomNotKept,
+        runningNotSeen,
         intakeNotKept,
         notOnlyWaitingLate,
         joinsExceeded,

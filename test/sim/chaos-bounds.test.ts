@@ -161,6 +161,34 @@ describe('chaos checker: the wait bound', () => {
     expect(check({ writes: inTime, bounds: [onHeadroom(2)] }).counts).toEqual(counts({ given: 1, checked: 1 }));
   });
 
+  it('does not judge a late bound whose tenant ran a task it did not count (the index it read lagging a dispatch)', () => {
+    // Tenant a's task r is dispatched at 0.8 s (just before the question at 0.9 s) and ends at 9 s.
+    const own = [
+      { atMs: T0 + 800, task: task('r', 'DISPATCHED') },
+      { atMs: T0 + 9000, task: task('r', 'SUCCEEDED') },
+    ];
+    const others = ['u1', 'u2'].flatMap((taskId, i) => [
+      { atMs: T0 + 500, task: { ...task(taskId, 'DISPATCHED'), tenantId: 'b' } },
+      { atMs: T0 + (3 + i) * 1000, task: { ...task(taskId, 'SUCCEEDED'), tenantId: 'b' } },
+    ]);
+    const late = [...writes([['DISPATCHED', 20]]), ...own, ...others].sort((a, b) => a.atMs - b.atMs);
+    // On the pace from 1 s: had the answer counted r, its count would have begun after r's end.
+    const onPace = bound(5, { assumedFreed: { slots: 2, fromMs: T0 + 1000, byMs: T0 + 5000 } });
+    const paced = checkHistory(emptyHistory({ writes: late, bounds: [onPace] }));
+    expect(paced.violations).toEqual([]);
+    expect(paced.stats.waitBounds).toMatchObject({ checked: 0, assumptionBroken: 1, runningNotSeen: 1 });
+    // Counted (the count begins at 9 s, when r's end frees a slot): judged, and broken.
+    const counted = bound(5, { assumedFreed: { slots: 1, fromMs: T0 + 9000, byMs: T0 + 10_000 } });
+    expect(check({ writes: late, bounds: [counted] }).invariants).toEqual(['wait-bound']);
+    // On the headroom: its tenant (quota 1) was at its quota meanwhile; with quota 2 it was not.
+    const onHeadroom = bound(3, { assumedHeadroom: { slots: 10, fromMs: T0 + 1000, byMs: T0 + 4000 } });
+    const quota = (maxConcurrency: number) =>
+      checkHistory(emptyHistory({ writes: late, bounds: [onHeadroom], tenants: { a: { weight: 1, maxConcurrency } } }))
+        .stats.waitBounds;
+    expect(quota(1)).toMatchObject({ checked: 0, runningNotSeen: 1 });
+    expect(quota(2)).toMatchObject({ checked: 1, broken: 1, runningNotSeen: 0 });
+  });
+
   it("does not judge a bound on the pace whose tenant's running task ran past when it assumed it would end", () => {
     const others = ['u1', 'u2'].flatMap((taskId, i) => [
       { atMs: T0 + 500, task: { ...task(taskId, 'DISPATCHED'), tenantId: 'b' } },
@@ -281,7 +309,7 @@ describe('chaos: the bounds scenario', () => {
     // intake, its tenant's other tasks) is judged only for a late start, so a shrunk bound may move
     // from checked to assumption broken, no further.
     const judgedLate = (b: typeof bounds) =>
-      b.paceNotKept + b.headroomNotKept + b.joinsExceeded + b.intakeNotKept + b.notOnlyWaitingLate;
+      b.paceNotKept + b.headroomNotKept + b.runningNotSeen + b.joinsExceeded + b.intakeNotKept + b.notOnlyWaitingLate;
     expect(shrunk.stats.waitBounds.checked + judgedLate(shrunk.stats.waitBounds)).toBe(
       bounds.checked + judgedLate(bounds),
     );
