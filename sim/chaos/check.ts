@@ -509,7 +509,13 @@ export function checkHistory(history: History): CheckSummary {
     );
     // The scheduler took it in later than the answer assumed: by its snapshot's instant (a task
     // the snapshot held), or within the intake allowance (the join instant of `assumedJoins`).
-    const admittedMs = history.admitted.get(bound.taskId);
+    // Taken in for this wait: the first admission since the task last became QUEUED before the
+    // question (a retried task waits again, and is taken in again once due).
+    const queuedSinceMs = writes.findLast(({ atMs, task }) => atMs <= askedAtMs && task.state === 'QUEUED')?.atMs;
+    const admissions = history.admissions?.get(bound.taskId);
+    const admittedMs = admissions
+      ? (admissions.find((ms) => ms >= (queuedSinceMs ?? Number.NEGATIVE_INFINITY)) ?? leftAt)
+      : history.admitted.get(bound.taskId);
     const joinedByMs = bound.assumedJoins?.byMs ?? bound.asOfMs;
     const intakeLate =
       joinedByMs !== undefined && admittedMs !== undefined && admittedMs > joinedByMs && leftAt > joinedByMs;

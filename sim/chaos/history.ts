@@ -54,6 +54,12 @@ export interface History {
   }[];
   /** When a scheduler's engine first took each task in (the harness watches SchedulingPolicy.add). */
   readonly admitted: Map<string, number>;
+  /**
+   * Every time a scheduler's engine took each task in (after a handover it is taken in again; a
+   * retried task is taken in again once due): the wait-bound check wants the first since the task
+   * last became QUEUED. Absent in histories made before it existed (then `admitted`).
+   */
+  readonly admissions?: Map<string, number[]>;
   /** Scheduler leases taken (each invocation's, by owner), to tell when none could dispatch. */
   readonly leases: { readonly atMs: number; readonly owner: string }[];
   /** Scheduler invocations' stalls (their calls held), [from, to). */

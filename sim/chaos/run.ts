@@ -483,6 +483,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     batches: acknowledgedBatches,
     bounds: [],
     admitted: new Map(),
+    admissions: new Map(),
     leases: [],
     stalls: [],
     pauses: [],
@@ -909,6 +910,9 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     const add = engine.add.bind(engine);
     engine.add = (candidate) => {
       if (!history.admitted.has(candidate.taskId)) history.admitted.set(candidate.taskId, Date.now());
+      const times = history.admissions?.get(candidate.taskId);
+      if (times) times.push(Date.now());
+      else history.admissions?.set(candidate.taskId, [Date.now()]);
       return add(candidate);
     };
   };

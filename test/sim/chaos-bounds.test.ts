@@ -245,6 +245,26 @@ describe('chaos checker: the wait bound', () => {
     expect(check({ writes: late, bounds: [fromSnapshot], admitted: takenIn(0.8) }).invariants).toEqual(['wait-bound']);
   });
 
+  it('takes a retried task to be taken in when the engine took it in again, not at its first attempt', () => {
+    // Dispatched at 1 s, back to QUEUED at 2 s (a retry), asked about at 2.9 s (snapshot of 3 s),
+    // dispatched again at 20 s; the engine took it in at 0.8 s and, for the retry, at 18 s.
+    const retried = writes([
+      ['DISPATCHED', 1],
+      ['QUEUED', 2],
+      ['DISPATCHED', 20],
+    ]);
+    const answer = bound(5, { askedAtMs: T0 + 2900, atMs: T0 + 3000, asOfMs: T0 + 3000 });
+    const admissions = new Map([['t', [T0 + 800, T0 + 18_000]]]);
+    const result = checkHistory(
+      emptyHistory({ writes: retried, bounds: [answer], admitted: new Map([['t', T0 + 800]]), admissions }),
+    );
+    expect(result.violations).toEqual([]);
+    expect(result.stats.waitBounds).toMatchObject({ checked: 0, assumptionBroken: 1, intakeNotKept: 1 });
+    // Taken in again by 3 s: the late start breaks it.
+    const onTime = new Map([['t', [T0 + 800, T0 + 2500]]]);
+    expect(check({ writes: retried, bounds: [answer], admissions: onTime }).invariants).toEqual(['wait-bound']);
+  });
+
   it('does not judge a late bound whose tenant had another task waiting when it was asked (its index lagging)', () => {
     const other = [
       { atMs: T0 + 200, task: task('u', 'QUEUED') },
