@@ -10,7 +10,8 @@
  * task is in its pool's rotation:
  *
  * - the snapshot's instant, when the task was in the rotation then: the snapshot names it as its
- *   tenant's one waiting task (`waitingTaskId`). The snapshot gives k
+ *   tenant's one waiting task (`waitingTaskId`), and it was due INTAKE_ALLOWANCE_MS before the
+ *   snapshot (so every task due before it is in the snapshot too). The snapshot gives k
  *   (the tenants waiting in the pool, less its own), when the slots free (the running tasks'
  *   holds) and when its tenant's running tasks end;
  * - else the latest instant it joins (now, or its due time + INTAKE_ALLOWANCE_MS). Then k also
@@ -262,13 +263,20 @@ function plannedHandoversOf(
 }
 
 /**
- * The task was in its pool's rotation at the snapshot's instant: the snapshot names it as its
- * tenant's one waiting task there. A count of one is not enough: that one may be another task of
- * the tenant (one taken in before this was, a Fargate one) while this is not in the engine yet.
+ * The task was in its pool's rotation at the snapshot's instant, with every tenant whose turn is
+ * before its own: the snapshot names it as its tenant's one waiting task there (a count of one is
+ * not enough: that one may be another task of the tenant, one taken in before this was or a
+ * Fargate one, while this is not in the engine yet), and it was due INTAKE_ALLOWANCE_MS before the
+ * snapshot. A tenant's turn is when its work became due, not when the scheduler took it in, so a
+ * task due a moment before this one but taken in after the snapshot goes before it uncounted; the
+ * allowance puts every such task in the snapshot (chaos `bounds` seed 6 broke an answer without it).
  */
 function inRotationAt(task: Task, snapshot: SchedulerSnapshot): boolean {
   const own = ownEntry(snapshot.tenants, task.tenantId);
-  return own?.queued === 1 && own.waitingTaskId === task.taskId;
+  const dueMs = Math.max(Date.parse(task.runAt), Date.parse(task.agingFrom));
+  return (
+    own?.queued === 1 && own.waitingTaskId === task.taskId && dueMs + INTAKE_ALLOWANCE_MS <= Date.parse(snapshot.at)
+  );
 }
 
 function rotationOf(
