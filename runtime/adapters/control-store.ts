@@ -419,12 +419,16 @@ export class ControlStore {
             : {}),
         }),
       );
-      if (!current || ours) return lease;
-      return { ...lease, predecessorUntilMs: current.releasedAtMs ?? current.expiresAt };
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException) return undefined;
-      throw error;
+      if (!(error instanceof ConditionalCheckFailedException)) throw error;
+      // A write that landed with its answer lost is refused on the SDK's retry by itself (its token
+      // moved on): read the lease back, and it is ours if it is this very write. Otherwise the
+      // taker would leave a lease held by itself for its TTL, and no scheduler would run meanwhile.
+      const stored = await this.getLease(name);
+      if (stored?.owner !== owner || stored.token !== token || stored.expiresAt !== lease.expiresAt) return undefined;
     }
+    if (!current || ours) return lease;
+    return { ...lease, predecessorUntilMs: current.releasedAtMs ?? current.expiresAt };
   }
 
   /** Give the lease up early (clean shutdown) so a successor need not wait for expiry. */

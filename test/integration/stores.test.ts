@@ -664,6 +664,33 @@ describe('Class: TaskStore, sharded per-tenant keys (against dynalite)', () => {
 });
 
 describe('Class: ControlStore (against dynalite)', () => {
+  it("takes a lease whose write landed and whose answer was lost: the SDK's retry is refused by that very write", async () => {
+    const { ControlStore } = await import('../../runtime/adapters/control-store.ts');
+    const tableName = services.emulators.tables.control!;
+    const documents = services.clients.documents;
+    // The first lease write is sent twice, the answer of the second returned: a write applied, its
+    // answer lost, and retried by the SDK (what chaos bounds seed 7 did: the successor took the lease,
+    // was told it was held, and left it held by itself for its TTL; no scheduler ran for 90 s).
+    let replays = 0;
+    const retried = {
+      send: async (command: Parameters<typeof documents.send>[0]) => {
+        if (command instanceof PutCommand && replays++ === 0) await documents.send(command);
+        return documents.send(command);
+      },
+    } as unknown as typeof documents;
+    const other = new ControlStore(documents, tableName);
+    await other.acquireLease('lost-answer', 'A', 0, 1_000);
+
+    // Act: B takes A's expired lease through the lost answer
+    const lease = await new ControlStore(retried, tableName).acquireLease('lost-answer', 'B', 5_000, 30_000);
+
+    // Assess: taken, with the token and the predecessor's end as if answered at once
+    expect(lease).toMatchObject({ owner: 'B', token: 2, expiresAt: 35_000, predecessorUntilMs: 1_000 });
+    expect(await other.getLease('lost-answer')).toMatchObject({ owner: 'B', token: 2, expiresAt: 35_000 });
+    // Held by B, it is refused to C as before
+    expect(await other.acquireLease('lost-answer', 'C', 6_000, 30_000)).toBeUndefined();
+  });
+
   it('writes a large snapshot as one copy per 24 KB, reads them in turn, and deletes the copies it no longer needs', async () => {
     const { ControlStore } = await import('../../runtime/adapters/control-store.ts');
     const tableName = services.emulators.tables.control!;
