@@ -119,6 +119,14 @@ export interface RotationSnapshot {
    * service, the local runtime) and before it existed.
    */
   readonly handover?: { readonly inSeconds: number; readonly everySeconds: number };
+  /**
+   * When the publishing scheduler took over (its resume), and how many of the tenant-tiers it
+   * restored it has not read from the index yet: until it has read them all and has received the
+   * announcements its predecessor handed back, its engine may lack tasks due before others (so
+   * with earlier turns), and the API gives no bound from its snapshot. Absent before it existed.
+   */
+  readonly resumedAt?: string;
+  readonly unread?: number;
 }
 
 export interface PoolRotation {

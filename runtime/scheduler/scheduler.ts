@@ -122,6 +122,8 @@ export class Scheduler {
   #savedRotation: string | undefined;
   #lease: HeldLease | undefined;
   #handover: PlannedHandover | undefined;
+  /** When resume() finished: the snapshot's `rotation.resumedAt`. */
+  #resumedAtMs: number | undefined;
   /** The tenant settings version last applied (see #bindTenantSettings). */
   #tenantsVersion: string | undefined;
   /** The completions receive in flight (it may outlive a round) and what it returned, not yet taken. */
@@ -264,6 +266,7 @@ export class Scheduler {
     // Sharded: its first report, now that it knows what it holds (nothing starts before it).
     await this.#slice?.sync(this.#now().getTime());
     this.#startSliceReports();
+    this.#resumedAtMs = this.#now().getTime();
   }
 
   /**
@@ -632,6 +635,7 @@ export class Scheduler {
         recentlyFinished: this.#finished.view(nowMs),
         parkedByType: this.#policy.parkedByType(),
         handover: this.#handover,
+        resumedAtMs: this.#resumedAtMs,
       },
       nowMs,
     );

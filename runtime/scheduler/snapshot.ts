@@ -26,6 +26,8 @@ export interface SnapshotSources {
   readonly parkedByType?: ReadonlyMap<string, number>;
   /** When this scheduler hands over and how long each invocation runs (a Lambda's time limit). */
   readonly handover?: PlannedHandover | undefined;
+  /** When this scheduler took over (its resume), if it has. */
+  readonly resumedAtMs?: number | undefined;
 }
 
 /** A scheduler Lambda invocation's planned end, and the length of one invocation's run. */
@@ -135,6 +137,9 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
       busyFor,
       busyForLately,
       complete: busiest.length === policy.tenants.length,
+      ...(sources.resumedAtMs !== undefined
+        ? { resumedAt: new Date(sources.resumedAtMs).toISOString(), unread: windows.unreadSinceRestore() }
+        : {}),
       ...(sources.handover
         ? {
             handover: {

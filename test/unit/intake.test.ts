@@ -28,6 +28,28 @@ const intake = (window = 2, bufferSize = 100) =>
   new IntakeWindows({ windowSize: () => window, bufferSize, indexLagMs: G, minQueryGapMs: 0 });
 
 describe('IntakeWindows', () => {
+  it('counts the tenant-tiers restored after a restart until an index read has returned for each', () => {
+    const windows = intake();
+    windows.restore(
+      [
+        { tenantId: 'a', tier: 'normal', token: 'tok-a' },
+        { tenantId: 'b', tier: 'high', token: 'tok-b' },
+      ],
+      0,
+    );
+    expect(windows.unreadSinceRestore()).toBe(2);
+    windows.querying('a', 'normal', 1);
+    // A read sent before a throttle that came back first does not count: it is read again.
+    windows.throttled('a', 'normal', 2);
+    windows.listed({ tenantId: 'a', tier: 'normal' }, { refs: [ref('t1')], hasMore: false }, 1);
+    expect(windows.unreadSinceRestore()).toBeGreaterThanOrEqual(1);
+    windows.querying('a', 'normal', 3);
+    windows.listed({ tenantId: 'a', tier: 'normal' }, { refs: [ref('t1')], hasMore: false }, 10_000);
+    windows.querying('b', 'high', 3);
+    windows.listed({ tenantId: 'b', tier: 'high' }, { refs: [], hasMore: false }, 10_000);
+    expect(windows.unreadSinceRestore()).toBe(0);
+  });
+
   it('registers a new tenant-tier once and admits announced work up to the window', () => {
     const windows = intake(2);
     expect(windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t1') }, 0)).toEqual({

@@ -452,6 +452,30 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
       expect(joining(2).assumedHeadroom).toBeUndefined();
     });
 
+    it('gives none from the snapshot of a scheduler that has just taken over and not yet taken in the waiting work', () => {
+      // A task due before this one but taken in after the snapshot has the earlier turn, uncounted.
+      const settling = (resumedSecondsBefore: number, unread: number) => {
+        const named = inRotation(6);
+        return snapshot({
+          ...named,
+          rotation: {
+            ...(named.rotation as NonNullable<SchedulerSnapshot['rotation']>),
+            resumedAt: at(6 - resumedSecondsBefore).toISOString(),
+            unread,
+          },
+        });
+      };
+      const ask = (snap: SchedulerSnapshot) =>
+        explainWait(task('normal'), { config, tenant, snapshot: snap, now: at(7), facts: { waiting: 1, running: [] } });
+      // Resumed 2 s before the snapshot: its predecessor's announcements may not be in yet
+      expect(ask(settling(2, 0))).toMatchObject({ maxWaitSeconds: null, noBound: { code: 'ahead_unknown' } });
+      expect(ask(settling(2, 0)).noBound?.message).toMatch(/just taken over/);
+      // Resumed 6 s before, but a restored tenant-tier not read yet
+      expect(ask(settling(6, 1)).maxWaitSeconds).toBeNull();
+      // Resumed 6 s before, everything read: answered as before
+      expect(ask(settling(6, 0)).maxWaitSeconds).toBe(ask(inRotation(6)).maxWaitSeconds);
+    });
+
     it('gives none to a task whose tenant has other work waiting, or under priority', () => {
       const backlog = explainWait(task('normal'), {
         config,

@@ -133,6 +133,8 @@ interface State {
   backoffUntilMs: number;
   /** Throttles in a row (reset by a dispatch or a read that succeeded). */
   throttles: number;
+  /** Restored after a restart and not read from the index since: its due work may not be held yet. */
+  unreadSinceRestore: boolean;
 }
 
 const DEFAULT_MIN_QUERY_GAP_MS = 250;
@@ -212,8 +214,20 @@ export class IntakeWindows {
       state.registration = 'registered';
       state.token = token;
       state.hasMore = true;
+      state.unreadSinceRestore = true;
       state.scanUntilMs = Math.max(state.scanUntilMs, scanUntilMs ?? 0);
     }
+  }
+
+  /**
+   * Tenant-tiers restored after a restart that no index read has returned for yet: until none is
+   * left, the engine may not hold every task that is due (the wait bound's count of tenants ahead
+   * would be short).
+   */
+  unreadSinceRestore(): number {
+    let unread = 0;
+    for (const state of this.#states.values()) if (state.unreadSinceRestore) unread++;
+    return unread;
   }
 
   /** The promise known for a tenant-tier (0: none). */
@@ -418,6 +432,7 @@ export class IntakeWindows {
       return [];
     }
     state.throttles = 0;
+    state.unreadSinceRestore = false;
     if (state.nextDueMs <= issuedAtMs) state.nextDueMs = NEVER;
     const window = this.windowOf(state.tenantId);
     const admitted: QueuedRef[] = [];
@@ -665,6 +680,7 @@ export class IntakeWindows {
         probeAtMs: undefined,
         backoffUntilMs: 0,
         throttles: 0,
+        unreadSinceRestore: false,
       };
       this.#states.set(key, state);
     }

@@ -204,7 +204,7 @@ const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
   tenant_backlog:
     'its tenant has other work waiting: each of its turns comes after one task of every tenant in the rotation, and tenants that start waiting meanwhile join the rotation',
   ahead_unknown:
-    'what is ahead of it is not known (under priority and fifo every older task of its pool counts, and the scheduler holds only a window of the queues; or no scheduler has reported its pool yet)',
+    'what is ahead of it is not known (under priority and fifo every older task of its pool counts, and the scheduler holds only a window of the queues; or no scheduler has reported its pool yet, or one has just taken over and not yet taken in all the waiting work)',
   no_reservation: 'reservations are off, so smaller tasks may pass a large one without end',
   paused: 'it is paused (its tenant or its task type) and starts only after it is resumed',
   dependencies: 'it starts only after its dependencies succeed, and nothing bounds when they do',
