@@ -272,11 +272,14 @@ function plannedHandoversOf(
  * allowance puts every such task in the snapshot (chaos `bounds` seed 6 broke an answer without it).
  */
 function inRotationAt(task: Task, snapshot: SchedulerSnapshot): boolean {
-  const own = ownEntry(snapshot.tenants, task.tenantId);
   const dueMs = Math.max(Date.parse(task.runAt), Date.parse(task.agingFrom));
-  return (
-    own?.queued === 1 && own.waitingTaskId === task.taskId && dueMs + INTAKE_ALLOWANCE_MS <= Date.parse(snapshot.at)
-  );
+  return namedAt(task, snapshot) && dueMs + INTAKE_ALLOWANCE_MS <= Date.parse(snapshot.at);
+}
+
+/** The snapshot names the task as its tenant's one waiting task: it was in the engine at the snapshot. */
+function namedAt(task: Task, snapshot: SchedulerSnapshot): boolean {
+  const own = ownEntry(snapshot.tenants, task.tenantId);
+  return own?.queued === 1 && own.waitingTaskId === task.taskId;
 }
 
 function rotationOf(
@@ -348,6 +351,8 @@ function rotationOf(
       freedPerSecond: pool.freedPerSecond ?? null,
       peakUsed: pool.peakUsed ?? null,
       tenantRunning: facts.running.length,
+      // Named by the snapshot, it was in the engine then (due too recently to count the others from there).
+      ...(namedAt(task, snapshot) ? { inEngineAtMs: atMs } : {}),
       ...lately(facts.running, ownEntry(snapshot.tenants, task.tenantId)?.longestRunSeconds, nowMs),
     };
     reservedForOther = true;

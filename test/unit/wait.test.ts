@@ -222,7 +222,13 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
       const acme = other.tenants.acme as NonNullable<(typeof other.tenants)['acme']>;
       const someoneElse = snapshot({ ...other, tenants: { acme: { ...acme, waitingTaskId: 'another' } } });
       // Act
-      const named = explainWait(task('normal'), { config, tenant, snapshot: other, now: at(7), facts: { waiting: 1 } });
+      const named = explainWait(task('normal'), {
+        config,
+        tenant,
+        snapshot: other,
+        now: at(7),
+        facts: { waiting: 1 },
+      });
       const unnamed = explainWait(task('normal'), {
         config,
         tenant,
@@ -450,6 +456,25 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
         });
       expect(joining(1).assumedHeadroom).toBeDefined();
       expect(joining(2).assumedHeadroom).toBeUndefined();
+      // Named by a snapshot taken 4 s after it was due (too soon to count the others from there),
+      // it was in the engine then: the headroom answer runs from the snapshot, not from its join at 5 s
+      const recent = inRotation(4);
+      const early = snapshot({
+        ...recent,
+        rotation: {
+          ...rotation({ waiting: 1, joinedLastMinute: 0, peakUsed: 1 }),
+          handover: { inSeconds: 200, everySeconds: 285 },
+        },
+      });
+      const fromSnapshot = explainWait(task('normal'), {
+        config,
+        tenant,
+        snapshot: early,
+        now: at(4.5),
+        facts: { waiting: 1, running: [] },
+      });
+      expect(fromSnapshot.maxWaitSeconds).toBe(2);
+      expect(fromSnapshot.assumedHeadroom?.from).toBe(at(4).toISOString());
     });
 
     it('gives none from the snapshot of a scheduler that has just taken over and not yet taken in the waiting work', () => {

@@ -156,6 +156,11 @@ export interface RotationView {
    * may count fewer): the headroom answer needs room under its tenant's quota for it.
    */
   readonly tenantRunning?: number | undefined;
+  /**
+   * An instant the task was in the scheduler's engine (the snapshot names it), when known: the
+   * headroom answer runs from there, since it needs the task taken in, not the turns of others.
+   */
+  readonly inEngineAtMs?: number | undefined;
 }
 
 /** τ per pool: the longest one task holds that pool's capacity (timeout cap + leases). */
@@ -392,7 +397,8 @@ function onHeadroomOf(view: WaitView, rotation: RotationView, asOfMs: number, ot
   // At its quota it waits for its tenant's own tasks, which the headroom does not end.
   if (Math.max(view.tenant.active, rotation.tenantRunning ?? 0) >= view.tenant.maxConcurrency) return undefined;
   if (peakUsed + rotation.ahead + 1 > slots) return undefined;
-  const core = headroomBound({ nowMs, fromMs: asOfMs, byMs: nowMs, slots });
+  const fromMs = Math.min(asOfMs, rotation.inEngineAtMs ?? asOfMs);
+  const core = headroomBound({ nowMs, fromMs, byMs: nowMs, slots });
   const seconds = Math.max(0, core.seconds + lagSeconds(view.schedulerLag, core.seconds, 1, nowMs));
   if (seconds >= other.seconds) return undefined;
   return {
