@@ -4,7 +4,7 @@
  * tenant's shard's snapshot alone (task-service.ts `describe`).
  */
 import type { ControlStore } from '../adapters/control-store.ts';
-import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
+import type { SchedulerSnapshot, TenantShare } from '../core/scheduler-snapshot.ts';
 import { shardIndexes } from '../core/shards.ts';
 
 /** Shard 0's snapshot with one shard; with more, every shard's merged (undefined: none published yet). */
@@ -17,7 +17,8 @@ export async function readSnapshots(control: ControlStore, shards: number): Prom
 }
 
 /**
- * Tenants live in one shard each, so their entries are disjoint and are unioned; counts add up;
+ * Tenants live in one shard each, so their entries are disjoint and are unioned (each entitled
+ * among all of them, not among its shard's); counts add up;
  * pool use adds up against the whole pool; the oldest wait is the oldest of any shard. What only
  * describes one scheduler (its pool queues' leaders, its rotation) is left out.
  */
@@ -60,7 +61,7 @@ export function mergeSnapshots(snapshots: readonly SchedulerSnapshot[]): Schedul
       },
     },
     tiers,
-    tenants: unionOf(snapshots.map((s) => s.tenants)),
+    tenants: entitledAmongAll(unionOf(snapshots.map((s) => s.tenants))),
     dispatchRate: sum((s) => s.dispatchRate),
     backlog: unionOf(snapshots.map((s) => s.backlog ?? {})),
     ...(snapshots.some((s) => s.recentlyFinished)
@@ -74,6 +75,24 @@ export function mergeSnapshots(snapshots: readonly SchedulerSnapshot[]): Schedul
     ...(Object.keys(parkedByType).length > 0 ? { parkedByType } : {}),
   };
 }
+
+/**
+ * Each shard reports its tenants' entitlement among its own tenants (weight / the weights of its
+ * tenants with work): seen as one, it is among every shard's (a tenant alone in its shard is not
+ * entitled to the whole pool).
+ */
+function entitledAmongAll(tenants: Record<string, TenantShare>): Record<string, TenantShare> {
+  let weights = 0;
+  for (const share of Object.values(tenants)) if (share.running + share.queued > 0) weights += share.weight;
+  const entitled: Record<string, TenantShare> = Object.create(null);
+  for (const [tenantId, share] of Object.entries(tenants)) {
+    const busy = share.running + share.queued > 0;
+    entitled[tenantId] = { ...share, entitlement: busy && weights > 0 ? round3(share.weight / weights) : 0 };
+  }
+  return entitled;
+}
+
+const round3 = (value: number) => Math.round(value * 1000) / 1000;
 
 /** The entries of records keyed by tenant id (disjoint across shards), on a prototype-free object: an id may be "__proto__". */
 function unionOf<T>(records: readonly Readonly<Record<string, T>>[]): Record<string, T> {
