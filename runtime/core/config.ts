@@ -8,7 +8,7 @@ import { ConfigError } from './errors.ts';
 import { ownEntry } from './records.ts';
 import { MAX_SCHEDULER_SHARDS } from './shards.ts';
 import { LAMBDA_LIMITS, PRIORITY_TIERS, RUNTIMES, TASK_STATES } from './task.ts';
-import { tenantSettingsSchema } from './tenant-settings.ts';
+import { type TenantSettings, tenantSettingsFields, tenantSettingsSchema } from './tenant-settings.ts';
 
 export const POLICIES = ['fifo', 'priority', 'fair-share'] as const;
 /** Where the scheduler runs: on demand in Lambda, or always on as a Fargate service (one task a shard). */
@@ -91,8 +91,11 @@ export const configSchema = z.strictObject({
       fargate: { vcpu: 16, memoryMiB: 32_768, maxTimeoutSeconds: 86_400 },
     }),
   tenantDefaults: tenantSettingsSchema.default({ weight: 1, maxConcurrency: 10 }),
-  /** Per-tenant settings applied at start-up (the API can change them at run time). */
-  tenants: z.record(z.string().min(1).max(128), tenantSettingsSchema).default({}),
+  /**
+   * Per-tenant settings applied at start-up (the API can change them at run time). A field an
+   * entry leaves out is `tenantDefaults`' (parseConfig merges them): `{"ops": {"paused": true}}`.
+   */
+  tenants: z.record(z.string().min(1).max(128), tenantSettingsFields.partial()).default({}),
   /** Defaults for fields a submit request leaves out. */
   taskDefaults: z
     .strictObject({
@@ -188,7 +191,10 @@ export const configSchema = z.strictObject({
     }),
 });
 
-export type SchedulerConfig = z.infer<typeof configSchema>;
+/** The configuration parsed: each tenant's entry merged onto `tenantDefaults`. */
+export type SchedulerConfig = Omit<z.infer<typeof configSchema>, 'tenants'> & {
+  readonly tenants: Readonly<Record<string, TenantSettings>>;
+};
 export type ConfigInput = z.input<typeof configSchema>;
 
 /** Validate a parsed JSON value; throws ConfigError listing every problem by key path. */
@@ -204,7 +210,21 @@ export function parseConfig(raw: unknown, source = 'configuration'): SchedulerCo
     );
     throw new ConfigError(`Invalid ${source}:\n  ${problems.join('\n  ')}`, { problems });
   }
-  const config = parsed.data;
+  const tenantProblems: string[] = [];
+  const tenants = Object.fromEntries(
+    Object.entries(parsed.data.tenants).map(([tenantId, entry]) => {
+      const merged = tenantSettingsSchema.safeParse({ ...parsed.data.tenantDefaults, ...entry });
+      if (!merged.success) {
+        for (const issue of merged.error.issues)
+          tenantProblems.push(`tenants.${tenantId}.${issue.path.join('.')}: ${issue.message}`);
+      }
+      return [tenantId, merged.success ? merged.data : parsed.data.tenantDefaults];
+    }),
+  );
+  if (tenantProblems.length > 0) {
+    throw new ConfigError(`Invalid ${source}:\n  ${tenantProblems.join('\n  ')}`, { problems: tenantProblems });
+  }
+  const config: SchedulerConfig = { ...parsed.data, tenants };
   const scheduleProblems = config.schedules.flatMap((schedule, index) => {
     try {
       new Intl.DateTimeFormat('en', { timeZone: schedule.timezone });

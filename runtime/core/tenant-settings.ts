@@ -6,38 +6,39 @@
  */
 import { z } from 'zod';
 
-export const tenantSettingsSchema = z
-  .strictObject({
-    // A lower bound, not just positive: DynamoDB cannot store magnitudes below 1e-130 (found by the fuzz test).
-    weight: z.number().min(0.001).max(1000).meta({ description: 'Fair-share weight, 0.001–1000' }),
-    maxConcurrency: z.number().int().min(1).max(100_000).meta({ description: 'Tasks dispatched or running at once' }),
-    maxStartsPerSecond: z
-      .number()
-      .min(0.001)
-      .max(1000)
-      .optional()
-      .meta({ description: 'Start-rate limit (a token bucket on dispatches, with burst); absent: unlimited' }),
-    burst: z
-      .number()
-      .int()
-      .min(1)
-      .max(10_000)
-      .optional()
-      .meta({ description: 'Starts the bucket holds when full; with maxStartsPerSecond (default: one second of it)' }),
-    paused: z.boolean().optional().meta({
-      description: 'True: nothing of the tenant starts; queued work stays, running work goes on, submits are accepted',
-    }),
-  })
-  .superRefine((settings, ctx) => {
-    if (settings.burst !== undefined && settings.maxStartsPerSecond === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['burst'], message: 'burst needs maxStartsPerSecond' });
-    }
-  });
+/** The fields alone (a configuration's `tenants` entries take any of them: config.ts). */
+export const tenantSettingsFields = z.strictObject({
+  // A lower bound, not just positive: DynamoDB cannot store magnitudes below 1e-130 (found by the fuzz test).
+  weight: z.number().min(0.001).max(1000).meta({ description: 'Fair-share weight, 0.001–1000' }),
+  maxConcurrency: z.number().int().min(1).max(100_000).meta({ description: 'Tasks dispatched or running at once' }),
+  maxStartsPerSecond: z
+    .number()
+    .min(0.001)
+    .max(1000)
+    .optional()
+    .meta({ description: 'Start-rate limit (a token bucket on dispatches, with burst); absent: unlimited' }),
+  burst: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .optional()
+    .meta({ description: 'Starts the bucket holds when full; with maxStartsPerSecond (default: one second of it)' }),
+  paused: z.boolean().optional().meta({
+    description: 'True: nothing of the tenant starts; queued work stays, running work goes on, submits are accepted',
+  }),
+});
+
+export const tenantSettingsSchema = tenantSettingsFields.superRefine((settings, ctx) => {
+  if (settings.burst !== undefined && settings.maxStartsPerSecond === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['burst'], message: 'burst needs maxStartsPerSecond' });
+  }
+});
 
 export type TenantSettings = z.output<typeof tenantSettingsSchema>;
 
 /** The settings' field names, in the schema's order. */
-export const TENANT_SETTING_KEYS = Object.keys(tenantSettingsSchema.shape) as (keyof TenantSettings)[];
+export const TENANT_SETTING_KEYS = Object.keys(tenantSettingsFields.shape) as (keyof TenantSettings)[];
 
 /**
  * The settings fields of a record that holds them among other things (a stored item, a view):
