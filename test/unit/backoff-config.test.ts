@@ -44,7 +44,7 @@ describe('Function: parseConfig', () => {
     [{ agingSeconds: 0 }, 'agingSeconds:'],
     [{ pools: { lambda: { concurrency: 0 }, fargate: { vcpu: 1, memoryMiB: 1024 } } }, 'pools.lambda.concurrency:'],
     [{ tenantDefaults: { weight: -1, maxConcurrency: 1 } }, 'tenantDefaults.weight:'],
-    [{ tenants: { a: { weight: 1 } } }, 'tenants.a.maxConcurrency:'],
+    [{ tenants: { a: { weight: 0 } } }, 'tenants.a.weight:'],
     [{ surprise: true }, '(root):'],
     [{ schedules: [{ name: 'n', cron: '0 2 * * *', task: { tenantId: 'a', type: 't' } }] }, 'schedules.0.cron:'],
     [{ retry: { baseDelaySeconds: 10, maxDelaySeconds: 1 } }, 'retry.maxDelaySeconds'],
