@@ -31,6 +31,7 @@ export const SCHEDULER_RUN_MS = 300_000 - LAMBDA_SAFETY_MARGIN_MS;
 const NO_WINDOWS = {
   refs: () => [][Symbol.iterator](),
   oldestAgingFromMs: () => new Map(),
+  unreadSinceRestore: () => 0,
 } as unknown as IntakeWindows;
 
 /** A running task as the describe reads it. */

@@ -120,10 +120,11 @@ export interface RotationSnapshot {
    */
   readonly handover?: { readonly inSeconds: number; readonly everySeconds: number };
   /**
-   * When the publishing scheduler took over (its resume), and how many of the tenant-tiers it
-   * restored it has not read from the index yet: until it has read them all and has received the
-   * announcements its predecessor handed back, its engine may lack tasks due before others (so
-   * with earlier turns), and the API gives no bound from its snapshot. Absent before it existed.
+   * When the publishing scheduler finished taking over from a predecessor (absent: it had none),
+   * and how many of the tenant-tiers it restored it has not read from the index yet (absent: none):
+   * until it has read them all and has received the announcements its predecessor handed back,
+   * its engine may lack tasks due before others (so with earlier turns), and the API gives no
+   * bound from its snapshot. Absent before they existed.
    */
   readonly resumedAt?: string;
   readonly unread?: number;

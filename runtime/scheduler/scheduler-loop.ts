@@ -121,6 +121,7 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
       if (settleMs > 0) await sleep(settleMs, signal);
     }
     const scheduler = options.createScheduler();
+    if (lease.predecessorUntilMs !== undefined) scheduler.tookOver();
     const plannedStop = options.plannedStop?.(now().getTime());
     if (plannedStop) scheduler.planHandover(plannedStop);
     let held: Lease | undefined = lease;

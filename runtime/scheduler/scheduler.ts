@@ -122,8 +122,9 @@ export class Scheduler {
   #savedRotation: string | undefined;
   #lease: HeldLease | undefined;
   #handover: PlannedHandover | undefined;
-  /** When resume() finished: the snapshot's `rotation.resumedAt`. */
+  /** When resume() finished after taking over from a predecessor: the snapshot's `rotation.resumedAt`. */
   #resumedAtMs: number | undefined;
+  #tookOver = false;
   /** The tenant settings version last applied (see #bindTenantSettings). */
   #tenantsVersion: string | undefined;
   /** The completions receive in flight (it may outlive a round) and what it returned, not yet taken. */
@@ -266,7 +267,15 @@ export class Scheduler {
     // Sharded: its first report, now that it knows what it holds (nothing starts before it).
     await this.#slice?.sync(this.#now().getTime());
     this.#startSliceReports();
-    this.#resumedAtMs = this.#now().getTime();
+    if (this.#tookOver) this.#resumedAtMs = this.#now().getTime();
+  }
+
+  /**
+   * This scheduler takes over from a predecessor (the lease had a holder): the work it held is
+   * taken in again, and until then the snapshot says so (`rotation.resumedAt`). Called before resume().
+   */
+  tookOver(): void {
+    this.#tookOver = true;
   }
 
   /**

@@ -26,7 +26,7 @@ export interface SnapshotSources {
   readonly parkedByType?: ReadonlyMap<string, number>;
   /** When this scheduler hands over and how long each invocation runs (a Lambda's time limit). */
   readonly handover?: PlannedHandover | undefined;
-  /** When this scheduler took over (its resume), if it has. */
+  /** When this scheduler, having taken over from a predecessor, finished its resume. */
   readonly resumedAtMs?: number | undefined;
 }
 
@@ -88,6 +88,7 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
   function secondsAfter(ms: number): number {
     return Math.max(0, Math.ceil((ms - nowMs) / 1000));
   }
+  const unread = windows.unreadSinceRestore();
   const rotationOf = (pool: PoolSnapshot | undefined, slots: number): PoolRotation => {
     const steps = pool?.freeBy ?? [];
     const coarse = pool?.runtime === 'lambda' ? coarsenSteps(steps, slots) : steps.slice(-1);
@@ -137,9 +138,8 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
       busyFor,
       busyForLately,
       complete: busiest.length === policy.tenants.length,
-      ...(sources.resumedAtMs !== undefined
-        ? { resumedAt: new Date(sources.resumedAtMs).toISOString(), unread: windows.unreadSinceRestore() }
-        : {}),
+      ...(sources.resumedAtMs !== undefined ? { resumedAt: new Date(sources.resumedAtMs).toISOString() } : {}),
+      ...(unread > 0 ? { unread } : {}),
       ...(sources.handover
         ? {
             handover: {

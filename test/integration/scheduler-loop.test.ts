@@ -51,6 +51,30 @@ describe('Function: runSchedulerLoop', () => {
     expect(resumedAtMs - releasedAtMs).toBeGreaterThanOrEqual(590);
   });
 
+  it('says in its snapshot when it took over from a predecessor, and not when it had none (the wait bound waits for its intake)', async () => {
+    const run = async (leaseName: string) => {
+      const stop = new AbortController();
+      let scheduler: Scheduler | undefined;
+      await runSchedulerLoop({
+        control: services.control,
+        signal: stop.signal,
+        leaseName,
+        waitSeconds: 0,
+        indexSettleMs: 0,
+        createScheduler: () => {
+          scheduler = newScheduler();
+          return scheduler;
+        },
+        onTick: () => stop.abort(),
+      });
+      return scheduler!.snapshot().rotation;
+    };
+    // A lease no one held: nothing to take in again.
+    expect((await run('lease#fresh-holder'))?.resumedAt).toBeUndefined();
+    // The same lease again, now handed back by that holder: a takeover.
+    expect((await run('lease#fresh-holder'))?.resumedAt).toEqual(expect.any(String));
+  });
+
   it('a first holder (no lease item yet) resumes at once', async () => {
     const stop = new AbortController();
     const startedMs = Date.now();

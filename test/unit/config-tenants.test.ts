@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../runtime/core/config.ts';
+import { parseConfig } from '../../runtime/core/config.ts';
+import { ConfigError } from '../../runtime/core/errors.ts';
 
 describe('Function: parseConfig, tenants', () => {
   it("takes what a tenant's entry leaves out from tenantDefaults", () => {
