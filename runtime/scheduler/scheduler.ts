@@ -94,6 +94,10 @@ export interface TickResult {
   readonly completed: number;
 }
 
+/** The API's intake allowance (runtime/app/wait.ts INTAKE_ALLOWANCE_MS): a takeover publishes no sooner. */
+const TAKEOVER_SETTLE_MS = 5_000;
+/** A takeover publishes by then however many restored tenant-tiers are still unread (the dashboard needs it). */
+const TAKEOVER_PUBLISH_MAX_MS = 30_000;
 const SNAPSHOT_EVERY_MS = 2_000;
 /** Completion receives (10 messages each) per tick at most, and in flight at once. */
 const COMPLETION_BATCHES = 40;
@@ -616,8 +620,24 @@ export class Scheduler {
     }
     if (nowMs - this.#lastSnapshotMs >= SNAPSHOT_EVERY_MS) {
       this.#lastSnapshotMs = nowMs;
-      await Promise.all([this.#deps.control.putSnapshot(this.snapshot()), this.#saveRotation()]);
+      // Having taken over, it publishes once it has taken the waiting work in again: until then the
+      // API answers from its predecessor's last snapshot, which held that work.
+      const publish = this.#intakeSettled(nowMs) ? this.#deps.control.putSnapshot(this.snapshot()) : undefined;
+      await Promise.all([publish, this.#saveRotation()]);
     }
+  }
+
+  /**
+   * After taking over from a predecessor: every restored tenant-tier read again and the intake
+   * allowance passed (the announcements its predecessor handed back), or TAKEOVER_PUBLISH_MAX_MS
+   * passed however far the reads got (the snapshot then says what is unread, and the API gives
+   * no bound from it: runtime/app/wait.ts `intakeSettled`).
+   */
+  #intakeSettled(nowMs: number): boolean {
+    const resumedAtMs = this.#resumedAtMs;
+    if (resumedAtMs === undefined) return true;
+    if (nowMs >= resumedAtMs + TAKEOVER_PUBLISH_MAX_MS) return true;
+    return this.#intake.windows.unreadSinceRestore() === 0 && nowMs >= resumedAtMs + TAKEOVER_SETTLE_MS;
   }
 
   /** Persist the rotation's memory when it changed (the snapshot's pace; and on a clean stop). */

@@ -75,6 +75,30 @@ describe('Function: runSchedulerLoop', () => {
     expect((await run('lease#fresh-holder'))?.resumedAt).toEqual(expect.any(String));
   });
 
+  it("publishes no snapshot after taking over until it has taken the waiting work in again: its predecessor's stands", async () => {
+    const { ControlStore } = await import('../../runtime/adapters/control-store.ts');
+    const stored = () =>
+      new ControlStore(services.clients.documents, services.emulators.tables.control!).getSnapshot<{ at: string }>();
+    const oneTick = async () => {
+      const stop = new AbortController();
+      await runSchedulerLoop({
+        control: services.control,
+        signal: stop.signal,
+        waitSeconds: 0,
+        indexSettleMs: 0,
+        createScheduler: newScheduler,
+        onTick: () => stop.abort(),
+      });
+    };
+    // A first holder publishes at its first tick.
+    await oneTick();
+    expect((await stored())?.at).toEqual(expect.any(String));
+    // A predecessor's last snapshot, then a takeover: for its first 5 s the successor does not replace it.
+    await services.control.putSnapshot({ at: 'the predecessor' });
+    await oneTick();
+    expect((await stored())?.at).toBe('the predecessor');
+  });
+
   it('a first holder (no lease item yet) resumes at once', async () => {
     const stop = new AbortController();
     const startedMs = Date.now();
