@@ -63,6 +63,8 @@ export interface SchedulerHandlerDeps {
   /** Told of each Scheduler the invocation creates (one per lease held), and of its lease events. */
   readonly onScheduler?: ((scheduler: Scheduler) => void) | undefined;
   readonly onLease?: ((event: 'acquired' | 'lost' | 'released', lease: Lease) => void) | undefined;
+  /** A tick failed: the loop starts over with a fresh scheduler (the chaos harness counts it as an outage). */
+  readonly onTickError?: ((error: unknown) => void) | undefined;
 }
 
 /** The scheduler Lambda's handler over what it needs (`handler` below is the deployed one). */
@@ -117,8 +119,9 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
           return scheduler;
         },
         onTick: (result, scheduler) => tally.tick(result, scheduler, Date.now()),
-        onTickError: () => {
+        onTickError: (error) => {
           tally.tickErrors++;
+          deps.onTickError?.(error);
         },
         onLease: (leaseEvent, lease) => {
           logger.info(`scheduler lease ${leaseEvent}`, { token: lease.token, shard: shard.shard });

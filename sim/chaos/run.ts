@@ -948,6 +948,11 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
           if (leaseEvent === 'acquired') history.leases.push({ atMs: Date.now(), owner: `lambda-${n}` });
         },
         onScheduler: watchAdmissions,
+        // A failed tick starts the loop over (settle, resume, the waiting work taken in again): no
+        // dispatch meanwhile, an outage as a stall is (check.ts schedulerOutages).
+        onTickError: () => {
+          history.stalls.push({ fromMs: Date.now(), toMs: Date.now(), component: part.name });
+        },
       });
       const reason = event.reason ?? 'tick';
       history.scheduler.invoked[reason] = (history.scheduler.invoked[reason] ?? 0) + 1;
