@@ -43,13 +43,10 @@ import {
   type WaitReason,
 } from '../core/policy/index.ts';
 import { ownEntry } from '../core/records.ts';
-import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
+import { INTAKE_ALLOWANCE_MS, type SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import type { PriorityTier, Task, TenantSettings } from '../core/task.ts';
 
-export { WAIT_REASONS, type WaitReason };
-
-/** A due task is in the scheduler's engine within this long (announcement, receive, intake). */
-export const INTAKE_ALLOWANCE_MS = 5_000;
+export { INTAKE_ALLOWANCE_MS, WAIT_REASONS, type WaitReason };
 /** How long the scheduler may take to act on a freed slot (a completion's trip, a tick). */
 export const SCHEDULER_PACE_SECONDS = 2;
 /**

@@ -23,7 +23,7 @@ import type { SchedulerConfig } from '../core/config.ts';
 import type { QueuedRef } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { capacityOf, holdSecondsOf, SchedulingPolicy, taskHoldSeconds } from '../core/policy/index.ts';
-import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
+import { INTAKE_ALLOWANCE_MS, type SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import { ownsTenant, type ShardScope, SINGLE_SHARD } from '../core/shards.ts';
 import type { Task } from '../core/task.ts';
 import { pickTenantSettings } from '../core/tenant-settings.ts';
@@ -94,8 +94,6 @@ export interface TickResult {
   readonly completed: number;
 }
 
-/** The API's intake allowance (runtime/app/wait.ts INTAKE_ALLOWANCE_MS): a takeover publishes no sooner. */
-const TAKEOVER_SETTLE_MS = 5_000;
 /** A takeover publishes by then however many restored tenant-tiers are still unread (the dashboard needs it). */
 const TAKEOVER_PUBLISH_MAX_MS = 30_000;
 const SNAPSHOT_EVERY_MS = 2_000;
@@ -637,7 +635,7 @@ export class Scheduler {
     const resumedAtMs = this.#resumedAtMs;
     if (resumedAtMs === undefined) return true;
     if (nowMs >= resumedAtMs + TAKEOVER_PUBLISH_MAX_MS) return true;
-    return this.#intake.windows.unreadSinceRestore() === 0 && nowMs >= resumedAtMs + TAKEOVER_SETTLE_MS;
+    return this.#intake.windows.unreadSinceRestore() === 0 && nowMs >= resumedAtMs + INTAKE_ALLOWANCE_MS;
   }
 
   /** Persist the rotation's memory when it changed (the snapshot's pace; and on a clean stop). */
