@@ -457,7 +457,11 @@ export function checkHistory(history: History): CheckSummary {
   const lambdaSpans = leasedSpans.filter((span) => span.runtime === 'lambda');
   const mostLeasedBetween = (fromMs: number, byMs: number) => mostLeased(lambdaSpans, fromMs, byMs, SLOT_LEARNED_MS);
   const spansOf = new Map<string, (typeof leasedSpans)[number][]>();
-  for (const span of leasedSpans) spansOf.set(span.tenantId, [...(spansOf.get(span.tenantId) ?? []), span]);
+  for (const span of leasedSpans) {
+    const spans = spansOf.get(span.tenantId);
+    if (spans) spans.push(span);
+    else spansOf.set(span.tenantId, [span]);
+  }
   let onPace = 0;
   let paceNotKept = 0;
   let onHeadroom = 0;
