@@ -53,6 +53,7 @@ import {
   presentStoredTenant,
   presentTask,
   presentTaskDetail,
+  presentTenant,
   storedTenantSchema,
   taskDetailSchema,
   taskPageSchema,
@@ -323,7 +324,7 @@ const getTenant = defineRoute({
   },
   async handle({ params, services, requireTenant }) {
     await requireTenant(params.tenantId);
-    return { status: 200, body: await services.tasks.getTenant(params.tenantId) };
+    return { status: 200, body: presentTenant(await services.tasks.getTenant(params.tenantId)) };
   },
 });
 

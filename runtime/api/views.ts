@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import type { StoredTenant } from '../adapters/control-store.ts';
+import type { TenantView } from '../app/task-service.ts';
 import { QUEUED_COUNT_CAP } from '../app/task-service.ts';
 import { WAIT_REASONS, type WaitInfo } from '../app/wait.ts';
 import { NO_BOUND_REASONS } from '../core/policy/index.ts';
@@ -264,6 +265,18 @@ export function fitToBudget<T>(items: readonly T[], budgetBytes: number): T[] {
 
 export function presentTaskDetail(task: Task, wait: WaitInfo | undefined) {
   return { ...presentTask(task), wait };
+}
+
+/**
+ * A tenant as GET /v1/tenants/{tenantId} answers it: the snapshot's share with the fields the
+ * view documents, not the scheduler's bookkeeping beside them (`hold`, `parked`, `waitingTaskId`,
+ * `longestRunSeconds`).
+ */
+export function presentTenant(tenant: TenantView): z.infer<typeof tenantViewSchema> {
+  const { share, ...rest } = tenant;
+  if (!share) return rest;
+  const { running, queued, weight, maxConcurrency, dominantShare, entitlement } = share;
+  return { ...rest, share: { running, queued, weight, maxConcurrency, dominantShare, entitlement } };
 }
 
 export function presentStoredTenant(tenant: StoredTenant): StoredTenant {

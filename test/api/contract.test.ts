@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_BODY_BYTES } from '../../runtime/api/limits.ts';
 import { type ApiRouter, createApiRouter } from '../../runtime/api/router.ts';
 import type { Services } from '../../runtime/app/wiring.ts';
+import type { SchedulerSnapshot } from '../../runtime/core/scheduler-snapshot.ts';
 import { type ApiEventInput, apiEvent } from '../helpers/api-events.ts';
 import { succeededTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
@@ -177,6 +178,47 @@ describe('Contract: live responses match the served OpenAPI document', () => {
     );
     await expectConforms(json('PUT', '/v1/tenants/contract', { weight: 2, maxConcurrency: 3, burst: 4 }), 400);
     await expectConforms({ path: '/v1/tenants/contract' }, 200);
+    // The scheduler's share of a tenant it holds (paused, one task waiting, runs measured): the
+    // snapshot's bookkeeping beside the share (hold, parked, waitingTaskId, longestRunSeconds)
+    // is not part of the answer.
+    await services.control.putSnapshot({
+      at: new Date().toISOString(),
+      policy: 'fair-share',
+      pools: {
+        lambda: { used: 0, capacity: 50 },
+        fargate: { vcpuUsed: 0, vcpu: 16, memoryMiBUsed: 0, memoryMiB: 32768 },
+      },
+      tiers: {
+        critical: { waiting: 0, oldestWaitSeconds: 0 },
+        high: { waiting: 0, oldestWaitSeconds: 0 },
+        normal: { waiting: 1, oldestWaitSeconds: 4 },
+        low: { waiting: 0, oldestWaitSeconds: 0 },
+      },
+      tenants: {
+        contract: {
+          running: 0,
+          queued: 1,
+          weight: 2,
+          maxConcurrency: 3,
+          dominantShare: 0,
+          entitlement: 1,
+          hold: 'tenant_paused',
+          parked: 1,
+          longestRunSeconds: 2,
+          waitingTaskId: 'tsk_waiting',
+        },
+      },
+      dispatchRate: 0,
+    } satisfies SchedulerSnapshot);
+    const held = await expectConforms({ path: '/v1/tenants/contract' }, 200);
+    expect((JSON.parse(held.body!) as { share: unknown }).share).toEqual({
+      running: 0,
+      queued: 1,
+      weight: 2,
+      maxConcurrency: 3,
+      dominantShare: 0,
+      entitlement: 1,
+    });
     await expectConforms({ path: '/v1/tenants/__proto__' }, 200);
     await expectConforms(json('PUT', '/v1/tenants/contract', { weight: -1, maxConcurrency: 3 }), 400);
     await expectConforms({ path: '/v1/tenants/a%20b' }, 400);
