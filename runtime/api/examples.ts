@@ -20,6 +20,7 @@ export const EXAMPLE_TASK: TaskView = {
   resources: { vcpu: 0.25, memoryMiB: 512 },
   timeoutSeconds: 60,
   payload: { invoiceId: 'inv-1042', meta: { constructor: 'Acme Ltd' } },
+  idempotencyKey: 'invoice-inv-1042',
   submittedAt: '2026-12-01T09:00:00.000Z',
   runAt: '2026-12-01T09:00:00.000Z',
   dispatchedAt: null,
@@ -48,7 +49,7 @@ export const EXAMPLE_SUBMIT = {
   type: 'demo.echo',
   payload: EXAMPLE_TASK.payload,
   priority: 'normal',
-  idempotencyKey: 'invoice-inv-1042',
+  idempotencyKey: EXAMPLE_TASK.idempotencyKey,
 };
 
 /**
@@ -169,15 +170,16 @@ export const EXAMPLE_ERRORS: Readonly<Record<number, { code: string; message: st
     message: `The caller may not act for tenant ${EXAMPLE_TENANT_ID}`,
     details: { tenantId: EXAMPLE_TENANT_ID },
   },
-  404: { code: 'task_not_found', message: `Task ${EXAMPLE_TASK_ID} not found` },
+  404: { code: 'task_not_found', message: `No task with id ${EXAMPLE_TASK_ID}`, details: { taskId: EXAMPLE_TASK_ID } },
   405: {
     code: 'method_not_allowed',
-    message: 'DELETE is not allowed on /v1/tasks; use GET or HEAD or POST',
-    details: { allowed: ['GET', 'HEAD', 'POST'] },
+    message: 'DELETE is not allowed on /v1/tasks; use POST or GET or HEAD',
+    details: { allowed: ['POST', 'GET', 'HEAD'] },
   },
   409: {
     code: 'invalid_state',
-    message: 'Cannot retry task in state SUCCEEDED: requires FAILED or CANCELLED',
+    message: `Cannot retry task ${EXAMPLE_TASK_ID} in state SUCCEEDED: requires FAILED or CANCELLED`,
+    details: { taskId: EXAMPLE_TASK_ID, state: 'SUCCEEDED', transition: 'retry' },
   },
   413: { code: 'body_too_large', message: 'The request body exceeds 262144 bytes', details: { limitBytes: 262144 } },
   415: {
