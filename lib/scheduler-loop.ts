@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ArnFormat, Duration, Stack, Token } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -74,7 +75,7 @@ export class SchedulerLoop extends Construct {
       throw new Error('SchedulerLoop: the stack name must be known at synth time (it names the scheduler function)');
     }
     // A known name lets the function be granted invoking itself (a handover) without a cycle.
-    this.functionName = `${stack.stackName.slice(0, 54)}-scheduler`;
+    this.functionName = schedulerFunctionName(stack.stackName);
 
     this.handler = new RuntimeFunction(this, 'Handler', {
       ...handlerProps(props.runtime, 'scheduler'),
@@ -126,4 +127,20 @@ export class SchedulerLoop extends Construct {
       }),
     );
   }
+}
+
+/** Lambda's limit on a function name. */
+const MAX_FUNCTION_NAME = 64;
+const SUFFIX = '-scheduler';
+
+/**
+ * `<stack name>-scheduler`; a stack name too long for that keeps its start and ends in a hash of
+ * the whole name, so two stacks whose names share their first 54 characters (`…-blue`,
+ * `…-green`) do not ask for the same function in one account and region.
+ */
+export function schedulerFunctionName(stackName: string): string {
+  const room = MAX_FUNCTION_NAME - SUFFIX.length;
+  if (stackName.length <= room) return `${stackName}${SUFFIX}`;
+  const hash = createHash('sha256').update(stackName).digest('hex').slice(0, 8);
+  return `${stackName.slice(0, room - hash.length - 1)}-${hash}${SUFFIX}`;
 }

@@ -307,6 +307,21 @@ describe('TaskSchedulerStack: deploy-only limits of the configuration, named by 
     expect(() => synthesize({ config: named(`A${'b'.repeat(51)}`, webhooks) })).not.toThrow();
   });
 
+  it('names the scheduler function uniquely for stack names that share their first 54 characters', () => {
+    // Prepare: Lambda allows 64 characters; "-scheduler" leaves 54 of the stack name.
+    const prefix = `A${'b'.repeat(53)}`;
+    const schedulerName = (stackName: string) =>
+      Object.values(synthesize({ config: named(stackName) }).template.findResources('AWS::Lambda::Function'))
+        .map((fn) => (fn as { Properties: { FunctionName?: string } }).Properties.FunctionName)
+        .find((name) => name?.endsWith('-scheduler'));
+    // Act
+    const names = [`${prefix}-blue`, `${prefix}-green`, prefix].map(schedulerName);
+    // Assess
+    expect(new Set(names).size).toBe(3);
+    for (const name of names) expect(name?.length).toBeLessThanOrEqual(64);
+    expect(names[2]).toBe(`${prefix}-scheduler`); // a name that fits is kept as it is
+  });
+
   it('refuses a Fargate pool smaller than one worker, naming pools.fargate', () => {
     expect(() =>
       synthesize({
