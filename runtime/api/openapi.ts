@@ -68,6 +68,31 @@ const COMMON_ERRORS: Readonly<Record<number, string>> = {
   500: 'Unexpected failure (`internal_error`); the message carries a request id and nothing internal',
 };
 
+/**
+ * What API Gateway itself answers on the deployed stack, before the router runs, with a body of
+ * its own (`{ "message": "..." }`; the SDK turns it into a SchedulerApiError with code
+ * `http_<status>`): a refused signature (IAM authorization on every route), a path or method no
+ * route has, the stage's throttling (lib/task-api.ts), a function that failed or was throttled.
+ */
+const GATEWAY_ANSWERS: Readonly<Record<number, { message: string; description: string }>> = {
+  403: {
+    message: 'Forbidden',
+    description: 'API Gateway refused the request\'s SigV4 signature or credentials (`{ "message" }`)',
+  },
+  404: { message: 'Not Found', description: 'API Gateway has no route for the method and path (`{ "message" }`)' },
+  429: {
+    message: 'Too Many Requests',
+    description:
+      'Deployed: API Gateway\'s stage throttling refused the request (`{ "message" }`); a request safe to repeat can be sent again after a backoff, as the SDK does',
+  },
+  500: {
+    message: 'Internal Server Error',
+    description: 'API Gateway could not run the function (throttled or failed; `{ "message" }`)',
+  },
+};
+
+const GATEWAY_MESSAGE_REF = { $ref: `${COMPONENTS_URI}GatewayMessage` };
+
 /** The properties of a strict object schema, each as one OpenAPI parameter. */
 function parameters(
   schema: z.ZodType,
@@ -98,6 +123,12 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[]): Record<string
   const components: Record<string, JsonSchema> = {};
   const paths: Record<string, Record<string, unknown>> = {};
   const errorSchema = toSchema(errorResponseSchema, 'output', components);
+  components.GatewayMessage = {
+    type: 'object',
+    description: "API Gateway's own answer on the deployed stack (not the API's `{ error }`)",
+    properties: { message: { type: 'string' } },
+    required: ['message'],
+  };
   const errorExample = (status: number) => {
     const error = EXAMPLE_ERRORS[status];
     return error ? { error } : undefined;
@@ -113,6 +144,18 @@ export function buildOpenApiDocument(routes: readonly AnyRoute[]): Record<string
     }
     for (const [status, description] of Object.entries(COMMON_ERRORS)) {
       responses[status] ??= { description, content: jsonContent(errorSchema, errorExample(Number(status))) };
+    }
+    // Deployed, API Gateway answers some statuses itself, before the router, as `{ "message" }`.
+    for (const [status, gateway] of Object.entries(GATEWAY_ANSWERS)) {
+      const own = responses[status] as { description: string; content?: Record<string, JsonSchema> } | undefined;
+      const media = own?.content?.['application/json'] as { schema: JsonSchema; example?: unknown } | undefined;
+      responses[status] = {
+        description: own ? `${own.description}; deployed, also ${gateway.description}` : gateway.description,
+        content: jsonContent(
+          media ? { anyOf: [media.schema, GATEWAY_MESSAGE_REF] } : GATEWAY_MESSAGE_REF,
+          media?.example ?? { message: gateway.message },
+        ),
+      };
     }
     const operation: Record<string, unknown> = {
       operationId: route.operationId,

@@ -309,6 +309,24 @@ describe('Contract: the document itself', () => {
     }
   });
 
+  it("describes API Gateway's own answers on every operation: 403 (signature), 429 (stage throttling), 500", () => {
+    // Deployed, API Gateway answers these itself, before the router, as `{ "message" }`
+    // (lib/task-api.ts throttles the stage; IAM authorization is on every route).
+    const gateway = { 403: 'Forbidden', 429: 'Too Many Requests', 500: 'Internal Server Error' };
+    for (const [template, methods] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        for (const [status, message] of Object.entries(gateway)) {
+          expect(operation.responses[status], `${operation.operationId} does not document ${status}`).toBeDefined();
+          const ref = `openapi.json#/paths/${pointer(template)}/${method}/responses/${status}/content/application~1json/schema`;
+          const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
+          expect(validate({ message }), `${operation.operationId} ${status}: ${ajv.errorsText(validate.errors)}`).toBe(
+            true,
+          );
+        }
+      }
+    }
+  });
+
   it('has an example for every request and response body, each valid against its schema', () => {
     let examples = 0;
     for (const [template, methods] of Object.entries(document.paths)) {

@@ -128,6 +128,7 @@ describe('Function: buildOpenApiDocument', () => {
       '409',
       '413',
       '415',
+      '429',
       '500',
     ]);
   });
