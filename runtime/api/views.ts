@@ -19,6 +19,10 @@ const CAP_TEXT = QUEUED_COUNT_CAP.toLocaleString('en-US');
 
 const isoTime = z.iso.datetime({ offset: true });
 
+/** A listing ends where `nextCursor` is absent, not where a page is short (index shards merged). */
+const NEXT_CURSOR_DESCRIPTION =
+  'Absent on the last page, and only there: a page may hold fewer items than `limit`, or none, and still have one (pages end early where an index shard not yet read could hold the next item, or at 5 MiB)';
+
 export const taskViewSchema = z
   .object({
     taskId: z.string(),
@@ -129,7 +133,7 @@ export const taskDetailSchema = taskViewSchema
 export const taskPageSchema = z
   .object({
     items: z.array(taskViewSchema),
-    nextCursor: z.string().optional().meta({ description: 'Absent on the last page' }),
+    nextCursor: z.string().optional().meta({ description: NEXT_CURSOR_DESCRIPTION }),
   })
   .meta({ id: 'TaskPage' });
 
@@ -327,6 +331,6 @@ export const batchViewSchema = z
 export const batchPageSchema = z
   .object({
     items: z.array(batchViewSchema),
-    nextCursor: z.string().optional().meta({ description: 'Absent on the last page' }),
+    nextCursor: z.string().optional().meta({ description: NEXT_CURSOR_DESCRIPTION }),
   })
   .meta({ id: 'BatchPage' });

@@ -87,8 +87,9 @@ export function verifySignature(secret: string, rawBody: string | Uint8Array, he
 }
 
 /**
- * Exponential backoff with full jitter for a webhook delivery's `failures`-th retry, 1 s doubling
- * up to 5 minutes: delivery goes on until it succeeds.
+ * Exponential backoff with jitter for a webhook delivery's `failures`-th retry: a random wait
+ * between half and all of 2^failures seconds, capped at 5 minutes (never sooner than half: a
+ * webhook that is down is not called again at once). Delivery goes on until it succeeds.
  */
 export function webhookRetryDelayMs(failures: number, random: () => number = Math.random): number {
   const cap = Math.min(300_000, 1000 * 2 ** Math.min(failures, 20));

@@ -53,6 +53,21 @@ describe('Function: buildOpenApiDocument', () => {
     expect(wait).toEqual(EXAMPLE_WAIT);
   });
 
+  it('says a listing ends where nextCursor is absent, not where a page is short', () => {
+    // Pages merge index shards (runtime/adapters/index-keys.ts mergePages): a page may stop short
+    // of `limit`, or hold nothing, and still have a nextCursor (GET /v1/tasks?state=SUCCEEDED over
+    // 2,506 tasks of one tenant, local runtime, default limit 20: 130 pages, 25 short before the
+    // last). A client that stops at the first short page misses tasks.
+    const schemas = document.components.schemas as Record<
+      string,
+      { properties: { nextCursor: { description: string } } }
+    >;
+    for (const page of ['TaskPage', 'BatchPage']) {
+      const description = schemas[page]!.properties.nextCursor.description;
+      expect(description).toMatch(/fewer items than `limit`, or none, and still have one/);
+    }
+  });
+
   it('is OpenAPI 3.1', () => {
     expect(document.openapi).toBe('3.1.0');
   });
