@@ -201,6 +201,10 @@ export class SchedulerClient {
     const chunks: { from: number; tasks: readonly SubmitTaskInput[] }[] = [];
     for (let from = 0; from < tasks.length; from += chunkSize)
       chunks.push({ from, tasks: tasks.slice(from, from + chunkSize) });
+    if (options.thenTask && chunks.length === 0) {
+      // The API refuses a batch of no tasks; an empty answer would leave the then-task unsubmitted.
+      throw new SchedulerClientError('A then-task needs at least one task in its batch: none were given');
+    }
     if (options.thenTask && chunks.length > 1) {
       throw new SchedulerClientError(
         `A then-task needs all its tasks in one batch request: ${tasks.length} tasks is more than ${chunkSize}`,

@@ -87,6 +87,17 @@ describe('Method: submitBatch', () => {
     ).rejects.toThrow('A then-task needs all its tasks in one batch request');
     expect((await client.listBatches({ tenantId: 'sdk-batch-2' })).items).toEqual([]);
   });
+
+  it('refuses a then-task with no tasks, which no batch would ever run, before sending anything', async () => {
+    // The API refuses a batch of no tasks (400); answering an empty result instead would leave
+    // the caller waiting for a then-task that is never submitted.
+    await expect(
+      client.submitBatch([], { thenTask: { tenantId: 'sdk-batch-none', type: 'demo.echo' } }),
+    ).rejects.toThrow('A then-task needs at least one task');
+    expect((await client.listBatches({ tenantId: 'sdk-batch-none' })).items).toEqual([]);
+    // Without a then-task, no tasks is simply nothing to submit.
+    expect(await client.submitBatch([])).toEqual({ results: [], batches: [] });
+  });
 });
 
 describe('Command: submit --file', () => {
