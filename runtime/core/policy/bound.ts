@@ -27,7 +27,8 @@
  * Proof. (1) From t₁ on, x runs nothing (A1: X is all it has), so its share is 0, the least
  * possible: no tenant holding capacity goes before X in p, and X's key (0, turn) stays put.
  * (2) No tenant that starts waiting after t₀ goes before X: it joins with a turn after x's
- * (ties to arrival order), and x's turn does not move while X waits. (3) Each of the k tenants
+ * (ties to arrival order; work let go by flow control joins at that instant, not at its due
+ * time), and x's turn does not move while X waits. (3) Each of the k tenants
  * goes before X at most once: once served, its turn is later than x's. (4) Lambda: after t₁,
  * every slot that frees goes to X or to one of the k (work conserving, X fits any free slot, and
  * nothing else ranks before X); the slot's task at t₁ ends by e_s and each later one holds it

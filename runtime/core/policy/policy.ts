@@ -886,10 +886,15 @@ export class SchedulingPolicy {
     else if (hold?.constraint === 'key') task.tenant.keys.get(hold.key)?.parked.delete(task);
   }
 
-  /** Let a parked task go: ready again (or parked again, if another unit holds it). */
+  /**
+   * Let a parked task go: ready again (or parked again, if another unit holds it). Its tenant,
+   * when it had nothing else ready in the pool, starts waiting now and joins at the end of the
+   * rotation: with its turn at its (older) due time it passed tasks whose bound did not count it
+   * (a key freed or a type resumed after the bound was given; test/unit/policy/rotation.test.ts).
+   */
   #unpark(task: WaitingTask): void {
     this.#unparkOnly(task);
-    this.#makeReady(task);
+    this.#makeReady(task, this.#clockMs);
   }
 
   /**
@@ -927,7 +932,8 @@ export class SchedulingPolicy {
     return entry;
   }
 
-  #makeReady(task: WaitingTask): void {
+  /** `joinsFromMs`: the earliest turn it takes if its tenant starts waiting with it (else its due time). */
+  #makeReady(task: WaitingTask, joinsFromMs = Number.NEGATIVE_INFINITY): void {
     const hold = this.#taskHold(task);
     if (hold) {
       this.#park(task, hold);
@@ -946,6 +952,7 @@ export class SchedulingPolicy {
       entry.turnMs = Math.max(
         task.pool.lastServedMs.get(task.tenant.tenantId) ?? Number.NEGATIVE_INFINITY,
         eligibleFromMs(task),
+        joinsFromMs,
       );
       entry.turnSeq = ++this.#turnSeq;
     }

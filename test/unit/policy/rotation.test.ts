@@ -61,6 +61,33 @@ describe('Class: SchedulingPolicy (fair-share rotation)', () => {
       expect(order).toEqual(['a0', 'b0', 'c0', 'a1', 'b1', 'c1', 'a2', 'b2', 'c2']);
     });
 
+    it('lets work that flow control held join the end of the rotation when let go, so it passes no bound given meanwhile', () => {
+      // Prepare: 2 slots. y runs y1 on key k (limit 1) for 5 s, z runs z1 for 100 s; y2 (key k, due
+      // at 0) is parked behind y1. x's task arrives at 1 s, with no other tenant waiting.
+      for (const letGo of ['key', 'type'] as const) {
+        const policy = makePolicy({ pools: { slots: 2 }, maxHoldSeconds: 200 });
+        const onKey = { concurrencyKey: 'k', concurrencyLimit: 1 };
+        policy.add(candidate({ taskId: 'y1', tenantId: 'y', holdSeconds: 5, ...onKey }));
+        policy.add(candidate({ taskId: 'z1', tenantId: 'z', holdSeconds: 100 }));
+        expect(drain(policy, 0).map((c) => c.taskId)).toEqual(['y1', 'z1']);
+        if (letGo === 'type') policy.setPausedTypes(['report']);
+        policy.add(
+          candidate({ taskId: 'y2', tenantId: 'y', holdSeconds: 5, ...(letGo === 'key' ? onKey : { type: 'report' }) }),
+        );
+        expect(drain(policy, 0)).toEqual([]);
+        policy.add(candidate({ taskId: 'x1', tenantId: 'x', agingFromMs: 1000, runAtMs: 1000, holdSeconds: 5 }));
+        const bound = policy.explain('x1', 1000)?.waitBoundSeconds;
+        expect(bound).toBe(4); // the first slot to free: y1's, at 5 s
+        // Act: y1 ends at 5 s (and y2's type is resumed then)
+        if (letGo === 'type') policy.setPausedTypes([]);
+        policy.release('y1', 5000);
+        const started = drain(policy, 5000).map((c) => c.taskId);
+        // Assess: x1 keeps its bound; y2 joined behind it (it went first from its due time)
+        expect(started, letGo).toEqual(['x1']);
+        expect(1000 + (bound as number) * 1000).toBeGreaterThanOrEqual(5000);
+      }
+    });
+
     it('keeps its tier and aging order inside a tenant', () => {
       // Prepare
       const policy = makePolicy({ pools: { slots: 1 } });
