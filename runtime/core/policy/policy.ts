@@ -1241,12 +1241,15 @@ export class SchedulingPolicy {
   }
 
   #pickInPool(pool: PoolState): Pick | undefined {
-    if (pool.entries.size === 0 || !this.#hasRoom(pool)) return undefined;
+    // The reservation lasts from one decision to the next only while its task does not fit. It is
+    // decided at every decision, the pool full or not: a holder that lost it to a task of a lower
+    // share took it back once its tenant's share fell level again, past the bound that task was
+    // given (test/unit/policy/reservation.test.ts).
     const reserved = this.#reservedFor(pool);
+    pool.heldFor = reserved && !this.#fitsFree(reserved) ? reserved : undefined;
+    if (pool.entries.size === 0 || !this.#hasRoom(pool)) return undefined;
     const first = reserved ?? ((pool.entries.peek() as Entry).head as WaitingTask);
     const firstEntry = this.#entry(first.tenant, pool);
-    // The reservation lasts from one decision to the next only while its task does not fit.
-    pool.heldFor = reserved && !this.#fitsFree(reserved) ? reserved : undefined;
     if (!pool.heldFor && this.#fitsFree(first)) return { task: first, entry: firstEntry };
     // It does not fit. With reservations it holds the pool: only what ends before it would fit
     // anyway may start beside it.
