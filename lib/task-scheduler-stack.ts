@@ -10,6 +10,7 @@ import { validateSchedules } from '../runtime/app/scheduled.ts';
 import { resolveTaskSpec } from '../runtime/app/task-service.ts';
 import type { SchedulerConfig } from '../runtime/core/config.ts';
 import { ConfigError } from '../runtime/core/errors.ts';
+import { checkWebhookFilterTypes } from '../runtime/events/webhooks.ts';
 import { EXAMPLE_RESOURCES_ENV } from '../runtime/infra/example-resources.ts';
 import { ENV, QUEUES, queuesFor, WEBHOOK_DELIVERY_QUEUE } from '../runtime/infra/resources.ts';
 import type { AnyTaskTypeDefinition } from '../runtime/task-types/define.ts';
@@ -433,6 +434,8 @@ function checkSchedules(config: SchedulerConfig, taskModules: readonly string[])
     new Date(),
     (schedule) => moduleTypes !== undefined || registry.has(schedule.task.type),
   );
+  // The webhooks' type filters likewise, when every type is known (npm start checks the same).
+  if (moduleTypes !== undefined) checkWebhookFilterTypes(config.events.webhooks, registry);
 }
 
 /**

@@ -15,7 +15,7 @@ import type { SchedulerConfig } from '../runtime/core/config.ts';
 import type { TaskLogger } from '../runtime/core/logger.ts';
 import { type ShardScope, schedulerLeaseName, shardIndexes } from '../runtime/core/shards.ts';
 import { OutboxRelay } from '../runtime/events/outbox-relay.ts';
-import { localWebhookTargets } from '../runtime/events/webhooks.ts';
+import { checkWebhookFilterTypes, localWebhookTargets } from '../runtime/events/webhooks.ts';
 import { workerQueue } from '../runtime/infra/resources.ts';
 import { hasSchedulerWork, IDLE_STOP_MS, STOP_GRACE_MS } from '../runtime/scheduler/activation.ts';
 import type { Scheduler } from '../runtime/scheduler/scheduler.ts';
@@ -174,6 +174,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
   });
   try {
     validateSchedules(config.schedules, services.tasks, new Date());
+    checkWebhookFilterTypes(config.events.webhooks, services.registry);
     if (lock?.abandonedBy && !options.externalAws) {
       // The previous process on this DATA_DIR died holding attempts: take them back now, before
       // this one's scheduler and workers start (recovery.ts says why that is safe: the store is

@@ -16,6 +16,26 @@ export interface WebhookTarget {
   readonly filters?: WebhookFilters | undefined;
 }
 
+/**
+ * A webhook whose `filters.taskType` names a type the deployment does not have (a typo) would
+ * silently pass no event of it: refused where the types are known (`npm start`, `cdk synth`),
+ * naming the key, as a schedule of an unknown type is. Throws ConfigError.
+ */
+export function checkWebhookFilterTypes(
+  webhooks: readonly WebhookConfig[],
+  types: { has(type: string): boolean; names(): string[] },
+): void {
+  const problems = webhooks.flatMap((hook, index) =>
+    (hook.filters?.taskType ?? [])
+      .filter((type) => !types.has(type))
+      .map(
+        (type) =>
+          `events.webhooks.${index}.filters.taskType: unknown task type "${type}", so no event would pass (known: ${types.names().join(', ')})`,
+      ),
+  );
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`, { problems });
+}
+
 /** A request that takes longer than this counts as failed (and is retried). */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 

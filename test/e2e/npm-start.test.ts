@@ -279,6 +279,27 @@ export default [defineTaskType({ type: 'demo.echo', description: '', payload: z.
     expect(local.output()).not.toContain('scheduler running at');
   });
 
+  it('refuses at start a webhook filtering on a task type there is none of, which would get no event', async () => {
+    // Arrange
+    const path = writeConfig('bad-webhook.json', {
+      events: {
+        webhooks: [
+          { url: 'http://127.0.0.1:9/hook', secret: 's'.repeat(16), filters: { taskType: ['examples.photo-resise'] } },
+        ],
+      },
+    });
+
+    // Act
+    const local = track(spawnLocal({ env: { DATA_DIR: join(root, 'webhook-filter') }, args: ['--config', path] }));
+
+    // Assert
+    expect(await local.exited).toBe(1);
+    expect(local.output()).toMatch(
+      /events\.webhooks\.0\.filters\.taskType: unknown task type "examples\.photo-resise", so no event would pass/,
+    );
+    expect(local.output()).not.toContain('scheduler running at');
+  });
+
   it('Ctrl-C says how many tasks it waits for; a second Ctrl-C stops now and the next start finishes them', async () => {
     // Arrange: short leases, so the restarted runtime takes the interrupted task back soon.
     const path = writeConfig('ctrl-c.json', { scheduler: { dispatchLeaseSeconds: 5, runLeaseSeconds: 5 } });

@@ -279,6 +279,18 @@ export default [defineTaskType({ type: 'shop.order-total', description: 'd', pay
     expect(build({ type: 'shop.order-total', payload: { orderId: 'o-1' } })).not.toThrow();
   });
 
+  it('refuses a webhook filtering on a task type there is none of (it would get no event), naming the key', () => {
+    const withFilter = (taskType: string) => ({
+      ...defaultConfigInput(),
+      events: {
+        webhooks: [{ url: 'https://hooks.example.com/t', secret: 's'.repeat(16), filters: { taskType: [taskType] } }],
+      },
+    });
+    expect(() => synthesize({ config: withFilter('examples.photo-resise') })).toThrow(
+      /events\.webhooks\.0\.filters\.taskType: unknown task type "examples\.photo-resise", so no event would pass/,
+    );
+  });
+
   it('builds a schedule whose task is valid', () => {
     expect(() => synthesize({ config: withSchedule({ type: 'demo.sleep', payload: { ms: 1 } }) })).not.toThrow();
   });

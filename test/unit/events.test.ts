@@ -26,7 +26,8 @@ import {
   start,
   succeed,
 } from '../../runtime/core/lifecycle.ts';
-import { localWebhookTargets } from '../../runtime/events/webhooks.ts';
+import { checkWebhookFilterTypes, localWebhookTargets } from '../../runtime/events/webhooks.ts';
+import { defaultRegistry } from '../../runtime/task-types/index.ts';
 import { taskSpec } from '../helpers/factories.ts';
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, seconds));
@@ -188,5 +189,21 @@ describe('Function: parseConfig (events)', () => {
     expect(() => localWebhookTargets(config.events.webhooks)).toThrow(
       'events.webhooks.0.secret: a Secrets Manager ARN is read on AWS only; locally give the secret itself',
     );
+  });
+
+  it('refuses a filters.taskType no task type has (a typo would pass no event at all), naming the key', () => {
+    const config = parseConfig({
+      events: {
+        webhooks: [
+          { url: 'https://example.com/a', secret: 's'.repeat(16), filters: { taskType: ['demo.echo'] } },
+          { url: 'https://example.com/b', secret: 's'.repeat(16), filters: { taskType: ['demo.echo', 'demo.ech0'] } },
+        ],
+      },
+    });
+    const registry = defaultRegistry();
+    expect(() => checkWebhookFilterTypes(config.events.webhooks, registry)).toThrow(
+      /events\.webhooks\.1\.filters\.taskType: unknown task type "demo\.ech0", so no event would pass \(known: demo\.echo, /,
+    );
+    expect(() => checkWebhookFilterTypes(config.events.webhooks.slice(0, 1), registry)).not.toThrow();
   });
 });
