@@ -367,7 +367,10 @@ export class SchedulerClient {
       .body;
   }
 
-  /** Store a tenant's weight and quota (they override the configuration file). */
+  /**
+   * Store a tenant's settings (they override the configuration file). They replace what was
+   * stored: a `paused` left out resumes a paused tenant (see `setTenantPaused`).
+   */
   async putTenant(
     tenantId: string,
     settings: TenantSettingsInput,

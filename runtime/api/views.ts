@@ -62,7 +62,10 @@ export const taskViewSchema = z
       })
       .nullable()
       .meta({ description: 'The last error (kept while a retry waits)' }),
-    cancelRequested: z.literal(true).optional().meta({ description: 'Present while a running task is asked to stop' }),
+    cancelRequested: z
+      .literal(true)
+      .optional()
+      .meta({ description: 'Present once a cancel asked a running task to stop (and kept after it ended)' }),
   })
   .meta({ id: 'Task' });
 export type TaskView = z.infer<typeof taskViewSchema>;

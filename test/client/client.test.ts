@@ -163,6 +163,25 @@ describe('Class: SchedulerClient', () => {
         counts: { queued: 0, dispatched: 0, running: 0 },
       });
     });
+
+    it('replaces the stored settings: a paused left out resumes the tenant (docs/client.md says so)', async () => {
+      // Prepare
+      await client.putTenant('sdk-paused', { weight: 1, maxConcurrency: 2 });
+      await client.setTenantPaused('sdk-paused', true);
+
+      // Act
+      const kept = await client.putTenant('sdk-paused', {
+        weight: 2,
+        maxConcurrency: 2,
+        paused: (await client.getTenant('sdk-paused')).paused,
+      });
+      const replaced = await client.putTenant('sdk-paused', { weight: 3, maxConcurrency: 2 });
+
+      // Assess
+      expect(kept).toMatchObject({ weight: 2, paused: true });
+      expect(replaced.paused).toBeUndefined();
+      expect((await client.getTenant('sdk-paused')).paused).toBeUndefined();
+    });
   });
 
   describe('Method: status', () => {
