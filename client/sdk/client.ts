@@ -343,8 +343,11 @@ export class SchedulerClient {
 
   /**
    * Poll until the task is SUCCEEDED, FAILED or CANCELLED and resolve with it (a failure is a
-   * result here, not an exception: look at `state` and `error`). Throws WaitTimeoutError after
-   * `timeoutMs`, the signal's reason when aborted, NotFoundError for an unknown id.
+   * result here, not an exception: look at `state` and `error`). A poll that got no answer, or a
+   * transient one (429, 502–504), after the client's own retries, does not end the wait: polling
+   * goes on while time remains (a restart, a deploy). Throws WaitTimeoutError after `timeoutMs`
+   * (its `cause` the last such failure, if the last poll failed), the signal's reason when aborted,
+   * NotFoundError for an unknown id and any other refusal at once.
    */
   async waitFor(taskId: string, options: WaitForOptions = {}): Promise<TaskDetail> {
     const timeoutMs = options.timeoutMs ?? 300_000;
@@ -353,10 +356,17 @@ export class SchedulerClient {
     let last: TaskDetail | undefined;
     for (;;) {
       options.signal?.throwIfAborted();
-      last = await this.get(taskId, { signal: options.signal });
-      if (TERMINAL_STATES.includes(last.state)) return last;
+      let failure: SchedulerClientError | undefined;
+      try {
+        last = await this.get(taskId, { signal: options.signal });
+        if (TERMINAL_STATES.includes(last.state)) return last;
+      } catch (error) {
+        options.signal?.throwIfAborted();
+        if (!isTransient(error)) throw error;
+        failure = error;
+      }
       const remaining = deadline - Date.now();
-      if (remaining <= 0) throw new WaitTimeoutError(taskId, timeoutMs, last);
+      if (remaining <= 0) throw new WaitTimeoutError(taskId, timeoutMs, last, failure);
       await pause(Math.min(pollMs, remaining), options.signal);
     }
   }
@@ -513,6 +523,14 @@ export class SchedulerClient {
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
   }
+}
+
+/** A failure a later request may not meet: no answer at all, or a transient status. */
+function isTransient(error: unknown): error is SchedulerClientError {
+  return (
+    error instanceof SchedulerConnectionError ||
+    (error instanceof SchedulerApiError && RETRYABLE_STATUSES.has(error.status))
+  );
 }
 
 function read(signal: AbortSignal | undefined): RequestOptions {

@@ -94,12 +94,18 @@ export class SchedulerConnectionError extends SchedulerClientError {
   }
 }
 
-/** `waitFor` gave up before the task reached a terminal state; `lastSeen` is the task as last read. */
+/**
+ * `waitFor` gave up before the task reached a terminal state; `lastSeen` is the task as last read,
+ * `cause` the failure of the last poll when it got no answer (or a transient one).
+ */
 export class WaitTimeoutError extends SchedulerClientError {
   readonly taskId: string;
   readonly lastSeen: unknown;
-  constructor(taskId: string, timeoutMs: number, lastSeen: unknown) {
-    super(`Task ${taskId} did not finish within ${timeoutMs} ms`);
+  constructor(taskId: string, timeoutMs: number, lastSeen: unknown, cause?: unknown) {
+    super(
+      `Task ${taskId} did not finish within ${timeoutMs} ms${cause instanceof Error ? ` (last poll: ${cause.message})` : ''}`,
+      cause === undefined ? undefined : { cause },
+    );
     this.name = 'WaitTimeoutError';
     this.taskId = taskId;
     this.lastSeen = lastSeen;

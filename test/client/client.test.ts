@@ -72,6 +72,52 @@ describe('Class: SchedulerClient', () => {
     });
   });
 
+  describe('Method: waitFor through an outage', () => {
+    it('keeps polling through polls that got no answer, or a 503, while its time lasts', async () => {
+      // Prepare: the scheduler is out of reach for a while (a restart, a deploy): every request of
+      // a stretch of polls fails, each after the client's own retries.
+      const task = await client.submit({ tenantId: 'sdk-outage', type: 'demo.sleep', payload: { ms: 300 } });
+      let reads = 0;
+      const flaky: typeof fetch = async (input, init) => {
+        reads++;
+        if (reads >= 2 && reads <= 4) throw new TypeError('fetch failed (connection refused)');
+        if (reads >= 5 && reads <= 7) return new Response('Service Unavailable', { status: 503 });
+        return fetch(input, init);
+      };
+      const outage = new SchedulerClient({ endpoint: server.url, fetch: flaky, maxRetries: 0 });
+
+      // Act
+      const done = await outage.waitFor(task.taskId, { timeoutMs: 30_000, pollMs: 50 });
+
+      // Assess
+      expect(done).toMatchObject({ taskId: task.taskId, state: 'SUCCEEDED' });
+      expect(reads).toBeGreaterThan(7);
+    });
+
+    it('gives up at its deadline with WaitTimeoutError, the last error as its cause', async () => {
+      // Prepare
+      const down: typeof fetch = async () => {
+        throw new TypeError('fetch failed (connection refused)');
+      };
+      const outage = new SchedulerClient({ endpoint: server.url, fetch: down, maxRetries: 0 });
+
+      // Act
+      const waiting = outage.waitFor('tsk_unreachable', { timeoutMs: 300, pollMs: 50 });
+
+      // Assess
+      await expect(waiting).rejects.toBeInstanceOf(WaitTimeoutError);
+      await expect(waiting).rejects.toMatchObject({
+        taskId: 'tsk_unreachable',
+        lastSeen: undefined,
+        cause: expect.any(SchedulerConnectionError),
+      });
+    });
+
+    it('still throws at once what no wait cures: an unknown task, a refusal', async () => {
+      await expect(client.waitFor('tsk_never_was', { timeoutMs: 30_000 })).rejects.toBeInstanceOf(NotFoundError);
+    });
+  });
+
   describe('Method: submitMany', () => {
     it('submits with limited concurrency and reports each outcome in input order', async () => {
       // Prepare
