@@ -87,6 +87,8 @@ export interface SubmitBatchOptions {
   /** Told after each request answered: tasks answered so far, and in all. */
   readonly onProgress?: ((done: number, total: number) => void) | undefined;
   readonly signal?: AbortSignal | undefined;
+  /** W3C trace context sent with every request, as `submit`'s: each task's spans continue it. */
+  readonly traceparent?: string | undefined;
 }
 
 /** What `submitBatch` answers: one result per task in input order, and the batch of each request. */
@@ -229,6 +231,7 @@ export class SchedulerClient {
         };
         const answer = await this.#request<BatchSubmitResult>('POST', 'v1/tasks/batch', {
           body,
+          ...(options.traceparent ? { headers: { traceparent: options.traceparent } } : {}),
           repeatable: true,
           signal: options.signal,
         }).then(

@@ -88,6 +88,29 @@ describe('Method: submitBatch', () => {
     expect((await client.listBatches({ tenantId: 'sdk-batch-2' })).items).toEqual([]);
   });
 
+  it("sends a traceparent with every request, as submit does, so the batch continues the caller's trace", async () => {
+    // Prepare
+    const sent: (string | null)[] = [];
+    const spy: typeof fetch = async (input, init) => {
+      sent.push(new Headers(init?.headers).get('traceparent'));
+      return fetch(input, init);
+    };
+    const traced = new SchedulerClient({ endpoint: server.url, fetch: spy });
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const tasks = Array.from({ length: 3 }, (_, n) => ({
+      tenantId: 'sdk-batch-traced',
+      type: 'demo.echo',
+      payload: { n },
+    }));
+
+    // Act
+    const { results } = await traced.submitBatch(tasks, { chunkSize: 2, traceparent });
+
+    // Assess
+    expect(results).toHaveLength(3);
+    expect(sent).toEqual([traceparent, traceparent]);
+  });
+
   it('refuses a then-task with no tasks, which no batch would ever run, before sending anything', async () => {
     // The API refuses a batch of no tasks (400); answering an empty result instead would leave
     // the caller waiting for a then-task that is never submitted.
