@@ -19,6 +19,7 @@ export type KnownApiErrorCode =
   | 'unknown_task_type'
   | 'invalid_runtime'
   | 'exceeds_pool'
+  | 'timeout_over_cap'
   | 'invalid_schedule'
   | 'unknown_dependency'
   | 'invalid_dependency'

@@ -74,4 +74,28 @@ describe('README: Error codes', () => {
       expect(listed, `${status} ${code}`).toMatch(section);
     }
   });
+
+  it("lists timeout_over_cap, the refusal of a timeout over its pool's maxTimeoutSeconds", async () => {
+    // Prepare: a deployment whose Lambda pool caps timeouts at 60 s.
+    const capped = await startTestServices({
+      config: { pools: { lambda: { concurrency: 5, maxTimeoutSeconds: 60 }, fargate: { vcpu: 4, memoryMiB: 8192 } } },
+    });
+    try {
+      // Act
+      const result = await createApiRouter(capped)(
+        apiEvent({
+          method: 'POST',
+          path: '/v1/tasks',
+          json: { tenantId: 'a', type: 'demo.echo', timeoutSeconds: 120 },
+        }),
+      );
+
+      // Assess
+      expect(result.statusCode).toBe(400);
+      expect((jsonOf(result) as { error: { code: string } }).error.code).toBe('timeout_over_cap');
+      expect(readmeErrorCodes()).toMatch(/400 [^;]*`timeout_over_cap`/);
+    } finally {
+      await capped.stop();
+    }
+  });
 });
