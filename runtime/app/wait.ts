@@ -10,8 +10,9 @@
  * task is in its pool's rotation:
  *
  * - the snapshot's instant, when the task was in the rotation then: the snapshot names it as its
- *   tenant's one waiting task (`waitingTaskId`), and it was due INTAKE_ALLOWANCE_MS before the
- *   snapshot (so every task due before it is in the snapshot too). The snapshot gives k
+ *   tenant's one waiting task (`waitingTaskId`), and it was due, and its tenant's turn came
+ *   (`waitingTurnAt`), INTAKE_ALLOWANCE_MS before the snapshot (so every task due before that
+ *   turn is in the snapshot too). The snapshot gives k
  *   (the tenants waiting in the pool, less its own), when the slots free (the running tasks'
  *   holds) and when its tenant's running tasks end;
  * - else the latest instant it joins (now, or its due time + INTAKE_ALLOWANCE_MS). Then k also
@@ -267,10 +268,16 @@ function plannedHandoversOf(
  * snapshot. A tenant's turn is when its work became due, not when the scheduler took it in, so a
  * task due a moment before this one but taken in after the snapshot goes before it uncounted; the
  * allowance puts every such task in the snapshot (chaos `bounds` seed 6 broke an answer without it).
+ * Its own tenant's turn is later than its due time when the tenant was served since (another of its
+ * tasks started): then the allowance runs from that turn (`waitingTurnAt`), or a task of another
+ * tenant due between the two and taken in after the snapshot would go before it uncounted.
  */
 function inRotationAt(task: Task, snapshot: SchedulerSnapshot): boolean {
   const dueMs = Math.max(Date.parse(task.runAt), Date.parse(task.agingFrom));
-  return namedAt(task, snapshot) && dueMs + INTAKE_ALLOWANCE_MS <= Date.parse(snapshot.at);
+  // Its tenant's turn, when published: later than its due time when the tenant was served since.
+  const turnAt = ownEntry(snapshot.tenants, task.tenantId)?.waitingTurnAt;
+  const turnMs = turnAt === undefined ? dueMs : Math.max(dueMs, Date.parse(turnAt));
+  return namedAt(task, snapshot) && turnMs + INTAKE_ALLOWANCE_MS <= Date.parse(snapshot.at);
 }
 
 /** The snapshot names the task as its tenant's one waiting task: it was in the engine at the snapshot. */

@@ -34,6 +34,13 @@ export interface TenantShare {
    * parked): the API's bound then knows the task asked about was in the rotation at `at`.
    */
   readonly waitingTaskId?: string;
+  /**
+   * With `waitingTaskId`: its tenant's turn in that pool's rotation (ISO 8601, to the millisecond),
+   * the later of when its work there became due and when the tenant was last served there. A task
+   * of another tenant due before this turn but taken in after `at` goes before it; the API counts
+   * on every such task being in the snapshot only when the turn is INTAKE_ALLOWANCE_MS before `at`.
+   */
+  readonly waitingTurnAt?: string;
 }
 
 /** Per pool, what goes first there now and whether a task holds it (reservation). */

@@ -74,6 +74,9 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
         ...(tenant.parked > 0 ? { parked: tenant.parked } : {}),
         ...(tenant.longestRunMs !== undefined ? { longestRunSeconds: Math.ceil(tenant.longestRunMs / 100) / 10 } : {}),
         ...(tenant.waitingTaskId !== undefined ? { waitingTaskId: tenant.waitingTaskId } : {}),
+        ...(tenant.waitingTurnMs !== undefined && Number.isFinite(tenant.waitingTurnMs)
+          ? { waitingTurnAt: new Date(tenant.waitingTurnMs).toISOString() }
+          : {}),
       },
     ]),
   );

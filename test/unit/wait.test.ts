@@ -248,6 +248,34 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
       expect(unnamed.maxWaitSeconds as number).toBeGreaterThan(named.maxWaitSeconds as number);
     });
 
+    it("takes it to be in the rotation from its tenant's turn, not its due time: a tenant served since has its turn then", () => {
+      // Prepare: due at 0, named in the snapshot of 6 s, but its tenant's other task started at
+      // 5.5 s, so its turn is 5.5 s: a task of another tenant due at 3 s and taken in at 6.5 s (the
+      // intake lags a second or two) has the earlier turn and goes first, and the snapshot missed it.
+      const named = inRotation(6);
+      const acme = named.tenants.acme as NonNullable<(typeof named.tenants)['acme']>;
+      const servedSince = snapshot({
+        ...named,
+        tenants: { acme: { ...acme, waitingTurnAt: at(5.5).toISOString() } },
+      });
+      const turnLongAgo = snapshot({ ...named, tenants: { acme: { ...acme, waitingTurnAt: at(0.5).toISOString() } } });
+      // Act
+      const wait = explainWait(task('normal'), {
+        config,
+        tenant,
+        snapshot: servedSince,
+        now: at(7),
+        facts: { waiting: 1, running: [] },
+      });
+      // Assess: answered as joining later (the tenants that may have joined since counted), not from the snapshot
+      expect(needsRunningTasks(task('normal'), servedSince, config)).toBe(true);
+      expect(wait.assumes).toMatch(/the scheduler takes it in within 5 s of its being due/);
+      expect(wait.assumedJoins).toBeDefined();
+      // A turn 5 s or more before the snapshot is as before
+      expect(needsRunningTasks(task('normal'), turnLongAgo, config)).toBe(false);
+      expect(needsRunningTasks(task('normal'), named, config)).toBe(false);
+    });
+
     it('counts the tenants that may have joined since, and every slot refilled, for a task the snapshot predates', () => {
       // Prepare: submitted at 0, the snapshot of 0 s does not hold it, described at 1 s.
       const stale = snapshot({ rotation: rotation() });

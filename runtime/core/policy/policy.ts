@@ -667,10 +667,12 @@ export class SchedulingPolicy {
    * parked, its tenant not held): the API's wait bound may then take it to be in the rotation at
    * the snapshot's instant (runtime/app/wait.ts). A count alone cannot say which task it is.
    */
-  #onlyWaiting(tenant: TenantState): { waitingTaskId?: string } {
+  #onlyWaiting(tenant: TenantState): { waitingTaskId?: string; waitingTurnMs?: number } {
     if (tenant.waiting !== 1 || tenant.hold !== undefined) return {};
     for (const entry of Object.values(tenant.entries)) {
-      if (entry && entry.ready > 0 && entry.head) return { waitingTaskId: entry.head.candidate.taskId };
+      if (entry && entry.ready > 0 && entry.head) {
+        return { waitingTaskId: entry.head.candidate.taskId, waitingTurnMs: entry.turnMs };
+      }
     }
     return {};
   }

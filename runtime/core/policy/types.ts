@@ -141,6 +141,8 @@ export interface TenantSnapshot {
   readonly busyUntilLatelyMs?: number;
   /** Its one waiting task, when it has exactly one and that one is in its pool's rotation. */
   readonly waitingTaskId?: string;
+  /** Its turn in that pool's rotation (epoch ms), with `waitingTaskId`: a tenant served since the task was due has it later. */
+  readonly waitingTurnMs?: number;
 }
 
 export interface PolicySnapshot {

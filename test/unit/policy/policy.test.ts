@@ -463,5 +463,20 @@ describe('Class: SchedulingPolicy', () => {
         'd',
       );
     });
+
+    it("publishes the one waiting task's turn: its due time, or when its tenant was last served there if later", () => {
+      // Prepare: 1 slot; `x` has two tasks due at 1 s, `y` one due at 0; y's goes first, then one of x's at 2 s
+      const policy = makePolicy({ pools: { slots: 1 } });
+      policy.add(candidate({ taskId: 'y1', tenantId: 'y' }));
+      policy.add(candidate({ taskId: 'x1', tenantId: 'x', agingFromMs: 1000, runAtMs: 1000 }));
+      policy.add(candidate({ taskId: 'x2', tenantId: 'x', agingFromMs: 1000, runAtMs: 1000 }));
+      expect(drain(policy, 1000).map((c) => c.taskId)).toEqual(['y1']);
+      policy.release('y1', 2000);
+      expect(drain(policy, 2000).map((c) => c.taskId)).toEqual(['x1']);
+      // Act
+      const x = policy.snapshot(2500).tenants.find((t) => t.tenantId === 'x');
+      // Assess: x2 was due at 1 s, but x's turn is 2 s (served then)
+      expect(x).toMatchObject({ waitingTaskId: 'x2', waitingTurnMs: 2000 });
+    });
   });
 });
