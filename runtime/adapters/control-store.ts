@@ -3,6 +3,7 @@
  * scheduler's published snapshot (what the API uses to explain waits).
  */
 import { randomUUID } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { CapacitySlices } from '../core/capacity-slices.ts';
@@ -88,6 +89,35 @@ export const snapshotCopies = (bytes: number): number =>
 /** Snapshot reads in this process, to go round the copies (a counter: the simulation stays deterministic). */
 let snapshotReads = 0;
 const ROTATION_KEY = 'rotation#scheduler';
+/** The rotation item's budget for its gzipped memory: DynamoDB refuses items over 400 KB. */
+export const ROTATION_MAX_BYTES = 350_000;
+
+/**
+ * The rotation's memory gzipped, within `maxBytes`: when too large (tens of thousands of tenants
+ * served in the last minutes, or long tenant ids), the tenants served longest ago are left out
+ * first. Their memory matters least: a tenant's turn is the later of when it was last served and
+ * when its work became due, and the older the serving, the likelier its due time is the later. A
+ * write over the limit failed the scheduler's every upkeep.
+ */
+export function boundedRotation(state: RotationState, maxBytes: number): { gzipped: Uint8Array; dropped: number } {
+  const whole = gzipSync(JSON.stringify(state));
+  if (whole.byteLength <= maxBytes) return { gzipped: whole, dropped: 0 };
+  const served = (['lambda', 'fargate'] as const)
+    .flatMap((pool) => Object.entries(state[pool]).map(([tenantId, atMs]) => ({ pool, tenantId, atMs })))
+    .sort((a, b) => b.atMs - a.atMs);
+  const keeping = (count: number): RotationState => {
+    const kept = { lambda: [] as [string, number][], fargate: [] as [string, number][] };
+    for (const entry of served.slice(0, count)) kept[entry.pool].push([entry.tenantId, entry.atMs]);
+    return { ...state, lambda: Object.fromEntries(kept.lambda), fargate: Object.fromEntries(kept.fargate) };
+  };
+  // Shrink in proportion to the excess, then by a tenth until it fits (gzip's ratio varies little).
+  let count = Math.floor((served.length * maxBytes) / whole.byteLength);
+  for (;;) {
+    const gzipped = gzipSync(JSON.stringify(keeping(count)));
+    if (gzipped.byteLength <= maxBytes || count === 0) return { gzipped, dropped: served.length - count };
+    count = Math.floor(count * 0.9);
+  }
+}
 const SWEEP_MARKS_KEY = 'sweeps#reconciler';
 
 /**
@@ -563,7 +593,8 @@ export class ControlStore {
    * afresh (every invocation, on AWS) keeps the order. Last writer wins: only the lease holder
    * writes it, and a late write from a predecessor only repeats an older state.
    */
-  async putRotation(state: RotationState, at: Date): Promise<void> {
+  async putRotation(state: RotationState, at: Date): Promise<{ readonly dropped: number }> {
+    const { gzipped, dropped } = boundedRotation(state, ROTATION_MAX_BYTES);
     await this.#documents.send(
       new PutCommand({
         TableName: this.#tableName,
@@ -571,10 +602,12 @@ export class ControlStore {
           pk: ofShard(ROTATION_KEY, this.#shard),
           kind: 'rotation',
           at: at.toISOString(),
-          rotationJson: JSON.stringify(state),
+          rotationGz: gzipped,
+          ...(dropped > 0 ? { dropped } : {}),
         },
       }),
     );
+    return { dropped };
   }
 
   async getRotation(): Promise<RotationState | undefined> {
@@ -585,8 +618,15 @@ export class ControlStore {
         ConsistentRead: true,
       }),
     );
-    if (typeof Item?.rotationJson !== 'string') return undefined;
-    const parsed = JSON.parse(Item.rotationJson) as Partial<RotationState> | null;
+    // Gzipped since the memory of thousands of tenants outgrew the item; JSON as older versions wrote it.
+    const json =
+      Item?.rotationGz instanceof Uint8Array
+        ? gunzipSync(Item.rotationGz).toString('utf8')
+        : typeof Item?.rotationJson === 'string'
+          ? Item.rotationJson
+          : undefined;
+    if (json === undefined) return undefined;
+    const parsed = JSON.parse(json) as Partial<RotationState> | null;
     return {
       lambda: parsed?.lambda ?? {},
       fargate: parsed?.fargate ?? {},

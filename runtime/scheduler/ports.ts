@@ -138,7 +138,8 @@ export interface SchedulerState {
   getSnapshot<T>(): Promise<T | undefined>;
   putSnapshot(snapshot: unknown): Promise<void>;
   getRotation(): Promise<RotationState | undefined>;
-  putRotation(state: RotationState, at: Date): Promise<void>;
+  /** `dropped`: tenants left out to fit the store's item (the longest ago served first). */
+  putRotation(state: RotationState, at: Date): Promise<{ readonly dropped: number } | undefined>;
   getSweepMarks(): Promise<SweepMarks>;
   putSweepMarks(marks: SweepMarks): Promise<void>;
 }

@@ -644,7 +644,10 @@ export class Scheduler {
     const state = this.#policy.rotationState(now.getTime());
     const json = JSON.stringify(state);
     if (json === this.#savedRotation) return;
-    await this.#deps.control.putRotation(state, now);
+    const saved = await this.#deps.control.putRotation(state, now);
+    if (saved?.dropped) {
+      this.#deps.logger?.warn('rotation memory trimmed to fit its item', { leftOut: saved.dropped });
+    }
     this.#savedRotation = json;
   }
 

@@ -256,6 +256,7 @@ export class InMemoryControl implements SchedulerControl {
 
   async putRotation(state: RotationState) {
     this.rotation = state;
+    return undefined;
   }
 
   async getSweepMarks() {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { heldKey, queueKey, tenantKeyShardOf, tenantStateKey } from '../../runtime/adapters/index-keys.ts';
@@ -757,6 +758,34 @@ describe('Class: ControlStore (against dynalite)', () => {
     await services.control.putRotation(state, new Date());
     // Assess
     expect(await services.control.getRotation()).toEqual(state);
+  });
+
+  it("keeps the rotation's memory of thousands of tenants with long ids within DynamoDB's 400 KB item", async () => {
+    // Prepare: 5,000 tenants with 120-character ids served in the last minutes (about 650 KB as JSON)
+    const base = 1_700_000_000_000;
+    const lambda: Record<string, number> = {};
+    for (let i = 0; i < 5_000; i++) lambda[`${'t'.repeat(115)}-${String(i).padStart(4, '0')}`] = base + i * 37;
+    const state = { lambda, fargate: {} };
+    // Act
+    await services.control.putRotation(state, new Date());
+    // Assess
+    expect(await services.control.getRotation()).toEqual(state);
+  });
+
+  it("leaves out the tenants served longest ago when even gzipped the rotation's memory would not fit", async () => {
+    // Prepare: 40,000 tenants with random ids (gzip cannot fold them), served one every 10 ms
+    const base = 1_700_000_000_000;
+    const lambda: Record<string, number> = {};
+    for (let i = 0; i < 40_000; i++) lambda[randomUUID()] = base + i * 10;
+    // Act
+    const { dropped } = await services.control.putRotation({ lambda, fargate: {} }, new Date());
+    const stored = await services.control.getRotation();
+    // Assess: some left out, and exactly the oldest ones
+    const kept = Object.values(stored?.lambda ?? {}).sort((a, b) => a - b);
+    expect(dropped).toBeGreaterThan(0);
+    expect(kept.length).toBe(40_000 - dropped);
+    expect(kept[0]).toBe(base + dropped * 10);
+    expect(kept.at(-1)).toBe(base + 39_999 * 10);
   });
 
   it('stores tenant settings', async () => {
