@@ -116,6 +116,13 @@ export class TaskApi extends Construct {
     for (const route of API_ROUTES) {
       this.api.addRoutes({ path: route.path, methods: [route.method], integration });
     }
+    // What no route matches (HEAD, a method a path lacks, an unknown path) goes to the router too,
+    // which answers HEAD as GET, 405 and 404 as documented; API Gateway's own answer is a bare 404.
+    new apigwv2.HttpRoute(this, 'Fallback', {
+      httpApi: this.api,
+      routeKey: apigwv2.HttpRouteKey.DEFAULT,
+      integration,
+    });
     this.url = this.api.apiEndpoint;
   }
 }

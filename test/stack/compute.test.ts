@@ -78,10 +78,20 @@ describe('Construct: TaskApi', () => {
       Object.values(routes)
         .map((route) => route.Properties.RouteKey)
         .sort(),
-    ).toEqual(API_ROUTES.map((route) => `${route.method} ${route.path}`).sort());
+    ).toEqual([...API_ROUTES.map((route) => `${route.method} ${route.path}`), '$default'].sort());
     for (const route of Object.values(routes)) {
       expect(route.Properties.AuthorizationType, route.Properties.RouteKey).toBe('AWS_IAM');
     }
+  });
+
+  it('sends what no route matches to the router too, so HEAD, a method a path lacks and an unknown path get its answers', () => {
+    // API Gateway answers an unmatched request itself ({"message":"Not Found"}) unless a $default route
+    // takes it: README promises HEAD wherever GET is, 405 method_not_allowed and 404 route_not_found.
+    const routes = Object.values(synth.template.findResources('AWS::ApiGatewayV2::Route'));
+    const fallback = routes.find((route) => route.Properties.RouteKey === '$default');
+    const tasks = routes.find((route) => route.Properties.RouteKey === 'GET /v1/tasks');
+    expect(fallback?.Properties.Target).toEqual(tasks?.Properties.Target);
+    expect(fallback?.Properties.AuthorizationType).toBe('AWS_IAM');
   });
 
   it('deploys exactly the routes the API router serves', () => {
