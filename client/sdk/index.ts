@@ -1,6 +1,12 @@
 /**
  * The client SDK: `import { SchedulerClient } from 'serverless-task-scheduler/client'`.
  */
+
+/**
+ * For a webhook receiver (docs/events.md): the delivered body's type, and the check of its
+ * `x-signature` header over the raw body, in constant time (`signatureOf` makes one, for tests).
+ */
+export { signatureOf, type TaskEvent, verifySignature } from '../../runtime/api/contract.ts';
 export {
   SchedulerClient,
   type SchedulerClientOptions,

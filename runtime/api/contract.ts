@@ -22,7 +22,8 @@ import type {
 } from './views.ts';
 
 export { MAX_BATCH_TASKS } from '../core/batch.ts';
-export { type PriorityTier, type Runtime, type TaskState, TERMINAL_STATES } from '../core/task.ts';
+export { signatureOf, verifySignature } from '../core/events.ts';
+export { type PriorityTier, type Runtime, type TaskEvent, type TaskState, TERMINAL_STATES } from '../core/task.ts';
 
 /** What `submit` takes: the body of POST /v1/tasks. */
 export type SubmitTaskInput = z.input<typeof submitTaskSchema>;
