@@ -6,6 +6,7 @@
  *
  *   npm run bench -- latency-live [--quick]      (2,000 tasks a phase; --quick: 400)
  *
+ * Each phase first runs 40 tasks outside its measured window, so that neither runs cold.
  * Throughput: tasks from the first submit to the last attempt finished, over that time; the
  * submits go out 32 at a time over 5 tenants whose quotas (100) and the Lambda pool (100 slots)
  * are above what the load holds, so capacity does not set the pace.
@@ -27,6 +28,8 @@ export const AWS_LIKE_LATENCY = '{"latencyMs":{"dynamodb":[5,15],"sqs":[10,30]}}
 
 const TENANTS = 5;
 const SUBMIT_CONCURRENCY = 32;
+/** Tasks each phase runs before its measured window. */
+const WARM_UP_TASKS = 40;
 
 export interface LatencyPhase {
   readonly latency: string;
@@ -47,6 +50,16 @@ async function phase(tasks: number, faults: string | undefined): Promise<Latency
       }),
     );
     try {
+      // Warm up outside the measured window (the JIT, connections, the scheduler's lease), as
+      // bench/local-e2e.ts does: without it the first phase ran cold and the second warm, which
+      // flattered the phase with latency.
+      const warm = counted.finished(WARM_UP_TASKS);
+      await submitAll(
+        counted.server.url,
+        Array.from({ length: WARM_UP_TASKS }, (_, i) => ({ tenantId: `warm-up-${i % TENANTS}` })),
+        SUBMIT_CONCURRENCY,
+      );
+      await warm;
       const specs = Array.from({ length: tasks }, (_, i) => ({ tenantId: `latency-${i % TENANTS}` }));
       const finished = counted.finished(tasks);
       const startedMs = performance.now();
