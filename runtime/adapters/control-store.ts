@@ -102,6 +102,11 @@ export const ROTATION_MAX_BYTES = 350_000;
 export function boundedRotation(state: RotationState, maxBytes: number): { gzipped: Uint8Array; dropped: number } {
   const whole = gzipSync(JSON.stringify(state));
   if (whole.byteLength <= maxBytes) return { gzipped: whole, dropped: 0 };
+  // The waiting tenants' turns go first: without one, a tenant taken in again joins at the end.
+  if (state.turns) {
+    const { turns: _left, ...rest } = state;
+    return boundedRotation(rest, maxBytes);
+  }
   const served = (['lambda', 'fargate'] as const)
     .flatMap((pool) => Object.entries(state[pool]).map(([tenantId, atMs]) => ({ pool, tenantId, atMs })))
     .sort((a, b) => b.atMs - a.atMs);
@@ -630,6 +635,7 @@ export class ControlStore {
     return {
       lambda: parsed?.lambda ?? {},
       fargate: parsed?.fargate ?? {},
+      ...(parsed?.turns ? { turns: parsed.turns } : {}),
       ...(parsed?.freed ? { freed: parsed.freed } : {}),
       ...(parsed?.occupancy ? { occupancy: parsed.occupancy } : {}),
     };

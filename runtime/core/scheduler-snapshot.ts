@@ -7,12 +7,7 @@ import type { PolicyName } from './config.ts';
 import type { PoolLeader } from './policy/index.ts';
 import type { PriorityTier } from './task.ts';
 
-/**
- * A due task is in the scheduler's engine within this long (announcement, receive, intake): the
- * API's answers allow it (runtime/app/wait.ts), and a scheduler that took over publishes no
- * snapshot sooner (its predecessor's announcements come back within it).
- */
-export const INTAKE_ALLOWANCE_MS = 5_000;
+export { INTAKE_ALLOWANCE_MS } from './intake-allowance.ts';
 
 export interface TenantShare {
   readonly running: number;

@@ -254,7 +254,7 @@ export class Scheduler {
     // The rotation's memory first: a tenant served just before the restart does not go first again.
     const rotation = await this.#deps.control.getRotation();
     if (rotation) {
-      this.#policy.restoreRotation(rotation);
+      this.#policy.restoreRotation(rotation, this.#now().getTime());
       this.#savedRotation = JSON.stringify(rotation);
     }
     await this.#intake.restore();

@@ -49,6 +49,7 @@
  * starve).
  */
 import type { PolicyName } from '../config.ts';
+import { INTAKE_ALLOWANCE_MS } from '../intake-allowance.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Runtime, tierRank } from '../task.ts';
 import { type StartRate, startRateOf, type TenantSettings } from '../tenant-settings.ts';
 import { effectiveRank, nextPromotionMs } from './aging.ts';
@@ -179,6 +180,8 @@ interface PoolState {
   readonly running: Set<ActiveTask>;
   /** When each tenant was last served here (the rotation's memory). */
   readonly lastServedMs: Map<string, number>;
+  /** Turns of the tenants waiting here when a predecessor saved its memory, until each joins again. */
+  readonly restoredTurns: Map<string, number>;
   /** The task the pool was last reserved for (fair-share keeps it while it is valid: #reservedFor). */
   heldFor: WaitingTask | undefined;
   /** Tenants that joined the rotation in the last minute, by when they last did (oldest first). */
@@ -304,6 +307,7 @@ export class SchedulingPolicy {
       rotation: 0,
       running: new Set(),
       lastServedMs: new Map(),
+      restoredTurns: new Map(),
       heldFor: undefined,
       joins: new Map(),
       freed: new FreedSlots(),
@@ -478,7 +482,7 @@ export class SchedulingPolicy {
       task.state = 'delayed';
       this.#delayed.push(task);
     } else {
-      this.#makeReady(task);
+      this.#makeReady(task, 'intake');
     }
     return true;
   }
@@ -763,16 +767,34 @@ export class SchedulingPolicy {
       // fromEntries defines own keys, so a tenant named `__proto__` is a key, not the prototype.
       return Object.fromEntries(kept);
     };
+    const turns = (pool: PoolState) => {
+      const waiting: [string, number][] = [];
+      for (const tenant of this.#tenants.values()) {
+        const entry = tenant.entries[pool.runtime];
+        if (entry && entry.ready > 0 && Number.isFinite(entry.turnMs)) waiting.push([tenant.tenantId, entry.turnMs]);
+      }
+      return Object.fromEntries(waiting);
+    };
     return {
       lambda: state(this.#pools.lambda),
       fargate: state(this.#pools.fargate),
+      turns: { lambda: turns(this.#pools.lambda), fargate: turns(this.#pools.fargate) },
       freed: { lambda: this.#pools.lambda.freed.state(this.#clockMs) },
       occupancy: { lambda: this.#pools.lambda.occupancy.state(this.#clockMs) },
     };
   }
 
-  /** Take over a predecessor's rotation memory (a scheduler starting afresh). Later services win. */
-  restoreRotation(state: RotationState): void {
+  /**
+   * Take over a predecessor's rotation memory (a scheduler starting afresh, at `nowMs`). Later
+   * services win; the tenants waiting then keep their turns when taken in again (#intakeTurnFloor).
+   */
+  restoreRotation(state: RotationState, nowMs?: number): void {
+    if (nowMs !== undefined) this.#advance(nowMs);
+    for (const pool of this.#poolList) {
+      for (const [tenantId, turnMs] of Object.entries(state.turns?.[pool.runtime] ?? {})) {
+        if (typeof turnMs === 'number' && Number.isFinite(turnMs)) pool.restoredTurns.set(tenantId, turnMs);
+      }
+    }
     const freed = state.freed?.lambda;
     if (freed && typeof freed === 'object' && Array.isArray(freed.buckets)) this.#pools.lambda.freed.restore(freed);
     const occupancy = state.occupancy?.lambda;
@@ -934,8 +956,11 @@ export class SchedulingPolicy {
     return entry;
   }
 
-  /** `joinsFromMs`: the earliest turn it takes if its tenant starts waiting with it (else its due time). */
-  #makeReady(task: WaitingTask, joinsFromMs = Number.NEGATIVE_INFINITY): void {
+  /**
+   * `joinsFrom`: the earliest turn it takes if its tenant starts waiting with it: an instant, or
+   * `intake` for a task just taken in (#intakeTurnFloor); else its due time alone.
+   */
+  #makeReady(task: WaitingTask, joinsFrom: number | 'intake' = Number.NEGATIVE_INFINITY): void {
     const hold = this.#taskHold(task);
     if (hold) {
       this.#park(task, hold);
@@ -954,12 +979,29 @@ export class SchedulingPolicy {
       entry.turnMs = Math.max(
         task.pool.lastServedMs.get(task.tenant.tenantId) ?? Number.NEGATIVE_INFINITY,
         eligibleFromMs(task),
-        joinsFromMs,
+        joinsFrom === 'intake' ? this.#intakeTurnFloor(task) : joinsFrom,
       );
       entry.turnSeq = ++this.#turnSeq;
     }
     (entry.tiers[task.baseRank] as IndexedHeap<WaitingTask>).push(task);
     this.#refresh(entry);
+  }
+
+  /**
+   * The earliest turn of a tenant that starts waiting with a task just taken in: its turn when a
+   * predecessor saved the rotation's memory, if it was waiting then; else the engine's clock less
+   * the intake allowance. A task taken in later than that after it was due (its announcement lost,
+   * found by the registry backstop) joins at the end instead of at its due time, where it went
+   * before tasks whose bound had not counted it; one taken in within the allowance keeps its due
+   * time, so the rotation's order does not depend on the intake's pace.
+   */
+  #intakeTurnFloor(task: WaitingTask): number {
+    const restored = task.pool.restoredTurns.get(task.tenant.tenantId);
+    if (restored !== undefined) {
+      task.pool.restoredTurns.delete(task.tenant.tenantId);
+      return restored;
+    }
+    return this.#clockMs - INTAKE_ALLOWANCE_MS;
   }
 
   #forgetWaiting(task: WaitingTask): void {

@@ -165,6 +165,11 @@ export interface PolicySnapshot {
 export interface RotationState {
   readonly lambda: Readonly<Record<string, number>>;
   readonly fargate: Readonly<Record<string, number>>;
+  /** Per pool, the turns of the tenants waiting there (epoch ms); absent in older memories. */
+  readonly turns?: {
+    readonly lambda?: Readonly<Record<string, number>>;
+    readonly fargate?: Readonly<Record<string, number>>;
+  };
   /** The Lambda pool's count of freed slots (pace.ts); absent in memories saved before it existed. */
   readonly freed?: { readonly lambda?: FreedSlotsState | undefined } | undefined;
   /** The Lambda pool's record of how full it was (pace.ts UsedSlots); absent in older memories. */

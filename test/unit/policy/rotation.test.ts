@@ -236,6 +236,50 @@ describe('Class: SchedulingPolicy (fair-share rotation)', () => {
       expect(Object.keys(state.lambda).sort()).toEqual(['a', 'b']);
     });
 
+    it("keeps the waiting tenants' turns across a restart however late and in whatever order their work is taken in again", () => {
+      // Prepare: 1 slot held by z's long task; x joins at 10 s, y at 20 s (their tasks due then)
+      const first = makePolicy({ pools: { slots: 1 } });
+      first.add(candidate({ taskId: 'z1', tenantId: 'z' }));
+      expect(first.next(0)?.taskId).toBe('z1');
+      first.next(10_000);
+      first.add(candidate({ taskId: 'x1', tenantId: 'x', agingFromMs: 10_000, runAtMs: 10_000 }));
+      first.next(20_000);
+      first.add(candidate({ taskId: 'y1', tenantId: 'y', agingFromMs: 20_000, runAtMs: 20_000 }));
+      const state = first.rotationState(21_000);
+      // The successor starts at 60 s and takes y's task in before x's
+      const second = makePolicy({ pools: { slots: 1 } });
+      second.restoreRotation(JSON.parse(JSON.stringify(state)), 60_000);
+      second.markActive({ taskId: 'z1', tenantId: 'z', runtime: 'lambda', resources: { vcpu: 0.25, memoryMiB: 512 } });
+      second.add(candidate({ taskId: 'y1', tenantId: 'y', agingFromMs: 20_000, runAtMs: 20_000 }));
+      second.add(candidate({ taskId: 'x1', tenantId: 'x', agingFromMs: 10_000, runAtMs: 10_000 }));
+      // Act
+      second.release('z1', 61_000);
+      const started = second.next(61_000)?.taskId;
+      // Assess: x joined first, so x goes first
+      expect(state.turns?.lambda).toEqual({ x: 10_000, y: 20_000 });
+      expect(started).toBe('x1');
+    });
+
+    it('lets a task taken in long after it was due join at the end, not at its due time', () => {
+      // Prepare: 1 slot held; x's task due at 10 s is taken in at once; y's, due at 5 s, only at 30 s
+      // (its announcement lost, found by the registry backstop)
+      const policy = makePolicy({ pools: { slots: 1 } });
+      policy.add(candidate({ taskId: 'z1', tenantId: 'z' }));
+      expect(policy.next(0)?.taskId).toBe('z1');
+      policy.next(10_000);
+      policy.add(candidate({ taskId: 'x1', tenantId: 'x', agingFromMs: 10_000, runAtMs: 10_000 }));
+      const bound = policy.explain('x1', 10_000)?.waitBoundSeconds;
+      policy.next(30_000);
+      policy.add(candidate({ taskId: 'y1', tenantId: 'y', agingFromMs: 5_000, runAtMs: 5_000 }));
+      // Act
+      policy.release('z1', 31_000);
+      const started = policy.next(31_000)?.taskId;
+      // Assess: x was told it goes next (no tenant ahead); y joined at 25 s at the earliest (30 s less
+      // the 5 s intake allowance), behind x
+      expect(bound).not.toBeNull();
+      expect(started).toBe('x1');
+    });
+
     it('without it, the restarted scheduler would serve a just-served tenant first again', () => {
       // Prepare: the same, without restoring
       const second = makePolicy({ pools: { slots: 1 } });
