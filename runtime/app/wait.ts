@@ -332,8 +332,6 @@ function rotationOf(
     reservedForOther = pool.reservedFor !== null && pool.reservedFor !== task.taskId;
     assumes.push(
       `it counts the ${pool.waiting - 1} other tenant${pool.waiting === 2 ? '' : 's'} waiting in the ${task.runtime} pool at the scheduler's snapshot of ${at} UTC, and its tenant's running tasks then (its tenant submits nothing after it)`,
-      // A task taken in late keeps its due time as its turn (the rotation survives restarts so).
-      `the scheduler took in every task due before its tenant's turn within ${INTAKE_ALLOWANCE_MS / 1000} s (a task found later, as after a lost announcement, may go first)`,
     );
   } else {
     // t₀ = the latest instant it joins; tenants may have joined since the snapshot, slots been refilled.
