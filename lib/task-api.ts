@@ -21,6 +21,7 @@ export const API_ROUTES = [
   { method: apigwv2.HttpMethod.GET, path: '/v1/status' },
   { method: apigwv2.HttpMethod.GET, path: '/v1/tenants/{tenantId}' },
   { method: apigwv2.HttpMethod.PUT, path: '/v1/tenants/{tenantId}' },
+  { method: apigwv2.HttpMethod.DELETE, path: '/v1/tenants/{tenantId}' },
   { method: apigwv2.HttpMethod.GET, path: '/v1/task-types' },
   { method: apigwv2.HttpMethod.PUT, path: '/v1/task-types/{type}' },
   { method: apigwv2.HttpMethod.POST, path: '/v1/tasks/batch' },

@@ -381,6 +381,19 @@ export class SchedulerClient {
   }
 
   /**
+   * Remove a tenant's stored settings, a pause with them: it follows the configuration file (or
+   * the defaults) again. Resolves with the tenant as it is then; the same again changes nothing.
+   */
+  async deleteTenant(tenantId: string, options: { signal?: AbortSignal | undefined } = {}): Promise<Tenant> {
+    return (
+      await this.#request<Tenant>('DELETE', `v1/tenants/${encodeURIComponent(tenantId)}`, {
+        repeatable: true,
+        signal: options.signal,
+      })
+    ).body;
+  }
+
+  /**
    * Store a tenant's settings (they override the configuration file). They replace what was
    * stored: a `paused` left out resumes a paused tenant (see `setTenantPaused`).
    */

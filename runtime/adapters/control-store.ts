@@ -226,6 +226,15 @@ export class ControlStore {
   }
 
   /**
+   * Remove a tenant's stored settings (its pause with them): it follows the configuration again.
+   * The settings version moves as for a put, so a scheduler rebinds before the caller hears 200.
+   */
+  async deleteTenant(tenantId: string): Promise<void> {
+    await this.#documents.send(new DeleteCommand({ TableName: this.#tableName, Key: { pk: tenantKey(tenantId) } }));
+    await this.#bumpSettingsVersion();
+  }
+
+  /**
    * Replace the settings version token. After the settings, before the caller hears 200: a
    * scheduler that reads the new token (consistently) then finds the new settings.
    */

@@ -347,6 +347,24 @@ const putTenant = defineRoute({
   },
 });
 
+const deleteTenant = defineRoute({
+  method: 'DELETE',
+  path: '/v1/tenants/{tenantId}',
+  operationId: 'deleteTenant',
+  summary:
+    "Remove a tenant's stored settings (a pause with them): it follows the configuration file again. The same again is a no-op",
+  params: tenantIdParamsSchema,
+  query: noQuerySchema,
+  responses: {
+    200: { description: 'The tenant, as it is now', schema: tenantViewSchema, example: EXAMPLE_TENANT },
+    ...errors(400, 403),
+  },
+  async handle({ params, services, requireTenant }) {
+    await requireTenant(params.tenantId);
+    return { status: 200, body: presentTenant(await services.tasks.deleteTenant(params.tenantId)) };
+  },
+});
+
 /** Pausing a type holds it in every tenant: only a caller that may act for every tenant may. */
 const listTaskTypes = defineRoute({
   method: 'GET',
@@ -433,6 +451,7 @@ export const API_ROUTES: readonly AnyRoute[] = [
   retryTask,
   getTenant,
   putTenant,
+  deleteTenant,
   listTaskTypes,
   putTaskType,
   getBatch,

@@ -358,6 +358,12 @@ export class TaskService {
     return this.#deps.control.putTenant(tenantId, settings, this.#now(), by);
   }
 
+  /** Remove the tenant's stored settings: it follows the configuration file (or the defaults) again. */
+  async deleteTenant(tenantId: string): Promise<TenantView> {
+    await this.#deps.control.deleteTenant(tenantId);
+    return this.getTenant(tenantId);
+  }
+
   async listTenants(): Promise<StoredTenant[]> {
     return this.#deps.control.listTenants();
   }

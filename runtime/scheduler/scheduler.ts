@@ -23,6 +23,7 @@ import type { SchedulerConfig } from '../core/config.ts';
 import type { QueuedRef } from '../core/intake/index.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { capacityOf, holdSecondsOf, SchedulingPolicy, taskHoldSeconds } from '../core/policy/index.ts';
+import { ownEntry } from '../core/records.ts';
 import { INTAKE_ALLOWANCE_MS, type SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import { ownsTenant, type ShardScope, SINGLE_SHARD } from '../core/shards.ts';
 import type { Task } from '../core/task.ts';
@@ -127,6 +128,8 @@ export class Scheduler {
   /** When resume() finished after taking over from a predecessor: the snapshot's `rotation.resumedAt`. */
   #resumedAtMs: number | undefined;
   #tookOver = false;
+  /** Tenants with stored settings at the last refresh: one no longer stored goes back to its configured ones. */
+  #storedTenants = new Set<string>();
   /** The tenant settings version last applied (see #bindTenantSettings). */
   #tenantsVersion: string | undefined;
   /** The completions receive in flight (it may outlive a round) and what it returned, not yet taken. */
@@ -303,6 +306,12 @@ export class Scheduler {
     const stored = await this.#deps.control.listTenants();
     const types = await this.#deps.control.listTaskTypes();
     for (const tenant of stored) this.#policy.setTenant(tenant.tenantId, pickTenantSettings(tenant));
+    // A tenant whose stored settings were removed follows the configuration file (or the defaults) again.
+    const storedNow = new Set(stored.map((tenant) => tenant.tenantId));
+    for (const tenantId of this.#storedTenants) {
+      if (!storedNow.has(tenantId)) this.#policy.setTenant(tenantId, ownEntry(this.#deps.config.tenants, tenantId));
+    }
+    this.#storedTenants = storedNow;
     this.#policy.setPausedTypes(types.filter((type) => type.paused).map((type) => type.type));
     this.#lastTenantRefreshMs = this.#now().getTime();
   }

@@ -224,6 +224,9 @@ describe('Contract: live responses match the served OpenAPI document', () => {
     await expectConforms({ path: '/v1/tenants/a%20b' }, 400);
     await expectConforms({ path: '/v1/tenants/denied' }, 403, guarded);
     await expectConforms(json('PUT', '/v1/tenants/denied', { weight: 1, maxConcurrency: 1 }), 403, guarded);
+    await expectConforms({ method: 'DELETE', path: '/v1/tenants/contract-reset' }, 200);
+    await expectConforms({ method: 'DELETE', path: '/v1/tenants/a%20b' }, 400);
+    await expectConforms({ method: 'DELETE', path: '/v1/tenants/denied' }, 403, guarded);
     await expectConforms(
       { method: 'PUT', path: '/v1/tenants/contract', body: 'w=1', headers: { 'content-type': 'text/plain' } },
       415,

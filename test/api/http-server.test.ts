@@ -93,11 +93,11 @@ describe('Function: startHttpServer', () => {
 
   it('answers 405 with an Allow header', async () => {
     // Act
-    const response = await fetch(`${server.url}/v1/tenants/acme`, { method: 'DELETE' });
+    const response = await fetch(`${server.url}/v1/tenants/acme`, { method: 'PATCH' });
 
     // Assess
     expect(response.status).toBe(405);
-    expect(response.headers.get('allow')).toBe('GET, HEAD, PUT');
+    expect(response.headers.get('allow')).toBe('GET, HEAD, PUT, DELETE');
   });
 
   it('refuses a body over the limit with 413 and writes nothing', async () => {

@@ -459,6 +459,32 @@ describe('Router: createApiRouter', () => {
       expect(jsonOf(get)).toMatchObject({ weight: 2.5, maxConcurrency: 7, source: 'stored' });
     });
 
+    it('removes the stored settings with DELETE: the tenant follows the configuration again, pause included', async () => {
+      // Prepare: a tenant paused the way the CLI and the SDK pause one (its settings stored with paused)
+      await api(
+        apiEvent({
+          method: 'PUT',
+          path: '/v1/tenants/tenant-reset',
+          json: { weight: 1, maxConcurrency: 10, paused: true },
+        }),
+      );
+      // Act
+      const removed = await api(apiEvent({ method: 'DELETE', path: '/v1/tenants/tenant-reset' }));
+      const again = await api(apiEvent({ method: 'DELETE', path: '/v1/tenants/tenant-reset' }));
+      const get = await api(apiEvent({ path: '/v1/tenants/tenant-reset' }));
+      // Assess: 200 with what it follows now, the same again (nothing stored), and GET agrees
+      expect(removed.statusCode).toBe(200);
+      expect(tenantViewSchema.parse(jsonOf(removed))).toMatchObject({
+        weight: 1,
+        maxConcurrency: 10,
+        source: 'default',
+      });
+      expect(jsonOf(removed)).not.toHaveProperty('paused');
+      expect(again.statusCode).toBe(200);
+      expect(jsonOf(get)).toMatchObject({ source: 'default' });
+      expect(jsonOf(get)).not.toHaveProperty('paused');
+    });
+
     it('refuses a PUT missing maxConcurrency with 400 and stores nothing', async () => {
       // Prepare
       const before = await snapshotWrites(services);

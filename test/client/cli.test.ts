@@ -58,7 +58,7 @@ describe('Function: runCli', () => {
       [['get'], 'TASK_ID is required'],
       [['get', '--bogus'], "Unknown option '--bogus'"],
       [['tenants', 'set', 'a', '--weight', '2'], 'tenants set needs --weight and --max-concurrency'],
-      [['tenants', 'delete', 'a'], 'Give a subcommand: get, set, pause or resume'],
+      [['tenants', 'delete', 'a'], 'Give a subcommand: get, set, pause, resume or reset'],
       [['tenants', 'pause', 'a', '--weight', '2'], '--weight goes with "tenants set"'],
       [
         ['tenants', 'set', 'a', '--weight', '2', '--max-concurrency', '2', '--burst', '3'],
@@ -377,6 +377,18 @@ describe('Function: runCli', () => {
         maxStartsPerSecond: 4,
         paused: false,
       });
+    });
+
+    it('resets a tenant paused from the configuration: its stored settings go, and it follows the file again', async () => {
+      // Act
+      await cli(['tenants', 'pause', 'cli-r']);
+      const stored = await cli(['tenants', 'get', 'cli-r', '--json']);
+      const reset = await cli(['tenants', 'reset', 'cli-r', '--json']);
+      // Assess
+      expect(JSON.parse(stored.stdout)).toMatchObject({ source: 'stored', paused: true });
+      expect(reset.code).toBe(0);
+      expect(JSON.parse(reset.stdout)).toMatchObject({ tenantId: 'cli-r', source: 'default' });
+      expect(JSON.parse(reset.stdout)).not.toHaveProperty('paused');
     });
   });
 

@@ -114,6 +114,28 @@ describe('Class: Scheduler (against the emulators)', () => {
     await scheduler.releaseHeld();
   });
 
+  it("binds the configured settings again once a tenant's stored settings are removed (DELETE /v1/tenants/{id})", async () => {
+    // Prepare: "capped" is configured at 2; stored settings raise it to 3 (the pool's size), then are removed
+    const frozen = new Date(Date.now() + 60_000);
+    const scheduler = new Scheduler({
+      store: services.store,
+      control: services.control,
+      queues: services.queues,
+      config: services.config,
+      now: () => frozen,
+    });
+    await services.tasks.putTenant('capped', { weight: 1, maxConcurrency: 3 });
+    await scheduler.resume();
+    await services.tasks.deleteTenant('capped');
+    const ids = await submit(6, 'capped');
+    // Act
+    await settle(scheduler);
+    // Assess: the configured quota holds it again
+    const tasks = [...(await services.store.getMany(ids)).values()];
+    expect(tasks.filter((t) => t.state === 'DISPATCHED')).toHaveLength(2);
+    await scheduler.releaseHeld();
+  });
+
   it('an idle tick long-polls the tiers for idleWaitSeconds but wakes as soon as a task arrives', async () => {
     const scheduler = newScheduler();
     await scheduler.resume();

@@ -1,5 +1,5 @@
 /**
- * `tasks tenants get|set|pause|resume`: a tenant's weight, quota, start-rate limit and pause.
+ * `tasks tenants get|set|pause|resume|reset`: a tenant's weight, quota, start-rate limit and pause.
  */
 import { type Command, integer, number, UsageError } from '../command.ts';
 import { formatStoredTenant, formatTenant } from '../format.ts';
@@ -9,7 +9,7 @@ const SET_FLAGS = ['weight', 'max-concurrency', 'max-starts-per-second', 'burst'
 export const tenantsCommand: Command = {
   summary: "Show or set a tenant's weight, quota and start rate; pause or resume it",
   usage:
-    'tasks tenants get T | tasks tenants set T --weight W --max-concurrency N [--max-starts-per-second R [--burst B]] | tasks tenants pause|resume T',
+    'tasks tenants get T | tasks tenants set T --weight W --max-concurrency N [--max-starts-per-second R [--burst B]] | tasks tenants pause|resume|reset T',
   help: `Subcommands:
   get T                                 settings (and where they come from), running vs quota,
                                         start-rate limit, pause (who, when), share
@@ -18,6 +18,8 @@ export const tenantsCommand: Command = {
   pause T                               nothing of the tenant starts once this answers; queued
                                         work stays, running work goes on, submits are accepted
   resume T                              its queued work is eligible at once
+  reset T                               remove its stored settings (a pause with them): it
+                                        follows the configuration file again
 
 Options:
   --weight W                  fair-share weight (> 0)
@@ -33,8 +35,8 @@ Options:
   async run(ctx) {
     const [sub, tenantId, ...rest] = ctx.positionals;
     if (rest.length > 0) throw new UsageError(`Unexpected argument "${rest[0]}"`, ctx.name);
-    if (sub !== 'get' && sub !== 'set' && sub !== 'pause' && sub !== 'resume') {
-      throw new UsageError('Give a subcommand: get, set, pause or resume', ctx.name);
+    if (sub !== 'get' && sub !== 'set' && sub !== 'pause' && sub !== 'resume' && sub !== 'reset') {
+      throw new UsageError('Give a subcommand: get, set, pause, resume or reset', ctx.name);
     }
     if (!tenantId) throw new UsageError(`tenants ${sub} needs a tenant id`, ctx.name);
     if (sub !== 'set') {
@@ -43,6 +45,11 @@ Options:
     }
     if (sub === 'get') {
       const tenant = await ctx.client().getTenant(tenantId);
+      ctx.print(tenant, () => formatTenant(tenant, ctx.style));
+      return 0;
+    }
+    if (sub === 'reset') {
+      const tenant = await ctx.client().deleteTenant(tenantId);
       ctx.print(tenant, () => formatTenant(tenant, ctx.style));
       return 0;
     }
