@@ -22,8 +22,14 @@ afterEach(async () => {
   await services.stop();
 });
 
-const newScheduler = () =>
-  new Scheduler({ store: services.store, control: services.control, queues: services.queues, config: services.config });
+const newScheduler = (extra: { now?: () => Date } = {}) =>
+  new Scheduler({
+    store: services.store,
+    control: services.control,
+    queues: services.queues,
+    config: services.config,
+    ...extra,
+  });
 
 async function submit(count: number, tenantId: string, extra: Record<string, unknown> = {}) {
   const ids: string[] = [];
@@ -94,13 +100,7 @@ describe('Class: Scheduler (against the emulators)', () => {
     // Prepare: the scheduler's clock stands still (a minute ahead, so every task is due), so
     // its periodic tenant refresh never runs: only the PUT itself can make the quota bind.
     const frozen = new Date(Date.now() + 60_000);
-    const scheduler = new Scheduler({
-      store: services.store,
-      control: services.control,
-      queues: services.queues,
-      config: services.config,
-      now: () => frozen,
-    });
+    const scheduler = newScheduler({ now: () => frozen });
     await scheduler.resume();
     await services.tasks.putTenant('acme', { weight: 1, maxConcurrency: 2 });
     const ids = await submit(12, 'acme');
@@ -117,13 +117,7 @@ describe('Class: Scheduler (against the emulators)', () => {
   it("binds the configured settings again once a tenant's stored settings are removed (DELETE /v1/tenants/{id})", async () => {
     // Prepare: "capped" is configured at 2; stored settings raise it to 3 (the pool's size), then are removed
     const frozen = new Date(Date.now() + 60_000);
-    const scheduler = new Scheduler({
-      store: services.store,
-      control: services.control,
-      queues: services.queues,
-      config: services.config,
-      now: () => frozen,
-    });
+    const scheduler = newScheduler({ now: () => frozen });
     await services.tasks.putTenant('capped', { weight: 1, maxConcurrency: 3 });
     await scheduler.resume();
     await services.tasks.deleteTenant('capped');
