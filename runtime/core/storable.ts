@@ -17,6 +17,32 @@ export const MAX_PAYLOAD_BYTES = 200 * 1024;
 export const MAX_RESULT_BYTES = 150 * 1024;
 
 /**
+ * A failed attempt's error as recorded on the task, in UTF-8 bytes: a handler may throw an error
+ * of any size (a 1 MB message, a 1 MB `name`), and the end write must still fit the item. Longer
+ * text is cut (`clipText`) and ends with ` …[truncated: N bytes]`, N the original's length.
+ */
+export const MAX_ERROR_MESSAGE_BYTES = 4096;
+export const MAX_ERROR_NAME_BYTES = 256;
+
+/**
+ * `text` in at most `maxBytes` bytes of UTF-8: whole when it fits, else its first characters and
+ * ` …[truncated: N bytes]`. Cut between characters (never inside a surrogate pair or a UTF-8
+ * sequence), and well-formed: a lone surrogate becomes U+FFFD, as any UTF-8 encoder makes it.
+ */
+export function clipText(text: string, maxBytes: number): string {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes <= maxBytes) return text.toWellFormed();
+  const marker = ` …[truncated: ${bytes} bytes]`;
+  const budget = Math.max(0, maxBytes - Buffer.byteLength(marker, 'utf8'));
+  // Each UTF-16 unit is at least one byte of UTF-8, so the first budget + 1 units hold the cut.
+  const head = Buffer.from(text.slice(0, budget + 1).toWellFormed(), 'utf8');
+  let end = Math.min(budget, head.byteLength);
+  // Back up to the first byte of a character (continuation bytes are 10xxxxxx).
+  while (end > 0 && end < head.byteLength && (head[end]! & 0xc0) === 0x80) end--;
+  return head.subarray(0, end).toString('utf8') + marker;
+}
+
+/**
  * Nesting of objects/arrays. Kept at the level DynamoDB maps allow (32) minus headroom, so the
  * limit clients see does not depend on how the value is stored.
  */

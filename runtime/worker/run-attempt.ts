@@ -15,7 +15,13 @@ import type { SchedulerConfig } from '../core/config.ts';
 import { InvalidTransitionError, NonRetryableError, StaleAttemptError, TaskNotFoundError } from '../core/errors.ts';
 import { acknowledgeCancel, fail, heartbeat, start, succeed } from '../core/lifecycle.ts';
 import type { TaskLogger } from '../core/logger.ts';
-import { MAX_RESULT_BYTES, storableProblem } from '../core/storable.ts';
+import {
+  clipText,
+  MAX_ERROR_MESSAGE_BYTES,
+  MAX_ERROR_NAME_BYTES,
+  MAX_RESULT_BYTES,
+  storableProblem,
+} from '../core/storable.ts';
 import { isTerminal, type Task, type TaskError } from '../core/task.ts';
 import type { TaskServices, TaskTypeRegistry } from '../task-types/define.ts';
 import { startTaskSpan } from '../telemetry/tracing.ts';
@@ -291,9 +297,22 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 function toTaskError(failure: unknown, abortReason: AttemptAbort | undefined): TaskError {
   if (abortReason?.kind === 'timeout') return { name: 'TimeoutError', message: abortReason.message, retryable: true };
-  if (failure instanceof NonRetryableError) return { name: failure.name, message: failure.message, retryable: false };
-  if (failure instanceof Error) {
-    return { name: failure.name, message: failure.message.slice(0, 2000), retryable: true };
+  // A handler's error may be any size: what is recorded is bounded, so the end write always fits.
+  const recorded = (name: unknown, message: unknown, retryable: boolean): TaskError => ({
+    name: clipText(printable(name), MAX_ERROR_NAME_BYTES),
+    message: clipText(printable(message), MAX_ERROR_MESSAGE_BYTES),
+    retryable,
+  });
+  if (failure instanceof NonRetryableError) return recorded(failure.name, failure.message, false);
+  if (failure instanceof Error) return recorded(failure.name, failure.message, true);
+  return recorded('Error', failure, true);
+}
+
+/** String(value), or a placeholder for a value that cannot be made one (`Object.create(null)`). */
+function printable(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return '(a value that cannot be converted to a string)';
   }
-  return { name: 'Error', message: String(failure).slice(0, 2000), retryable: true };
 }

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
 import { NonRetryableError } from '../../runtime/core/errors.ts';
 import { dispatch } from '../../runtime/core/lifecycle.ts';
+import { MAX_ERROR_MESSAGE_BYTES, MAX_ERROR_NAME_BYTES } from '../../runtime/core/storable.ts';
 import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 import { DEMO_TASK_TYPES } from '../../runtime/task-types/demo.ts';
 import { type AttemptDeps, runAttempt } from '../../runtime/worker/run-attempt.ts';
@@ -12,7 +13,10 @@ const executions = new Map<string, number>();
 const counted = defineTaskType({
   type: 'test.counted',
   description: 'Counts its executions; sleeps a little so duplicates overlap.',
-  payload: z.strictObject({ ms: z.number().default(50), mode: z.enum(['ok', 'throw', 'permanent', 'hang', 'huge']) }),
+  payload: z.strictObject({
+    ms: z.number().default(50),
+    mode: z.enum(['ok', 'throw', 'permanent', 'hang', 'huge', 'hugeError', 'hugeName', 'emojiError']),
+  }),
   async handler({ ms, mode }, ctx) {
     executions.set(ctx.taskId, (executions.get(ctx.taskId) ?? 0) + 1);
     await new Promise((resolve) => setTimeout(resolve, ms));
@@ -20,6 +24,11 @@ const counted = defineTaskType({
     if (mode === 'permanent') throw new NonRetryableError('bad input');
     if (mode === 'hang') await new Promise(() => {});
     if (mode === 'huge') return { blob: 'x'.repeat(400_000) };
+    // 1 MB messages and names: what the attempt records of them must still fit the 400 KB item.
+    if (mode === 'hugeError') throw new NonRetryableError('m'.repeat(1_000_000));
+    if (mode === 'hugeName') throw Object.assign(new Error('short'), { name: 'n'.repeat(1_000_000) });
+    // 'x😀' is three UTF-16 units: a cut by units alone splits an emoji's surrogate pair.
+    if (mode === 'emojiError') throw new Error('x😀'.repeat(10_000));
     return { attempt: ctx.attempt, key: ctx.idempotencyKey };
   },
 });
@@ -98,6 +107,47 @@ describe('Function: runAttempt (against the emulators)', () => {
       error: { name: 'NonRetryableError', retryable: false },
     });
     expect(outcome.kind === 'finished' && outcome.task.error?.message).toMatch(/result cannot be stored/);
+  });
+
+  it('fails at once on a NonRetryableError of 1 MB, its message cut to a bounded length with a marker', async () => {
+    // Before: the end write was refused (Item size has exceeded the maximum allowed size), the
+    // task stayed RUNNING until its lease lapsed and was run again, and the error was lost.
+    const message = await dispatched({ mode: 'hugeError', ms: 1 });
+    const outcome = await runAttempt(deps, message);
+    expect(outcome.kind === 'finished' && outcome.task).toMatchObject({
+      state: 'FAILED',
+      attempts: 1,
+      error: { name: 'NonRetryableError', retryable: false },
+    });
+    const stored = await services.store.get(message.taskId);
+    const text = stored?.error?.message ?? '';
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(MAX_ERROR_MESSAGE_BYTES);
+    expect(text.startsWith('mmmm')).toBe(true);
+    expect(text).toMatch(/\[truncated: 1000000 bytes\]$/);
+  });
+
+  it('requeues a retryable error whose name is 1 MB, the name cut to a bounded length', async () => {
+    const message = await dispatched({ mode: 'hugeName', ms: 1 });
+    const outcome = await runAttempt(deps, message);
+    expect(outcome.kind === 'finished' && outcome.task).toMatchObject({
+      state: 'QUEUED',
+      attempts: 1,
+      error: { message: 'short', retryable: true },
+    });
+    const name = (await services.store.get(message.taskId))?.error?.name ?? '';
+    expect(Buffer.byteLength(name)).toBeLessThanOrEqual(MAX_ERROR_NAME_BYTES);
+    expect(name.startsWith('nnnn')).toBe(true);
+  });
+
+  it('cuts a long error message between characters, never inside a surrogate pair', async () => {
+    // Before: message.slice(0, 2000) left a lone surrogate, which the API then served as "\ud83d"
+    // (jq: "Invalid \uXXXX\uXXXX surrogate pair escape").
+    const message = await dispatched({ mode: 'emojiError', ms: 1 }, { maxAttempts: 1 });
+    const outcome = await runAttempt(deps, message);
+    const text = outcome.kind === 'finished' ? (outcome.task.error?.message ?? '') : '';
+    expect(text.length).toBeGreaterThan(1000);
+    expect(text.isWellFormed()).toBe(true);
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(MAX_ERROR_MESSAGE_BYTES);
   });
 
   it('aborts a handler past its timeout and records a retryable TimeoutError', async () => {
