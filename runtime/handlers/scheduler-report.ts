@@ -96,10 +96,15 @@ export function publishBacklog(
   }
   rows.sort((a, b) => b.queued - a.queued);
   for (const row of rows.slice(0, perTenant)) {
-    const single = sink.singleMetric();
-    single.addDimensions({ [DIMENSION.tenant]: row.tenantId, [DIMENSION.tier]: row.tier });
-    single.addMetric(METRIC.queuedTasks, 'Count', row.queued);
-    single.addMetric(METRIC.oldestWaitingSeconds, 'Seconds', Math.round(row.oldestWaitSeconds));
+    // One singleMetric per metric: Powertools publishes a single metric at its addMetric and
+    // clears the dimensions then, so a second metric on it would carry no tenant or tier.
+    const perTenantMetric = (name: string, unit: Unit, value: number) => {
+      const single = sink.singleMetric();
+      single.addDimensions({ [DIMENSION.tenant]: row.tenantId, [DIMENSION.tier]: row.tier });
+      single.addMetric(name, unit, value);
+    };
+    perTenantMetric(METRIC.queuedTasks, 'Count', row.queued);
+    perTenantMetric(METRIC.oldestWaitingSeconds, 'Seconds', Math.round(row.oldestWaitSeconds));
   }
 }
 
