@@ -201,7 +201,9 @@ async function settleQueue(options: RedriveOptions, source: QueueDefinition): Pr
 /**
  * Receive the dead-letter queue in batches until it is empty (or `limit`); `handle` returns
  * the messages to delete. A message received once by this run is not received again (it is
- * hidden for the run), so a message that cannot be handled does not loop.
+ * hidden for the run), so a message that cannot be handled does not loop. Long polls of 1 s, as
+ * the redrive Lambda's drain: a short poll samples only some SQS servers and can answer empty
+ * while messages wait, which would end the run early.
  */
 async function drain(
   options: RedriveOptions,
@@ -214,7 +216,7 @@ async function drain(
       new ReceiveMessageCommand({
         QueueUrl: url,
         MaxNumberOfMessages: Math.min(10, limit - seen),
-        WaitTimeSeconds: 0,
+        WaitTimeSeconds: 1,
         VisibilityTimeout: 300,
         MessageAttributeNames: ['All'],
       }),

@@ -3,7 +3,7 @@
  * `maxReceiveCount` receives without a delete; `move` puts them back (fauxqs has no
  * StartMessageMoveTask: the receive/send/delete fallback), `settle` decides them now.
  */
-import { SQSClient, type StartMessageMoveTaskCommandInput } from '@aws-sdk/client-sqs';
+import { type ReceiveMessageCommandInput, SQSClient, type StartMessageMoveTaskCommandInput } from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
 import { workerQueue } from '../../runtime/infra/resources.ts';
@@ -105,6 +105,38 @@ describe('operator redrive of dead-letter queues', () => {
     // Settling twice changes nothing: the queue is empty, and the transition is fenced anyway.
     const again = await redriveDeadLetters({ ...options(h), mode: 'settle' });
     expect(again.queues[0]!.settled).toEqual({ retried: 0, failed: 0, cancelled: 0, stale: 0 });
+  });
+
+  it('settle: a short poll answering empty does not end the drain (SQS samples some servers on a short poll)', async () => {
+    harness = await Harness.start();
+    const h = harness;
+    const message = await dispatched(h, 3);
+    await receiveUntilDeadLettered(h);
+    const sqs = new SQSClient({
+      region: 'us-east-1',
+      endpoint: h.emulators.sqsUrl,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    // AWS: a short poll (WaitTimeSeconds 0) queries a subset of the servers and may answer empty
+    // while messages wait; a long poll queries all of them. Answer every short poll as the
+    // unlucky sample would; long polls go to fauxqs.
+    sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as ReceiveMessageCommandInput;
+        if (context.commandName === 'ReceiveMessageCommand' && !(input.WaitTimeSeconds ?? 0)) {
+          return { output: { Messages: [], $metadata: {} }, response: {} };
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'shortPollSamplesNothing' },
+    );
+    try {
+      const report = await redriveDeadLetters({ ...options(h), sqs, mode: 'settle' });
+      expect(report.queues[0]).toMatchObject({ method: 'settle', settled: { retried: 1 }, errors: 0 });
+      expect((await h.admin.store.get(message.taskId))!).toMatchObject({ state: 'QUEUED', attempts: 1 });
+    } finally {
+      sqs.destroy();
+    }
   });
 
   it('move: uses StartMessageMoveTask (DLQ → source) where SQS has it', async () => {
