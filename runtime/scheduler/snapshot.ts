@@ -1,7 +1,7 @@
 /**
  * The scheduler's published view: what the API uses to explain waits and the dashboard to draw
  * tiers, pools and tenants. Built from the policy engine and the intake's windows; bounded so
- * the item stays far below DynamoDB's 400 KB.
+ * the item stays below DynamoDB's 400 KB (at most 500 tenants listed, and SNAPSHOT_MAX_BYTES).
  */
 
 import type { SchedulerConfig } from '../core/config.ts';
@@ -12,6 +12,11 @@ import { PRIORITY_TIERS, type PriorityTier } from '../core/task.ts';
 
 /** Tenants listed at most: the busiest. */
 const SNAPSHOT_TENANTS = 500;
+/**
+ * The snapshot's JSON at most, in bytes: it is one control item (each of its copies holds all of
+ * it), and DynamoDB refuses an item over 400 KB, which failed the scheduler's every upkeep.
+ */
+export const SNAPSHOT_MAX_BYTES = 350_000;
 
 export interface SnapshotSources {
   readonly policy: SchedulingPolicy;
@@ -43,6 +48,19 @@ export interface PlannedHandover {
  * window aside). It feeds the `OldestWaitingSeconds` metric.
  */
 export function buildSnapshot(sources: SnapshotSources, nowMs: number): SchedulerSnapshot {
+  // 500 tenants of 128-character ids, each in `tenants` and twice in `rotation`, with the backlog,
+  // the recently finished and paused types' lists, came to 411,916 bytes: list fewer, the least
+  // busy left out first (`complete` then says so), until it fits.
+  let listed = SNAPSHOT_TENANTS;
+  for (;;) {
+    const snapshot = snapshotListing(sources, nowMs, listed);
+    const bytes = Buffer.byteLength(JSON.stringify(snapshot), 'utf8');
+    if (bytes <= SNAPSHOT_MAX_BYTES || listed === 0) return snapshot;
+    listed = Math.min(listed - 1, Math.floor((listed * SNAPSHOT_MAX_BYTES) / bytes));
+  }
+}
+
+function snapshotListing(sources: SnapshotSources, nowMs: number, listed: number): SchedulerSnapshot {
   const { policy: engine, windows, pools } = sources;
   const policy = engine.snapshot(nowMs);
   const tiers = Object.fromEntries(
@@ -54,9 +72,7 @@ export function buildSnapshot(sources: SnapshotSources, nowMs: number): Schedule
   }
   const lambda = policy.pools.find((p) => p.runtime === 'lambda');
   const fargate = policy.pools.find((p) => p.runtime === 'fargate');
-  const busiest = [...policy.tenants]
-    .sort((a, b) => b.active + b.queued - (a.active + a.queued))
-    .slice(0, SNAPSHOT_TENANTS);
+  const busiest = [...policy.tenants].sort((a, b) => b.active + b.queued - (a.active + a.queued)).slice(0, listed);
   // fromEntries defines own keys, so a tenant named `__proto__` is a key, not the prototype.
   const tenants: Record<string, SchedulerSnapshot['tenants'][string]> = Object.fromEntries(
     busiest.map((tenant) => [
