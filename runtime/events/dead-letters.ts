@@ -38,12 +38,15 @@ export async function drainEventDeadLetters(
   }
   let redelivered = 0;
   if (urls.deliveries && urls.deliveryDeadLetters) {
+    // Until a receive brings nothing (at most 10 rounds a drain): SQS brings fewer than asked
+    // while the queue holds few, and a short poll can bring none while messages wait, so neither
+    // a short batch nor a short poll's empty answer says the queue is empty.
     for (let round = 0; round < 10; round++) {
       const { Messages = [] } = await sqs.send(
         new ReceiveMessageCommand({
           QueueUrl: urls.deliveryDeadLetters,
           MaxNumberOfMessages: 10,
-          WaitTimeSeconds: round === 0 ? 1 : 0,
+          WaitTimeSeconds: 1,
           MessageSystemAttributeNames: ['MessageGroupId'],
         }),
       );
@@ -62,7 +65,7 @@ export async function drainEventDeadLetters(
         );
         redelivered++;
       }
-      if (Messages.length < 10) break;
+      if (Messages.length === 0) break;
     }
   }
   const count = (failed.Messages ?? []).length + redelivered;
