@@ -68,7 +68,13 @@ export function storableProblem(value: unknown, maxBytes: number): string | unde
       for (const child of Object.values(current)) stack.push({ value: child, depth: depth + 1 });
     }
   }
-  const serialized = JSON.stringify(value ?? null) ?? 'null';
+  let serialized: string;
+  try {
+    serialized = JSON.stringify(value ?? null) ?? 'null';
+  } catch (error) {
+    // A BigInt, or a toJSON or getter that throws: no retry can serialize it either.
+    return `cannot be serialized as JSON (${error instanceof Error ? `${error.name}: ${error.message}` : String(error)})`;
+  }
   if (Buffer.byteLength(serialized, 'utf8') > maxBytes) {
     return `must be at most ${maxBytes} bytes when serialized`;
   }

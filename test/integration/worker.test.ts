@@ -15,7 +15,7 @@ const counted = defineTaskType({
   description: 'Counts its executions; sleeps a little so duplicates overlap.',
   payload: z.strictObject({
     ms: z.number().default(50),
-    mode: z.enum(['ok', 'throw', 'permanent', 'hang', 'huge', 'hugeError', 'hugeName', 'emojiError']),
+    mode: z.enum(['ok', 'throw', 'permanent', 'hang', 'huge', 'hugeError', 'hugeName', 'emojiError', 'bigint']),
   }),
   async handler({ ms, mode }, ctx) {
     executions.set(ctx.taskId, (executions.get(ctx.taskId) ?? 0) + 1);
@@ -24,6 +24,7 @@ const counted = defineTaskType({
     if (mode === 'permanent') throw new NonRetryableError('bad input');
     if (mode === 'hang') await new Promise(() => {});
     if (mode === 'huge') return { blob: 'x'.repeat(400_000) };
+    if (mode === 'bigint') return { count: 10n };
     // 1 MB messages and names: what the attempt records of them must still fit the 400 KB item.
     if (mode === 'hugeError') throw new NonRetryableError('m'.repeat(1_000_000));
     if (mode === 'hugeName') throw Object.assign(new Error('short'), { name: 'n'.repeat(1_000_000) });
@@ -148,6 +149,21 @@ describe('Function: runAttempt (against the emulators)', () => {
     expect(text.length).toBeGreaterThan(1000);
     expect(text.isWellFormed()).toBe(true);
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(MAX_ERROR_MESSAGE_BYTES);
+  });
+
+  it('fails at once, naming why, a result JSON cannot serialize (a BigInt), instead of running the handler again', async () => {
+    // Before: JSON.stringify's TypeError was a retryable failure, so a handler that had done its
+    // work ran maxAttempts times and the task ended "Do not know how to serialize a BigInt".
+    const message = await dispatched({ mode: 'bigint', ms: 1 }, { maxAttempts: 3 });
+    const outcome = await runAttempt(deps, message);
+    expect(outcome.kind === 'finished' && outcome.task).toMatchObject({
+      state: 'FAILED',
+      attempts: 1,
+      error: { name: 'NonRetryableError', retryable: false },
+    });
+    expect(outcome.kind === 'finished' && outcome.task.error?.message).toMatch(
+      /result cannot be stored: it cannot be serialized as JSON \(.*BigInt/,
+    );
   });
 
   it('aborts a handler past its timeout and records a retryable TimeoutError', async () => {
