@@ -184,11 +184,10 @@ describe('IntakeWindows', () => {
     windows.registration('a', 'normal', 'tok');
     windows.taken('t1', 'a', 'normal');
     windows.dispatched(ref('t1'), 0, 100);
-    const [refill] = windows.refillsDue(100);
-    expect(refill?.tenantId).toBe('a');
-    windows.querying('a', 'normal', 100);
-    windows.listed({ tenantId: 'a', tier: 'normal' }, { refs: [], hasMore: false }, 100);
+    // Emptied with nothing more known: no read now, the probe G after the last announcement.
+    expect(windows.refillsDue(100)).toEqual([]);
     expect(windows.probesDue(100)).toEqual([]);
+    expect(windows.probesDue(G - 1)).toEqual([]);
     expect(windows.probesDue(G)).toEqual([{ tenantId: 'a', tier: 'normal' }]);
     windows.querying('a', 'normal', G);
     expect(windows.probed({ tenantId: 'a', tier: 'normal' }, undefined, G)).toBe('tok');
@@ -198,6 +197,35 @@ describe('IntakeWindows', () => {
     expect(windows.activeCount).toBe(1);
     windows.registration('a', 'normal', 'tok-2');
     expect(windows.registered()).toEqual([{ tenantId: 'a', tier: 'normal' }]);
+  });
+
+  it('admits the next announcement of a tenant-tier whose window emptied, without an index read first', () => {
+    // Light load: each task is dispatched before its tenant's next arrives. A read after every
+    // emptying made each next announcement wait for it (the gap between reads, 250 ms), and on
+    // AWS a read the index answers before it lists the task left the task to the probe, G later.
+    const windows = intake(5);
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t1') }, 0);
+    windows.registration('a', 'normal', 'tok');
+    windows.querying('a', 'normal', 0);
+    windows.listed({ tenantId: 'a', tier: 'normal' }, { refs: [ref('t1')], hasMore: false }, 0);
+    windows.taken('t1', 'a', 'normal');
+    windows.dispatched(ref('t1'), 0, 100);
+    expect(windows.refillsDue(400)).toEqual([]);
+    expect(windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t2') }, 120)).toEqual({
+      register: false,
+      admitted: ref('t2'),
+    });
+  });
+
+  it('still reads an emptied window while its tenant-tier has more work in the index, or a promise holds', () => {
+    const windows = intake(1);
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t1') }, 0);
+    windows.registration('a', 'normal', 'tok');
+    // A second announcement finds the window full: the index holds more.
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t2') }, 0);
+    windows.taken('t1', 'a', 'normal');
+    windows.dispatched(ref('t1'), 0, 100);
+    expect(windows.refillsDue(100).map((r) => r.tenantId)).toEqual(['a']);
   });
 
   it('keeps a tenant-tier with work due later registered, and reads it when due', () => {

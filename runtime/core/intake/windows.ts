@@ -344,6 +344,7 @@ export class IntakeWindows {
       const held = this.#occupied(state);
       // Under a promise, tasks may come without an announcement: look for them every reread.
       const promised =
+        state.scanUntilMs > 0 &&
         nowMs < state.scanUntilMs + this.#graceMs &&
         nowMs - state.lastQueryMs >= (this.#options.promiseRereadMs ?? DEFAULT_PROMISE_REREAD_MS);
       const wants = ((state.hasMore || promised) && held <= window / 2) || state.nextDueMs <= nowMs;
@@ -540,8 +541,15 @@ export class IntakeWindows {
     if (state) {
       state.taken.delete(ref.taskId);
       state.throttles = 0;
-      // Emptied: read the index, which leads to the deregistration probe when nothing is left.
-      if (state.window.size + state.taken.size === 0) state.hasMore = true;
+      // Emptied. With more known in the index (`hasMore`) the refill reads it; under a promise
+      // the rereads look for unannounced work. Otherwise everything due came announced: the
+      // next announcement goes straight in, and the deregistration probe looks G after the last
+      // one. (Reading at every emptying made each next announcement of a lightly loaded tenant
+      // wait for that read, and on AWS a read answered before the index listed the task left
+      // it to the probe, G later.)
+      if (state.window.size + state.taken.size === 0 && !state.hasMore && state.registration === 'registered') {
+        state.probeAtMs = this.#quietFromMs(state, nowMs);
+      }
     }
     const recent = dispatchKey(ref.taskId, fromFence);
     if (!this.#recent.has(recent)) {
