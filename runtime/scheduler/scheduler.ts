@@ -629,8 +629,12 @@ export class Scheduler {
       this.#lastSnapshotMs = nowMs;
       // Having taken over, it publishes once it has taken the waiting work in again: until then the
       // API answers from its predecessor's last snapshot, which held that work.
-      const publish = this.#intakeSettled(nowMs) ? this.#deps.control.putSnapshot(this.snapshot()) : undefined;
-      await Promise.all([publish, this.#saveRotation()]);
+      // The rotation's memory first, and the snapshot only once it landed: the snapshot publishes
+      // waiting tenants' turns, which bounds are given from and a successor restores from that
+      // memory. Published beside a write that failed, a turn could be given and then forgotten.
+      const snapshot = this.snapshot();
+      await this.#saveRotation();
+      if (this.#intakeSettled(nowMs)) await this.#deps.control.putSnapshot(snapshot);
     }
   }
 

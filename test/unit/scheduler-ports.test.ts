@@ -127,6 +127,47 @@ describe('Class: Scheduler (in-memory ports)', () => {
     expect(control.registry.has('normal#a')).toBe(true);
   });
 
+  it('publishes no snapshot whose rotation its successor could not restore: the rotation is saved first, and a failed save publishes nothing', async () => {
+    // Prepare: one slot; a's task runs, then b's waits with a turn the snapshot would publish
+    let nowMs = NOW.getTime();
+    const tasks = new InMemoryTasks();
+    const control = new InMemoryControl();
+    const queues = new InMemoryQueues();
+    const config = parseConfig({ pools: { lambda: { concurrency: 1 }, fargate: { vcpu: 1, memoryMiB: 2048 } } });
+    const scheduler = new Scheduler({ store: tasks, control, queues, config, now: () => new Date(nowMs) });
+    const submit = async (taskId: string, tenantId: string) => {
+      const task = createTask(taskId, taskSpec({ tenantId }), new Date(nowMs - 1000));
+      tasks.put(task);
+      await queues.announce([task]);
+    };
+    await scheduler.resume();
+    await submit('a-1', 'a');
+    await scheduler.tick();
+    const before = control.snapshot;
+    await submit('b-1', 'b');
+    const saveRotation = control.putRotation.bind(control);
+    control.putRotation = async () => {
+      throw new Error('ProvisionedThroughputExceededException');
+    };
+
+    // Act: the upkeep's rotation write fails
+    nowMs += 3_000;
+    await expect(scheduler.tick()).rejects.toThrow('ProvisionedThroughputExceededException');
+
+    // Assess: b's turn was not published (a successor restoring the rotation would not know it)
+    expect(control.snapshot).toBe(before);
+    expect(JSON.stringify(control.snapshot)).not.toContain('"b"');
+
+    // Act: the write goes through again
+    control.putRotation = saveRotation;
+    nowMs += 3_000;
+    await scheduler.tick();
+
+    // Assess: published now, with the rotation saved alongside it
+    expect(JSON.stringify(control.snapshot)).toContain('"b"');
+    expect(JSON.stringify(control.rotation)).toContain('"b"');
+  });
+
   it('a task cancelled between the round read and its write is let go: nothing held, nothing sent, not picked again', async () => {
     // Prepare: the cancel lands just before the dispatch write is checked
     const { tasks, queues, scheduler, submit, ticks } = setUp();
