@@ -8,6 +8,7 @@
  * handler; a duplicate (or a zombie whose lease was lost) finds the fence or state changed and
  * returns `skipped` without running anything.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { CompletionMessage, QueueClient, WorkerMessage } from '../adapters/queues.ts';
 import type { TaskStore } from '../adapters/task-store.ts';
 import { backoffMs } from '../core/backoff.ts';
@@ -72,12 +73,42 @@ const silentLogger: TaskLogger = { info() {}, warn() {}, error() {} };
 
 /** Reasons an attempt's signal is aborted, so the outcome can tell them apart. */
 class AttemptAbort extends Error {
-  readonly kind: 'cancelled' | 'timeout' | 'lease_lost';
-  constructor(cause: 'cancelled' | 'timeout' | 'lease_lost', message: string) {
+  readonly kind: 'cancelled' | 'timeout' | 'lease_lost' | 'escaped';
+  /** For `escaped`: the error the handler left unhandled, and how Node reported it. */
+  readonly escaped?: { readonly error: unknown; readonly origin: string };
+  constructor(
+    cause: 'cancelled' | 'timeout' | 'lease_lost' | 'escaped',
+    message: string,
+    escaped?: { readonly error: unknown; readonly origin: string },
+  ) {
     super(message);
     this.name = cause === 'timeout' ? 'TimeoutError' : 'AbortError';
     this.kind = cause;
+    if (escaped) this.escaped = escaped;
   }
+}
+
+/** The attempt whose handler started the asynchronous work now running (none outside handlers). */
+interface HandlerScope {
+  readonly taskId: string;
+  /** Fails the attempt with an error its handler left unhandled (no-op once the attempt ended). */
+  escape(error: unknown, origin: string): void;
+}
+const handlerScope = new AsyncLocalStorage<HandlerScope>();
+
+/**
+ * For a process's `uncaughtException` listener: an error nothing caught (a throw in a handler's
+ * timer callback, a promise it rejected and never awaited) that a task handler's own
+ * asynchronous work raised fails the attempt that ran the handler, as a retryable error naming
+ * it, instead of taking down the process and every other attempt in it. `origin` is the
+ * listener's second argument (`uncaughtException` or `unhandledRejection`). Returns the task id
+ * when the error came from a handler's work (its attempt may have ended meanwhile), undefined
+ * when it did not: the caller's own crash, to be treated as one.
+ */
+export function escapedFromHandler(error: unknown, origin: string): string | undefined {
+  const scope = handlerScope.getStore();
+  scope?.escape(error, origin);
+  return scope?.taskId;
 }
 
 export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Promise<AttemptOutcome> {
@@ -172,21 +203,28 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
   try {
     const definition = deps.registry.get(task.type);
     const payload = parsePayloadOrFailPermanently(deps.registry, task);
+    const scope: HandlerScope = {
+      taskId: task.taskId,
+      escape: (error, origin) =>
+        abort(new AttemptAbort('escaped', 'The handler left an error unhandled', { error, origin })),
+    };
     result = await raceAbort(
-      definition.handler(payload, {
-        taskId: task.taskId,
-        tenantId: task.tenantId,
-        type: task.type,
-        idempotencyKey: task.idempotencyKey ?? task.taskId,
-        attempt: task.attempts,
-        maxAttempts: task.maxAttempts,
-        fence: message.fence,
-        ...(span.traceparent ? { traceparent: span.traceparent } : {}),
-        signal: controller.signal,
-        heartbeat: beat,
-        logger,
-        services: deps.services ?? {},
-      }),
+      handlerScope.run(scope, () =>
+        definition.handler(payload, {
+          taskId: task.taskId,
+          tenantId: task.tenantId,
+          type: task.type,
+          idempotencyKey: task.idempotencyKey ?? task.taskId,
+          attempt: task.attempts,
+          maxAttempts: task.maxAttempts,
+          fence: message.fence,
+          ...(span.traceparent ? { traceparent: span.traceparent } : {}),
+          signal: controller.signal,
+          heartbeat: beat,
+          logger,
+          services: deps.services ?? {},
+        }),
+      ),
       controller.signal,
     );
     const problem = storableProblem(result ?? null, MAX_RESULT_BYTES);
@@ -297,6 +335,16 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 function toTaskError(failure: unknown, abortReason: AttemptAbort | undefined): TaskError {
   if (abortReason?.kind === 'timeout') return { name: 'TimeoutError', message: abortReason.message, retryable: true };
+  if (abortReason?.kind === 'escaped' && abortReason.escaped) {
+    const { error, origin } = abortReason.escaped;
+    const how = origin === 'unhandledRejection' ? 'an unhandled rejection' : 'an uncaught exception';
+    const what = error instanceof Error ? error.message : String(error);
+    return {
+      name: clipText(printable(error instanceof Error ? error.name : 'Error'), MAX_ERROR_NAME_BYTES),
+      message: clipText(printable(`The handler left ${how}: ${what}`), MAX_ERROR_MESSAGE_BYTES),
+      retryable: !(error instanceof NonRetryableError),
+    };
+  }
   // A handler's error may be any size: what is recorded is bounded, so the end write always fits.
   const recorded = (name: unknown, message: unknown, retryable: boolean): TaskError => ({
     name: clipText(printable(name), MAX_ERROR_NAME_BYTES),

@@ -233,6 +233,62 @@ export default [defineTaskType({ type: 'user.greet', description: 'Greets', payl
     expect(await local.exited).toBe(0);
   });
 
+  it("survives a handler's uncaught exception and unhandled rejection: that attempt fails naming the error, the runtime and its other tasks go on", async () => {
+    // Before: the runtime (API, scheduler, every pool) died with the handler's error, and each
+    // restart ran the culprit again and died again: after three restarts both it and an
+    // innocent neighbour of another tenant ended FAILED as WorkerGone (live, maxAttempts 3).
+    const api = JSON.stringify(pathToFileURL(resolve('index.ts')).href);
+    const mjs = join(root, 'leaky.mjs');
+    writeFileSync(
+      mjs,
+      `import { defineTaskType, z } from ${api};
+const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+export default [
+  defineTaskType({ type: 'leaky.reject', description: 'Leaves a rejection unhandled', payload: z.object({}),
+    defaults: { maxAttempts: 2 },
+    async handler() { Promise.reject(new Error('forgot to await this')); await wait(2000); return 'done'; } }),
+  defineTaskType({ type: 'leaky.throw', description: 'Throws from a timer', payload: z.object({}),
+    defaults: { maxAttempts: 1 },
+    async handler() { setTimeout(() => { throw new TypeError('thrown in a timer'); }, 10); await wait(2000); return 'done'; } }),
+];
+`,
+    );
+    const path = writeConfig('leaky.json', { retry: { baseDelaySeconds: 0, maxDelaySeconds: 0 } });
+    const local = track(
+      await startLocal({ env: { DATA_DIR: join(root, 'leaky') }, args: ['--config', path, '--task-types', mjs] }),
+    );
+    const neighbour = await post(local.url, { tenantId: 'other', type: 'demo.sleep', payload: { ms: 3000 } });
+    await until(async () => (await stateOf(local.url, neighbour.taskId)) === 'RUNNING', 30_000, 'neighbour running');
+
+    // Act
+    const rejecting = await post(local.url, { tenantId: 'acme', type: 'leaky.reject', payload: {} });
+    const throwing = await post(local.url, { tenantId: 'acme', type: 'leaky.throw', payload: {} });
+    const ended = async (taskId: string) => {
+      await until(async () => ['SUCCEEDED', 'FAILED'].includes(await stateOf(local.url, taskId)), 30_000, taskId);
+      return (await (await fetch(`${local.url}/v1/tasks/${taskId}`)).json()) as Record<string, unknown>;
+    };
+
+    // Assert
+    expect(await ended(rejecting.taskId)).toMatchObject({
+      state: 'FAILED',
+      attempts: 2,
+      error: {
+        name: 'Error',
+        message: expect.stringMatching(/unhandled rejection.*forgot to await this/),
+        retryable: true,
+      },
+    });
+    expect(await ended(throwing.taskId)).toMatchObject({
+      state: 'FAILED',
+      attempts: 1,
+      error: { name: 'TypeError', message: expect.stringMatching(/uncaught exception.*thrown in a timer/) },
+    });
+    expect(await ended(neighbour.taskId)).toMatchObject({ state: 'SUCCEEDED', attempts: 1 });
+    expect(local.output()).toMatch(/task handler left an error unhandled .*taskId=/);
+    local.kill('SIGTERM');
+    expect(await local.exited).toBe(0);
+  }, 120_000);
+
   it('refuses a broken task module before starting anything, one line per problem (issue 28)', async () => {
     // Arrange
     const api = JSON.stringify(pathToFileURL(resolve('index.ts')).href);
