@@ -5,13 +5,19 @@
  * backs off (the message's visibility, 1 s doubling to 5 minutes by its receive count) and fails
  * the rest of its group in this batch, so a task's later events never overtake it; about two
  * days of failures move it to the dead-letter queue (alarmed).
+ *
+ * A POST starts only while one can finish within the invocation (POST_NEEDS_MS left): Lambda
+ * stops an invocation at its timeout and takes the whole batch as failed, so every message of it
+ * comes back, those already delivered too, and a batch of slow deliveries would time out again
+ * and again without getting past its first few. The deliveries left are reported as batch item
+ * failures and made visible again at once; what was delivered is deleted.
  */
 import { processPartialResponse, SqsFifoPartialProcessorAsync } from '@aws-lambda-powertools/batch';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { webhookRetryDelayMs } from '../core/events.ts';
-import { deployedWebhooksFromEnvironment, postWebhook } from '../events/webhooks.ts';
+import { deployedWebhooksFromEnvironment, postWebhook, WEBHOOK_TIMEOUT_MS } from '../events/webhooks.ts';
 import { ENV } from '../infra/resources.ts';
 import { logger } from './observability.ts';
 import type { WebhookDelivery } from './task-events.ts';
@@ -23,6 +29,16 @@ const queueUrl = process.env[ENV.webhookQueueUrl];
 const SECRET_CACHE_MS = 300_000;
 const cached = new Map<string, { secret: string; atMs: number }>();
 const processor = new SqsFifoPartialProcessorAsync();
+/** What a POST may take (its timeout), with a margin for the secret's read and a visibility call. */
+const POST_NEEDS_MS = WEBHOOK_TIMEOUT_MS + 2_000;
+
+/** A delivery not tried in this invocation: too little of it was left for one more POST. */
+class OutOfTimeError extends Error {
+  constructor(remainingMs: number) {
+    super(`Not tried: ${remainingMs} ms left in the invocation, a POST may take ${WEBHOOK_TIMEOUT_MS} ms`);
+    this.name = 'OutOfTimeError';
+  }
+}
 
 async function secretOf(secretArn: string): Promise<string> {
   const hit = cached.get(secretArn);
@@ -61,5 +77,24 @@ async function deliver(record: SQSRecord): Promise<void> {
 
 export const handler = async (event: SQSEvent, context: Context) => {
   logger.addContext(context);
-  return processPartialResponse(event, deliver, processor, { context, skipGroupOnError: true });
+  const deliverInTime = async (record: SQSRecord): Promise<void> => {
+    const remainingMs = context.getRemainingTimeInMillis();
+    if (remainingMs < POST_NEEDS_MS) {
+      // Back at once for the next invocation (it was not tried, so no backoff).
+      if (queueUrl) {
+        await sqs
+          .send(
+            new ChangeMessageVisibilityCommand({
+              QueueUrl: queueUrl,
+              ReceiptHandle: record.receiptHandle,
+              VisibilityTimeout: 0,
+            }),
+          )
+          .catch(() => undefined);
+      }
+      throw new OutOfTimeError(remainingMs);
+    }
+    await deliver(record);
+  };
+  return processPartialResponse(event, deliverInTime, processor, { context, skipGroupOnError: true });
 };
