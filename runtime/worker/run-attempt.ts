@@ -250,9 +250,12 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
     return { kind: 'skipped', reason: 'lease lost during the attempt' };
   }
 
-  let settled: Task;
-  try {
-    settled = await store.transition(
+  // The result is checked alone before this (MAX_RESULT_BYTES); beside the rest of the item (a
+  // payload a type's schema grew, a local outbox of undelivered events) it may still not fit:
+  // DynamoDB refuses the write whatever the retry, so the attempt fails instead, for good.
+  let resultFits = true;
+  const settle = () =>
+    store.transition(
       task.taskId,
       (current) => {
         const at = now();
@@ -260,8 +263,14 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
         if (abortReason?.kind === 'cancelled' || current.cancelRequested) {
           return acknowledgeCancel(current, message.fence, at);
         }
-        if (succeeded) return succeed(current, message.fence, at, result);
-        const taskError = toTaskError(failure, abortReason);
+        if (succeeded && resultFits) return succeed(current, message.fence, at, result);
+        const taskError = succeeded
+          ? recordedError(
+              new NonRetryableError(
+                `The handler's result cannot be stored: with the rest of the task it is over DynamoDB's 400 KB item (the result alone is ${Buffer.byteLength(JSON.stringify(result ?? null), 'utf8')} bytes)`,
+              ),
+            )
+          : toTaskError(failure, abortReason);
         const delay = backoffMs(current.attempts, config.retry, deps.random);
         return fail(current, message.fence, at, taskError, delay);
       },
@@ -269,6 +278,15 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
       // round's ends of one counter shard in one write instead of this write's own count.
       { known: latest, batchEndReported: true },
     );
+  let settled: Task;
+  try {
+    try {
+      settled = await settle();
+    } catch (error) {
+      if (!succeeded || !isItemTooLarge(error)) throw error;
+      resultFits = false;
+      settled = await settle();
+    }
   } catch (error) {
     if (error instanceof StaleAttemptError) return { kind: 'skipped', reason: error.message };
     throw error;
@@ -345,7 +363,11 @@ function toTaskError(failure: unknown, abortReason: AttemptAbort | undefined): T
       retryable: !(error instanceof NonRetryableError),
     };
   }
-  // A handler's error may be any size: what is recorded is bounded, so the end write always fits.
+  return recordedError(failure);
+}
+
+/** A handler's error may be any size: what is recorded is bounded, so the end write always fits. */
+function recordedError(failure: unknown): TaskError {
   const recorded = (name: unknown, message: unknown, retryable: boolean): TaskError => ({
     name: clipText(printable(name), MAX_ERROR_NAME_BYTES),
     message: clipText(printable(message), MAX_ERROR_MESSAGE_BYTES),
@@ -354,6 +376,11 @@ function toTaskError(failure: unknown, abortReason: AttemptAbort | undefined): T
   if (failure instanceof NonRetryableError) return recorded(failure.name, failure.message, false);
   if (failure instanceof Error) return recorded(failure.name, failure.message, true);
   return recorded('Error', failure, true);
+}
+
+/** DynamoDB's refusal of a write whose item would be over 400 KB (PutItem's and UpdateItem's wording). */
+function isItemTooLarge(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ValidationException' && /item size/i.test(error.message);
 }
 
 /** String(value), or a placeholder for a value that cannot be made one (`Object.create(null)`). */

@@ -2,11 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
 import { NonRetryableError } from '../../runtime/core/errors.ts';
-import { dispatch } from '../../runtime/core/lifecycle.ts';
+import { createTask, dispatch } from '../../runtime/core/lifecycle.ts';
 import { MAX_ERROR_MESSAGE_BYTES, MAX_ERROR_NAME_BYTES } from '../../runtime/core/storable.ts';
 import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 import { DEMO_TASK_TYPES } from '../../runtime/task-types/demo.ts';
 import { type AttemptDeps, runAttempt } from '../../runtime/worker/run-attempt.ts';
+import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 const executions = new Map<string, number>();
@@ -34,6 +35,16 @@ const counted = defineTaskType({
   },
 });
 
+/** Returns a result within MAX_RESULT_BYTES, whatever its payload. */
+const bigResult = defineTaskType({
+  type: 'test.big-result',
+  description: 'Returns 150,000 bytes',
+  payload: z.object({ pad: z.string() }),
+  async handler() {
+    return { blob: 'r'.repeat(150_000) };
+  },
+});
+
 let services: TestServices;
 let deps: AttemptDeps;
 
@@ -43,7 +54,7 @@ beforeAll(async () => {
       retry: { baseDelaySeconds: 0, maxDelaySeconds: 0 },
       scheduler: { runLeaseSeconds: 5, dispatchLeaseSeconds: 30, bufferSize: 100 },
     },
-    registry: new TaskTypeRegistry([...DEMO_TASK_TYPES, counted]),
+    registry: new TaskTypeRegistry([...DEMO_TASK_TYPES, counted, bigResult]),
   });
   deps = { store: services.store, queues: services.queues, registry: services.registry, config: services.config };
 });
@@ -164,6 +175,30 @@ describe('Function: runAttempt (against the emulators)', () => {
     expect(outcome.kind === 'finished' && outcome.task.error?.message).toMatch(
       /result cannot be stored: it cannot be serialized as JSON \(.*BigInt/,
     );
+  });
+
+  it('fails, instead of stranding RUNNING, a result that fits alone but not beside the rest of the item', async () => {
+    // A 300,000-byte payload (as a task type's schema transform or defaults could store) and a
+    // 150,000-byte result: the end write is over 400 KB. Before: "attempt failed before settling"
+    // (ValidationException: Item size has exceeded the maximum allowed size), the task RUNNING
+    // until its lease lapsed, then run again to fail the same way.
+    const taskId = 'tsk_00000000000000000000000000b16173';
+    await services.store.create(
+      createTask(
+        taskId,
+        taskSpec({ tenantId: 'w', type: 'test.big-result', payload: { pad: 'p'.repeat(300_000) } }),
+        new Date(),
+      ),
+    );
+    const next = await services.store.transition(taskId, (t) => dispatch(t, new Date(), 30));
+    const outcome = await runAttempt(deps, { taskId, fence: next.fence, tenantId: 'w', type: 'test.big-result' });
+    expect(outcome.kind === 'finished' && outcome.task).toMatchObject({
+      state: 'FAILED',
+      attempts: 1,
+      error: { name: 'NonRetryableError', retryable: false },
+    });
+    expect(outcome.kind === 'finished' && outcome.task.error?.message).toMatch(/result cannot be stored/);
+    expect((await services.store.get(taskId))?.result).toBeUndefined();
   });
 
   it('aborts a handler past its timeout and records a retryable TimeoutError', async () => {
