@@ -16,6 +16,7 @@ import { concurrencyKey, type Hold, startRate, tenantPause, typePause } from '..
 import { ownEntry } from '../core/records.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import { shardOfTenant } from '../core/shards.ts';
+import { MAX_PAYLOAD_BYTES, storableProblem } from '../core/storable.ts';
 import {
   chooseRuntime,
   fitsLambdaWorker,
@@ -446,6 +447,15 @@ export function resolveTaskSpec(
   const { registry, config } = deps;
   const definition = registry.get(input.type);
   const payload = registry.parsePayload(input.type, input.payload === undefined ? {} : input.payload);
+  // What is stored is the parsed payload: the type's defaults and transforms may have grown it.
+  const payloadProblem = storableProblem(payload, MAX_PAYLOAD_BYTES);
+  if (payloadProblem) {
+    throw new ValidationError(
+      'invalid_payload',
+      `The payload, as task type "${input.type}"'s schema gives it (its defaults and transforms applied), ${payloadProblem}`,
+      { field: 'payload' },
+    );
+  }
   const typeDefaults = definition.defaults ?? {};
   const taskDefaults = config.taskDefaults;
   const resources = {
