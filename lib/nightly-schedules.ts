@@ -36,6 +36,7 @@ export function scheduledSubmitInput(schedule: ScheduleConfig): string {
   return JSON.stringify({
     scheduleName: schedule.name,
     scheduledTime: '<aws.scheduler.scheduled-time>',
+    timezone: schedule.timezone,
     task: schedule.task,
   });
 }

@@ -51,7 +51,12 @@ export function startScheduleRunner(options: {
   const fire = async (schedule: ScheduleConfig, at: Date) => {
     try {
       const { created, task } = await options.tasks.submit(
-        scheduledSubmitInput({ scheduleName: schedule.name, scheduledTime: at.toISOString(), task: schedule.task }),
+        scheduledSubmitInput({
+          scheduleName: schedule.name,
+          scheduledTime: at.toISOString(),
+          timezone: schedule.timezone,
+          task: schedule.task,
+        }),
       );
       options.logger.info(`schedule ${schedule.name} fired`, { taskId: task.taskId, created });
     } catch (error) {

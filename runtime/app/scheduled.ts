@@ -2,7 +2,8 @@
  * Scheduled submits (EventBridge Scheduler on AWS, the local schedule runner on a laptop) share
  * this: the idempotency key is the schedule name plus the scheduled instant, so however often a
  * firing is delivered, one task exists per firing. `{{date}}` in string payload values becomes the
- * scheduled date (YYYY-MM-DD, UTC), so a nightly job knows which night it covers.
+ * scheduled date (YYYY-MM-DD) in the schedule's time zone, so a nightly job knows which night it
+ * covers.
  */
 import type { ScheduleConfig } from '../core/config.ts';
 import { parseAwsCron } from '../core/cron.ts';
@@ -13,6 +14,8 @@ import type { SubmitInput, TaskService } from './task-service.ts';
 export interface ScheduledFiring {
   readonly scheduleName: string;
   readonly scheduledTime: string;
+  /** The schedule's IANA time zone: `{{date}}` is the scheduled date there. @default 'UTC' */
+  readonly timezone?: string | undefined;
   readonly task: {
     readonly tenantId: string;
     readonly type: string;
@@ -27,12 +30,24 @@ export function scheduledSubmitInput(firing: ScheduledFiring): SubmitInput {
   const at = new Date(firing.scheduledTime);
   // Minute granularity (EventBridge Scheduler's): redeliveries of one firing share the key.
   const minute = at.toISOString().slice(0, 16);
-  const date = at.toISOString().slice(0, 10);
+  const date = calendarDate(at, firing.timezone ?? 'UTC');
   return {
     ...firing.task,
     payload: substitute(firing.task.payload ?? {}, date),
     idempotencyKey: `schedule:${firing.scheduleName}:${minute}`,
   };
+}
+
+/** `at`'s date (YYYY-MM-DD) on the calendar of `timeZone`. */
+function calendarDate(at: Date, timeZone: string): string {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+  }).formatToParts(at);
+  const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? '';
+  return `${part('year').padStart(4, '0')}-${part('month')}-${part('day')}`;
 }
 
 function substitute(value: unknown, date: string): unknown {
@@ -66,7 +81,12 @@ export function validateSchedules(
       // (A cron that never fires again, such as a past year's, is checked as if it fired now.)
       const firing = parseAwsCron(schedule.cron, schedule.timezone).nextAfter(now) ?? now;
       tasks.resolveSpec(
-        scheduledSubmitInput({ scheduleName: schedule.name, scheduledTime: firing.toISOString(), task: schedule.task }),
+        scheduledSubmitInput({
+          scheduleName: schedule.name,
+          scheduledTime: firing.toISOString(),
+          timezone: schedule.timezone,
+          task: schedule.task,
+        }),
         now,
       );
     } catch (error) {

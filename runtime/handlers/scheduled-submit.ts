@@ -15,6 +15,8 @@ const eventSchema = z.strictObject({
   scheduleName: z.string().min(1),
   /** `<aws.scheduler.scheduled-time>`: the instant the schedule fired (ISO 8601). */
   scheduledTime: z.iso.datetime({ offset: true }),
+  /** The schedule's time zone: `{{date}}` is the scheduled date there (absent: UTC). */
+  timezone: z.string().min(1).optional(),
   task: z.strictObject({
     tenantId: z.string().min(1),
     type: z.string().min(1),

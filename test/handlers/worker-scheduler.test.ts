@@ -185,4 +185,18 @@ describe('Handler: scheduled-submit', () => {
     expect(await services.store.get(first.taskId)).toMatchObject({ payload: { night: '2026-11-30' } });
     await expect(scheduledSubmit({ ...event, scheduledTime: 'yesterday' }, context(10_000))).rejects.toThrow();
   });
+
+  it("fills {{date}} with the scheduled date in the schedule's time zone (the stack passes it)", async () => {
+    // 00:30 on 4 December in Paris is 23:30 UTC on 3 December.
+    const { taskId } = await scheduledSubmit(
+      {
+        scheduleName: 'paris-nightly',
+        scheduledTime: '2026-12-03T23:30:00Z',
+        timezone: 'Europe/Paris',
+        task: { tenantId: 'finance', type: 'demo.echo', payload: { night: '{{date}}' } },
+      },
+      context(10_000),
+    );
+    expect(await services.store.get(taskId)).toMatchObject({ payload: { night: '2026-12-04' } });
+  });
 });

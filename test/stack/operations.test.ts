@@ -29,12 +29,14 @@ describe('Construct: NightlySchedules', () => {
     });
   });
 
-  it('passes the schedule name, the scheduled-time placeholder and the task template as input', () => {
+  it('passes the schedule name, the scheduled-time placeholder, the time zone and the task template as input', () => {
     const schedule = synth.stack.schedules!.schedules.get('nightly-payments-reconciliation')!;
     const target = synth.stack.resolve(schedule.target) as { input: string };
     expect(JSON.parse(target.input)).toEqual({
       scheduleName: 'nightly-payments-reconciliation',
       scheduledTime: '<aws.scheduler.scheduled-time>',
+      // {{date}} is the scheduled date in this zone.
+      timezone: 'UTC',
       task: {
         tenantId: 'finance',
         type: 'examples.payments-reconciliation',

@@ -69,4 +69,27 @@ describe('Function: scheduledSubmitInput', () => {
       input.idempotencyKey,
     );
   });
+
+  it("fills in the scheduled date in the schedule's time zone, where the firing's day may differ from UTC's", () => {
+    // 00:30 on Friday 4 December in Paris is 23:30 UTC on Thursday 3 December. Before: {{date}}
+    // was the UTC date, so a Paris nightly job at 00:30 with offsetDays -1 reconciled the night
+    // before the one just ended, and a MON 00:30 Paris schedule's weekStart was a Sunday.
+    const firing = {
+      scheduleName: 'paris-nightly',
+      scheduledTime: '2026-12-03T23:30:00.000Z',
+      timezone: 'Europe/Paris',
+      task: { tenantId: 'finance', type: 'examples.payments-reconciliation', payload: { night: '{{date}}' } },
+    };
+    expect(scheduledSubmitInput(firing)).toMatchObject({
+      payload: { night: '2026-12-04' },
+      // The key names the instant (UTC minute), as before.
+      idempotencyKey: 'schedule:paris-nightly:2026-12-03T23:30',
+    });
+    // West of UTC: 20:00 on 3 December in New York is 01:00 UTC on 4 December.
+    expect(
+      scheduledSubmitInput({ ...firing, timezone: 'America/New_York', scheduledTime: '2026-12-04T01:00:00Z' }).payload,
+    ).toEqual({ night: '2026-12-03' });
+    // No time zone: UTC.
+    expect(scheduledSubmitInput({ ...firing, timezone: undefined }).payload).toEqual({ night: '2026-12-03' });
+  });
 });

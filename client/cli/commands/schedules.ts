@@ -13,7 +13,7 @@ export const schedulesCommand: Command = {
   help: `Subcommands:
   list        the schedules of the configuration and when each fires next
   run NAME    submit NAME's task now, through the API, exactly as its firing at this minute
-              would (same payload, {{date}} = today UTC, idempotency key schedule:NAME:minute:
+              would (same payload, {{date}} = today in the schedule's time zone, idempotency key schedule:NAME:minute:
               a second run in the same minute returns the same task)
 
 Options:
@@ -77,7 +77,12 @@ Options:
       const known = config.schedules.map((candidate) => candidate.name).join(', ') || 'none';
       throw new UsageError(`No schedule "${name}" in ${source} (schedules: ${known})`, ctx.name);
     }
-    const input = scheduledSubmitInput({ scheduleName: name, scheduledTime: now.toISOString(), task: schedule.task });
+    const input = scheduledSubmitInput({
+      scheduleName: name,
+      scheduledTime: now.toISOString(),
+      timezone: schedule.timezone,
+      task: schedule.task,
+    });
     const task = await ctx.client().submit(input as SubmitTaskInput);
     ctx.print(task, () => formatTask(task, ctx.style));
     return 0;
