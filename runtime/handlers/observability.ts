@@ -13,6 +13,14 @@ import type { AttemptOutcome } from '../worker/run-attempt.ts';
 export const logger = new Logger({ serviceName: DEFAULT_SERVICE_NAME });
 export const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: DEFAULT_SERVICE_NAME });
 
+/**
+ * The time left in a Lambda invocation, for an attempt it runs (run-attempt.ts `remainingMs`);
+ * undefined for a context without it (tests' stand-ins).
+ */
+export function invocationRemainingMs(context: Context | undefined): (() => number) | undefined {
+  return typeof context?.getRemainingTimeInMillis === 'function' ? () => context.getRemainingTimeInMillis() : undefined;
+}
+
 /** The task handlers' logger, backed by Powertools (structured JSON with the task's keys). */
 export const taskLogger: TaskLogger = {
   // Each attempt's QUEUED/DISPATCHED/RUNNING lines: shown with POWERTOOLS_LOG_LEVEL=DEBUG.
@@ -27,12 +35,14 @@ export const taskLogger: TaskLogger = {
  * a record that throws is reported as a batch item failure (SQS redelivers it), and the
  * metrics the records added are published once per invocation.
  */
-export function sqsBatchHandler(recordHandler: (record: SQSRecord) => Promise<void>) {
+export function sqsBatchHandler(recordHandler: (record: SQSRecord, context: Context) => Promise<void>) {
   const processor = new BatchProcessor(EventType.SQS);
   return async (event: SQSEvent, context: Context) => {
     logger.addContext(context);
     try {
-      return await processPartialResponse(event, recordHandler, processor, { context });
+      return await processPartialResponse(event, (record: SQSRecord) => recordHandler(record, context), processor, {
+        context,
+      });
     } finally {
       metrics.publishStoredMetrics();
     }

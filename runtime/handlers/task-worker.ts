@@ -29,7 +29,7 @@ import { checkTaskModules } from '../task-types/modules.ts';
 import { QueueWorker } from '../worker/queue-worker.ts';
 import { type AttemptOutcome, runAttempt } from '../worker/run-attempt.ts';
 import { ScaleInProtection } from '../worker/scale-in-protection.ts';
-import { countOutcome, logger, metrics, sqsBatchHandler, taskLogger } from './observability.ts';
+import { countOutcome, invocationRemainingMs, logger, metrics, sqsBatchHandler, taskLogger } from './observability.ts';
 
 /** A task module's default export: the types this worker runs. */
 export type TaskTypes = readonly AnyTaskTypeDefinition[];
@@ -78,10 +78,12 @@ export function taskWorkerHandler(
 ): (event: SQSEvent, context: Context) => Promise<PartialItemFailureResponse> {
   const registry = registryOf(taskTypes, 'taskWorkerHandler');
   let services: Services | undefined;
-  return sqsBatchHandler(async (record: SQSRecord) => {
+  return sqsBatchHandler(async (record: SQSRecord, context: Context) => {
     services ??= servicesFor(registry, env);
+    const remainingMs = invocationRemainingMs(context);
+    const attempt = attemptDepsFromEnvironment(services, taskLogger);
     const outcome = await runAttempt(
-      attemptDepsFromEnvironment(services, taskLogger),
+      remainingMs ? { ...attempt, remainingMs } : attempt,
       JSON.parse(record.body) as WorkerMessage,
     );
     if (outcome.kind === 'skipped') logger.info('attempt skipped', { reason: outcome.reason });

@@ -16,12 +16,14 @@ import type { WorkerMessage } from '../adapters/queues.ts';
 import { attemptDepsFromEnvironment, lambdaWorkerFromEnvironment, servicesFromEnvironment } from '../app/wiring.ts';
 import { flushTraces } from '../telemetry/tracing.ts';
 import { type LambdaWorkerOutcome, runLambdaWorkerMessage } from '../worker/lambda-classes.ts';
-import { countOutcome, logger, metrics, sqsBatchHandler, taskLogger } from './observability.ts';
+import { countOutcome, invocationRemainingMs, logger, metrics, sqsBatchHandler, taskLogger } from './observability.ts';
 
-async function runMessage(message: WorkerMessage): Promise<void> {
+async function runMessage(message: WorkerMessage, context: Context | undefined): Promise<void> {
   const services = servicesFromEnvironment();
+  const remainingMs = invocationRemainingMs(context);
+  const attempt = attemptDepsFromEnvironment(services, taskLogger);
   const outcome = await runLambdaWorkerMessage(
-    { attempt: attemptDepsFromEnvironment(services, taskLogger), ...lambdaWorkerFromEnvironment() },
+    { attempt: remainingMs ? { ...attempt, remainingMs } : attempt, ...lambdaWorkerFromEnvironment() },
     message,
   );
   logOutcome(message, outcome);
@@ -37,7 +39,9 @@ function logOutcome(message: WorkerMessage, outcome: LambdaWorkerOutcome): void 
   countOutcome(outcome);
 }
 
-const batchHandler = sqsBatchHandler((record: SQSRecord) => runMessage(JSON.parse(record.body) as WorkerMessage));
+const batchHandler = sqsBatchHandler((record: SQSRecord, context) =>
+  runMessage(JSON.parse(record.body) as WorkerMessage, context),
+);
 
 const isSqsEvent = (event: SQSEvent | WorkerMessage): event is SQSEvent => 'Records' in event;
 
@@ -49,7 +53,7 @@ export async function handler(event: SQSEvent | WorkerMessage, context: Context)
   // Invoked by the entry worker with one message for this class.
   logger.addContext(context);
   try {
-    await runMessage(event);
+    await runMessage(event, context);
   } finally {
     metrics.publishStoredMetrics();
     await flushTraces();

@@ -55,6 +55,12 @@ export interface AttemptDeps {
   readonly onHeartbeat?: (task: Task) => Promise<void>;
   /** How often a running attempt looks for a cancel request (default CANCEL_WATCH_MS). */
   readonly cancelWatchMs?: number;
+  /**
+   * Time left in the Lambda invocation running the attempt (its context's
+   * getRemainingTimeInMillis): the attempt times out ATTEMPT_END_RESERVE_MS before it, so its end
+   * is written before Lambda stops the invocation. Absent (a container): only the task's timeout.
+   */
+  readonly remainingMs?: () => number;
   /** Test hook: called between the steps of an attempt, to inject crashes. */
   readonly faults?: (step: AttemptStep, task: Task) => Promise<void> | void;
 }
@@ -68,6 +74,15 @@ export type AttemptStep = 'started' | 'handled' | 'settled' | 'announced';
  * first second make none.
  */
 export const CANCEL_WATCH_MS = 1000;
+
+/**
+ * Kept back from the end of the Lambda invocation running an attempt, to record its end (the
+ * fenced write, its retries, the announcement and the completion report). Lambda stops an
+ * invocation at its timeout with nothing more run: a task allowed Lambda's whole 900 s, or one
+ * started late in an invocation, would have its end unwritten, sit RUNNING until its lease
+ * lapsed, and its message come back.
+ */
+export const ATTEMPT_END_RESERVE_MS = 10_000;
 
 const silentLogger: TaskLogger = { info() {}, warn() {}, error() {} };
 
@@ -145,9 +160,19 @@ export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Pro
   const abort = (reason: AttemptAbort) => {
     if (!controller.signal.aborted) controller.abort(reason);
   };
+  const timeoutMs = task.timeoutSeconds * 1000;
+  const invocationLeftMs = deps.remainingMs ? Math.max(0, deps.remainingMs() - ATTEMPT_END_RESERVE_MS) : timeoutMs;
   const timeout = setTimeout(
-    () => abort(new AttemptAbort('timeout', `Task exceeded its timeout of ${task.timeoutSeconds} s`)),
-    task.timeoutSeconds * 1000,
+    () =>
+      abort(
+        new AttemptAbort(
+          'timeout',
+          invocationLeftMs < timeoutMs
+            ? `Task stopped after ${Math.round(invocationLeftMs / 1000)} s, before its timeout of ${task.timeoutSeconds} s: the worker's Lambda invocation ends then (its function timeout)`
+            : `Task exceeded its timeout of ${task.timeoutSeconds} s`,
+        ),
+      ),
+    Math.min(timeoutMs, invocationLeftMs),
   );
 
   // Heartbeats keep the lease (and, on Fargate, the message) alive and carry cancel requests.

@@ -23,6 +23,7 @@ import {
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { defineTaskType, type TaskContext } from '../../runtime/task-types/define.ts';
 import { defaultRegistry } from '../../runtime/task-types/index.ts';
+import { ATTEMPT_END_RESERVE_MS } from '../../runtime/worker/run-attempt.ts';
 import { lambdaEnvironment } from '../helpers/services.ts';
 
 const ocr = defineTaskType({
@@ -248,6 +249,28 @@ describe('The worker library', () => {
     expect(await completionsOf(taskId)).toEqual([
       { taskId, fence: message.fence, tenantId: 'acme', state: 'SUCCEEDED' },
     ]);
+  }, 60_000);
+
+  it('taskWorkerHandler: times the attempt out before its Lambda invocation ends, so the end is recorded', async () => {
+    // Prepare: a handler that runs until its signal aborts, in an invocation with no more time
+    // left than the attempt keeps back to write its end.
+    scripts.set(
+      'forever',
+      (ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))),
+    );
+    const { taskId, message } = await dispatchScripted('forever');
+    const handler = library.taskWorkerHandler([scripted], env);
+    const ending = { ...lambdaContext, getRemainingTimeInMillis: () => ATTEMPT_END_RESERVE_MS } as Context;
+
+    // Act
+    const response = await handler(eventOf(message, 'm-end'), ending);
+
+    // Assess
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(await stateOf(taskId)).toMatchObject({
+      attempts: 1,
+      error: { name: 'TimeoutError', message: expect.stringMatching(/Lambda invocation/) },
+    });
   }, 60_000);
 
   it("aborts the handler's signal on cancel and records CANCELLED, not what the handler returns after", async () => {

@@ -6,7 +6,7 @@ import { createTask, dispatch } from '../../runtime/core/lifecycle.ts';
 import { MAX_ERROR_MESSAGE_BYTES, MAX_ERROR_NAME_BYTES } from '../../runtime/core/storable.ts';
 import { defineTaskType, TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 import { DEMO_TASK_TYPES } from '../../runtime/task-types/demo.ts';
-import { type AttemptDeps, runAttempt } from '../../runtime/worker/run-attempt.ts';
+import { ATTEMPT_END_RESERVE_MS, type AttemptDeps, runAttempt } from '../../runtime/worker/run-attempt.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
@@ -207,6 +207,23 @@ describe('Function: runAttempt (against the emulators)', () => {
     expect(outcome.kind === 'finished' && outcome.task).toMatchObject({
       state: 'FAILED',
       error: { name: 'TimeoutError' },
+    });
+  });
+
+  it('times an attempt out before the Lambda invocation running it ends, so its end is recorded', async () => {
+    // Prepare: a task allowed 900 s (Lambda's most) in an invocation with no more time than the
+    // attempt keeps back to record its end. Lambda stops an invocation at its timeout, with no
+    // write of the end: the task sat RUNNING until its lease lapsed, and its message came back.
+    const message = await dispatched({ mode: 'hang', ms: 1 }, { timeoutSeconds: 900, maxAttempts: 1 });
+    const invocation = { ...deps, remainingMs: () => ATTEMPT_END_RESERVE_MS };
+
+    // Act
+    const outcome = await runAttempt(invocation, message);
+
+    // Assess
+    expect(outcome.kind === 'finished' && outcome.task).toMatchObject({
+      state: 'FAILED',
+      error: { name: 'TimeoutError', message: expect.stringMatching(/Lambda invocation/) },
     });
   });
 
