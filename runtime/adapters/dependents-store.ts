@@ -49,10 +49,17 @@ interface Bucket {
   readonly expiresAt: number;
 }
 
-/** The dependents of one task as read, with each bucket's version (to delete exactly what was read). */
+/** One bucket as read: its version (to delete exactly what was read) and its dependents. */
+export interface DependentsBucket {
+  readonly key: string;
+  readonly version: number;
+  readonly dependents: readonly string[];
+}
+
+/** The dependents of one task as read: all of them, and bucket by bucket (in key order). */
 export interface Dependents {
   readonly dependents: string[];
-  readonly buckets: readonly { readonly key: string; readonly version: number }[];
+  readonly buckets: readonly DependentsBucket[];
 }
 
 export class DependentsStore {
@@ -116,18 +123,19 @@ export class DependentsStore {
       taskId: bucketKey(dependencyId, bucket),
     }));
     const dependents = new Set<string>();
-    const buckets: { key: string; version: number }[] = [];
+    const buckets: DependentsBucket[] = [];
     for (let round = 0; keys.length > 0; round++) {
       const response = await this.#documents.send(
         new BatchGetCommand({ RequestItems: { [this.#tableName]: { Keys: keys, ConsistentRead: true } } }),
       );
       for (const item of (response.Responses?.[this.#tableName] ?? []) as Bucket[]) {
         for (const id of item.dependents) dependents.add(id);
-        buckets.push({ key: item.taskId, version: item.version });
+        buckets.push({ key: item.taskId, version: item.version, dependents: item.dependents });
       }
       keys = (response.UnprocessedKeys?.[this.#tableName]?.Keys as Record<string, unknown>[] | undefined) ?? [];
       if (keys.length > 0) await sleep(Math.min(1000, 25 * 2 ** round));
     }
+    buckets.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     return { dependents: [...dependents].sort(), buckets };
   }
 
@@ -136,7 +144,7 @@ export class DependentsStore {
    * registration, which settles itself: it reads the ended dependency after writing here) stays,
    * to be removed by TTL.
    */
-  async clear(read: Dependents): Promise<void> {
+  async clear(read: Pick<Dependents, 'buckets'>): Promise<void> {
     await Promise.all(
       read.buckets.map(async ({ key, version }) => {
         try {

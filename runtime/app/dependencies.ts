@@ -164,13 +164,20 @@ export class DependencyService {
   /**
    * Settle every dependent of a task that has ended (idempotent). Read as it is now: a task retried
    * by an operator since is not ended, and its next end settles them.
+   *
+   * Bucket by bucket, each deleted once its dependents are settled, so a settle cut short resumes
+   * at the first bucket left: on AWS it runs in the stream function, which Lambda stops at its
+   * timeout (60 s) and whose record is retried from the start; walking every dependent again each
+   * time, a fan-out whose settled part alone filled an invocation never got further.
    */
   async settle(dependencyId: string): Promise<void> {
     const dependency = await this.#deps.store.get(dependencyId);
     if (!dependency || !isTerminal(dependency.state)) return;
     const read = await this.#deps.dependents.of(dependencyId);
-    for (const dependentId of read.dependents) await this.#settleEdge(dependentId, dependency);
-    await this.#deps.dependents.clear(read);
+    for (const bucket of read.buckets) {
+      for (const dependentId of bucket.dependents) await this.#settleEdge(dependentId, dependency);
+      await this.#deps.dependents.clear({ buckets: [bucket] });
+    }
   }
 
   /** One edge: the dependency ended; release or cancel the dependent (nothing when already done). */
