@@ -8,12 +8,13 @@
  *
  * A failure answers with the first record not fully sent (partial batch response): Lambda retries
  * from there, in order, so nothing is skipped and a task's events stay in order; what was sent
- * again is at least once (the bus) or dropped by the queue's de-duplication (five minutes).
+ * again is at least once (the bus) or dropped by the queue's de-duplication (five minutes). So
+ * does an invocation running out of time (STEP_RESERVE_MS).
  */
 import { createHash } from 'node:crypto';
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { DependencyService } from '../app/dependencies.ts';
 import { servicesFromEnvironment } from '../app/wiring.ts';
 import { TASK_EVENT_DETAIL_TYPE, TASK_EVENT_SOURCE, type TaskEvent } from '../core/events.ts';
@@ -34,15 +35,33 @@ export interface WebhookDelivery {
   readonly event: TaskEvent;
 }
 
-export const handler = async (stream: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> => {
+/**
+ * Left of the invocation when a chunk or a change's dependency step starts (a held task's
+ * registration on 100 dependencies is 400 calls one after another). Lambda stops an invocation at
+ * its timeout and retries the whole batch from its start: past it, the changes left go to the next
+ * invocation from the first one not done (partial batch response), so a batch whose steps outlast
+ * one invocation is not begun again and again.
+ */
+const STEP_RESERVE_MS = 15_000;
+
+export const handler = async (stream: DynamoDBStreamEvent, context?: Context): Promise<DynamoDBBatchResponse> => {
+  const outOfTime = () =>
+    typeof context?.getRemainingTimeInMillis === 'function' && context.getRemainingTimeInMillis() < STEP_RESERVE_MS;
+  const retryFrom = (change: StreamChange): DynamoDBBatchResponse => {
+    logger.info('task events: out of time, the next invocation goes on', { sequenceNumber: change.sequenceNumber });
+    return { batchItemFailures: [{ itemIdentifier: change.sequenceNumber }] };
+  };
   const changes = changesOfStream(stream.Records);
   // In chunks of 10 (PutEvents' and SendMessageBatch's limit), in stream order.
   for (let start = 0; start < changes.length; start += 10) {
     const chunk = changes.slice(start, start + 10);
+    if (outOfTime()) return retryFrom(chunk[0]!);
     try {
       await putOnBus(chunk);
       await queueDeliveries(chunk, webhooks);
-      await settleDependencies(chunk);
+      const left = await settleDependencies(chunk, outOfTime);
+      // Its events were sent: the next invocation sends them again (at least once, as on any retry).
+      if (left) return retryFrom(left);
     } catch (error) {
       logger.warn('task events: retrying from a record', {
         error: String(error),
@@ -58,13 +77,20 @@ export const handler = async (stream: DynamoDBStreamEvent): Promise<DynamoDBBatc
  * The dependencies' step of the change feed (app/dependencies.ts): a held task's creation
  * registers it on its dependencies, a marked dependency's end settles its dependents. A failure
  * answers with the chunk's first record, so Lambda retries it (the step is idempotent); the
- * services are built only when a change needs them.
+ * services are built only when a change needs them. Returns the first change not begun, when
+ * the invocation ran out of time for it.
  */
-async function settleDependencies(chunk: readonly StreamChange[]): Promise<void> {
-  for (const { event, task } of chunk) {
+async function settleDependencies(
+  chunk: readonly StreamChange[],
+  outOfTime: () => boolean,
+): Promise<StreamChange | undefined> {
+  for (const change of chunk) {
+    const { event, task } = change;
     if (!DependencyService.concerns(task, event)) continue;
+    if (outOfTime()) return change;
     await servicesFromEnvironment().dependencies.onChange(event.taskId, event);
   }
+  return undefined;
 }
 
 async function putOnBus(chunk: readonly StreamChange[]): Promise<void> {

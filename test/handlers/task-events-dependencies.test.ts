@@ -4,7 +4,7 @@
  * a marked dependency's dependents when it sees its end, against the emulators.
  */
 import { marshall } from '@aws-sdk/util-dynamodb';
-import type { DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { Context, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
@@ -74,5 +74,36 @@ describe('Handler: task-events (dependencies)', () => {
     const released = (await services.store.get(dependent.taskId))!;
     expect(released.state).toBe('QUEUED');
     expect(released.waitingOn).toBeUndefined();
+  });
+
+  it('leaves the changes it has no time for to the next invocation, from the first one not done', async () => {
+    // Prepare: two held tasks' creations; the invocation has time for the first one's step only
+    // (Lambda stops it at its timeout, and would retry the whole batch from its start).
+    const dependency = await runningTask(services, { tenantId: 'stream-b' });
+    const submit = async () =>
+      (
+        await services.tasks.submit({
+          tenantId: 'stream-b',
+          type: 'demo.echo',
+          payload: {},
+          dependsOn: [dependency.taskId],
+        })
+      ).task;
+    const [first, second] = [await submit(), await submit()];
+    const records = [record(undefined, first!), record(undefined, second!)];
+    let asked = 0;
+    const context = {
+      functionName: 'stream',
+      awsRequestId: 'req',
+      // Plenty at the start and for the first change; then less than one more step may take.
+      getRemainingTimeInMillis: () => (++asked <= 2 ? 60_000 : 1_000),
+    } as unknown as Context;
+
+    // Act
+    const response = await streamHandler(stream(...records), context);
+
+    // Assess: the first is registered; the second is retried from its own record.
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[1]!.dynamodb!.SequenceNumber }]);
+    expect(await services.dependencies.dependentsOf(dependency.taskId)).toEqual([first!.taskId]);
   });
 });
