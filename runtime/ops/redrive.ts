@@ -62,7 +62,10 @@ export interface QueueRedrive {
     readonly cancelled: number;
     readonly stale: number;
   };
-  /** Messages left in the dead-letter queue because handling them failed (tried again next run). */
+  /**
+   * Messages left in the dead-letter queue because handling them failed, or SQS did not delete
+   * them once handled (seen again next run).
+   */
   readonly errors: number;
 }
 
@@ -145,7 +148,8 @@ async function moveQueue(options: RedriveOptions, source: QueueDefinition): Prom
   }
   let moved = 0;
   let errors = 0;
-  await drain(options, dlqUrl, async (messages) => {
+  // Moved but not deleted: moved again by the next run (a duplicate the fence skips).
+  errors += await drain(options, dlqUrl, async (messages) => {
     const response = await sqs.send(
       new SendMessageBatchCommand({
         QueueUrl: sourceUrl,
@@ -171,7 +175,8 @@ async function settleQueue(options: RedriveOptions, source: QueueDefinition): Pr
   const deadLetterQueueId = source.deadLetter!.id;
   const counts = { retried: 0, failed: 0, cancelled: 0, stale: 0 };
   let errors = 0;
-  await drain(options, urlOf(options, deadLetterQueueId), async (messages) => {
+  // Settled but not deleted: found stale and dropped by the next run.
+  errors += await drain(options, urlOf(options, deadLetterQueueId), async (messages) => {
     const done: Message[] = [];
     for (const message of messages) {
       let body: WorkerMessage;
@@ -203,13 +208,15 @@ async function settleQueue(options: RedriveOptions, source: QueueDefinition): Pr
  * the messages to delete. A message received once by this run is not received again (it is
  * hidden for the run), so a message that cannot be handled does not loop. Long polls of 1 s, as
  * the redrive Lambda's drain: a short poll samples only some SQS servers and can answer empty
- * while messages wait, which would end the run early.
+ * while messages wait, which would end the run early. Returns how many handled messages SQS did
+ * not delete (a batch delete answers entry by entry): they stay, and are seen again next run.
  */
 async function drain(
   options: RedriveOptions,
   url: string,
   handle: (messages: Message[]) => Promise<Message[]>,
-): Promise<void> {
+): Promise<number> {
+  let notDeleted = 0;
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   for (let seen = 0; seen < limit; ) {
     const { Messages } = await options.sqs.send(
@@ -222,16 +229,18 @@ async function drain(
       }),
     );
     const messages = (Messages ?? []).filter((m) => m.Body !== undefined && m.ReceiptHandle);
-    if (messages.length === 0) return;
+    if (messages.length === 0) return notDeleted;
     seen += messages.length;
     const done = await handle(messages);
     if (done.length > 0) {
-      await options.sqs.send(
+      const { Failed = [] } = await options.sqs.send(
         new DeleteMessageBatchCommand({
           QueueUrl: url,
           Entries: done.map((message, i) => ({ Id: String(i), ReceiptHandle: message.ReceiptHandle! })),
         }),
       );
+      notDeleted += Failed.length;
     }
   }
+  return notDeleted;
 }

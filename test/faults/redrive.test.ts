@@ -3,7 +3,12 @@
  * `maxReceiveCount` receives without a delete; `move` puts them back (fauxqs has no
  * StartMessageMoveTask: the receive/send/delete fallback), `settle` decides them now.
  */
-import { type ReceiveMessageCommandInput, SQSClient, type StartMessageMoveTaskCommandInput } from '@aws-sdk/client-sqs';
+import {
+  type DeleteMessageBatchCommandInput,
+  type ReceiveMessageCommandInput,
+  SQSClient,
+  type StartMessageMoveTaskCommandInput,
+} from '@aws-sdk/client-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
 import { workerQueue } from '../../runtime/infra/resources.ts';
@@ -134,6 +139,41 @@ describe('operator redrive of dead-letter queues', () => {
       const report = await redriveDeadLetters({ ...options(h), sqs, mode: 'settle' });
       expect(report.queues[0]).toMatchObject({ method: 'settle', settled: { retried: 1 }, errors: 0 });
       expect((await h.admin.store.get(message.taskId))!).toMatchObject({ state: 'QUEUED', attempts: 1 });
+    } finally {
+      sqs.destroy();
+    }
+  });
+
+  it('settle: a dead letter SQS would not delete is reported as an error (it stays, to be seen again)', async () => {
+    harness = await Harness.start();
+    const h = harness;
+    await dispatched(h, 3);
+    await receiveUntilDeadLettered(h);
+    const sqs = new SQSClient({
+      region: 'us-east-1',
+      endpoint: h.emulators.sqsUrl,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    // AWS answers a batch delete entry by entry: here every entry failed on SQS's side.
+    sqs.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'DeleteMessageBatchCommand') return next(args);
+        const { Entries = [] } = args.input as DeleteMessageBatchCommandInput;
+        const Failed = Entries.map(({ Id }) => ({
+          Id,
+          Code: 'InternalError',
+          SenderFault: false,
+          Message: 'try again',
+        }));
+        return { output: { Successful: [], Failed, $metadata: {} }, response: {} };
+      },
+      { step: 'initialize', name: 'deleteFails' },
+    );
+    try {
+      const report = await redriveDeadLetters({ ...options(h), sqs, mode: 'settle' });
+      expect(report.queues[0]).toMatchObject({ method: 'settle', settled: { retried: 1 }, errors: 1 });
+      const dead = await h.admin.queues.attributes(DLQ, ['ApproximateNumberOfMessagesNotVisible']);
+      expect(dead.ApproximateNumberOfMessagesNotVisible).toBe('1');
     } finally {
       sqs.destroy();
     }
