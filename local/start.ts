@@ -13,7 +13,7 @@ import type { TaskLogger } from '../runtime/core/logger.ts';
 import type { AnyTaskTypeDefinition } from '../runtime/task-types/define.ts';
 import { BUILT_IN_TASK_TYPE_NAMES, defaultRegistry } from '../runtime/task-types/index.ts';
 import { loadTaskModules } from '../runtime/task-types/modules.ts';
-import { escapedFromHandler } from '../runtime/worker/run-attempt.ts';
+import { handlerErrorListener } from '../runtime/worker/run-attempt.ts';
 import { LogLevelError } from './console-logger.ts';
 import { DataDirInUseError } from './data-dir-lock.ts';
 import { ExternalAwsError } from './emulators.ts';
@@ -152,17 +152,15 @@ export async function runLocalSystem(
   // rejection it never awaited) fails that attempt instead of stopping the API, the scheduler and
   // every other running task, and a restart running the culprit again. Anything else is still a
   // crash, as without this listener.
-  process.on('uncaughtException', (error, origin) => {
-    const taskId = escapedFromHandler(error, origin);
-    if (taskId === undefined) {
-      process.stderr.write(`${error instanceof Error ? (error.stack ?? String(error)) : String(error)}\n`);
-      process.exit(1);
-    }
-    logger.warn(`task handler left an error unhandled (${origin}); its attempt fails with it`, {
-      taskId,
-      error: String(error),
-    });
-  });
+  process.on(
+    'uncaughtException',
+    handlerErrorListener((taskId, origin, error) =>
+      logger.warn(`task handler left an error unhandled (${origin}); its attempt fails with it`, {
+        taskId,
+        error: String(error),
+      }),
+    ),
+  );
   let server: LocalServer;
   try {
     server = await startLocalServer({

@@ -27,7 +27,7 @@ import { type AnyTaskTypeDefinition, TaskTypeRegistry } from '../task-types/defi
 import { BUILT_IN_TASK_TYPE_NAMES } from '../task-types/index.ts';
 import { checkTaskModules } from '../task-types/modules.ts';
 import { QueueWorker } from '../worker/queue-worker.ts';
-import { type AttemptOutcome, runAttempt } from '../worker/run-attempt.ts';
+import { type AttemptOutcome, handlerErrorListener, runAttempt } from '../worker/run-attempt.ts';
 import { ScaleInProtection } from '../worker/scale-in-protection.ts';
 import { countOutcome, invocationRemainingMs, logger, metrics, sqsBatchHandler, taskLogger } from './observability.ts';
 
@@ -142,12 +142,23 @@ export function startTaskWorker(
     onOutcome: countOutcome,
     onBusyChange: protection ? (busy: boolean) => void protection.setBusy(busy) : undefined,
   });
+  // One handler's uncaught error (a throw in a timer, a rejection it never awaited) fails its own
+  // attempt instead of ending the container and, with it, every attempt it runs.
+  const onUncaught = handlerErrorListener((taskId, origin, error) =>
+    logger.warn('task handler left an error unhandled; its attempt fails with it', {
+      taskId,
+      origin,
+      error: String(error),
+    }),
+  );
+  process.on('uncaughtException', onUncaught);
   worker.start();
   logger.info('task worker started', { queueId, concurrency, types: registry.names().join(',') });
   const publisher = setInterval(() => metrics.publishStoredMetrics(), PUBLISH_EVERY_MS);
   publisher.unref();
   const stop = async () => {
     await worker.stop();
+    process.off('uncaughtException', onUncaught);
     clearInterval(publisher);
     metrics.publishStoredMetrics();
   };

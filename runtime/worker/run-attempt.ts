@@ -126,6 +126,24 @@ export function escapedFromHandler(error: unknown, origin: string): string | und
   return scope?.taskId;
 }
 
+/**
+ * An `uncaughtException` listener for a process that runs task handlers (the local runtime, a
+ * worker container): an error from a handler's work fails that attempt (escapedFromHandler) and
+ * is reported to `onEscaped`; any other error ends the process as Node would without the listener
+ * (its stack on stderr, exit 1), unless the program has listeners of its own, which then decide.
+ */
+export function handlerErrorListener(
+  onEscaped: (taskId: string, origin: string, error: unknown) => void,
+): (error: Error, origin: NodeJS.UncaughtExceptionOrigin) => void {
+  return (error, origin) => {
+    const taskId = escapedFromHandler(error, origin);
+    if (taskId !== undefined) return onEscaped(taskId, origin, error);
+    if (process.listenerCount('uncaughtException') > 1) return;
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? String(error)) : String(error)}\n`);
+    process.exit(1);
+  };
+}
+
 export async function runAttempt(deps: AttemptDeps, message: WorkerMessage): Promise<AttemptOutcome> {
   const now = deps.now ?? (() => new Date());
   const logger = deps.logger ?? silentLogger;

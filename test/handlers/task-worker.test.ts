@@ -302,6 +302,58 @@ describe('The worker library', () => {
     ]);
   }, 60_000);
 
+  it("startTaskWorker: a handler's uncaught error fails its attempt; the container and its other attempts go on", async () => {
+    // Before: the container had no listener, so Node ended the process on such an error, and
+    // every attempt it ran (up to 4 per vCPU, of any tenant) waited out its run lease and was
+    // counted failed. Node calls the listener from the handler's own asynchronous context (a
+    // timer here); the test calls the listener the worker installed in the same way.
+    const before = new Set(process.listeners('uncaughtException'));
+    const container = library.startTaskWorker([scripted], {
+      env: { ...env, [ENV.workerQueue]: scriptedQueue.id },
+      exitOnSignal: false,
+      concurrency: 2,
+    });
+    const installed = process.listeners('uncaughtException').filter((listener) => !before.has(listener));
+    expect(installed).toHaveLength(1);
+    scripts.set('leaky', async () => {
+      setTimeout(() => installed[0]!(new Error('forgot to await this'), 'unhandledRejection'), 10);
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      return 'done';
+    });
+    scripts.set('steady', async () => {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      return 'steady done';
+    });
+
+    // Act
+    const leaky = await submitAndDispatch({ script: 'leaky' }, scripted.type);
+    const steady = await submitAndDispatch({ script: 'steady' }, scripted.type);
+    const deadline = Date.now() + 30_000;
+    const ended = async (taskId: string) => ['QUEUED', 'FAILED', 'SUCCEEDED'].includes((await stateOf(taskId)).state);
+    while (!((await ended(leaky)) && (await ended(steady))) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // The dispatches above also dispatched earlier tests' retries (a handler that waits for its
+    // signal among them) to this container: cancel what still runs, so that it stops soon.
+    for (const state of ['QUEUED', 'DISPATCHED', 'RUNNING'] as const) {
+      const { items } = await services.tasks.list({ tenantId: 'acme', state, limit: 100 });
+      for (const item of items) if (item.taskId !== leaky) await services.tasks.cancel(item.taskId);
+    }
+    await container.stop();
+
+    // Assess
+    // (Retried meanwhile, maybe: the dispatch of the second task also dispatches the retry.)
+    expect(await stateOf(leaky)).toMatchObject({
+      error: {
+        name: 'Error',
+        message: 'The handler left an unhandled rejection: forgot to await this',
+        retryable: true,
+      },
+    });
+    expect(await stateOf(steady)).toMatchObject({ state: 'SUCCEEDED', result: 'steady done' });
+    expect(process.listeners('uncaughtException').filter((listener) => !before.has(listener))).toEqual([]);
+  }, 60_000);
+
   it('under duplicate delivery (twice in a batch, to a container at once, again after the end) runs and records once', async () => {
     // Prepare
     let runs = 0;
