@@ -14,7 +14,7 @@
  */
 import { processPartialResponse, SqsFifoPartialProcessorAsync } from '@aws-lambda-powertools/batch';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { webhookRetryDelayMs } from '../core/events.ts';
 import { deployedWebhooksFromEnvironment, postWebhook, WEBHOOK_TIMEOUT_MS } from '../events/webhooks.ts';
@@ -75,9 +75,34 @@ async function deliver(record: SQSRecord): Promise<void> {
   }
 }
 
+/**
+ * Make messages visible again at once. For the deliveries Powertools did not try (later ones of a
+ * group whose delivery failed, `skipGroupOnError`): SQS hands out no message of a FIFO group while
+ * one of its messages is in flight, so left hidden for the queue's visibility timeout they would
+ * hold the group, and the failed one's retry would wait that long whatever its backoff.
+ */
+async function visibleAgain(records: readonly SQSRecord[]): Promise<void> {
+  if (!queueUrl || records.length === 0) return;
+  await sqs
+    .send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: records.map((record, i) => ({
+          Id: String(i),
+          ReceiptHandle: record.receiptHandle,
+          VisibilityTimeout: 0,
+        })),
+      }),
+    )
+    .catch(() => undefined);
+}
+
 export const handler = async (event: SQSEvent, context: Context) => {
   logger.addContext(context);
+  // The records this invocation tried, each of which set its own visibility if it failed.
+  const tried = new Set<string>();
   const deliverInTime = async (record: SQSRecord): Promise<void> => {
+    tried.add(record.messageId);
     const remainingMs = context.getRemainingTimeInMillis();
     if (remainingMs < POST_NEEDS_MS) {
       // Back at once for the next invocation (it was not tried, so no backoff).
@@ -96,5 +121,16 @@ export const handler = async (event: SQSEvent, context: Context) => {
     }
     await deliver(record);
   };
-  return processPartialResponse(event, deliverInTime, processor, { context, skipGroupOnError: true });
+  const untried = (ids: ReadonlySet<string>) =>
+    event.Records.filter((record) => ids.has(record.messageId) && !tried.has(record.messageId));
+  let response: Awaited<ReturnType<typeof processPartialResponse>>;
+  try {
+    response = await processPartialResponse(event, deliverInTime, processor, { context, skipGroupOnError: true });
+  } catch (error) {
+    // Every delivery failed (Powertools throws): those not tried go back at once all the same.
+    await visibleAgain(untried(new Set(event.Records.map((record) => record.messageId))));
+    throw error;
+  }
+  await visibleAgain(untried(new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier))));
+  return response;
 };
