@@ -399,7 +399,7 @@ function toTaskError(failure: unknown, abortReason: AttemptAbort | undefined): T
   if (abortReason?.kind === 'escaped' && abortReason.escaped) {
     const { error, origin } = abortReason.escaped;
     const how = origin === 'unhandledRejection' ? 'an unhandled rejection' : 'an uncaught exception';
-    const what = error instanceof Error ? error.message : String(error);
+    const what = error instanceof Error ? error.message : printable(error);
     return {
       name: clipText(printable(error instanceof Error ? error.name : 'Error'), MAX_ERROR_NAME_BYTES),
       message: clipText(printable(`The handler left ${how}: ${what}`), MAX_ERROR_MESSAGE_BYTES),
@@ -429,6 +429,14 @@ function isItemTooLarge(error: unknown): boolean {
 /** String(value), or a placeholder for a value that cannot be made one (`Object.create(null)`). */
 function printable(value: unknown): string {
   try {
+    // A thrown plain object (some libraries reject with one) says more as JSON than as
+    // "[object Object]"; one JSON cannot write (a cycle, a BigInt) falls back to String.
+    if (typeof value === 'object' && value !== null && String(value) === '[object Object]') {
+      try {
+        const json = JSON.stringify(value);
+        if (typeof json === 'string') return json;
+      } catch {}
+    }
     return String(value);
   } catch {
     return '(a value that cannot be converted to a string)';

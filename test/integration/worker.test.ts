@@ -16,7 +16,18 @@ const counted = defineTaskType({
   description: 'Counts its executions; sleeps a little so duplicates overlap.',
   payload: z.strictObject({
     ms: z.number().default(50),
-    mode: z.enum(['ok', 'throw', 'permanent', 'hang', 'huge', 'hugeError', 'hugeName', 'emojiError', 'bigint']),
+    mode: z.enum([
+      'ok',
+      'throw',
+      'permanent',
+      'hang',
+      'huge',
+      'hugeError',
+      'hugeName',
+      'emojiError',
+      'bigint',
+      'plainObject',
+    ]),
   }),
   async handler({ ms, mode }, ctx) {
     executions.set(ctx.taskId, (executions.get(ctx.taskId) ?? 0) + 1);
@@ -26,6 +37,7 @@ const counted = defineTaskType({
     if (mode === 'hang') await new Promise(() => {});
     if (mode === 'huge') return { blob: 'x'.repeat(400_000) };
     if (mode === 'bigint') return { count: 10n };
+    if (mode === 'plainObject') throw { code: 'ECONNRESET', message: 'socket hang up' };
     // 1 MB messages and names: what the attempt records of them must still fit the 400 KB item.
     if (mode === 'hugeError') throw new NonRetryableError('m'.repeat(1_000_000));
     if (mode === 'hugeName') throw Object.assign(new Error('short'), { name: 'n'.repeat(1_000_000) });
@@ -199,6 +211,17 @@ describe('Function: runAttempt (against the emulators)', () => {
     });
     expect(outcome.kind === 'finished' && outcome.task.error?.message).toMatch(/result cannot be stored/);
     expect((await services.store.get(taskId))?.result).toBeUndefined();
+  });
+
+  it('records what a thrown plain object says, not "[object Object]"', async () => {
+    // Some libraries reject with plain objects; before, the task's error read "[object Object]".
+    const message = await dispatched({ mode: 'plainObject', ms: 1 }, { maxAttempts: 1 });
+    const outcome = await runAttempt(deps, message);
+    expect(outcome.kind === 'finished' && outcome.task.error).toEqual({
+      name: 'Error',
+      message: '{"code":"ECONNRESET","message":"socket hang up"}',
+      retryable: true,
+    });
   });
 
   it('aborts a handler past its timeout and records a retryable TimeoutError', async () => {
