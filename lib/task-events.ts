@@ -132,8 +132,9 @@ export class TaskEvents extends Construct {
         },
         description: 'Task scheduler webhooks: signs and POSTs each task event, in order per webhook and task',
         memorySize: 256,
-        // Ten POSTs of at most 10 s each, one after the other within a group.
-        timeout: Duration.seconds(definition.visibilityTimeoutSeconds / 2),
+        // A sixth of the queue's visibility (Lambda's guidance for SQS event sources): 30 s. A POST
+        // starts only while one can finish (runtime/handlers/webhook-delivery.ts), the rest go back.
+        timeout: Duration.seconds(definition.visibilityTimeoutSeconds / 6),
       });
       this.deliveryFunction.function.addEventSource(
         new SqsEventSource(this.deliveryQueue, { batchSize: 10, reportBatchItemFailures: true }),

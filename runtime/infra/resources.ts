@@ -300,11 +300,13 @@ export const ENV = {
  * The webhook deliveries on AWS (docs/events.md): a FIFO queue whose message group is webhook +
  * task, so a task's events reach each webhook in order and a failing one holds back only its own
  * task's later events. Not created locally (the local runtime delivers from its outbox). Retried
- * with backoff for about two days before the dead-letter queue (FIFO: its own kind).
+ * with backoff for about two days before the dead-letter queue (FIFO: its own kind). Visible
+ * again after 6 × the delivery function's 30 s timeout (Lambda's guidance for SQS event sources:
+ * a throttled invocation is retried until then); a refused delivery sets its own backoff.
  */
 export const WEBHOOK_DELIVERY_QUEUE = {
   id: 'webhook-deliveries',
-  visibilityTimeoutSeconds: 60,
+  visibilityTimeoutSeconds: 180,
   retentionSeconds: 4 * DAY,
   deadLetter: { id: 'webhook-deliveries-dlq', maxReceiveCount: 600, retentionSeconds: 14 * DAY },
 } as const satisfies QueueDefinition;

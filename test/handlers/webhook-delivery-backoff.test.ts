@@ -3,8 +3,8 @@
  * refused: its message is hidden for the backoff (1 s doubling), and the later deliveries of the
  * same webhook and task in the batch, not tried (Powertools' skipGroupOnError), are visible again
  * at once. SQS hands out no message of a FIFO group while one of its messages is in flight, so
- * left hidden for the queue's visibility timeout (60 s) they held the group, and the first retry
- * came a minute later whatever the backoff said.
+ * left hidden for the queue's visibility timeout they held the group, and the first retry
+ * came that much later whatever the backoff said.
  *
  * One local HTTP server plays the receiver, Secrets Manager and SQS (its visibility calls).
  */

@@ -75,6 +75,12 @@ describe('Construct: TaskEvents', () => {
       DeduplicationScope: 'messageGroup',
       FifoThroughputLimit: 'perMessageGroupId',
     });
+    // Lambda's SQS guide: the queue's visibility at least 6 × the function's timeout, so a
+    // throttled invocation can be retried before its messages come back.
+    const queue = template.findResources('AWS::SQS::Queue')[logicalId(stack, stack.events.deliveryQueue!)];
+    const delivery =
+      template.findResources('AWS::Lambda::Function')[logicalId(stack, stack.events.deliveryFunction!.function)];
+    expect(queue?.Properties?.VisibilityTimeout).toBeGreaterThanOrEqual(6 * delivery?.Properties?.Timeout);
     template.resourceCountIs('AWS::SecretsManager::Secret', 1);
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       EventSourceArn: { 'Fn::GetAtt': [logicalId(stack, stack.events.deliveryQueue!), 'Arn'] },
