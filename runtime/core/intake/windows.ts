@@ -114,6 +114,12 @@ interface State {
   readonly taken: Map<string, QueuedRef>;
   /** The index may hold due work of this tenant-tier beyond the window. */
   hasMore: boolean;
+  /**
+   * Announced refs the window refused (full, or more known in the index), by taskId, up to
+   * REFUSED_CAP: a read that comes back complete admits those it did not list (the index lags),
+   * since nothing older waits beyond the window then.
+   */
+  readonly refused: Map<string, QueuedRef>;
   /** The last read (or announcement) showed more due work than the window holds: worth a promise. */
   backlogged: boolean;
   /**
@@ -138,6 +144,11 @@ interface State {
 }
 
 const DEFAULT_MIN_QUERY_GAP_MS = 250;
+/**
+ * Refused announcements remembered per tenant-tier. Past it they are left to the index reads alone
+ * (a flood's tenant-tier soon has a promise, and its submits stop announcing).
+ */
+const REFUSED_CAP = 1_000;
 const DEFAULT_BACKOFF_MS = 500;
 const DEFAULT_MAX_BACKOFF_MS = 8_000;
 const DEFAULT_PROMISE_REREAD_MS = 1_000;
@@ -274,6 +285,7 @@ export class IntakeWindows {
       // Older due work may wait in the index: admitting this one would let it jump the queue.
       if (this.#occupied(state) >= this.windowOf(state.tenantId)) state.backlogged = true;
       state.hasMore = true;
+      if (state.refused.size < REFUSED_CAP || state.refused.has(ref.taskId)) state.refused.set(ref.taskId, ref);
       return { register };
     }
     state.window.set(ref.taskId, ref);
@@ -439,6 +451,8 @@ export class IntakeWindows {
     const admitted: QueuedRef[] = [];
     let overflow = false;
     for (const ref of page.refs) {
+      // Listed: the reads find it from now on.
+      state.refused.delete(ref.taskId);
       if (this.#held(state, ref.taskId) || this.#recent.has(dispatchKey(ref.taskId, ref.fence))) continue;
       if (this.#occupied(state) >= window) {
         overflow = true;
@@ -448,6 +462,22 @@ export class IntakeWindows {
       admitted.push(ref);
     }
     state.hasMore = page.hasMore || overflow;
+    if (!state.hasMore) {
+      // Nothing older waits beyond the window: announced work the index does not list yet goes in.
+      for (const [taskId, refused] of state.refused) {
+        if (this.#held(state, taskId) || this.#recent.has(dispatchKey(taskId, refused.fence))) {
+          state.refused.delete(taskId);
+          continue;
+        }
+        if (this.#occupied(state) >= window) {
+          state.hasMore = true;
+          break;
+        }
+        state.window.set(taskId, refused);
+        admitted.push(refused);
+        state.refused.delete(taskId);
+      }
+    }
     state.backlogged = state.hasMore;
     if (!state.hasMore && state.window.size + state.taken.size === 0 && state.registration === 'registered') {
       // Nothing due shows: look at the whole partition once the index has caught up with the
@@ -540,6 +570,7 @@ export class IntakeWindows {
     const state = this.#states.get(key);
     if (state) {
       state.taken.delete(ref.taskId);
+      state.refused.delete(ref.taskId);
       state.throttles = 0;
       // Emptied. With more known in the index (`hasMore`) the refill reads it; under a promise
       // the rereads look for unannounced work. Otherwise everything due came announced: the
@@ -678,6 +709,7 @@ export class IntakeWindows {
         window: new Map(),
         taken: new Map(),
         hasMore: false,
+        refused: new Map(),
         backlogged: false,
         scanUntilMs: 0,
         promiseInFlight: false,
