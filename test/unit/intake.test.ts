@@ -248,6 +248,16 @@ describe('IntakeWindows', () => {
     expect(windows.holds('t2', 'a', 'normal')).toBe(true);
   });
 
+  it('admits a delayed task (a retry in backoff) once due, though the read at its due time comes back without it (the index lags)', () => {
+    const windows = intake(5);
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('retry', { runAtMs: 60_000, fence: 2 }) }, 0);
+    windows.registration('a', 'normal', 'tok');
+    expect(windows.refillsDue(60_000).map((r) => r.tenantId)).toEqual(['a']);
+    windows.querying('a', 'normal', 60_000);
+    const admitted = windows.listed({ tenantId: 'a', tier: 'normal' }, { refs: [], hasMore: false }, 60_000);
+    expect(admitted.map((r) => [r.taskId, r.fence])).toEqual([['retry', 2]]);
+  });
+
   it('keeps a tenant-tier with work due later registered, and reads it when due', () => {
     const windows = intake(5);
     windows.announced({ tenantId: 'a', tier: 'low', ref: ref('later', { priority: 'low', runAtMs: 60_000 }) }, 0);

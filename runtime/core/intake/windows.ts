@@ -115,11 +115,11 @@ interface State {
   /** The index may hold due work of this tenant-tier beyond the window. */
   hasMore: boolean;
   /**
-   * Announced refs the window refused (full, or more known in the index), by taskId, up to
-   * REFUSED_CAP: a read that comes back complete admits those it did not list (the index lags),
-   * since nothing older waits beyond the window then.
+   * Announced refs left to the index reads (the window was full, more was known in the index, or
+   * not due yet), by taskId, up to ASIDE_CAP: a read that comes back complete admits the due ones
+   * it did not list (the index lags), since nothing older waits beyond the window then.
    */
-  readonly refused: Map<string, QueuedRef>;
+  readonly aside: Map<string, QueuedRef>;
   /** The last read (or announcement) showed more due work than the window holds: worth a promise. */
   backlogged: boolean;
   /**
@@ -145,10 +145,10 @@ interface State {
 
 const DEFAULT_MIN_QUERY_GAP_MS = 250;
 /**
- * Refused announcements remembered per tenant-tier. Past it they are left to the index reads alone
- * (a flood's tenant-tier soon has a promise, and its submits stop announcing).
+ * Announcements set aside remembered per tenant-tier. Past it they are left to the index reads
+ * alone (a flood's tenant-tier soon has a promise, and its submits stop announcing).
  */
-const REFUSED_CAP = 1_000;
+const ASIDE_CAP = 1_000;
 const DEFAULT_BACKOFF_MS = 500;
 const DEFAULT_MAX_BACKOFF_MS = 8_000;
 const DEFAULT_PROMISE_REREAD_MS = 1_000;
@@ -278,6 +278,7 @@ export class IntakeWindows {
     }
     if (ref.runAtMs > nowMs) {
       state.nextDueMs = Math.min(state.nextDueMs, ref.runAtMs);
+      this.#setAside(state, ref);
       return { register };
     }
     if (this.#held(state, ref.taskId) || this.#recent.has(dispatchKey(ref.taskId, ref.fence))) return { register };
@@ -285,7 +286,7 @@ export class IntakeWindows {
       // Older due work may wait in the index: admitting this one would let it jump the queue.
       if (this.#occupied(state) >= this.windowOf(state.tenantId)) state.backlogged = true;
       state.hasMore = true;
-      if (state.refused.size < REFUSED_CAP || state.refused.has(ref.taskId)) state.refused.set(ref.taskId, ref);
+      this.#setAside(state, ref);
       return { register };
     }
     state.window.set(ref.taskId, ref);
@@ -452,7 +453,7 @@ export class IntakeWindows {
     let overflow = false;
     for (const ref of page.refs) {
       // Listed: the reads find it from now on.
-      state.refused.delete(ref.taskId);
+      state.aside.delete(ref.taskId);
       if (this.#held(state, ref.taskId) || this.#recent.has(dispatchKey(ref.taskId, ref.fence))) continue;
       if (this.#occupied(state) >= window) {
         overflow = true;
@@ -463,19 +464,20 @@ export class IntakeWindows {
     }
     state.hasMore = page.hasMore || overflow;
     if (!state.hasMore) {
-      // Nothing older waits beyond the window: announced work the index does not list yet goes in.
-      for (const [taskId, refused] of state.refused) {
-        if (this.#held(state, taskId) || this.#recent.has(dispatchKey(taskId, refused.fence))) {
-          state.refused.delete(taskId);
+      // Nothing older waits beyond the window: due announced work the index does not list yet goes in.
+      for (const [taskId, aside] of state.aside) {
+        if (this.#held(state, taskId) || this.#recent.has(dispatchKey(taskId, aside.fence))) {
+          state.aside.delete(taskId);
           continue;
         }
+        if (aside.runAtMs > issuedAtMs) continue;
         if (this.#occupied(state) >= window) {
           state.hasMore = true;
           break;
         }
-        state.window.set(taskId, refused);
-        admitted.push(refused);
-        state.refused.delete(taskId);
+        state.window.set(taskId, aside);
+        admitted.push(aside);
+        state.aside.delete(taskId);
       }
     }
     state.backlogged = state.hasMore;
@@ -570,7 +572,7 @@ export class IntakeWindows {
     const state = this.#states.get(key);
     if (state) {
       state.taken.delete(ref.taskId);
-      state.refused.delete(ref.taskId);
+      state.aside.delete(ref.taskId);
       state.throttles = 0;
       // Emptied. With more known in the index (`hasMore`) the refill reads it; under a promise
       // the rereads look for unannounced work. Otherwise everything due came announced: the
@@ -693,6 +695,11 @@ export class IntakeWindows {
     return Math.max(issuedAtMs, state.lastAnnouncedMs + this.#options.indexLagMs, afterPromise);
   }
 
+  /** An announced ref left to the reads, remembered (the latest announcement of a task wins). */
+  #setAside(state: State, ref: QueuedRef): void {
+    if (state.aside.size < ASIDE_CAP || state.aside.has(ref.taskId)) state.aside.set(ref.taskId, ref);
+  }
+
   #held(state: State, taskId: string): boolean {
     return state.window.has(taskId) || state.taken.has(taskId);
   }
@@ -709,7 +716,7 @@ export class IntakeWindows {
         window: new Map(),
         taken: new Map(),
         hasMore: false,
-        refused: new Map(),
+        aside: new Map(),
         backlogged: false,
         scanUntilMs: 0,
         promiseInFlight: false,
