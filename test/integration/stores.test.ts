@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { heldKey, queueKey, tenantKeyShardOf, tenantStateKey } from '../../runtime/adapters/index-keys.ts';
@@ -710,7 +710,8 @@ describe('Class: ControlStore (against dynalite)', () => {
       }
       return stored;
     };
-    const large = { at: 'large', filler: 'x'.repeat(60_000) };
+    // Incompressible (the snapshot is stored gzipped): about 61 KB, 3 copies.
+    const large = { at: 'large', filler: randomBytes(60_000).toString('base64') };
 
     await writer.putSnapshot(large);
     expect(await copiesStored()).toEqual(['snapshot#scheduler', 'snapshot#scheduler#1', 'snapshot#scheduler#2']);
@@ -738,6 +739,30 @@ describe('Class: ControlStore (against dynalite)', () => {
     expect(await reader.getSnapshot()).toEqual({ at: 'small' });
     // Without a cache, every read is a read.
     expect(await writer.getSnapshot()).toEqual({ at: 'small' });
+  });
+
+  it('stores the snapshot gzipped: 10,000 tenants of it (about 1.4 MB of JSON, over the 400 KB an item takes) fit one item of under 50 KB (two copies of it, as reads of that size need), read back whole', async () => {
+    const { ControlStore } = await import('../../runtime/adapters/control-store.ts');
+    const tableName = services.emulators.tables.control!;
+    const store = new ControlStore(services.clients.documents, tableName);
+    const tenants = Object.fromEntries(
+      Array.from({ length: 10_000 }, (_, i) => [
+        `tenant-${String(i).padStart(5, '0')}-of-a-platform-team`,
+        { queued: i % 7, running: i % 3, weight: 1, maxConcurrency: 100, waitingTurnAt: '2026-12-03T12:00:00.000Z' },
+      ]),
+    );
+    const snapshot = { at: '2026-12-03T12:00:00.000Z', tenants };
+    expect(JSON.stringify(snapshot).length).toBeGreaterThan(1_000_000);
+
+    await store.putSnapshot(snapshot);
+
+    const { Item } = await services.clients.documents.send(
+      new GetCommand({ TableName: tableName, Key: { pk: 'snapshot#scheduler' } }),
+    );
+    expect(Item?.copies).toBeLessThanOrEqual(2);
+    expect(Item?.snapshotJson).toBeUndefined();
+    expect((Item?.snapshotGz as Uint8Array).byteLength).toBeLessThan(50_000);
+    expect(await store.getSnapshot()).toEqual(snapshot);
   });
 
   it("keeps the rotation's memory with the pool's count of freed slots and how full it was, so a scheduler starting afresh has them", async () => {
