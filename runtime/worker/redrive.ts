@@ -22,7 +22,15 @@ export async function redriveDeadLetter(
   if (!before) return undefined;
   const task = await deps.store.transition(
     message.taskId,
-    (current) => deadLetter(current, message.fence, now, backoffMs(current.attempts + 1, deps.config.retry)),
+    // Backed off as the failed attempt it counts as: a RUNNING one is counted already, a
+    // DISPATCHED one is counted by deadLetter.
+    (current) =>
+      deadLetter(
+        current,
+        message.fence,
+        now,
+        backoffMs(current.state === 'DISPATCHED' ? current.attempts + 1 : current.attempts, deps.config.retry),
+      ),
     { known: before },
   );
   if (task.version === before.version) return undefined; // stale: the task had moved on

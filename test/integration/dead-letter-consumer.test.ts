@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startDeadLetterConsumer } from '../../local/dead-letter-consumer.ts';
-import { dispatch } from '../../runtime/core/lifecycle.ts';
-import { DRAINED_DEAD_LETTER_QUEUES, drainDeadLetters } from '../../runtime/worker/redrive.ts';
+import { dispatch, start } from '../../runtime/core/lifecycle.ts';
+import { DRAINED_DEAD_LETTER_QUEUES, drainDeadLetters, redriveDeadLetter } from '../../runtime/worker/redrive.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;
@@ -42,6 +42,32 @@ describe('Function: startDeadLetterConsumer', () => {
     });
     expect(logs).toContain('dead letter settled: task FAILED');
     expect(await services.queues.receive('worker-lambda-dlq', { waitSeconds: 0 })).toEqual([]);
+  });
+});
+
+describe('Function: redriveDeadLetter', () => {
+  it('backs a dead-lettered RUNNING attempt off as a failed attempt n: random(0, base · 2^(n−1))', async () => {
+    // Before: the retry of a RUNNING attempt 1 was backed off as attempt 2's (a ceiling of
+    // base · 2, twice the documented one); a DISPATCHED one, counted on dead-lettering, was right.
+    const { task } = await services.tasks.submit({ tenantId: 'dlq-backoff', type: 'demo.echo', maxAttempts: 3 });
+    const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+    const running = await services.store.apply(start(dispatched, dispatched.fence, new Date(), 60));
+    const at = new Date();
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.999);
+    let retried: Awaited<ReturnType<typeof redriveDeadLetter>>;
+    try {
+      retried = await redriveDeadLetter(
+        { store: services.store, queues: services.queues, config: services.config, now: () => at },
+        { taskId: task.taskId, fence: running.fence, tenantId: 'dlq-backoff', type: 'demo.echo' },
+      );
+    } finally {
+      random.mockRestore();
+    }
+    const { baseDelaySeconds, maxDelaySeconds } = services.config.retry;
+    expect(retried).toMatchObject({ state: 'QUEUED', attempts: 1, error: { name: 'DeadLettered' } });
+    expect(Date.parse(retried!.runAt) - at.getTime()).toBe(
+      Math.floor(0.999 * Math.min(maxDelaySeconds, baseDelaySeconds) * 1000),
+    );
   });
 });
 
