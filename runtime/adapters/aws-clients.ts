@@ -23,6 +23,36 @@ export interface AwsEndpoints {
    * in-memory AWS, or a fault-injecting wrapper (both sit below the SDK's retries).
    */
   readonly requestHandler?: HttpHandler | undefined;
+  /**
+   * Call timeouts: by default AWS_CALL_TIMEOUTS for a service reached on AWS (no endpoint given
+   * for it here), none for one given here (the emulators, in this process).
+   */
+  readonly timeouts?: CallTimeouts | undefined;
+}
+
+export interface CallTimeouts {
+  /** To open a connection. */
+  readonly connectionMs: number;
+  /** A whole DynamoDB call. */
+  readonly dynamodbMs: number;
+  /** A whole SQS call: more than a long poll's 20 s. */
+  readonly sqsMs: number;
+}
+
+/**
+ * Timeouts of calls to AWS. The SDK alone has none for a request and 300 s (DynamoDB) or 900 s
+ * (SQS) of socket inactivity, so one half-open connection could stall a scheduler tick past its
+ * lease, and a worker's end write past its invocation. A timed-out call is retried by the SDK (a
+ * TimeoutError is transient), as is one whose answer was lost: every write is conditional or
+ * idempotent for that reason. Not for the emulators: in this process on a loaded laptop, a slow
+ * answer is load, not a lost connection.
+ */
+export const AWS_CALL_TIMEOUTS: CallTimeouts = { connectionMs: 3_000, dynamodbMs: 10_000, sqsMs: 30_000 };
+
+/** The default HTTP handler's options for a service (undefined: the SDK's own). */
+function handlerOptions(timeouts: CallTimeouts | undefined, requestMs: (t: CallTimeouts) => number) {
+  if (!timeouts) return undefined;
+  return { connectionTimeout: timeouts.connectionMs, requestTimeout: requestMs(timeouts), throwOnRequestTimeout: true };
 }
 
 export interface AwsClients {
@@ -37,10 +67,16 @@ export function createAwsClients(endpoints: AwsEndpoints = {}): AwsClients {
     ...(endpoints.region ? { region: endpoints.region } : {}),
     ...(endpoints.credentials ? { credentials: endpoints.credentials } : {}),
   };
-  const transport = endpoints.requestHandler ? { requestHandler: endpoints.requestHandler } : {};
+  const timeoutsFor = (endpoint: string | undefined) =>
+    endpoints.timeouts ?? (endpoint ? undefined : AWS_CALL_TIMEOUTS);
+  const transportFor = (endpoint: string | undefined, requestMs: (t: CallTimeouts) => number) => {
+    if (endpoints.requestHandler) return { requestHandler: endpoints.requestHandler };
+    const options = handlerOptions(timeoutsFor(endpoint), requestMs);
+    return options ? { requestHandler: options } : {};
+  };
   const dynamodb = new DynamoDBClient({
     ...common,
-    ...transport,
+    ...transportFor(endpoints.dynamodb, (t) => t.dynamodbMs),
     ...(endpoints.dynamodb ? { endpoint: endpoints.dynamodb } : {}),
   });
   const documents = DynamoDBDocumentClient.from(dynamodb, {
@@ -48,7 +84,7 @@ export function createAwsClients(endpoints: AwsEndpoints = {}): AwsClients {
   });
   const sqs = new SQSClient({
     ...common,
-    ...transport,
+    ...transportFor(endpoints.sqs, (t) => t.sqsMs),
     ...(endpoints.sqs ? { endpoint: endpoints.sqs } : {}),
     // Always send to the configured endpoint. On AWS the queue URL's host is that endpoint; the
     // emulators' queue URLs carry hosts the SDK cannot parse (and an AWS_ENDPOINT_URL_SQS

@@ -7,7 +7,7 @@
  */
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAwsClients, s3NeedsPathStyle } from '../../runtime/adapters/aws-clients.ts';
+import { AWS_CALL_TIMEOUTS, createAwsClients, s3NeedsPathStyle } from '../../runtime/adapters/aws-clients.ts';
 
 const VARIABLES = ['AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3', 'AWS_IGNORE_CONFIGURED_ENDPOINT_URLS'] as const;
 const saved = Object.fromEntries(VARIABLES.map((name) => [name, process.env[name]]));
@@ -80,5 +80,63 @@ describe('createAwsClients: S3 addressing', () => {
     ).toBe(false);
     expect(s3NeedsPathStyle('http://127.0.0.1:9', {})).toBe(true);
     expect(s3NeedsPathStyle(undefined, {})).toBe(false);
+  });
+});
+
+describe('createAwsClients: call timeouts', () => {
+  it('gives up on a connection that answers nothing (a half-open socket), where the SDK alone waits 300 s, and retries', async () => {
+    // Prepare: a server that accepts and never answers
+    const { createServer } = await import('node:net');
+    const sockets: import('node:net').Socket[] = [];
+    const server = createServer((socket) => {
+      sockets.push(socket);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as import('node:net').AddressInfo;
+    const { DescribeTableCommand } = await import('@aws-sdk/client-dynamodb');
+    const { dynamodb } = createAwsClients({
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+      dynamodb: `http://127.0.0.1:${port}`,
+      timeouts: { connectionMs: 500, dynamodbMs: 300, sqsMs: 300 },
+    });
+
+    try {
+      // Act and assess: each attempt timed out, and the SDK tried again
+      await expect(dynamodb.send(new DescribeTableCommand({ TableName: 't' }))).rejects.toMatchObject({
+        name: 'TimeoutError',
+        $metadata: { attempts: expect.any(Number) },
+      });
+      expect(sockets.length).toBeGreaterThan(1);
+      expect(sockets.length).toBeGreaterThanOrEqual(1);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('sets them on AWS (no endpoint given), not against the in-process emulators', async () => {
+    /** The default handler's options, as it resolves them (its own `httpHandlerConfigs()` is empty until a first call). */
+    const configOf = (client: { config: { requestHandler: unknown } }) =>
+      (client.config.requestHandler as { configProvider: Promise<Record<string, unknown>> }).configProvider;
+    const aws = createAwsClients({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' } });
+    expect(await configOf(aws.dynamodb)).toMatchObject({
+      requestTimeout: AWS_CALL_TIMEOUTS.dynamodbMs,
+      connectionTimeout: AWS_CALL_TIMEOUTS.connectionMs,
+      throwOnRequestTimeout: true,
+    });
+    expect(await configOf(aws.sqs)).toMatchObject({
+      requestTimeout: AWS_CALL_TIMEOUTS.sqsMs,
+      throwOnRequestTimeout: true,
+    });
+    // SQS long polls wait up to 20 s for messages: its timeout must outlast one.
+    expect(AWS_CALL_TIMEOUTS.sqsMs).toBeGreaterThan(20_000);
+    const local = createAwsClients({
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+      dynamodb: 'http://127.0.0.1:1',
+      sqs: 'http://127.0.0.1:2',
+    });
+    expect((await configOf(local.dynamodb)).requestTimeout).toBeUndefined();
   });
 });
