@@ -57,6 +57,8 @@ export class CallCounter {
   readonly #sizeShadow = new Map<string, number>();
   /** SQS calls per operation and queue (its name, the URL's last part): where the requests go. */
   readonly #sqsByQueue = new Map<string, number>();
+  /** DynamoDB calls per operation and table (an index after a `/`): which table pays. */
+  readonly #dynamoByTable = new Map<string, { count: number; readUnits: number }>();
 
   constructor(options: CallCounterOptions = {}) {
     this.#options = options;
@@ -106,7 +108,17 @@ export class CallCounter {
         }
         if (failed) stat.errors++;
         const documentOutput = Boolean(context.__aws_sdk_context?.features?.DDB_MAPPER);
+        const readBefore = stat.readUnits;
         this.#bill(stat, service, operation, args.input ?? {}, output, documentOutput, failed);
+        const table = service === 'DynamoDB' ? args.input?.TableName : undefined;
+        if (typeof table === 'string') {
+          const index = typeof args.input?.IndexName === 'string' ? `/${args.input.IndexName}` : '';
+          const key = `${operation} ${table}${index}`;
+          const byTable = this.#dynamoByTable.get(key) ?? { count: 0, readUnits: 0 };
+          byTable.count++;
+          byTable.readUnits += stat.readUnits - readBefore;
+          this.#dynamoByTable.set(key, byTable);
+        }
       }
     };
   }
@@ -122,6 +134,15 @@ export class CallCounter {
   reset(): void {
     this.#stats.clear();
     this.#sqsByQueue.clear();
+    this.#dynamoByTable.clear();
+  }
+
+  /**
+   * DynamoDB calls since the last reset and their estimated read units, keyed `Operation table`
+   * (`Operation table/index` for an index), for single-table calls (not the batch operations).
+   */
+  dynamoByTable(): Map<string, { count: number; readUnits: number }> {
+    return new Map([...this.#dynamoByTable].map(([key, value]) => [key, { ...value }]));
   }
 
   /** SQS calls since the last reset, keyed `Operation queue-name`. */

@@ -269,7 +269,7 @@ export class TaskService {
   async listTaskTypes(): Promise<(StoredTaskType & { counts: { parked: number } })[]> {
     const { registry } = this.#deps;
     const [all, snapshot] = await Promise.all([
-      this.#deps.control.listTaskTypes(),
+      this.#deps.control.settings().then((settings) => settings.taskTypes),
       readSnapshots(this.#deps.control, this.#deps.config.scheduler.shards),
     ]);
     // An unpaused record of a type no module defines says nothing (written before such a lift forgot it).
@@ -365,8 +365,8 @@ export class TaskService {
     return this.getTenant(tenantId);
   }
 
-  async listTenants(): Promise<StoredTenant[]> {
-    return this.#deps.control.listTenants();
+  async listTenants(): Promise<readonly StoredTenant[]> {
+    return (await this.#deps.control.settings()).tenants;
   }
 }
 

@@ -38,6 +38,13 @@ export const tenantSettingsSchema = tenantSettingsFields.superRefine((settings, 
 export type TenantSettings = z.output<typeof tenantSettingsSchema>;
 
 /** The settings' field names, in the schema's order. */
+/**
+ * How long a scan of the stored settings is used while their version (which every change moves
+ * before it answers) stands still: the bound on how late a change whose version bump failed is
+ * taken, by the scheduler and by each API container (runtime/adapters/control-store.ts).
+ */
+export const SETTINGS_RESCAN_MS = 5 * 60_000;
+
 export const TENANT_SETTING_KEYS = Object.keys(tenantSettingsFields.shape) as (keyof TenantSettings)[];
 
 /**

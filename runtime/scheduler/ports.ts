@@ -16,14 +16,7 @@
  *   TenantSettingsSource, SchedulerState: settings the scheduler applies, state it keeps across restarts
  *   CapacitySlicesStore  the shards' shared allowances of the pools (capacity-slice.ts)
  */
-import type {
-  IntakeRegistration,
-  Lease,
-  SlicesWrite,
-  StoredTaskType,
-  StoredTenant,
-  SweepMarks,
-} from '../adapters/control-store.ts';
+import type { IntakeRegistration, Lease, SlicesWrite, StoredSettings, SweepMarks } from '../adapters/control-store.ts';
 import type { KeyAcquisition, StaleHolders } from '../adapters/flow-store.ts';
 import type { BatchEntryFailure, ReceivedMessage, WorkerMessage } from '../adapters/queues.ts';
 import type { DuePage, LeasedTaskRef, QueuedTaskRef, QueueScanCursor } from '../adapters/task-store.ts';
@@ -128,8 +121,9 @@ export interface FlowControl {
 
 /** Tenant and task-type settings, as stored by the API (and the version every change bumps). */
 export interface TenantSettingsSource {
-  listTenants(): Promise<StoredTenant[]>;
-  listTaskTypes(): Promise<StoredTaskType[]>;
+  /** Every stored tenant and task type: on DynamoDB a scan of the whole control table. */
+  listSettings(): Promise<StoredSettings>;
+  /** The version every change of them bumps: one small item, read consistently. */
   tenantsVersion(): Promise<string | undefined>;
 }
 

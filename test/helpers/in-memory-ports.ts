@@ -186,6 +186,10 @@ export class InMemoryControl implements SchedulerControl {
   tenants: StoredTenant[] = [];
   taskTypes: StoredTaskType[] = [];
   version = 'v1';
+  /** Reads of every stored setting (on DynamoDB a scan of the whole control table). */
+  settingsScans = 0;
+  /** Reads of the settings version (one small item). */
+  versionReads = 0;
   snapshot: unknown;
   rotation: RotationState | undefined;
   marks: SweepMarks = {};
@@ -230,15 +234,13 @@ export class InMemoryControl implements SchedulerControl {
     return [...this.registry.values()];
   }
 
-  async listTenants() {
-    return this.tenants;
-  }
-
-  async listTaskTypes() {
-    return this.taskTypes;
+  async listSettings() {
+    this.settingsScans++;
+    return { tenants: this.tenants, taskTypes: this.taskTypes };
   }
 
   async tenantsVersion() {
+    this.versionReads++;
     return this.version;
   }
 
