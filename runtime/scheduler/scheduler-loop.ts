@@ -109,7 +109,8 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
   const leaseName = options.leaseName ?? SCHEDULER_LEASE;
 
   while (keepGoing()) {
-    const lease = await control.acquireLease(leaseName, owner, now().getTime(), ttlMs);
+    const acquiredAtMs = now().getTime();
+    const lease = await control.acquireLease(leaseName, owner, acquiredAtMs, ttlMs);
     if (!lease) {
       if (options.waitForLease === false) return 'lease-held';
       await sleep(Math.min(ttlMs / 3, 2_000), signal);
@@ -130,9 +131,34 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
     // come every third, so a healthy holder never reaches the margin.
     const marginMs = ttlMs / 3;
     scheduler.holdLease({ token: lease.token, expiresAtMs: lease.expiresAt, marginMs });
+    /** Renew when a third of the TTL passed since the last renewal; false: lost or lapsed (start over). */
+    let renewedAtMs = acquiredAtMs;
+    const renewIfDue = async (nowMs: number): Promise<boolean> => {
+      if (nowMs - renewedAtMs < ttlMs / 3) return true;
+      held = await control.acquireLease(leaseName, owner, nowMs, ttlMs);
+      if (!held) {
+        options.logger?.warn('scheduler lease lost; starting over', { owner });
+        options.onLease?.('lost', lease);
+        return false;
+      }
+      if (held.token !== lease.token) {
+        // The lease had lapsed and was taken again (a new token): another scheduler may have
+        // held it meanwhile, so this view is stale. Start over from DynamoDB.
+        options.logger?.warn('scheduler lease lapsed and re-taken; starting over', { owner });
+        options.onLease?.('lost', lease);
+        return false;
+      }
+      scheduler.holdLease({ token: held.token, expiresAtMs: held.expiresAt, marginMs });
+      renewedAtMs = nowMs;
+      return true;
+    };
     try {
       await scheduler.resume();
-      let renewedAtMs = now().getTime();
+      // The lease runs from its acquisition, not from the end of the resume: a resume that took
+      // most of it (10,000 tenant-tiers to restore on a loaded host) renews before the first tick.
+      // Counted from the resume's end, the next renewal came after the lease had lapsed, and each
+      // start-over resumed again: lapses in a row.
+      if (!(await renewIfDue(now().getTime()))) continue;
       while (keepGoing()) {
         const { idleWaitSeconds } = options;
         const configuredIdleWait = typeof idleWaitSeconds === 'function' ? idleWaitSeconds() : idleWaitSeconds;
@@ -167,23 +193,7 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
           continue;
         }
         if (step === 'stopping') continue;
-        if (nowMs - renewedAtMs >= ttlMs / 3) {
-          held = await control.acquireLease(leaseName, owner, nowMs, ttlMs);
-          if (!held) {
-            options.logger?.warn('scheduler lease lost; starting over', { owner });
-            options.onLease?.('lost', lease);
-            break;
-          }
-          if (held.token !== lease.token) {
-            // The lease had lapsed and was taken again (a new token): another scheduler may have
-            // held it meanwhile, so this view is stale. Start over from DynamoDB.
-            options.logger?.warn('scheduler lease lapsed and re-taken; starting over', { owner });
-            options.onLease?.('lost', lease);
-            break;
-          }
-          scheduler.holdLease({ token: held.token, expiresAtMs: held.expiresAt, marginMs });
-          renewedAtMs = nowMs;
-        }
+        if (!(await renewIfDue(nowMs))) break;
       }
     } catch (error) {
       options.logger?.error('scheduler tick failed', { error: String(error) });

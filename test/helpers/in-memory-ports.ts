@@ -6,6 +6,7 @@
  */
 import type {
   IntakeRegistration,
+  Lease,
   SlicesWrite,
   StoredTaskType,
   StoredTenant,
@@ -232,6 +233,34 @@ export class InMemoryControl implements SchedulerControl {
 
   async listIntake() {
     return [...this.registry.values()];
+  }
+
+  /** Leases by name, with ControlStore's rules: free, expired or ours; a new holder gets a larger token. */
+  readonly leases = new Map<string, Lease & { readonly releasedAtMs?: number }>();
+
+  async acquireLease(name: string, owner: string, nowMs: number, ttlMs: number): Promise<Lease | undefined> {
+    const current = this.leases.get(name);
+    const ours = current?.owner === owner && current.expiresAt > nowMs;
+    if (current && !ours && current.expiresAt >= nowMs) return undefined;
+    const lease: Lease = {
+      name,
+      owner,
+      token: current ? (ours ? current.token : current.token + 1) : 1,
+      expiresAt: nowMs + ttlMs,
+    };
+    this.leases.set(name, lease);
+    if (!current || ours) return lease;
+    return { ...lease, predecessorUntilMs: current.releasedAtMs ?? current.expiresAt };
+  }
+
+  async releaseLease(lease: Lease, nowMs = Date.now()): Promise<void> {
+    const current = this.leases.get(lease.name);
+    if (current?.token !== lease.token || current.owner !== lease.owner) return;
+    this.leases.set(lease.name, { ...current, expiresAt: 0, releasedAtMs: nowMs });
+  }
+
+  async getLease(name: string) {
+    return this.leases.get(name);
   }
 
   async listSettings() {

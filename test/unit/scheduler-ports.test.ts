@@ -9,6 +9,7 @@ import type { Task } from '../../runtime/core/task.ts';
 import { COMPLETIONS_QUEUE, tierQueue } from '../../runtime/infra/resources.ts';
 import { hasSchedulerWork } from '../../runtime/scheduler/activation.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
+import { runSchedulerLoop } from '../../runtime/scheduler/scheduler-loop.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { InMemoryControl, InMemoryQueues, InMemoryTasks } from '../helpers/in-memory-ports.ts';
 
@@ -233,6 +234,41 @@ describe('Class: Scheduler (in-memory ports)', () => {
     expect(afterPut).toBe(5);
     expect(beforeFallback).toBe(5);
     expect(scheduler.policy.tenantSettings('acme').maxConcurrency).toBe(6);
+  });
+
+  it('a resume that takes most of the lease renews it before the first tick: the lease does not lapse (10,000 tenant-tiers to restore)', async () => {
+    // Prepare: a clock that moves; resume takes 25 s of the 30 s lease (its settings scan, here)
+    let nowMs = NOW.getTime();
+    const tasks = new InMemoryTasks();
+    const control = new InMemoryControl();
+    const queues = new InMemoryQueues();
+    const config = parseConfig({ pools: { lambda: { concurrency: 3 }, fargate: { vcpu: 1, memoryMiB: 2048 } } });
+    const listSettings = control.listSettings.bind(control);
+    control.listSettings = async () => {
+      nowMs += 25_000;
+      return listSettings();
+    };
+    const events: string[] = [];
+    let ticks = 0;
+
+    // Act: 20 ticks of a second each
+    await runSchedulerLoop({
+      control,
+      createScheduler: () => new Scheduler({ store: tasks, control, queues, config, now: () => new Date(nowMs) }),
+      signal: new AbortController().signal,
+      keepGoing: () => ticks < 20,
+      now: () => new Date(nowMs),
+      waitSeconds: 0,
+      leaseTtlMs: 30_000,
+      onTick: () => {
+        ticks++;
+        nowMs += 1_000;
+      },
+      onLease: (event, lease) => events.push(`${event} ${lease.token}`),
+    });
+
+    // Assess: one lease, held throughout (before: renewed 10 s after resume ended, when it had lapsed)
+    expect(events).toEqual(['acquired 1', 'released 1']);
   });
 
   it('activation: no scheduler is started for nothing, one is for a registered tenant-tier due soon or a leased task', async () => {
