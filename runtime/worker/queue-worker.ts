@@ -104,12 +104,19 @@ export class QueueWorker {
     this.#loop = this.#run();
   }
 
-  /** Stop receiving; wait for running attempts (they settle or their lease lapses). */
+  /**
+   * Stop receiving; wait for running attempts (they settle or their lease lapses). A long poll
+   * under way is let end (within `waitSeconds`) and what it brought handed back at once: SQS may
+   * have given a message to it already, and aborting it would strand that message, hidden for its
+   * visibility. Aborted only if it outlasts its wait by far (the SDK's own timeout bounds it too).
+   */
   async stop(): Promise<void> {
     this.#running = false;
-    this.#poll.abort();
     this.#wakeUp?.();
+    const lastResort = setTimeout(() => this.#poll.abort(), ((this.#options.waitSeconds ?? 5) + 10) * 1000);
+    lastResort.unref();
     await this.#loop;
+    clearTimeout(lastResort);
     await Promise.allSettled([...this.#inFlight]);
     await Promise.all([this.#deletes.drain(), this.#completions.drain()]);
   }
