@@ -102,6 +102,11 @@ export interface TaskWorkerOptions {
   readonly queueId?: string;
   /** Attempts at once. @default $WORKER_CONCURRENCY, else 4 per CPU */
   readonly concurrency?: number;
+  /**
+   * Long-poll wait of each receive, 1 to 20 s. A stop waits for the poll under way (what it brings
+   * goes back to the queue at once). @default 20
+   */
+  readonly waitSeconds?: number;
   /** Stop on SIGTERM / SIGINT after the running attempts (and exit). @default true */
   readonly exitOnSignal?: boolean;
   readonly env?: NodeJS.ProcessEnv;
@@ -135,7 +140,7 @@ export function startTaskWorker(
     queues: services.queues,
     queueId,
     maxConcurrent: concurrency,
-    waitSeconds: 20,
+    waitSeconds: Math.min(20, Math.max(1, options.waitSeconds ?? 20)),
     visibilitySeconds: Math.max(60, services.config.scheduler.runLeaseSeconds * 2),
     logger: taskLogger,
     attempt: attemptDepsFromEnvironment(services, taskLogger),

@@ -201,7 +201,7 @@ describe('The worker library', () => {
     const taskId = await submitAndDispatch({ page: 3 });
 
     // Act
-    const running = library.startTaskWorker([ocr], { env, exitOnSignal: false, concurrency: 2 });
+    const running = library.startTaskWorker([ocr], { env, exitOnSignal: false, waitSeconds: 1, concurrency: 2 });
     const deadline = Date.now() + 60_000;
     while ((await stateOf(taskId)).state !== 'SUCCEEDED' && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -311,6 +311,7 @@ describe('The worker library', () => {
     const container = library.startTaskWorker([scripted], {
       env: { ...env, [ENV.workerQueue]: scriptedQueue.id },
       exitOnSignal: false,
+      waitSeconds: 1,
       concurrency: 2,
     });
     const installed = process.listeners('uncaughtException').filter((listener) => !before.has(listener));
