@@ -57,6 +57,7 @@ export interface SchedulerEvent {
  *   byLeased, a Limit-1 scan (and, for one release, byActive's LEASED# shards) ── any leased ──▶ yes
  *   byTenantQueue, a Limit-1 scan ── empty ──▶ no (the idle case: 3 read units in all, 1 once byActive is deleted)
  *   registry ──▶ a registered tenant-tier's first entry due within the horizon ──▶ yes
+ *            (REGISTRY_READS_AT_ONCE at a time, stopping at the first due)
  *   one backstop page at its cursor ──▶ unregistered work due within the horizon ──▶ yes
  *
  * The last step finds work whose announcement was lost (a submit that crashed before its send, a
@@ -88,8 +89,7 @@ export async function hasSchedulerWork(
   const isRegistered = (ref: QueuedTaskRef) => registered.has(`${ref.priority}#${ref.tenantId}`);
   if (refs.some((ref) => ownsTenant(shard, ref.tenantId) && !isRegistered(ref) && Date.parse(ref.runAt) <= dueByMs))
     return true;
-  const firsts = await Promise.all(registrations.map(({ tenantId, tier }) => store.firstQueued(tenantId, tier)));
-  if (firsts.some((first) => first !== undefined && Date.parse(first.runAt) <= dueByMs)) return true;
+  if (await anyFirstDue(store, registrations, dueByMs)) return true;
   const backstop = new QueueBackstop({
     ...services,
     control: control.forShard?.(shard.shard) ?? control,
@@ -97,6 +97,33 @@ export async function hasSchedulerWork(
     shard,
   });
   return backstop.peek(isRegistered, dueByMs);
+}
+
+/**
+ * Registered tenant-tiers whose first entry is read at once. Each read is a Query per key of the
+ * tenant-tier (9), so reading every registration at once was 90,000 Queries at 10,000 tenant-tiers
+ * with nothing due: queued behind the SDK's 50 sockets, they failed on their timeouts (dynalite,
+ * `TimeoutError`), and with them the minute tick's check and the idle stop's.
+ */
+export const REGISTRY_READS_AT_ONCE = 4;
+
+/** Whether a registered tenant-tier's first entry is due by `dueByMs`: a few reads at a time, stopping at the first. */
+async function anyFirstDue(
+  store: Pick<TaskRepository, 'firstQueued'>,
+  registrations: readonly { readonly tenantId: string; readonly tier: QueuedTaskRef['priority'] }[],
+  dueByMs: number,
+): Promise<boolean> {
+  let next = 0;
+  let found = false;
+  const reader = async () => {
+    while (!found && next < registrations.length) {
+      const { tenantId, tier } = registrations[next++]!;
+      const first = await store.firstQueued(tenantId, tier);
+      if (first !== undefined && Date.parse(first.runAt) <= dueByMs) found = true;
+    }
+  };
+  await Promise.all(Array.from({ length: REGISTRY_READS_AT_ONCE }, reader));
+  return found;
 }
 
 /** A task of the shard's tenants DISPATCHED or RUNNING (one shard: any at all, a Limit-1 read). */
