@@ -176,7 +176,7 @@ export interface CheckSummary {
 }
 
 /** Slack on the wait bound for the simulated call latencies (the bound is in whole seconds). */
-const WAIT_BOUND_SLACK_MS = 2_000;
+export const WAIT_BOUND_SLACK_MS = 2_000;
 /**
  * How long after a task's end the scheduler may still count its slot (the API's allowance for it
  * to learn of a freed slot, runtime/app/wait.ts SCHEDULER_PACE_SECONDS): a headroom answer
