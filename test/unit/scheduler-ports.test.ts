@@ -43,6 +43,28 @@ function setUp() {
   return { tasks, control, queues, scheduler, submit, ticks };
 }
 
+/**
+ * In-memory ports, a clock the test moves (`clock.nowMs`), and a scheduler on them built when the
+ * test has set the ports up (`newScheduler`); `submit` writes and announces a task due a second ago.
+ */
+function withMovingClock(lambdaConcurrency: number) {
+  const clock = { nowMs: NOW.getTime() };
+  const tasks = new InMemoryTasks();
+  const control = new InMemoryControl();
+  const queues = new InMemoryQueues();
+  const config = parseConfig({
+    pools: { lambda: { concurrency: lambdaConcurrency }, fargate: { vcpu: 1, memoryMiB: 2048 } },
+  });
+  const newScheduler = () => new Scheduler({ store: tasks, control, queues, config, now: () => new Date(clock.nowMs) });
+  const submit = async (taskId: string, tenantId = 'a') => {
+    const task = createTask(taskId, taskSpec({ tenantId }), new Date(clock.nowMs - 1000));
+    tasks.put(task);
+    await queues.announce([task]);
+    return task;
+  };
+  return { clock, tasks, control, queues, newScheduler, submit };
+}
+
 describe('Class: Scheduler (in-memory ports)', () => {
   it('dispatches within the pool and the quota, one fenced worker message each, and frees capacity on completion', async () => {
     // Prepare
@@ -84,24 +106,14 @@ describe('Class: Scheduler (in-memory ports)', () => {
 
   it('a deregistration whose answer was lost is not taken for a registration: the next task registers its tenant-tier again', async () => {
     // Prepare: a clock that moves; tenant a's one task dispatched and ended, so its tenant-tier empties
-    let nowMs = NOW.getTime();
-    const tasks = new InMemoryTasks();
-    const control = new InMemoryControl();
-    const queues = new InMemoryQueues();
-    const config = parseConfig({ pools: { lambda: { concurrency: 3 }, fargate: { vcpu: 1, memoryMiB: 2048 } } });
-    const scheduler = new Scheduler({ store: tasks, control, queues, config, now: () => new Date(nowMs) });
-    const submit = async (taskId: string) => {
-      const task = createTask(taskId, taskSpec({ tenantId: 'a' }), new Date(nowMs - 1000));
-      tasks.put(task);
-      await queues.announce([task]);
-      return task;
-    };
+    const { clock, tasks, control, queues, newScheduler, submit } = withMovingClock(3);
+    const scheduler = newScheduler();
     await scheduler.resume();
     await submit('a-1');
     await scheduler.tick();
     const sent = queues.sentToWorkers[0]!.message;
-    await tasks.transition(sent.taskId, (task) => start(task, sent.fence, new Date(nowMs), 60));
-    const done = await tasks.transition(sent.taskId, (task) => succeed(task, sent.fence, new Date(nowMs), 1));
+    await tasks.transition(sent.taskId, (task) => start(task, sent.fence, new Date(clock.nowMs), 60));
+    const done = await tasks.transition(sent.taskId, (task) => succeed(task, sent.fence, new Date(clock.nowMs), 1));
     queues.send(COMPLETIONS_QUEUE.id, { taskId: done.taskId, fence: done.fence, tenantId: 'a', state: done.state });
     // The registry's delete applies and its answer is lost: the SDK's retry finds nothing to delete.
     const deregister = control.deregisterIntake.bind(control);
@@ -113,7 +125,7 @@ describe('Class: Scheduler (in-memory ports)', () => {
 
     // Act: long enough for the probe (G after the last announcement) and its retry; then a new task
     for (let i = 0; i < 40 && lost === 0; i++) {
-      nowMs += 1_000;
+      clock.nowMs += 1_000;
       await scheduler.tick();
     }
     await scheduler.tick();
@@ -130,17 +142,8 @@ describe('Class: Scheduler (in-memory ports)', () => {
 
   it('publishes no snapshot whose rotation its successor could not restore: the rotation is saved first, and a failed save publishes nothing', async () => {
     // Prepare: one slot; a's task runs, then b's waits with a turn the snapshot would publish
-    let nowMs = NOW.getTime();
-    const tasks = new InMemoryTasks();
-    const control = new InMemoryControl();
-    const queues = new InMemoryQueues();
-    const config = parseConfig({ pools: { lambda: { concurrency: 1 }, fargate: { vcpu: 1, memoryMiB: 2048 } } });
-    const scheduler = new Scheduler({ store: tasks, control, queues, config, now: () => new Date(nowMs) });
-    const submit = async (taskId: string, tenantId: string) => {
-      const task = createTask(taskId, taskSpec({ tenantId }), new Date(nowMs - 1000));
-      tasks.put(task);
-      await queues.announce([task]);
-    };
+    const { clock, control, newScheduler, submit } = withMovingClock(1);
+    const scheduler = newScheduler();
     await scheduler.resume();
     await submit('a-1', 'a');
     await scheduler.tick();
@@ -152,7 +155,7 @@ describe('Class: Scheduler (in-memory ports)', () => {
     };
 
     // Act: the upkeep's rotation write fails
-    nowMs += 3_000;
+    clock.nowMs += 3_000;
     await expect(scheduler.tick()).rejects.toThrow('ProvisionedThroughputExceededException');
 
     // Assess: b's turn was not published (a successor restoring the rotation would not know it)
@@ -161,7 +164,7 @@ describe('Class: Scheduler (in-memory ports)', () => {
 
     // Act: the write goes through again
     control.putRotation = saveRotation;
-    nowMs += 3_000;
+    clock.nowMs += 3_000;
     await scheduler.tick();
 
     // Assess: published now, with the rotation saved alongside it
@@ -195,17 +198,13 @@ describe('Class: Scheduler (in-memory ports)', () => {
 
   it('reads the whole settings only when their version moved, and every 5 minutes as a fallback: not every 10 s (10,000 tenants made that 674.5 read units)', async () => {
     // Prepare: a clock that moves; a stored tenant setting, then a steady state with nothing to do
-    let nowMs = NOW.getTime();
-    const tasks = new InMemoryTasks();
-    const control = new InMemoryControl();
-    const queues = new InMemoryQueues();
-    const config = parseConfig({ pools: { lambda: { concurrency: 3 }, fargate: { vcpu: 1, memoryMiB: 2048 } } });
+    const { clock, control, newScheduler } = withMovingClock(3);
     control.tenants = [{ tenantId: 'acme', weight: 1, maxConcurrency: 4, updatedAt: NOW.toISOString() }];
-    const scheduler = new Scheduler({ store: tasks, control, queues, config, now: () => new Date(nowMs) });
+    const scheduler = newScheduler();
     await scheduler.resume();
     const ticksFor = async (ms: number) => {
-      for (const end = nowMs + ms; nowMs < end; ) {
-        nowMs += 1_000;
+      for (const end = clock.nowMs + ms; clock.nowMs < end; ) {
+        clock.nowMs += 1_000;
         await scheduler.tick();
       }
     };
