@@ -59,20 +59,24 @@ async function deliver(record: SQSRecord): Promise<void> {
   } catch (error) {
     const receives = Number(record.attributes.ApproximateReceiveCount ?? 1);
     const delaySeconds = Math.ceil(webhookRetryDelayMs(receives) / 1000);
-    if (queueUrl) {
-      await sqs
-        .send(
-          new ChangeMessageVisibilityCommand({
-            QueueUrl: queueUrl,
-            ReceiptHandle: record.receiptHandle,
-            VisibilityTimeout: delaySeconds,
-          }),
-        )
-        .catch(() => undefined);
-    }
+    await setVisibility(record, delaySeconds);
     logger.warn('webhook delivery failed; retrying', { url: target.url, eventId: event.id, receives, delaySeconds });
     throw error;
   }
+}
+
+/** When the record comes back (best effort: unchanged, it comes back after the queue's visibility). */
+async function setVisibility(record: SQSRecord, seconds: number): Promise<void> {
+  if (!queueUrl) return;
+  await sqs
+    .send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: queueUrl,
+        ReceiptHandle: record.receiptHandle,
+        VisibilityTimeout: seconds,
+      }),
+    )
+    .catch(() => undefined);
 }
 
 /**
@@ -106,17 +110,7 @@ export const handler = async (event: SQSEvent, context: Context) => {
     const remainingMs = context.getRemainingTimeInMillis();
     if (remainingMs < POST_NEEDS_MS) {
       // Back at once for the next invocation (it was not tried, so no backoff).
-      if (queueUrl) {
-        await sqs
-          .send(
-            new ChangeMessageVisibilityCommand({
-              QueueUrl: queueUrl,
-              ReceiptHandle: record.receiptHandle,
-              VisibilityTimeout: 0,
-            }),
-          )
-          .catch(() => undefined);
-      }
+      await setVisibility(record, 0);
       throw new OutOfTimeError(remainingMs);
     }
     await deliver(record);
