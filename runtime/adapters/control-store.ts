@@ -298,25 +298,12 @@ export class ControlStore {
     return Item ? toTaskType(Item) : undefined;
   }
 
-  /** Every task type with stored settings (the control table is small: a scan). */
-  async listTaskTypes(): Promise<StoredTaskType[]> {
-    return (await this.#scanKind('task-type')).map(toTaskType);
-  }
-
   /** The tenant settings version: changes whenever a tenant's or a task type's settings were stored (none yet: undefined). */
   async tenantsVersion(): Promise<string | undefined> {
     const { Item } = await this.#documents.send(
       new GetCommand({ TableName: this.#tableName, Key: { pk: TENANTS_VERSION_KEY }, ConsistentRead: true }),
     );
     return Item?.version as string | undefined;
-  }
-
-  /**
-   * All stored tenants: a scan of the whole control table, whose intake registrations (one per
-   * active tenant-tier) make it large at scale. Readers that can, use `settings()`.
-   */
-  async listTenants(): Promise<StoredTenant[]> {
-    return (await this.#scanKind('tenant')).map(toTenant);
   }
 
   /**

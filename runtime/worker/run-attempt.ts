@@ -400,22 +400,25 @@ function toTaskError(failure: unknown, abortReason: AttemptAbort | undefined): T
     const { error, origin } = abortReason.escaped;
     const how = origin === 'unhandledRejection' ? 'an unhandled rejection' : 'an uncaught exception';
     const what = error instanceof Error ? error.message : printable(error);
-    return {
-      name: clipText(printable(error instanceof Error ? error.name : 'Error'), MAX_ERROR_NAME_BYTES),
-      message: clipText(printable(`The handler left ${how}: ${what}`), MAX_ERROR_MESSAGE_BYTES),
-      retryable: !(error instanceof NonRetryableError),
-    };
+    return recorded(
+      error instanceof Error ? error.name : 'Error',
+      `The handler left ${how}: ${what}`,
+      !(error instanceof NonRetryableError),
+    );
   }
   return recordedError(failure);
 }
 
 /** A handler's error may be any size: what is recorded is bounded, so the end write always fits. */
-function recordedError(failure: unknown): TaskError {
-  const recorded = (name: unknown, message: unknown, retryable: boolean): TaskError => ({
+function recorded(name: unknown, message: unknown, retryable: boolean): TaskError {
+  return {
     name: clipText(printable(name), MAX_ERROR_NAME_BYTES),
     message: clipText(printable(message), MAX_ERROR_MESSAGE_BYTES),
     retryable,
-  });
+  };
+}
+
+function recordedError(failure: unknown): TaskError {
   if (failure instanceof NonRetryableError) return recorded(failure.name, failure.message, false);
   if (failure instanceof Error) return recorded(failure.name, failure.message, true);
   return recorded('Error', failure, true);

@@ -816,7 +816,7 @@ describe('Class: ControlStore (against dynalite)', () => {
   it('stores tenant settings', async () => {
     const stored = await services.control.putTenant('t-settings', { weight: 2, maxConcurrency: 7 }, new Date());
     expect(await services.control.getTenant('t-settings')).toEqual(stored);
-    expect((await services.control.listTenants()).map((t) => t.tenantId)).toContain('t-settings');
+    expect((await services.control.listSettings()).tenants.map((t) => t.tenantId)).toContain('t-settings');
   });
 
   it('moves the tenant settings version on every stored setting, and lists no version item as a tenant', async () => {
@@ -826,7 +826,7 @@ describe('Class: ControlStore (against dynalite)', () => {
     await services.control.putTenant('t-version', { weight: 1, maxConcurrency: 4 }, new Date());
     expect(once).not.toBe(before);
     expect(await services.control.tenantsVersion()).not.toBe(once);
-    expect((await services.control.listTenants()).every((t) => t.tenantId !== undefined)).toBe(true);
+    expect((await services.control.listSettings()).tenants.every((t) => t.tenantId !== undefined)).toBe(true);
   });
 
   it('registers a tenant-tier with a fresh token each time and deregisters only on the current one', async () => {
@@ -845,7 +845,7 @@ describe('Class: ControlStore (against dynalite)', () => {
     expect(await services.control.deregisterIntake(second, nowMs)).toBe(false);
     expect(await listed()).toEqual([other]);
     // Not a tenant.
-    expect((await services.control.listTenants()).map((t) => t.tenantId)).not.toContain(tenantId);
+    expect((await services.control.listSettings()).tenants.map((t) => t.tenantId)).not.toContain(tenantId);
   });
 
   it('only ever extends a tenant-tier promise, keeps it across registrations, and deregisters only after it', async () => {
