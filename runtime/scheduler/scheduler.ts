@@ -491,12 +491,34 @@ export class Scheduler {
       this.#completionError = undefined;
       throw error;
     }
-    let count = 0;
     const releases: Promise<void>[] = [];
     const deletes: Promise<unknown>[] = [];
     const batchEnds: ReceivedMessage<CompletionMessage>[] = [];
-    let messages = this.#completionsArrived.splice(0);
-    let full = messages.length >= 10;
+    const messages = this.#completionsArrived.splice(0);
+    let count: number;
+    try {
+      count = await this.#releaseRounds(messages, messages.length >= 10, releases, deletes, batchEnds);
+    } catch (error) {
+      // The round failed midway: what it sent is waited for (not left to fail unheard), then the tick fails.
+      await Promise.allSettled([...releases, ...deletes]);
+      throw error;
+    }
+    if (batchEnds.length > 0) deletes.push(this.#countAndDelete(batchEnds));
+    await Promise.all([...releases, ...deletes]);
+    return count;
+  }
+
+  /** {@link #freeCompleted}'s rounds: releases and deletes it starts go into the arrays given. */
+  async #releaseRounds(
+    first: ReceivedMessage<CompletionMessage>[],
+    firstFull: boolean,
+    releases: Promise<void>[],
+    deletes: Promise<unknown>[],
+    batchEnds: ReceivedMessage<CompletionMessage>[],
+  ): Promise<number> {
+    let count = 0;
+    let messages = first;
+    let full = firstFull;
     for (let batches = 1, width = 2; ; ) {
       for (const { body } of messages) {
         const active = this.#active.get(body.taskId);
@@ -535,8 +557,6 @@ export class Scheduler {
       full = rounds.every((round) => round.length >= 10);
       width = Math.min(width * 2, COMPLETION_PARALLEL);
     }
-    if (batchEnds.length > 0) deletes.push(this.#countAndDelete(batchEnds));
-    await Promise.all([...releases, ...deletes]);
     return count;
   }
 

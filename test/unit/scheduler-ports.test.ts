@@ -320,4 +320,51 @@ describe('Class: Scheduler (in-memory ports)', () => {
     tasks.put({ ...due, state: 'SUCCEEDED', fence: 1 });
     expect(await hasSchedulerWork(services, NOW)).toBe(false);
   });
+  it('a completion round that fails midway leaves no rejection unhandled: the deletes it had sent are waited for before it throws (CI, 1b80359)', async () => {
+    // Prepare: 3 attempts dispatched and reported finished; every completions delete fails, and
+    // the round's second receive (the first came back full) is throttled
+    const { tasks, queues, scheduler, submit, ticks } = setUp();
+    await scheduler.resume();
+    await submit(3, 'other');
+    await ticks(1);
+    for (const { message } of queues.sentToWorkers) {
+      await tasks.transition(message.taskId, (task) => start(task, message.fence, NOW, 60));
+      const done = await tasks.transition(message.taskId, (task) => succeed(task, message.fence, NOW, 1));
+      queues.send(COMPLETIONS_QUEUE.id, {
+        taskId: done.taskId,
+        fence: done.fence,
+        tenantId: 'other',
+        state: done.state,
+      });
+    }
+    // Stale reports (no active attempt) fill the first receive to 10, so the round reads again.
+    for (let i = 0; i < 7; i++) {
+      queues.send(COMPLETIONS_QUEUE.id, { taskId: `gone-${i}`, fence: 1, tenantId: 'other', state: 'SUCCEEDED' });
+    }
+    const receive = queues.receive.bind(queues);
+    let completionReceives = 0;
+    queues.receive = async <T>(queueId: string, options?: { max?: number }) => {
+      if (queueId === COMPLETIONS_QUEUE.id && ++completionReceives >= 2) throw new Error('injected: receive throttled');
+      return receive<T>(queueId, options);
+    };
+    queues.delete = async (queueId) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      throw new Error(`injected: delete on ${queueId} throttled`);
+    };
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+
+    // Act
+    try {
+      await expect(ticks(2)).rejects.toThrow('injected');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+
+    // Assess: the tick failed as a whole, and no promise it started was left to fail unheard
+    expect(completionReceives).toBeGreaterThanOrEqual(2);
+    expect(unhandled).toEqual([]);
+  });
 });
