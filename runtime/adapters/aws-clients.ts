@@ -49,6 +49,29 @@ export interface CallTimeouts {
  */
 export const AWS_CALL_TIMEOUTS: CallTimeouts = { connectionMs: 3_000, dynamodbMs: 10_000, sqsMs: 30_000 };
 
+/**
+ * A whole call of the other services the deployed functions reach (Lambda's asynchronous invoke,
+ * EventBridge's PutEvents, Secrets Manager's GetSecretValue): each answers in well under a second.
+ * The waker invokes the scheduler from the submit path, so a half-open socket there held a
+ * submit's answer until API Gateway's 30 s.
+ */
+export const OTHER_CALL_TIMEOUT_MS = 10_000;
+
+/**
+ * Client options for a service reached on AWS, with AWS_CALL_TIMEOUTS' connection timeout and
+ * `requestMs` a call (OTHER_CALL_TIMEOUT_MS by default): `new LambdaClient(onAws())`. Every client
+ * a deployed function creates outside createAwsClients is made with it (test/integration/aws-clients.test.ts).
+ */
+export function onAws(requestMs = OTHER_CALL_TIMEOUT_MS) {
+  return {
+    requestHandler: {
+      connectionTimeout: AWS_CALL_TIMEOUTS.connectionMs,
+      requestTimeout: requestMs,
+      throwOnRequestTimeout: true,
+    },
+  };
+}
+
 /** The default HTTP handler's options for a service (undefined: the SDK's own). */
 function handlerOptions(timeouts: CallTimeouts | undefined, requestMs: (t: CallTimeouts) => number) {
   if (!timeouts) return undefined;

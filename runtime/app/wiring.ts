@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import { type AwsClients, createAwsClients } from '../adapters/aws-clients.ts';
+import { type AwsClients, createAwsClients, onAws } from '../adapters/aws-clients.ts';
 import { BatchStore } from '../adapters/batch-store.ts';
 import { ControlStore } from '../adapters/control-store.ts';
 import { DependentsStore } from '../adapters/dependents-store.ts';
@@ -250,7 +250,7 @@ export async function invokeScheduler(functionName: string, event: SchedulerEven
 
 /** An asynchronous invoke (InvocationType Event): Lambda queues the event and answers at once. */
 async function invokeAsync(functionName: string, payload: string): Promise<void> {
-  lambdaClient ??= new LambdaClient({});
+  lambdaClient ??= new LambdaClient(onAws());
   await lambdaClient.send(
     new InvokeCommand({
       FunctionName: functionName,

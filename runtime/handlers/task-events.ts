@@ -12,9 +12,16 @@
  * does an invocation running out of time (STEP_RESERVE_MS).
  */
 import { createHash } from 'node:crypto';
-import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  EventBridgeClient,
+  PutEventsCommand,
+  type PutEventsCommandOutput,
+  type PutEventsRequestEntry,
+} from '@aws-sdk/client-eventbridge';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
+import { AWS_CALL_TIMEOUTS, onAws } from '../adapters/aws-clients.ts';
 import { DependencyService } from '../app/dependencies.ts';
 import { servicesFromEnvironment } from '../app/wiring.ts';
 import { TASK_EVENT_DETAIL_TYPE, TASK_EVENT_SOURCE, type TaskEvent } from '../core/events.ts';
@@ -23,8 +30,8 @@ import { type DeployedWebhook, deployedWebhooksFromEnvironment, webhookTakes } f
 import { ENV } from '../infra/resources.ts';
 import { logger } from './observability.ts';
 
-const eventBridge = new EventBridgeClient({});
-const sqs = new SQSClient({});
+const eventBridge = new EventBridgeClient(onAws());
+const sqs = new SQSClient(onAws(AWS_CALL_TIMEOUTS.sqsMs));
 const busName = process.env[ENV.eventBus];
 const queueUrl = process.env[ENV.webhookQueueUrl];
 const webhooks = deployedWebhooksFromEnvironment();
@@ -93,18 +100,34 @@ async function settleDependencies(
   return undefined;
 }
 
-async function putOnBus(chunk: readonly StreamChange[]): Promise<void> {
-  if (!busName) return;
+/** PutEvents rounds for the entries it failed (throttled, an internal failure) before the record is retried. */
+export const PUT_EVENTS_ROUNDS = 3;
+
+/**
+ * Put the chunk's events on the bus, again for the entries EventBridge failed, backing off between
+ * rounds (100 ms, then 200 ms, each with up to as much again at random): a failed entry is mostly
+ * the bus throttling (its PutEvents quota is per account and Region), which an immediate retry meets again.
+ */
+export async function putOnBus(
+  chunk: readonly StreamChange[],
+  bus = busName,
+  send: (command: PutEventsCommand) => Promise<PutEventsCommandOutput> = (command) => eventBridge.send(command),
+  pause: (ms: number) => Promise<unknown> = sleep,
+): Promise<void> {
+  if (!bus) return;
   let entries: PutEventsRequestEntry[] = chunk.map(({ event }) => ({
-    EventBusName: busName,
+    EventBusName: bus,
     Source: TASK_EVENT_SOURCE,
     DetailType: TASK_EVENT_DETAIL_TYPE,
     Time: new Date(event.time),
     Detail: JSON.stringify(event),
   }));
   for (let round = 0; entries.length > 0; round++) {
-    if (round === 3) throw new Error(`PutEvents refused ${entries.length} entries three times`);
-    const response = await eventBridge.send(new PutEventsCommand({ Entries: entries }));
+    if (round === PUT_EVENTS_ROUNDS) {
+      throw new Error(`PutEvents refused ${entries.length} entries ${PUT_EVENTS_ROUNDS} times`);
+    }
+    if (round > 0) await pause(100 * 2 ** (round - 1) * (1 + Math.random()));
+    const response = await send(new PutEventsCommand({ Entries: entries }));
     // Entries answer in request order; a failed one has an ErrorCode.
     entries = entries.filter((_, i) => response.Entries?.[i]?.ErrorCode !== undefined);
   }

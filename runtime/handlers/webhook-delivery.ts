@@ -16,14 +16,15 @@ import { processPartialResponse, SqsFifoPartialProcessorAsync } from '@aws-lambd
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { ChangeMessageVisibilityBatchCommand, ChangeMessageVisibilityCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import { AWS_CALL_TIMEOUTS, onAws } from '../adapters/aws-clients.ts';
 import { webhookRetryDelayMs } from '../core/events.ts';
 import { deployedWebhooksFromEnvironment, postWebhook, WEBHOOK_TIMEOUT_MS } from '../events/webhooks.ts';
 import { ENV } from '../infra/resources.ts';
 import { logger } from './observability.ts';
 import type { WebhookDelivery } from './task-events.ts';
 
-const secrets = new SecretsManagerClient({});
-const sqs = new SQSClient({});
+const secrets = new SecretsManagerClient(onAws());
+const sqs = new SQSClient(onAws(AWS_CALL_TIMEOUTS.sqsMs));
 const webhooks = deployedWebhooksFromEnvironment();
 const queueUrl = process.env[ENV.webhookQueueUrl];
 const SECRET_CACHE_MS = 300_000;

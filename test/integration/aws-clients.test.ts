@@ -5,9 +5,12 @@
  * build their clients from the environment alone (createAwsClients() in wiring.ts), so this is
  * what the examples' S3 reads and writes do against moto or LocalStack.
  */
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AWS_CALL_TIMEOUTS, createAwsClients, s3NeedsPathStyle } from '../../runtime/adapters/aws-clients.ts';
+import { AWS_CALL_TIMEOUTS, createAwsClients, onAws, s3NeedsPathStyle } from '../../runtime/adapters/aws-clients.ts';
 
 const VARIABLES = ['AWS_ENDPOINT_URL', 'AWS_ENDPOINT_URL_S3', 'AWS_IGNORE_CONFIGURED_ENDPOINT_URLS'] as const;
 const saved = Object.fromEntries(VARIABLES.map((name) => [name, process.env[name]]));
@@ -138,5 +141,50 @@ describe('createAwsClients: call timeouts', () => {
       sqs: 'http://127.0.0.1:2',
     });
     expect((await configOf(local.dynamodb)).requestTimeout).toBeUndefined();
+  });
+
+  it("onAws: a client made outside createAwsClients (the waker's Lambda invoke, the stream's PutEvents) gives up on a silent connection too", async () => {
+    // Prepare: a server that accepts and never answers
+    const { createServer } = await import('node:net');
+    const sockets: import('node:net').Socket[] = [];
+    const server = createServer((socket) => {
+      sockets.push(socket);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as import('node:net').AddressInfo;
+    const { InvokeCommand, LambdaClient } = await import('@aws-sdk/client-lambda');
+    const lambda = new LambdaClient({
+      ...onAws(300),
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+      endpoint: `http://127.0.0.1:${port}`,
+      maxAttempts: 2,
+    });
+
+    try {
+      // Act and assess: it timed out (twice: the SDK retried) instead of waiting on the socket
+      await expect(
+        lambda.send(new InvokeCommand({ FunctionName: 'scheduler', InvocationType: 'Event' })),
+      ).rejects.toMatchObject({ name: 'TimeoutError' });
+      expect(sockets.length).toBe(2);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('every AWS client the deployed code creates has the call timeouts: made by createAwsClients or with onAws()', () => {
+    // Code that is not deployed (the local runtime, the example task types' own S3 calls, which carry the attempt's signal) is not looked at.
+    const files = readdirSync('runtime', { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.ts'))
+      .filter((file) => !file.startsWith('local') && !file.startsWith(join('task-types', 'examples')))
+      .filter((file) => file !== join('adapters', 'aws-clients.ts'));
+    const bare = files.flatMap((file) =>
+      [...readFileSync(join('runtime', file), 'utf8').matchAll(/new (\w+Client)\(([^)]*)\)/g)]
+        .filter(([, name, args]) => !['QueueClient'].includes(name!) && !args!.includes('onAws('))
+        .map(([call]) => `${file}: ${call}`),
+    );
+    expect(files.length).toBeGreaterThan(50);
+    expect(bare).toEqual([]);
   });
 });
