@@ -1,0 +1,317 @@
+/**
+ * Tenant isolation through the deployed API function (runtime/handlers/api.ts, built from the
+ * environment the stack sets, pointed at the emulators): with `deploy.callers` mapping one role to
+ * tenant `alpha` and another to `beta`, a caller acting for `beta` cannot read, change, cancel,
+ * list, count or infer `alpha`'s work, and the same idempotency key, batch key or concurrency key
+ * in the two tenants names two things.
+ */
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Emulators, startEmulators } from '../../local/emulators.ts';
+import { buildServices, type Services } from '../../runtime/app/wiring.ts';
+import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
+import { type ApiEventInput, apiEvent, jsonOf } from '../helpers/api-events.ts';
+import { runningTask, succeededTask } from '../helpers/factories.ts';
+import { lambdaEnvironment } from '../helpers/services.ts';
+
+const ACCOUNT = '111122223333';
+const ALPHA = `arn:aws:sts::${ACCOUNT}:assumed-role/alpha-service/s1`;
+const BETA = `arn:aws:sts::${ACCOUNT}:assumed-role/beta-service/s1`;
+const OPS = `arn:aws:iam::${ACCOUNT}:user/ops`;
+
+const CONFIG: ConfigInput = {
+  tenants: { alpha: { weight: 1, maxConcurrency: 5 }, beta: { weight: 1, maxConcurrency: 5 } },
+  deploy: {
+    callers: {
+      [`arn:aws:iam::${ACCOUNT}:role/alpha-service`]: ['alpha'],
+      [`arn:aws:iam::${ACCOUNT}:role/beta-service`]: ['beta'],
+      [OPS]: ['*'],
+    },
+  },
+};
+
+let emulators: Emulators;
+let services: Services;
+let handler: (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2>;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  emulators = await startEmulators({ prefix: 'isolation' });
+  Object.assign(process.env, lambdaEnvironment(emulators, CONFIG));
+  // Imported only now: the module builds its services from the environment at load time.
+  ({ handler } = await import('../../runtime/handlers/api.ts'));
+  // The same tables and queues, to put tasks in states no API call makes.
+  services = buildServices({
+    config: parseConfig(CONFIG, 'test configuration'),
+    clients: emulators.clients,
+    resources: { tables: emulators.tables, queueUrls: emulators.queueUrls },
+  });
+});
+afterAll(async () => {
+  process.env = saved;
+  await emulators.stop();
+});
+
+const as = (userArn: string, input: ApiEventInput) => handler(apiEvent({ ...input, iam: { userArn } }));
+const submit = (userArn: string, body: Record<string, unknown>) =>
+  as(userArn, { method: 'POST', path: '/v1/tasks', json: { type: 'demo.echo', ...body } });
+const body = <T = Record<string, unknown>>(result: APIGatewayProxyStructuredResultV2) => jsonOf<T>(result);
+type ErrorBody = { error: { code: string; message: string; details?: Record<string, unknown> } };
+
+describe('Isolation: tasks by id', () => {
+  it("answers beta's read, cancel and retry of alpha's task exactly as for an id that does not exist", async () => {
+    // Prepare
+    const queued = body(await submit(ALPHA, { tenantId: 'alpha' }));
+    const alphaId = queued.taskId as string;
+    const missingId = 'tsk_00000000000000000000000000000000';
+
+    // Act
+    const probe = async (taskId: string) =>
+      Promise.all([
+        as(BETA, { path: `/v1/tasks/${taskId}` }),
+        as(BETA, { method: 'HEAD', path: `/v1/tasks/${taskId}` }),
+        as(BETA, { method: 'POST', path: `/v1/tasks/${taskId}/cancel` }),
+        as(BETA, { method: 'POST', path: `/v1/tasks/${taskId}/retry` }),
+      ]);
+    const foreign = await probe(alphaId);
+    const missing = await probe(missingId);
+
+    // Assess: the same status and body, the id aside.
+    const shape = (results: APIGatewayProxyStructuredResultV2[], taskId: string) =>
+      results.map((result) => ({ status: result.statusCode, body: (result.body ?? '').replaceAll(taskId, 'ID') }));
+    expect(shape(foreign, alphaId)).toEqual(shape(missing, missingId));
+    expect(foreign.map((result) => result.statusCode)).toEqual([404, 404, 404, 404]);
+    expect(body(await as(ALPHA, { path: `/v1/tasks/${alphaId}` }))).toMatchObject({ state: 'QUEUED' });
+  });
+
+  it("does not let beta cancel alpha's running task", async () => {
+    // Prepare
+    const running = await runningTask(services, { tenantId: 'alpha' });
+
+    // Act
+    const cancel = await as(BETA, { method: 'POST', path: `/v1/tasks/${running.taskId}/cancel` });
+
+    // Assess
+    expect(cancel.statusCode).toBe(404);
+    expect(await services.tasks.get(running.taskId)).toEqual(running);
+  });
+});
+
+describe('Isolation: listings and cursors', () => {
+  it("refuses beta a listing of alpha's tasks or batches, and alpha's cursor on beta's listing", async () => {
+    // Prepare: enough alpha tasks for a second page.
+    for (let i = 0; i < 3; i++) await submit(ALPHA, { tenantId: 'alpha' });
+    const page = body<{ nextCursor?: string }>(await as(ALPHA, { path: '/v1/tasks?tenantId=alpha&limit=1' }));
+    expect(page.nextCursor).toBeDefined();
+
+    // Act
+    const list = await as(BETA, { path: '/v1/tasks?tenantId=alpha' });
+    const listBatches = await as(BETA, { path: '/v1/batches?tenantId=alpha' });
+    const foreignCursor = await as(BETA, { path: `/v1/tasks?tenantId=beta&cursor=${page.nextCursor}` });
+    // A cursor forged to name beta but to start inside alpha's listing keys.
+    const forged = Buffer.from(
+      JSON.stringify({ listKey: '9999', taskId: 'tsk_x', tenantId: 'beta', tenantState: 'alpha#QUEUED' }),
+    ).toString('base64url');
+    const forgedList = await as(BETA, { path: `/v1/tasks?tenantId=beta&cursor=${forged}` });
+
+    // Assess
+    expect([list.statusCode, listBatches.statusCode]).toEqual([403, 403]);
+    expect(foreignCursor.statusCode).toBe(400);
+    expect(body<ErrorBody>(foreignCursor).error.code).toBe('invalid_cursor');
+    expect(forgedList.statusCode).toBe(400);
+  });
+
+  it("lists beta's own tasks without any of alpha's, in every state", async () => {
+    // Prepare
+    await submit(ALPHA, { tenantId: 'alpha' });
+    await succeededTask(services, { tenantId: 'alpha' });
+    await submit(BETA, { tenantId: 'beta' });
+
+    // Act
+    const pages = await Promise.all(
+      ['', '&state=QUEUED', '&state=RUNNING', '&state=SUCCEEDED'].map((state) =>
+        as(BETA, { path: `/v1/tasks?tenantId=beta&limit=100${state}` }),
+      ),
+    );
+
+    // Assess
+    for (const page of pages) {
+      expect(page.statusCode).toBe(200);
+      for (const item of body<{ items: { tenantId: string }[] }>(page).items) expect(item.tenantId).toBe('beta');
+    }
+  });
+});
+
+describe('Isolation: keys that name things', () => {
+  it('makes the same idempotency key in alpha and beta two tasks', async () => {
+    // Act
+    const inAlpha = await submit(ALPHA, { tenantId: 'alpha', idempotencyKey: 'order-1', payload: { a: 1 } });
+    const inBeta = await submit(BETA, { tenantId: 'beta', idempotencyKey: 'order-1', payload: { b: 2 } });
+
+    // Assess: both created (a different body under one key would have been a 409).
+    expect([inAlpha.statusCode, inBeta.statusCode]).toEqual([202, 202]);
+    expect(body(inAlpha).taskId).not.toBe(body(inBeta).taskId);
+    expect(body(inBeta)).toMatchObject({ tenantId: 'beta', payload: { b: 2 } });
+  });
+
+  it('makes the same batch (same body but the tenant, or same batch key) in alpha and beta two batches', async () => {
+    // Act
+    const batch = (userArn: string, tenantId: string) =>
+      as(userArn, {
+        method: 'POST',
+        path: '/v1/tasks/batch',
+        json: { idempotencyKey: 'nightly', tasks: [{ tenantId, type: 'demo.echo', idempotencyKey: 'item-1' }] },
+      });
+    const inAlpha = body<{ batchId: string; results: { taskId: string }[] }>(await batch(ALPHA, 'alpha'));
+    const inBeta = body<{ batchId: string; results: { taskId: string }[] }>(await batch(BETA, 'beta'));
+    const readForeign = await as(BETA, { path: `/v1/batches/${inAlpha.batchId}` });
+    const readMissing = await as(BETA, { path: '/v1/batches/bat_0000000000000000000000000' });
+
+    // Assess
+    expect(inAlpha.batchId).not.toBe(inBeta.batchId);
+    expect(inAlpha.results[0]!.taskId).not.toBe(inBeta.results[0]!.taskId);
+    expect(readForeign.statusCode).toBe(404);
+    expect(body<ErrorBody>(readForeign).error.code).toBe(body<ErrorBody>(readMissing).error.code);
+  });
+
+  it("refuses a beta batch whose items or then-task name alpha, writing nothing of alpha's", async () => {
+    // Act
+    const items = await as(BETA, {
+      method: 'POST',
+      path: '/v1/tasks/batch',
+      json: { tasks: [{ tenantId: 'alpha', type: 'demo.echo' }] },
+    });
+    const then = await as(BETA, {
+      method: 'POST',
+      path: '/v1/tasks/batch',
+      json: {
+        tasks: [{ tenantId: 'beta', type: 'demo.echo' }],
+        // biome-ignore lint/suspicious/noThenProperty: the field's name is pinned (PRODUCT.md, POST /v1/tasks/batch)
+        then: { tenantId: 'alpha', type: 'demo.echo' },
+      },
+    });
+
+    // Assess
+    expect(items.statusCode).toBe(403);
+    expect(then.statusCode).toBe(400);
+    expect(body<ErrorBody>(then).error.code).toBe('mixed_tenants');
+  });
+
+  it("refuses dependsOn naming alpha's task exactly as a task that does not exist", async () => {
+    // Prepare
+    const alphaTask = body(await submit(ALPHA, { tenantId: 'alpha' })).taskId as string;
+    const missingId = 'tsk_00000000000000000000000000000001';
+
+    // Act
+    const foreign = await submit(BETA, { tenantId: 'beta', dependsOn: [alphaTask] });
+    const missing = await submit(BETA, { tenantId: 'beta', dependsOn: [missingId] });
+    const inBatch = await as(BETA, {
+      method: 'POST',
+      path: '/v1/tasks/batch',
+      json: {
+        tasks: [
+          { tenantId: 'beta', type: 'demo.echo', dependsOn: [alphaTask] },
+          { tenantId: 'beta', type: 'demo.echo', dependsOn: [missingId] },
+        ],
+      },
+    });
+
+    // Assess
+    expect([foreign.statusCode, missing.statusCode]).toEqual([400, 400]);
+    expect((foreign.body ?? '').replaceAll(alphaTask, 'ID')).toBe((missing.body ?? '').replaceAll(missingId, 'ID'));
+    expect(inBatch.statusCode).toBe(200);
+    const { results } = body<{ results: { error: { code: string; message: string } }[] }>(inBatch);
+    expect(results.map((result) => result.error.code)).toEqual(['unknown_dependency', 'unknown_dependency']);
+    expect(results[0]!.error.message.replaceAll(alphaTask, 'ID')).toBe(
+      results[1]!.error.message.replaceAll(missingId, 'ID'),
+    );
+  });
+
+  it("does not let alpha's holders of a concurrency key hold beta's tasks of the same key", async () => {
+    // Prepare: alpha's key "export" full (its one place held, as the scheduler holds it at dispatch).
+    const alphaHolder = await services.tasks.submit({ tenantId: 'alpha', type: 'demo.echo', concurrencyKey: 'export' });
+    const keep = async () => [];
+    const taken = await services.control.flow.acquireKey(
+      'alpha',
+      'export',
+      1,
+      alphaHolder.task.taskId,
+      alphaHolder.task.fence,
+      Date.now(),
+      keep,
+    );
+    expect(taken.acquired).toBe(true);
+    const betaTask = body(await submit(BETA, { tenantId: 'beta', concurrencyKey: 'export' })).taskId as string;
+
+    // Act
+    const betaHolders = await services.control.flow.keyHolders('beta', 'export');
+    const wait = body<{ wait?: { reason: string; message: string } }>(
+      await as(BETA, { path: `/v1/tasks/${betaTask}` }),
+    );
+    const alphaWait = body<{ wait?: { reason: string } }>(
+      await as(ALPHA, {
+        path: `/v1/tasks/${body(await submit(ALPHA, { tenantId: 'alpha', concurrencyKey: 'export' })).taskId}`,
+      }),
+    );
+
+    // Assess: alpha's second task waits on the key; beta's does not, and hears nothing of alpha.
+    expect(alphaWait.wait?.reason).toBe('concurrency_key');
+    expect(betaHolders).toEqual({});
+    expect(wait.wait?.reason).not.toBe('concurrency_key');
+    expect(JSON.stringify(wait)).not.toContain('alpha');
+  });
+});
+
+describe('Isolation: tenants, task types and the status', () => {
+  it("refuses beta reading, changing or deleting alpha's settings", async () => {
+    // Act
+    const results = await Promise.all([
+      as(BETA, { path: '/v1/tenants/alpha' }),
+      as(BETA, { method: 'PUT', path: '/v1/tenants/alpha', json: { weight: 0.001, maxConcurrency: 1, paused: true } }),
+      as(BETA, { method: 'DELETE', path: '/v1/tenants/alpha' }),
+      as(BETA, { path: '/v1/task-types' }),
+      as(BETA, { method: 'PUT', path: '/v1/task-types/demo.echo', json: { paused: true } }),
+    ]);
+
+    // Assess
+    expect(results.map((result) => result.statusCode)).toEqual([403, 403, 403, 403, 403]);
+    expect(await services.control.getTenant('alpha')).toBeUndefined();
+  });
+
+  it("shows beta no tenant, task or batch of alpha's in the status, even when asked for alpha", async () => {
+    // Prepare
+    await submit(ALPHA, { tenantId: 'alpha' });
+    await as(ALPHA, {
+      method: 'POST',
+      path: '/v1/tasks/batch',
+      json: { tasks: [{ tenantId: 'alpha', type: 'demo.echo' }] },
+    });
+
+    // Act
+    const status = await as(BETA, { path: '/v1/status?tenants=alpha,beta&recent=20' });
+
+    // Assess
+    expect(status.statusCode).toBe(200);
+    const view = body<{
+      tenants: { tenantId: string }[];
+      recentTasks: { tenantId: string }[];
+      openBatches?: { tenantId: string }[];
+    }>(status);
+    expect(view.tenants.map((tenant) => tenant.tenantId)).toEqual(['beta']);
+    expect(view.recentTasks.every((task) => task.tenantId === 'beta')).toBe(true);
+    expect((view.openBatches ?? []).every((batch) => batch.tenantId === 'beta')).toBe(true);
+  });
+});
+
+describe('Isolation: the caller for every tenant', () => {
+  it("reads alpha's and beta's tasks", async () => {
+    // Prepare
+    const alphaTask = body(await submit(ALPHA, { tenantId: 'alpha' })).taskId as string;
+
+    // Act
+    const read = await as(OPS, { path: `/v1/tasks/${alphaTask}` });
+
+    // Assess
+    expect(read.statusCode).toBe(200);
+  });
+});
