@@ -224,6 +224,14 @@ function toItem(task: Task): Record<string, unknown> {
   return item;
 }
 
+/**
+ * Whether an item of the table is a task: the batches' items share the table under ids no task
+ * takes (`bat_…`, adapters/batch-store.ts) and have no `state`. A task route or a `dependsOn`
+ * naming one must find no task there (it answered 500 reading a batch as a task, and a task
+ * could be held on a batch).
+ */
+const isTaskItem = (item: Record<string, unknown>): boolean => typeof item.state === 'string';
+
 function fromItem(item: Record<string, unknown>): Task {
   const task = decodeJsonFields(item);
   for (const key of DERIVED) delete task[key];
@@ -582,7 +590,7 @@ export class TaskStore {
     const { Item } = await this.#documents.send(
       new GetCommand({ TableName: this.#tableName, Key: { taskId }, ConsistentRead: true }),
     );
-    return Item ? fromItem(Item) : undefined;
+    return Item && isTaskItem(Item) ? fromItem(Item) : undefined;
   }
 
   /**
@@ -613,6 +621,7 @@ export class TaskStore {
           new BatchGetCommand({ RequestItems: { [this.#tableName]: { Keys: keys, ConsistentRead: true } } }),
         );
         for (const item of response.Responses?.[this.#tableName] ?? []) {
+          if (!isTaskItem(item)) continue;
           const task = fromItem(item);
           found.set(task.taskId, task);
         }

@@ -262,6 +262,39 @@ describe('Isolation: keys that name things', () => {
   });
 });
 
+describe('Isolation: record kinds', () => {
+  it('answers a batch id on the task routes as an unknown task, and refuses it in dependsOn', async () => {
+    // Prepare: a batch's item lives in the task table beside the tasks, under its batch id.
+    const batch = await as(ALPHA, {
+      method: 'POST',
+      path: '/v1/tasks/batch',
+      json: { tasks: [{ tenantId: 'alpha', type: 'demo.echo' }] },
+    });
+    const { batchId } = body<{ batchId: string }>(batch);
+    const notFound = {
+      error: { code: 'task_not_found', message: `No task with id ${batchId}`, details: { taskId: batchId } },
+    };
+
+    // Act
+    const read = await as(ALPHA, { path: `/v1/tasks/${batchId}` });
+    const cancel = await as(ALPHA, { method: 'POST', path: `/v1/tasks/${batchId}/cancel` });
+    const retry = await as(ALPHA, { method: 'POST', path: `/v1/tasks/${batchId}/retry` });
+    const dependent = await submit(ALPHA, { tenantId: 'alpha', dependsOn: [batchId] });
+
+    // Assess: not a 500 (a batch read as a task) nor a task held on a batch.
+    for (const result of [read, cancel, retry]) {
+      expect(result.statusCode).toBe(404);
+      expect(body(result)).toEqual(notFound);
+    }
+    expect(dependent.statusCode).toBe(400);
+    expect(body<ErrorBody>(dependent).error).toMatchObject({
+      code: 'unknown_dependency',
+      details: { missing: [batchId] },
+    });
+    expect(body(await as(ALPHA, { path: `/v1/batches/${batchId}` }))).toMatchObject({ batchId, total: 1 });
+  });
+});
+
 describe('Isolation: tenants, task types and the status', () => {
   it("refuses beta reading, changing or deleting alpha's settings", async () => {
     // Act
