@@ -22,7 +22,8 @@
 import type { QueuedTaskRef } from '../adapters/task-store.ts';
 import type { TaskLogger } from '../core/logger.ts';
 import { ownsTenant, type ShardScope, SINGLE_SHARD, schedulerLeaseName, shardOfTenant } from '../core/shards.ts';
-import type { Task } from '../core/task.ts';
+import { PRIORITY_TIERS, type Task } from '../core/task.ts';
+import { tierQueue } from '../infra/resources.ts';
 import { QueueBackstop } from './backstop.ts';
 import type { Announcer, IntakeRegistry, LeaseStore, MessageQueues, SchedulerState, TaskRepository } from './ports.ts';
 
@@ -55,6 +56,7 @@ export interface SchedulerEvent {
  * its lease may need recovering), or QUEUED work due within `horizonMs`. Reads, cheapest first:
  *
  *   byLeased, a Limit-1 scan (and, for one release, byActive's LEASED# shards) ── any leased ──▶ yes
+ *   the shard's tier queues ── an announcement visible (due, nobody took it) ──▶ yes
  *   byTenantQueue, a Limit-1 scan ── empty ──▶ no (the idle case: 3 read units in all, 1 once byActive is deleted)
  *   registry ──▶ a registered tenant-tier's first entry due within the horizon ──▶ yes
  *            (REGISTRY_READS_AT_ONCE at a time, stopping at the first due)
@@ -80,6 +82,7 @@ export async function hasSchedulerWork(
 ): Promise<boolean> {
   const { store, control } = services;
   if (await anyLeasedOf(store, shard)) return true;
+  if (await announcementWaiting(services.queues, shard)) return true;
   const { refs, next } = await store.scanQueued(1);
   // An empty page is the end only without a cursor: a Scan may return one and go on.
   if (refs.length === 0 && next === undefined) return false;
@@ -124,6 +127,20 @@ async function anyFirstDue(
   };
   await Promise.all(Array.from({ length: REGISTRY_READS_AT_ONCE }, reader));
   return found;
+}
+
+/**
+ * Whether a tier queue of the shard shows an announcement nobody took: visible, so due (sent with
+ * its task's delay, up to SQS's 15 minutes) or sent when no scheduler ran. Only a scheduler takes
+ * it in; of an unregistered tenant-tier, nothing else here would find its task but the backstop's
+ * one page a minute (500 entries of the index in Scan order: hours behind a large index). SQS
+ * counts approximately; a count that lags is read again at the next tick.
+ */
+async function announcementWaiting(queues: Pick<MessageQueues, 'attributes'>, shard: ShardScope): Promise<boolean> {
+  const counts = await Promise.all(
+    PRIORITY_TIERS.map((tier) => queues.attributes(tierQueue(tier, shard.shard).id, ['ApproximateNumberOfMessages'])),
+  );
+  return counts.some((attributes) => Number(attributes.ApproximateNumberOfMessages ?? 0) > 0);
 }
 
 /** A task of the shard's tenants DISPATCHED or RUNNING (one shard: any at all, a Limit-1 read). */

@@ -305,6 +305,50 @@ describe('Class: Scheduler (in-memory ports)', () => {
     expect(reads).toBeLessThanOrEqual(16);
   });
 
+  it("activation: a due announcement nobody took starts a scheduler, wherever its task falls in the index scan (it was left to the backstop's page a minute)", async () => {
+    // Prepare: a registered tenant-tier with 600 tasks due tomorrow; no scheduler runs. Another
+    // tenant's task, submitted with a delay, is due now: its announcement (sent with that delay)
+    // is visible in the tier queue, its tenant-tier is not registered, and a Scan (in DynamoDB's
+    // order, not by due time) lists it after the first page.
+    const { tasks, control, queues } = setUp();
+    const services = { store: tasks, control, queues };
+    const tomorrow = new Date(NOW.getTime() + 86_400_000);
+    const later = Array.from({ length: 600 }, (_, i) =>
+      createTask(`tomorrow-${i}`, taskSpec({ tenantId: 'big', runAt: tomorrow }), NOW),
+    );
+    tasks.put(...later);
+    await control.registerIntake('big', 'normal', NOW);
+    const delayed = createTask(
+      'delayed-1',
+      taskSpec({ tenantId: 'new', runAt: NOW }),
+      new Date(NOW.getTime() - 300_000),
+    );
+    tasks.put(delayed);
+    await queues.announce([delayed]);
+    const inScanOrder = [...later, delayed].map((task) => ({ ...task }));
+    tasks.scanQueued = async (limit: number, cursor?: unknown) => {
+      const from = typeof cursor === 'number' ? cursor : 0;
+      const page = inScanOrder.slice(from, from + limit);
+      const next = from + limit < inScanOrder.length ? from + limit : undefined;
+      return {
+        refs: page.map((task) => ({
+          taskId: task.taskId,
+          tenantId: task.tenantId,
+          priority: task.priority,
+          runAt: task.runAt,
+          fence: task.fence,
+        })) as never,
+        ...(next === undefined ? {} : { next: next as never }),
+      };
+    };
+
+    // Act
+    const needed = await hasSchedulerWork(services, NOW);
+
+    // Assess
+    expect(needed).toBe(true);
+  });
+
   it('activation: no scheduler is started for nothing, one is for a registered tenant-tier due soon or a leased task', async () => {
     const { tasks, control, queues } = setUp();
     const services = { store: tasks, control, queues };
