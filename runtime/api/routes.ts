@@ -3,8 +3,10 @@
  * Handlers get validated input and call TaskService; authorization is checked before any write.
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { resolveTenantSettings } from '../app/task-service.ts';
 import { MAX_BATCH_BODY_BYTES } from '../core/batch.ts';
 import { type SchedulerError, TaskNotFoundError } from '../core/errors.ts';
+import { pickTenantSettings, type SettingAbove, settingsAboveConfigured } from '../core/tenant-settings.ts';
 import { ALL_TENANTS, callerIdentity } from './caller.ts';
 import { ApiError } from './errors.ts';
 import {
@@ -338,10 +340,22 @@ const putTenant = defineRoute({
   body: { schema: tenantSettingsSchema, required: true, example: EXAMPLE_TENANT_SETTINGS },
   responses: {
     200: { description: 'The stored settings', schema: storedTenantSchema, example: EXAMPLE_STORED_TENANT },
-    ...errors(400, 403, 413, 415),
+    ...errors(400, 413, 415),
+    403: {
+      description:
+        'The caller may not act for this tenant (forbidden), or acts for it but not for every tenant and asks for more than its configured settings: a larger weight or maxConcurrency, a configured start rate lifted or raised, a configured pause lifted (settings_above_configured, details.fields)',
+      schema: errorResponseSchema,
+    },
   },
-  async handle({ params, body, services, requireTenant, event }) {
+  async handle({ params, body, services, requireTenant, mayActFor, event }) {
     await requireTenant(params.tenantId);
+    // A caller for some tenants only keeps within the configured settings: raising its own
+    // weight or quota would take contended capacity from every other tenant.
+    if (!(await mayActFor(ALL_TENANTS))) {
+      const configured = pickTenantSettings(resolveTenantSettings(services.config, params.tenantId, undefined));
+      const above = settingsAboveConfigured(configured, body);
+      if (above.length > 0) throw settingsAbove(params.tenantId, above);
+    }
     const stored = await services.tasks.putTenant(params.tenantId, body, callerOf(event));
     return { status: 200, body: presentStoredTenant(stored) };
   },
@@ -400,6 +414,16 @@ const putTaskType = defineRoute({
     return { status: 200, body: await services.tasks.putTaskType(params.type, body, callerOf(event)) };
   },
 });
+
+const settingsAbove = (tenantId: string, above: readonly SettingAbove[]): SchedulerError =>
+  new ApiError(
+    'settings_above_configured',
+    403,
+    `A caller for tenant ${tenantId} alone may keep its settings within the configured ones, not raise them: ${above
+      .map((a) => `${a.field} ${a.value ?? 'unlimited'} (configured ${a.configured})`)
+      .join(', ')}; a caller for every tenant ("*" in deploy.callers) may`,
+    { details: { tenantId, fields: above } },
+  );
 
 /** Who is acting, for a pause's record: the IAM caller on AWS, `local` without one. */
 const callerOf = (event: Parameters<typeof callerIdentity>[0]): string => callerIdentity(event)?.userArn ?? 'local';

@@ -72,6 +72,43 @@ export function startRateOf(settings: TenantSettings): StartRate | undefined {
   };
 }
 
+/** A setting a request asks above the configured one: its value (null: none, i.e. unlimited) and the configured. */
+export interface SettingAbove {
+  readonly field: keyof TenantSettings;
+  readonly value: number | boolean | null;
+  readonly configured: number | boolean;
+}
+
+/**
+ * Where `requested` gives a tenant more than `configured` (its configuration file entry, else the
+ * defaults): a larger weight or quota, a start rate or burst lifted or raised, a pause lifted.
+ * Empty when it is within them. A caller that acts for one tenant only may store no more than
+ * that (runtime/api/routes.ts, PUT /v1/tenants/{id}): its own weight at 1000 would take contended
+ * capacity from every other tenant.
+ */
+export function settingsAboveConfigured(configured: TenantSettings, requested: TenantSettings): SettingAbove[] {
+  const above: SettingAbove[] = [];
+  if (requested.weight > configured.weight) {
+    above.push({ field: 'weight', value: requested.weight, configured: configured.weight });
+  }
+  if (requested.maxConcurrency > configured.maxConcurrency) {
+    above.push({ field: 'maxConcurrency', value: requested.maxConcurrency, configured: configured.maxConcurrency });
+  }
+  const limit = startRateOf(configured);
+  if (limit) {
+    const asked = startRateOf(requested);
+    if (!asked || asked.perSecond > limit.perSecond) {
+      above.push({ field: 'maxStartsPerSecond', value: asked?.perSecond ?? null, configured: limit.perSecond });
+    } else if (asked.burst > limit.burst) {
+      above.push({ field: 'burst', value: asked.burst, configured: limit.burst });
+    }
+  }
+  if (configured.paused === true && requested.paused !== true) {
+    above.push({ field: 'paused', value: false, configured: true });
+  }
+  return above;
+}
+
 /** Who paused something and when (tenants and task types alike). */
 export interface PauseRecord {
   /** The caller that paused it (an IAM principal ARN on AWS; `local` on the local runtime). */

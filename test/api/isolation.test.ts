@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
 import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
+import { settingsAboveConfigured } from '../../runtime/core/tenant-settings.ts';
 import { type ApiEventInput, apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { runningTask, succeededTask } from '../helpers/factories.ts';
 import { lambdaEnvironment } from '../helpers/services.ts';
@@ -108,7 +109,11 @@ describe('Isolation: listings and cursors', () => {
     const list = await as(BETA, { path: '/v1/tasks?tenantId=alpha' });
     const listBatches = await as(BETA, { path: '/v1/batches?tenantId=alpha' });
     const foreignCursor = await as(BETA, { path: `/v1/tasks?tenantId=beta&cursor=${page.nextCursor}` });
-    // A cursor forged to name beta but to start inside alpha's listing keys.
+    // Alpha's cursor edited to name beta: it pages beta's listing (only beta's keys are read).
+    const edited = JSON.parse(Buffer.from(page.nextCursor!, 'base64url').toString('utf8'));
+    const renamed = Buffer.from(JSON.stringify({ ...edited, tenantId: 'beta' })).toString('base64url');
+    const renamedList = await as(BETA, { path: `/v1/tasks?tenantId=beta&cursor=${renamed}` });
+    // A cursor naming beta and carrying the key of alpha's state listing as well.
     const forged = Buffer.from(
       JSON.stringify({ listKey: '9999', taskId: 'tsk_x', tenantId: 'beta', tenantState: 'alpha#QUEUED' }),
     ).toString('base64url');
@@ -118,6 +123,8 @@ describe('Isolation: listings and cursors', () => {
     expect([list.statusCode, listBatches.statusCode]).toEqual([403, 403]);
     expect(foreignCursor.statusCode).toBe(400);
     expect(body<ErrorBody>(foreignCursor).error.code).toBe('invalid_cursor');
+    expect(renamedList.statusCode).toBe(200);
+    for (const item of body<{ items: { tenantId: string }[] }>(renamedList).items) expect(item.tenantId).toBe('beta');
     expect(forgedList.statusCode).toBe(400);
   });
 
@@ -333,6 +340,78 @@ describe('Isolation: tenants, task types and the status', () => {
     expect(view.tenants.map((tenant) => tenant.tenantId)).toEqual(['beta']);
     expect(view.recentTasks.every((task) => task.tenantId === 'beta')).toBe(true);
     expect((view.openBatches ?? []).every((batch) => batch.tenantId === 'beta')).toBe(true);
+  });
+});
+
+describe("Isolation: a tenant's own settings", () => {
+  const put = (userArn: string, tenantId: string, settings: Record<string, unknown>) =>
+    as(userArn, { method: 'PUT', path: `/v1/tenants/${tenantId}`, json: settings });
+
+  it("refuses alpha's caller raising alpha's weight or quota above the configured ones, storing nothing", async () => {
+    // Act: each would take contended capacity from beta (weight 1000 against 1: beta's share 1/1001).
+    const refused = await Promise.all([
+      put(ALPHA, 'alpha', { weight: 1000, maxConcurrency: 5 }),
+      put(ALPHA, 'alpha', { weight: 1, maxConcurrency: 100_000 }),
+    ]);
+
+    // Assess
+    for (const result of refused) {
+      expect(result.statusCode).toBe(403);
+      expect(body<ErrorBody>(result).error).toMatchObject({
+        code: 'settings_above_configured',
+        details: { tenantId: 'alpha' },
+      });
+    }
+    expect(body<ErrorBody>(refused[0]!).error.details?.fields).toEqual([
+      { field: 'weight', value: 1000, configured: 1 },
+    ]);
+    expect(await services.control.getTenant('alpha')).toBeUndefined();
+  });
+
+  it("lets alpha's caller pause, resume and lower alpha within the configured settings, and delete what it stored", async () => {
+    // Act
+    const paused = await put(ALPHA, 'alpha', { weight: 1, maxConcurrency: 5, paused: true });
+    const lowered = await put(ALPHA, 'alpha', { weight: 0.5, maxConcurrency: 2, maxStartsPerSecond: 1 });
+    const raisedBack = await put(ALPHA, 'alpha', { weight: 1, maxConcurrency: 5 });
+    const deleted = await as(ALPHA, { method: 'DELETE', path: '/v1/tenants/alpha' });
+
+    // Assess
+    expect([paused, lowered, raisedBack, deleted].map((result) => result.statusCode)).toEqual([200, 200, 200, 200]);
+    expect(body(deleted)).toMatchObject({ tenantId: 'alpha', source: 'config', weight: 1, maxConcurrency: 5 });
+  });
+
+  it('lets a caller for every tenant set any settings', async () => {
+    // Act
+    const raised = await put(OPS, 'alpha', { weight: 1000, maxConcurrency: 100_000 });
+    const restored = await as(OPS, { method: 'DELETE', path: '/v1/tenants/alpha' });
+
+    // Assess
+    expect([raised.statusCode, restored.statusCode]).toEqual([200, 200]);
+  });
+
+  it("refuses alpha's caller lifting a start rate or pause the configuration sets", async () => {
+    // Prepare: a configuration whose tenant "limited" has a start rate and "held" is paused.
+    const ceiling = { weight: 1, maxConcurrency: 5 };
+
+    // Act
+    const check = (configured: Record<string, unknown>, settings: Record<string, unknown>) =>
+      settingsAboveConfigured({ ...ceiling, ...configured }, { ...ceiling, ...settings });
+
+    // Assess
+    expect(check({ maxStartsPerSecond: 2, burst: 4 }, {})).toEqual([
+      { field: 'maxStartsPerSecond', value: null, configured: 2 },
+    ]);
+    expect(check({ maxStartsPerSecond: 2, burst: 4 }, { maxStartsPerSecond: 3 })).toEqual([
+      { field: 'maxStartsPerSecond', value: 3, configured: 2 },
+    ]);
+    expect(check({ maxStartsPerSecond: 2, burst: 4 }, { maxStartsPerSecond: 2, burst: 5 })).toEqual([
+      { field: 'burst', value: 5, configured: 4 },
+    ]);
+    // burst left out is one second of the rate: 2, within 4.
+    expect(check({ maxStartsPerSecond: 2, burst: 4 }, { maxStartsPerSecond: 2 })).toEqual([]);
+    expect(check({ maxStartsPerSecond: 1 }, { maxStartsPerSecond: 0.5 })).toEqual([]);
+    expect(check({ paused: true }, {})).toEqual([{ field: 'paused', value: false, configured: true }]);
+    expect(check({ paused: true }, { paused: true, weight: 0.5 })).toEqual([]);
   });
 });
 
