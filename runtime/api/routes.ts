@@ -193,8 +193,8 @@ const getBatch = defineRoute({
     ...errors(400, 404),
   },
   async handle({ params, services, mayActFor }) {
-    const batch = await services.batches.describe(params.batchId);
-    if (!batch || !(await mayActFor(batch.tenantId))) throw batchNotFound(params.batchId);
+    const batch = await services.batches.describe(params.batchId, mayActFor);
+    if (!batch) throw batchNotFound(params.batchId);
     return { status: 200, body: batch };
   },
 });
@@ -231,8 +231,8 @@ const getTask = defineRoute({
     ...errors(400, 404),
   },
   async handle({ params, services, mayActFor }) {
-    const described = await services.tasks.describe(params.taskId);
-    if (!described || !(await mayActFor(described.task.tenantId))) throw new TaskNotFoundError(params.taskId);
+    const described = await services.tasks.describe(params.taskId, mayActFor);
+    if (!described) throw new TaskNotFoundError(params.taskId);
     return { status: 200, body: presentTaskDetail(described.task, described.wait) };
   },
 });

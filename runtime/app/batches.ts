@@ -498,9 +498,17 @@ export class BatchService {
     await batches.rescheduleSweep(batchId, new Date(nowMs + nextSweepDelayMs(sweeps)).toISOString(), sweeps);
   }
 
-  async describe(batchId: string): Promise<BatchView | undefined> {
+  /**
+   * The batch with its counts, when it exists and `visible` accepts its tenant (asked before its
+   * counters are read: the API's caller learns nothing of another tenant's batch, not even by the
+   * work done).
+   */
+  async describe(
+    batchId: string,
+    visible: (tenantId: string) => Promise<boolean> = async () => true,
+  ): Promise<BatchView | undefined> {
     const batch = await this.#deps.batches.get(batchId);
-    if (!batch) return undefined;
+    if (!batch || !(await visible(batch.tenantId))) return undefined;
     const counts = batch.counts ?? sumCounts(await this.#deps.batches.getCounters(batch));
     return viewOf(batch, counts);
   }

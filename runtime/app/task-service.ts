@@ -216,10 +216,18 @@ export class TaskService {
     return this.#deps.store.get(taskId);
   }
 
-  /** The task and, while it waits, why and for how long at most. */
-  async describe(taskId: string): Promise<{ task: Task; wait?: WaitInfo } | undefined> {
+  /**
+   * The task and, while it waits, why and for how long at most (its tenant's settings, counts and
+   * the scheduler's snapshot read for that), when it exists and `visible` accepts its tenant. The
+   * API's caller is asked before those reads: the work done would tell another tenant's task from
+   * a missing one.
+   */
+  async describe(
+    taskId: string,
+    visible: (tenantId: string) => Promise<boolean> = async () => true,
+  ): Promise<{ task: Task; wait?: WaitInfo } | undefined> {
     const task = await this.#deps.store.get(taskId);
-    if (!task) return undefined;
+    if (!task || !(await visible(task.tenantId))) return undefined;
     if (task.state !== 'QUEUED') return { task };
     const { store, control, config } = this.#deps;
     const [snapshot, tenant, waiting] = await Promise.all([

@@ -8,6 +8,8 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
+import { createCallerAuthorizer } from '../../runtime/api/authorization.ts';
+import { createApiRouter } from '../../runtime/api/router.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
 import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
 import { settingsAboveConfigured } from '../../runtime/core/tenant-settings.ts';
@@ -266,6 +268,47 @@ describe('Isolation: keys that name things', () => {
     expect(betaHolders).toEqual({});
     expect(wait.wait?.reason).not.toBe('concurrency_key');
     expect(JSON.stringify(wait)).not.toContain('alpha');
+  });
+});
+
+describe('Isolation: what a refused read costs', () => {
+  it("reads no more for another tenant's task or batch than for an id that does not exist", async () => {
+    // Prepare: the router over services whose every DynamoDB call is counted. A task id derived
+    // from a guessed idempotency key (tenant + key, a public hash) must not show, by the work
+    // done (a wait explanation's reads, a batch's counters), that alpha submitted it.
+    const router = createApiRouter(services, { authorize: createCallerAuthorizer(CONFIG.deploy!.callers!)! });
+    const documents = services.clients.documents;
+    const send = documents.send.bind(documents);
+    let calls = 0;
+    documents.send = ((...args: Parameters<typeof send>) => {
+      calls++;
+      return send(...args);
+    }) as typeof documents.send;
+    const alphaTask = body(await submit(ALPHA, { tenantId: 'alpha', idempotencyKey: 'guessable' })).taskId as string;
+    const alphaBatch = body(
+      await as(ALPHA, {
+        method: 'POST',
+        path: '/v1/tasks/batch',
+        json: { tasks: [{ tenantId: 'alpha', type: 'demo.echo' }] },
+      }),
+    ).batchId as string;
+    const callsOf = async (path: string) => {
+      calls = 0;
+      const result = await router(apiEvent({ path, iam: { userArn: BETA } }));
+      expect(result.statusCode).toBe(404);
+      return calls;
+    };
+
+    // Act
+    const foreignTask = await callsOf(`/v1/tasks/${alphaTask}`);
+    const missingTask = await callsOf('/v1/tasks/tsk_00000000000000000000000000000002');
+    const foreignBatch = await callsOf(`/v1/batches/${alphaBatch}`);
+    const missingBatch = await callsOf('/v1/batches/bat_00000000000000000000000002');
+    documents.send = send;
+
+    // Assess
+    expect(foreignTask).toBe(missingTask);
+    expect(foreignBatch).toBe(missingBatch);
   });
 });
 
