@@ -14,6 +14,7 @@ import { ownEntry } from '../core/records.ts';
 import type { SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
 import { PRIORITY_TIERS, type PriorityTier, type Task, type TenantSettings } from '../core/task.ts';
 import { pickPause, startRateOf } from '../core/tenant-settings.ts';
+import { ALL_TENANTS } from './caller.ts';
 import { EXAMPLE_STATUS } from './examples.ts';
 import { LIST_RESPONSE_BUDGET_BYTES, MAX_ID_LENGTH } from './limits.ts';
 import { defineRoute } from './route.ts';
@@ -145,7 +146,7 @@ export const statusSchema = z
       .array(batchViewSchema)
       .optional()
       .meta({
-        description: `Batches not ended yet, newest first, at most ${MAX_OPEN_BATCHES} (of tenants the caller may see)`,
+        description: `Batches not ended yet, newest first, at most ${MAX_OPEN_BATCHES} (of tenants the caller may see; for a caller for some tenants only, of the shown tenants, among the ${MAX_OPEN_BATCHES} newest batches of each)`,
       }),
   })
   .meta({ id: 'Status' });
@@ -268,7 +269,11 @@ export async function buildStatus(
         parked: ownEntry(snapshot?.parkedByType, type.type) ?? 0,
       })),
     recentTasks,
-    openBatches: await services.batches.listOpen(MAX_OPEN_BATCHES, input.mayActFor),
+    // A caller for some tenants only: from its tenants' own listings (the open list is every
+    // tenant's, and another's open batches would fill the places read of it).
+    openBatches: (await input.mayActFor(ALL_TENANTS))
+      ? await services.batches.listOpen(MAX_OPEN_BATCHES, input.mayActFor)
+      : await services.batches.listOpenOf(visible, MAX_OPEN_BATCHES),
   };
 }
 

@@ -529,6 +529,24 @@ export class BatchService {
     return views.sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
   }
 
+  /**
+   * The open batches among each tenant's `limit` newest, newest first, at most `limit` (the
+   * dashboard's, for a caller for some tenants only): read from those tenants' own listings, so
+   * another tenant's open batches, however many, take no place of theirs (the sweeper's open list
+   * that `listOpen` reads is every tenant's).
+   */
+  async listOpenOf(tenantIds: readonly string[], limit: number): Promise<BatchView[]> {
+    const pages = await Promise.all(tenantIds.map((tenantId) => this.#deps.batches.list(tenantId, limit)));
+    const open = pages
+      .flatMap((page) => page.items)
+      .filter((batch) => !batch.endedAt)
+      .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0))
+      .slice(0, limit);
+    return Promise.all(
+      open.map(async (batch) => viewOf(batch, sumCounts(await this.#deps.batches.getCounters(batch)))),
+    );
+  }
+
   async list(tenantId: string, limit: number, cursor?: string): Promise<{ items: BatchView[]; nextCursor?: string }> {
     const page = await this.#deps.batches.list(tenantId, limit, cursor);
     const items = page.items.map((batch) => viewOf(batch, batch.counts));

@@ -11,6 +11,7 @@ import { type Emulators, startEmulators } from '../../local/emulators.ts';
 import { createCallerAuthorizer } from '../../runtime/api/authorization.ts';
 import { createApiRouter } from '../../runtime/api/router.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
+import { OPEN_BATCH_SHARDS, openShardOf } from '../../runtime/core/batch.ts';
 import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
 import { settingsAboveConfigured } from '../../runtime/core/tenant-settings.ts';
 import { type ApiEventInput, apiEvent, jsonOf } from '../helpers/api-events.ts';
@@ -455,6 +456,42 @@ describe("Isolation: a tenant's own settings", () => {
     expect(check({ maxStartsPerSecond: 1 }, { maxStartsPerSecond: 0.5 })).toEqual([]);
     expect(check({ paused: true }, {})).toEqual([{ field: 'paused', value: false, configured: true }]);
     expect(check({ paused: true }, { paused: true, weight: 0.5 })).toEqual([]);
+  });
+});
+
+describe("Isolation: the status's open batches", () => {
+  it('shows beta its open batch however many alpha has open', async () => {
+    // Prepare: alpha's open batches fill the first places of every open list (5 a list are read).
+    const alphaBatches: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const result = await as(ALPHA, {
+        method: 'POST',
+        path: '/v1/tasks/batch',
+        json: { idempotencyKey: `crowd-${i}`, tasks: [{ tenantId: 'alpha', type: 'demo.echo' }] },
+      });
+      alphaBatches.push(body(result).batchId as string);
+    }
+    for (let shard = 0; shard < OPEN_BATCH_SHARDS; shard++) {
+      expect(alphaBatches.filter((id) => openShardOf(id) === shard).length).toBeGreaterThanOrEqual(5);
+    }
+    const betaBatch = body(
+      await as(BETA, {
+        method: 'POST',
+        path: '/v1/tasks/batch',
+        json: { idempotencyKey: 'mine', tasks: [{ tenantId: 'beta', type: 'demo.echo' }] },
+      }),
+    ).batchId as string;
+
+    // Act
+    const status = body<{ openBatches?: { batchId: string; tenantId: string }[] }>(
+      await as(BETA, { path: '/v1/status?tenants=beta&recent=0' }),
+    );
+    const ops = body<{ openBatches?: { batchId: string }[] }>(await as(OPS, { path: '/v1/status?recent=0' }));
+
+    // Assess: beta sees its own, and only its own; a caller for every tenant still sees open batches.
+    expect(status.openBatches?.map((batch) => batch.batchId)).toContain(betaBatch);
+    expect(status.openBatches?.every((batch) => batch.tenantId === 'beta')).toBe(true);
+    expect(ops.openBatches?.length).toBeGreaterThan(0);
   });
 });
 
