@@ -6,7 +6,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { resolveTenantSettings } from '../app/task-service.ts';
 import { MAX_BATCH_BODY_BYTES } from '../core/batch.ts';
 import { type SchedulerError, TaskNotFoundError } from '../core/errors.ts';
-import { pickTenantSettings, type SettingAbove, settingsAboveConfigured } from '../core/tenant-settings.ts';
+import { mostGenerous, pickTenantSettings, type SettingAbove, settingsAbove } from '../core/tenant-settings.ts';
 import { ALL_TENANTS, callerIdentity } from './caller.ts';
 import { ApiError } from './errors.ts';
 import {
@@ -343,18 +343,20 @@ const putTenant = defineRoute({
     ...errors(400, 413, 415),
     403: {
       description:
-        'The caller may not act for this tenant (forbidden), or acts for it but not for every tenant and asks for more than its configured settings: a larger weight or maxConcurrency, a configured start rate lifted or raised, a configured pause lifted (settings_above_configured, details.fields)',
+        'The caller may not act for this tenant (forbidden), or acts for it but not for every tenant and asks for more than its configured or current settings give: a larger weight or maxConcurrency, a start rate lifted or raised, a pause lifted (settings_above_configured, details.fields)',
       schema: errorResponseSchema,
     },
   },
   async handle({ params, body, services, requireTenant, mayActFor, event }) {
     await requireTenant(params.tenantId);
-    // A caller for some tenants only keeps within the configured settings: raising its own
-    // weight or quota would take contended capacity from every other tenant.
+    // A caller for some tenants only gives its tenant no more than the configured settings or
+    // the current ones (which a caller for every tenant may have raised): raising its own weight
+    // or quota would take contended capacity from every other tenant.
     if (!(await mayActFor(ALL_TENANTS))) {
-      const configured = pickTenantSettings(resolveTenantSettings(services.config, params.tenantId, undefined));
-      const above = settingsAboveConfigured(configured, body);
-      if (above.length > 0) throw settingsAbove(params.tenantId, above);
+      const configured = resolveTenantSettings(services.config, params.tenantId, undefined);
+      const current = await services.tasks.tenantSettings(params.tenantId);
+      const above = settingsAbove(mostGenerous(pickTenantSettings(configured), pickTenantSettings(current)), body);
+      if (above.length > 0) throw settingsAboveAllowed(params.tenantId, above);
     }
     const stored = await services.tasks.putTenant(params.tenantId, body, callerOf(event));
     return { status: 200, body: presentStoredTenant(stored) };
@@ -415,12 +417,12 @@ const putTaskType = defineRoute({
   },
 });
 
-const settingsAbove = (tenantId: string, above: readonly SettingAbove[]): SchedulerError =>
+const settingsAboveAllowed = (tenantId: string, above: readonly SettingAbove[]): SchedulerError =>
   new ApiError(
     'settings_above_configured',
     403,
-    `A caller for tenant ${tenantId} alone may keep its settings within the configured ones, not raise them: ${above
-      .map((a) => `${a.field} ${a.value ?? 'unlimited'} (configured ${a.configured})`)
+    `A caller for tenant ${tenantId} but not for every tenant may give it no more than its configured or current settings: ${above
+      .map((a) => `${a.field} ${a.value ?? 'unlimited'} (at most ${a.allowed})`)
       .join(', ')}; a caller for every tenant ("*" in deploy.callers) may`,
     { details: { tenantId, fields: above } },
   );

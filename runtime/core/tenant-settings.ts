@@ -72,41 +72,59 @@ export function startRateOf(settings: TenantSettings): StartRate | undefined {
   };
 }
 
-/** A setting a request asks above the configured one: its value (null: none, i.e. unlimited) and the configured. */
+/** A setting a request asks above what is allowed: its value (null: none, i.e. unlimited) and the allowed. */
 export interface SettingAbove {
   readonly field: keyof TenantSettings;
   readonly value: number | boolean | null;
-  readonly configured: number | boolean;
+  readonly allowed: number | boolean;
 }
 
 /**
- * Where `requested` gives a tenant more than `configured` (its configuration file entry, else the
- * defaults): a larger weight or quota, a start rate or burst lifted or raised, a pause lifted.
- * Empty when it is within them. A caller that acts for one tenant only may store no more than
- * that (runtime/api/routes.ts, PUT /v1/tenants/{id}): its own weight at 1000 would take contended
- * capacity from every other tenant.
+ * Where `requested` gives a tenant more than `allowed`: a larger weight or quota, a start rate or
+ * burst lifted or raised, a pause lifted. Empty when it is within them. A caller that acts for
+ * some tenants only may store no more than its tenant's configured or current settings give
+ * (runtime/api/routes.ts, PUT /v1/tenants/{id}; `mostGenerous`): its own weight at 1000 would
+ * take contended capacity from every other tenant.
  */
-export function settingsAboveConfigured(configured: TenantSettings, requested: TenantSettings): SettingAbove[] {
+export function settingsAbove(allowed: TenantSettings, requested: TenantSettings): SettingAbove[] {
   const above: SettingAbove[] = [];
-  if (requested.weight > configured.weight) {
-    above.push({ field: 'weight', value: requested.weight, configured: configured.weight });
+  if (requested.weight > allowed.weight) {
+    above.push({ field: 'weight', value: requested.weight, allowed: allowed.weight });
   }
-  if (requested.maxConcurrency > configured.maxConcurrency) {
-    above.push({ field: 'maxConcurrency', value: requested.maxConcurrency, configured: configured.maxConcurrency });
+  if (requested.maxConcurrency > allowed.maxConcurrency) {
+    above.push({ field: 'maxConcurrency', value: requested.maxConcurrency, allowed: allowed.maxConcurrency });
   }
-  const limit = startRateOf(configured);
+  const limit = startRateOf(allowed);
   if (limit) {
     const asked = startRateOf(requested);
     if (!asked || asked.perSecond > limit.perSecond) {
-      above.push({ field: 'maxStartsPerSecond', value: asked?.perSecond ?? null, configured: limit.perSecond });
+      above.push({ field: 'maxStartsPerSecond', value: asked?.perSecond ?? null, allowed: limit.perSecond });
     } else if (asked.burst > limit.burst) {
-      above.push({ field: 'burst', value: asked.burst, configured: limit.burst });
+      above.push({ field: 'burst', value: asked.burst, allowed: limit.burst });
     }
   }
-  if (configured.paused === true && requested.paused !== true) {
-    above.push({ field: 'paused', value: false, configured: true });
+  if (allowed.paused === true && requested.paused !== true) {
+    above.push({ field: 'paused', value: false, allowed: true });
   }
   return above;
+}
+
+/**
+ * The more generous of two settings, field by field: the larger weight and quota, no start rate
+ * when either has none (else the higher rate and burst), paused only when both are.
+ */
+export function mostGenerous(a: TenantSettings, b: TenantSettings): TenantSettings {
+  const [rateA, rateB] = [startRateOf(a), startRateOf(b)];
+  const rate =
+    rateA && rateB
+      ? { maxStartsPerSecond: Math.max(rateA.perSecond, rateB.perSecond), burst: Math.max(rateA.burst, rateB.burst) }
+      : {};
+  return {
+    weight: Math.max(a.weight, b.weight),
+    maxConcurrency: Math.max(a.maxConcurrency, b.maxConcurrency),
+    ...rate,
+    ...(a.paused === true && b.paused === true ? { paused: true } : {}),
+  };
 }
 
 /** Who paused something and when (tenants and task types alike). */

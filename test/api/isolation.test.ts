@@ -13,7 +13,7 @@ import { createApiRouter } from '../../runtime/api/router.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
 import { OPEN_BATCH_SHARDS, openShardOf } from '../../runtime/core/batch.ts';
 import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
-import { settingsAboveConfigured } from '../../runtime/core/tenant-settings.ts';
+import { mostGenerous, settingsAbove } from '../../runtime/core/tenant-settings.ts';
 import { type ApiEventInput, apiEvent, jsonOf } from '../helpers/api-events.ts';
 import { runningTask, succeededTask } from '../helpers/factories.ts';
 import { lambdaEnvironment } from '../helpers/services.ts';
@@ -406,9 +406,7 @@ describe("Isolation: a tenant's own settings", () => {
         details: { tenantId: 'alpha' },
       });
     }
-    expect(body<ErrorBody>(refused[0]!).error.details?.fields).toEqual([
-      { field: 'weight', value: 1000, configured: 1 },
-    ]);
+    expect(body<ErrorBody>(refused[0]!).error.details?.fields).toEqual([{ field: 'weight', value: 1000, allowed: 1 }]);
     expect(await services.control.getTenant('alpha')).toBeUndefined();
   });
 
@@ -424,6 +422,38 @@ describe("Isolation: a tenant's own settings", () => {
     expect(body(deleted)).toMatchObject({ tenantId: 'alpha', source: 'config', weight: 1, maxConcurrency: 5 });
   });
 
+  it("lets alpha's caller pause alpha at the settings a caller for every tenant raised it to, and no higher", async () => {
+    // Prepare: the operator gives alpha more than the file does.
+    expect((await put(OPS, 'alpha', { weight: 5, maxConcurrency: 20 })).statusCode).toBe(200);
+
+    // Act: what `tasks tenants pause` sends (the settings as they are, paused), then more.
+    const paused = await put(ALPHA, 'alpha', { weight: 5, maxConcurrency: 20, paused: true });
+    const resumed = await put(ALPHA, 'alpha', { weight: 5, maxConcurrency: 20 });
+    const more = await put(ALPHA, 'alpha', { weight: 6, maxConcurrency: 20 });
+    await as(OPS, { method: 'DELETE', path: '/v1/tenants/alpha' });
+
+    // Assess
+    expect([paused.statusCode, resumed.statusCode, more.statusCode]).toEqual([200, 200, 403]);
+    expect(body<ErrorBody>(more).error.details?.fields).toEqual([{ field: 'weight', value: 6, allowed: 5 }]);
+  });
+
+  it('allows the more generous of the configured and the current settings, field by field', async () => {
+    // Act / Assess
+    expect(
+      mostGenerous(
+        { weight: 2, maxConcurrency: 5, maxStartsPerSecond: 1, burst: 8, paused: true },
+        { weight: 1, maxConcurrency: 9, maxStartsPerSecond: 3, paused: true },
+      ),
+    ).toEqual({ weight: 2, maxConcurrency: 9, maxStartsPerSecond: 3, burst: 8, paused: true });
+    // No rate on either side is no rate; one side unpaused is unpaused.
+    expect(
+      mostGenerous(
+        { weight: 1, maxConcurrency: 1, maxStartsPerSecond: 1 },
+        { weight: 1, maxConcurrency: 1, paused: true },
+      ),
+    ).toEqual({ weight: 1, maxConcurrency: 1 });
+  });
+
   it('lets a caller for every tenant set any settings', async () => {
     // Act
     const raised = await put(OPS, 'alpha', { weight: 1000, maxConcurrency: 100_000 });
@@ -433,28 +463,28 @@ describe("Isolation: a tenant's own settings", () => {
     expect([raised.statusCode, restored.statusCode]).toEqual([200, 200]);
   });
 
-  it("refuses alpha's caller lifting a start rate or pause the configuration sets", async () => {
-    // Prepare: a configuration whose tenant "limited" has a start rate and "held" is paused.
+  it('counts lifting or raising an allowed start rate, or lifting an allowed pause, as asking for more', async () => {
+    // Prepare
     const ceiling = { weight: 1, maxConcurrency: 5 };
 
     // Act
-    const check = (configured: Record<string, unknown>, settings: Record<string, unknown>) =>
-      settingsAboveConfigured({ ...ceiling, ...configured }, { ...ceiling, ...settings });
+    const check = (allowed: Record<string, unknown>, settings: Record<string, unknown>) =>
+      settingsAbove({ ...ceiling, ...allowed }, { ...ceiling, ...settings });
 
     // Assess
     expect(check({ maxStartsPerSecond: 2, burst: 4 }, {})).toEqual([
-      { field: 'maxStartsPerSecond', value: null, configured: 2 },
+      { field: 'maxStartsPerSecond', value: null, allowed: 2 },
     ]);
     expect(check({ maxStartsPerSecond: 2, burst: 4 }, { maxStartsPerSecond: 3 })).toEqual([
-      { field: 'maxStartsPerSecond', value: 3, configured: 2 },
+      { field: 'maxStartsPerSecond', value: 3, allowed: 2 },
     ]);
     expect(check({ maxStartsPerSecond: 2, burst: 4 }, { maxStartsPerSecond: 2, burst: 5 })).toEqual([
-      { field: 'burst', value: 5, configured: 4 },
+      { field: 'burst', value: 5, allowed: 4 },
     ]);
     // burst left out is one second of the rate: 2, within 4.
     expect(check({ maxStartsPerSecond: 2, burst: 4 }, { maxStartsPerSecond: 2 })).toEqual([]);
     expect(check({ maxStartsPerSecond: 1 }, { maxStartsPerSecond: 0.5 })).toEqual([]);
-    expect(check({ paused: true }, {})).toEqual([{ field: 'paused', value: false, configured: true }]);
+    expect(check({ paused: true }, {})).toEqual([{ field: 'paused', value: false, allowed: true }]);
     expect(check({ paused: true }, { paused: true, weight: 0.5 })).toEqual([]);
   });
 });
