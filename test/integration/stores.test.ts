@@ -813,6 +813,33 @@ describe('Class: ControlStore (against dynalite)', () => {
     expect(kept.at(-1)).toBe(base + 39_999 * 10);
   });
 
+  it("reads the rotation's memory as a version before d2015cf wrote it (rotationJson), and writes it gzipped next", async () => {
+    // Prepare: the item as the release before the gzipped memory left it (a stack updated in place)
+    const tableName = services.emulators.tables.control!;
+    const older = { lambda: { 'tenant-a': 1_700_000_000_000 }, fargate: { 'tenant-b': 1_700_000_001_000 } };
+    await services.clients.documents.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: {
+          pk: 'rotation#scheduler',
+          kind: 'rotation',
+          at: '2026-12-03T12:00:00.000Z',
+          rotationJson: JSON.stringify(older),
+        },
+      }),
+    );
+    // Act / Assess: a scheduler of this version resumes with it
+    const read = await services.control.getRotation();
+    expect(read).toEqual(older);
+    await services.control.putRotation(read!, new Date());
+    const { Item } = await services.clients.documents.send(
+      new GetCommand({ TableName: tableName, Key: { pk: 'rotation#scheduler' } }),
+    );
+    expect(Item?.rotationJson).toBeUndefined();
+    expect(Item?.rotationGz).toBeInstanceOf(Uint8Array);
+    expect(await services.control.getRotation()).toEqual(older);
+  });
+
   it('stores tenant settings', async () => {
     const stored = await services.control.putTenant('t-settings', { weight: 2, maxConcurrency: 7 }, new Date());
     expect(await services.control.getTenant('t-settings')).toEqual(stored);
