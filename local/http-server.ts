@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { foreignOriginBody, foreignOriginRefusal } from '../client/dashboard/foreign-origin.ts';
 import { bodyTooLarge } from '../runtime/api/errors.ts';
 import { MAX_BODY_BYTES } from '../runtime/api/limits.ts';
 import { type ApiRouterOptions, createApiRouter, errorResult } from '../runtime/api/router.ts';
@@ -66,6 +67,14 @@ export async function startHttpServer(options: HttpServerOptions): Promise<HttpS
     const url = request.url ?? '/';
     const queryAt = url.indexOf('?');
     const rawPath = queryAt === -1 ? url : url.slice(0, queryAt);
+    // No caller is identified here: a web page the user visits must not be one (foreign-origin.ts).
+    const refusal = foreignOriginRefusal(request.headers, host);
+    if (refusal) {
+      response.writeHead(403, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+      response.end(method === 'HEAD' ? undefined : foreignOriginBody(refusal));
+      request.resume();
+      return;
+    }
     const extra = options.extraRoutes?.(method, rawPath);
     if (extra) {
       await extra(request, response);

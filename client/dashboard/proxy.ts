@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SchedulerApiError } from '../sdk/errors.ts';
 import type { SchedulerClient } from '../sdk/index.ts';
+import { foreignOriginBody, foreignOriginRefusal } from './foreign-origin.ts';
 import { dashboardRoutes } from './routes.ts';
 
 export interface DashboardProxy {
@@ -20,7 +21,14 @@ export async function startDashboardProxy(options: {
   port?: number;
   host?: string;
 }): Promise<DashboardProxy> {
+  const host = options.host ?? '127.0.0.1';
   const server: Server = createServer((request, response) => {
+    // It reads with the operator's credentials: a web page the operator visits must not (foreign-origin.ts).
+    const refusal = foreignOriginRefusal(request.headers, host);
+    if (refusal) {
+      response.writeHead(403, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      return void response.end(foreignOriginBody(refusal));
+    }
     const url = new URL(request.url ?? '/', 'http://dashboard.local');
     const page = dashboardRoutes(request.method ?? 'GET', url.pathname);
     if (page) return void page(request, response);
@@ -45,11 +53,11 @@ export async function startDashboardProxy(options: {
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 8080, options.host ?? '127.0.0.1', () => resolve());
+    server.listen(options.port ?? 8080, host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://${options.host ?? '127.0.0.1'}:${port}/`,
+    url: `http://${host}:${port}/`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
