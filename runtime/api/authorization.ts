@@ -12,7 +12,9 @@
  * A role entry covers every session of the role: a caller that assumed it is seen as
  * `arn:aws:sts::111122223333:assumed-role/orders-service/<session>` (the role's IAM path is not
  * in that ARN, so roles match by partition, account and name). An entry may also name one
- * session exactly, or `arn:aws:sts::ACCOUNT:assumed-role/ROLE` for any session.
+ * session exactly, or `arn:aws:sts::ACCOUNT:assumed-role/ROLE` for any session. A session's name
+ * (like a federated user's) is chosen by whoever assumes the role: a session entry tells apart
+ * uses of a role, not the principals that may assume it (docs/deploy.md, "Callers").
  *
  * Secure by default: with no entries no caller may act for any tenant (every tenant-scoped
  * request is refused with 403) until the operator says who acts for whom. The explicit opt-out
