@@ -40,6 +40,13 @@ export type ScheduleConfig = z.infer<typeof scheduleSchema>;
  */
 const IAM_PRINCIPAL_ARN = /^arn:aws[a-z-]*:(iam|sts)::\d{12}:\S+$/;
 
+/**
+ * A tenant a caller may act for: a tenant id as the API takes them (runtime/api/schemas.ts,
+ * `idSchema`) or `*`. Anything else names no tenant: `orders-*` reads as every orders tenant and
+ * grants none.
+ */
+const CALLER_TENANT = /^(\*|[A-Za-z0-9_.:@-]{1,128})$/;
+
 /** ARN of a Secrets Manager secret (a webhook's secret on AWS, kept out of the configuration). */
 const SECRET_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+$/;
 
@@ -165,7 +172,16 @@ export const configSchema = z.strictObject({
               IAM_PRINCIPAL_ARN,
               'not an IAM principal ARN (arn:aws:iam::ACCOUNT:role/NAME, arn:aws:iam::ACCOUNT:user/NAME, arn:aws:sts::ACCOUNT:assumed-role/ROLE[/SESSION])',
             ),
-          z.array(z.string().min(1)).min(1),
+          z
+            .array(
+              z
+                .string()
+                .regex(
+                  CALLER_TENANT,
+                  'not a tenant id (letters, digits and _ . : @ -, at most 128) or "*" (no patterns, no spaces)',
+                ),
+            )
+            .min(1),
         )
         .default({}),
       /** Opt-out of caller authorization when `callers` is empty: every IAM-authorized caller acts for every tenant. */

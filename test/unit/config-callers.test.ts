@@ -30,6 +30,24 @@ describe('Configuration: deploy.callers', () => {
     );
   });
 
+  it('refuses a tenant that no tenant id can be (a pattern, a space), naming it', () => {
+    // Act: "orders-*" reads as every orders tenant, and grants none (tenant ids have no "*").
+    const refused = (() => {
+      try {
+        parseConfig(withCallers({ 'arn:aws:iam::111122223333:role/orders': ['orders-*', 'billing ', 'ok'] }));
+      } catch (error) {
+        return error;
+      }
+    })();
+
+    // Assess
+    expect(refused).toBeInstanceOf(ConfigError);
+    const message = (refused as ConfigError).message;
+    expect(message).toContain('deploy.callers.arn:aws:iam::111122223333:role/orders.0: not a tenant id');
+    expect(message).toContain('deploy.callers.arn:aws:iam::111122223333:role/orders.1: not a tenant id');
+    expect(message).not.toContain('orders.2');
+  });
+
   it('takes role, user, path, assumed-role and other-partition ARNs', () => {
     const callers = {
       'arn:aws:iam::111122223333:role/orders-service': ['orders'],
