@@ -13,7 +13,7 @@
  * in one release and the old one deleted in the next, and the upgrade documented.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Synthesized, synthesize } from './helpers.ts';
+import { defaultConfigInput, type Synthesized, synthesize } from './helpers.ts';
 
 type Index = string;
 interface TableRecord {
@@ -58,6 +58,23 @@ const DEPLOYED: {
   ),
 };
 
+/** The queues a configuration with webhooks and two scheduler shards adds (see `withOptions`). */
+const DEPLOYED_WITH_OPTIONS: Readonly<Record<string, string>> = Object.fromEntries(
+  [
+    ['QueuesTierCriticalS1', 'EC35D07E', 'tier-critical-s1'],
+    ['QueuesTierCriticalS1Dlq', 'F36DBD53', 'tier-critical-s1-dlq'],
+    ['QueuesTierHighS1', '100C33CE', 'tier-high-s1'],
+    ['QueuesTierHighS1Dlq', 'CDC0D494', 'tier-high-s1-dlq'],
+    ['QueuesTierNormalS1', '8375D35C', 'tier-normal-s1'],
+    ['QueuesTierNormalS1Dlq', '39A4C93F', 'tier-normal-s1-dlq'],
+    ['QueuesTierLowS1', 'AE944869', 'tier-low-s1'],
+    ['QueuesTierLowS1Dlq', 'E581433A', 'tier-low-s1-dlq'],
+    ['QueuesCompletionsS1', '1ABA19B2', 'completions-s1'],
+    ['EventsDeliveryQueue', 'A5466E76', 'webhook-deliveries.fifo'],
+    ['EventsDeliveryDeadLetters', '18B38B08', 'webhook-deliveries-dlq.fifo'],
+  ].map(([id, hash, name]) => [`${id}${hash}`, `TaskScheduler-${name}`]),
+);
+
 interface CfnResource {
   readonly Type: string;
   readonly Properties?: Record<string, unknown>;
@@ -101,8 +118,24 @@ function queuesOf(synth: Synthesized): Record<string, string> {
 }
 
 let synth: Synthesized;
+let withOptions: Synthesized;
 beforeAll(() => {
   synth = synthesize();
+  const config = defaultConfigInput() as Record<string, unknown>;
+  withOptions = synthesize({
+    config: {
+      ...config,
+      scheduler: { ...(config.scheduler as object | undefined), shards: 2 },
+      events: {
+        webhooks: [
+          {
+            url: 'https://example.com/hook',
+            secret: { secretArn: 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:hook-AbCdEf' },
+          },
+        ],
+      },
+    },
+  });
 });
 
 describe('Upgrading a deployed stack in place', () => {
@@ -135,6 +168,13 @@ describe('Upgrading a deployed stack in place', () => {
   it('keeps every queue the release before deployed, under its logical id and name', () => {
     const queues = queuesOf(synth);
     for (const [id, name] of Object.entries(DEPLOYED.queues)) {
+      expect(queues[id], `queue ${name} (${id}) would be replaced, and the messages in it lost`).toBe(name);
+    }
+  });
+
+  it('keeps the queues of webhooks and of a second scheduler shard as well', () => {
+    const queues = queuesOf(withOptions);
+    for (const [id, name] of Object.entries({ ...DEPLOYED.queues, ...DEPLOYED_WITH_OPTIONS })) {
       expect(queues[id], `queue ${name} (${id}) would be replaced, and the messages in it lost`).toBe(name);
     }
   });
