@@ -230,7 +230,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions): Promise<L
             idleStop: {
               afterMs: options.idleStopMs ?? IDLE_STOP_MS,
               graceMs: STOP_GRACE_MS,
-              hasWork: () => hasSchedulerWork(services, new Date(), undefined, run.scope),
+              hasWork: (keepAlive) => hasSchedulerWork(services, new Date(), undefined, run.scope, keepAlive),
             },
           }
         : {}),

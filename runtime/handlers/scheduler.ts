@@ -106,7 +106,7 @@ export function schedulerHandler(deps: SchedulerHandlerDeps) {
         idleStop: {
           afterMs: IDLE_STOP_MS,
           graceMs: STOP_GRACE_MS,
-          hasWork: () => hasSchedulerWork(services, new Date(), DUE_HORIZON_MS, shard),
+          hasWork: (keepAlive) => hasSchedulerWork(services, new Date(), DUE_HORIZON_MS, shard, keepAlive),
         },
         logger: taskLogger,
         createScheduler: () => {

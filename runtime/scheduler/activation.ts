@@ -79,6 +79,8 @@ export async function hasSchedulerWork(
   now: Date,
   horizonMs = DUE_HORIZON_MS,
   shard: ShardScope = SINGLE_SHARD,
+  /** Called between the registrations' reads: a running scheduler's check renews its lease there. */
+  keepAlive?: () => Promise<void>,
 ): Promise<boolean> {
   const { store, control } = services;
   if (await anyLeasedOf(store, shard)) return true;
@@ -92,7 +94,7 @@ export async function hasSchedulerWork(
   const isRegistered = (ref: QueuedTaskRef) => registered.has(`${ref.priority}#${ref.tenantId}`);
   if (refs.some((ref) => ownsTenant(shard, ref.tenantId) && !isRegistered(ref) && Date.parse(ref.runAt) <= dueByMs))
     return true;
-  if (await anyFirstDue(store, registrations, dueByMs)) return true;
+  if (await anyFirstDue(store, registrations, dueByMs, keepAlive)) return true;
   const backstop = new QueueBackstop({
     ...services,
     control: control.forShard?.(shard.shard) ?? control,
@@ -115,12 +117,14 @@ async function anyFirstDue(
   store: Pick<TaskRepository, 'firstQueued'>,
   registrations: readonly { readonly tenantId: string; readonly tier: QueuedTaskRef['priority'] }[],
   dueByMs: number,
+  keepAlive?: () => Promise<void>,
 ): Promise<boolean> {
   let next = 0;
   let found = false;
   const reader = async () => {
     while (!found && next < registrations.length) {
       const { tenantId, tier } = registrations[next++]!;
+      await keepAlive?.();
       const first = await store.firstQueued(tenantId, tier);
       if (first !== undefined && Date.parse(first.runAt) <= dueByMs) found = true;
     }

@@ -44,7 +44,15 @@ export interface SchedulerLoopOptions {
    * hold or run for `afterMs` and `hasWork` finds nothing due soon, first publishing the stop as
    * a lease expiring `graceMs` ahead and polling until then. Undefined: loop until stopped.
    */
-  readonly idleStop?: { readonly afterMs: number; readonly graceMs: number; readonly hasWork: () => Promise<boolean> };
+  readonly idleStop?: {
+    readonly afterMs: number;
+    readonly graceMs: number;
+    /**
+     * `keepAlive` renews the lease when due, and throws when it was lost: a check that reads many
+     * registrations calls it between reads (2,000 of them outlast a 30 s lease).
+     */
+    readonly hasWork: (keepAlive: () => Promise<void>) => Promise<boolean>;
+  };
   /** Return at once when another scheduler holds the lease, instead of waiting for it. */
   readonly waitForLease?: boolean;
   /** Told of every tick that failed (the loop survives it: it starts over with a fresh scheduler). */
@@ -152,6 +160,14 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
       renewedAtMs = nowMs;
       return true;
     };
+    /** For a long idle check: renew when due (one renewal at a time), throw once the lease is lost. */
+    let renewal: Promise<boolean> | undefined;
+    const keepAlive = async (): Promise<void> => {
+      renewal ??= renewIfDue(now().getTime()).finally(() => {
+        renewal = undefined;
+      });
+      if (!(await renewal)) throw new LeaseLostDuringCheck();
+    };
     try {
       await scheduler.resume();
       // The lease runs from its acquisition, not from the end of the resume: a resume that took
@@ -170,8 +186,16 @@ export async function runSchedulerLoop(options: SchedulerLoopOptions): Promise<S
           ...(idleWait === undefined ? {} : { idleWaitSeconds: idleWait }),
         });
         options.onTick?.(result, scheduler);
+        let step: Awaited<ReturnType<IdleStop['next']>>;
+        try {
+          step = await idle.next(result, scheduler, now, keepAlive);
+        } catch (error) {
+          if (error instanceof LeaseLostDuringCheck) break;
+          throw error;
+        }
+        // After the check, which may have read for a while: a stop published from an earlier
+        // instant would expire sooner than the grace period that submitters' cached reads rely on.
         const nowMs = now().getTime();
-        const step = await idle.next(result, scheduler, nowMs);
         if (step === 'stop') break;
         if (step === 'publish-stop' || step === 'cancel-stop') {
           // Stopping idle is a handover too (the next task needs a wake): the snapshot says so, and
@@ -249,10 +273,12 @@ class IdleStop {
   async next(
     result: TickResult,
     scheduler: Scheduler,
-    nowMs: number,
+    now: () => Date,
+    keepAlive: () => Promise<void>,
   ): Promise<'run' | 'publish-stop' | 'stopping' | 'cancel-stop' | 'stop'> {
     const options = this.#options;
     if (!options) return 'run';
+    const nowMs = now().getTime();
     // A promise in force is work: submits under it skipped their announcements (and the wake).
     const idle =
       result.received === 0 &&
@@ -276,13 +302,21 @@ class IdleStop {
     this.#idleSinceMs ??= nowMs;
     if (nowMs - this.#idleSinceMs < options.afterMs) return 'run';
     if (this.#checkedAtMs !== undefined && nowMs - this.#checkedAtMs < options.afterMs) return 'run';
-    if (await options.hasWork()) {
+    if (await options.hasWork(keepAlive)) {
       // A task is due soon (a delay, a retry's backoff): stay, and ask again after another spell.
-      this.#checkedAtMs = nowMs;
+      this.#checkedAtMs = now().getTime();
       return 'run';
     }
-    this.#stopAtMs = nowMs + options.graceMs;
+    this.#stopAtMs = now().getTime() + options.graceMs;
     return 'publish-stop';
+  }
+}
+
+/** The lease lapsed or was taken while the idle check read (renewIfDue has said so): start over. */
+class LeaseLostDuringCheck extends Error {
+  constructor() {
+    super('the scheduler lease was lost during the idle check');
+    this.name = 'LeaseLostDuringCheck';
   }
 }
 

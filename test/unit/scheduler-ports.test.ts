@@ -9,7 +9,7 @@ import type { Task } from '../../runtime/core/task.ts';
 import { COMPLETIONS_QUEUE, tierQueue } from '../../runtime/infra/resources.ts';
 import { hasSchedulerWork } from '../../runtime/scheduler/activation.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
-import { runSchedulerLoop } from '../../runtime/scheduler/scheduler-loop.ts';
+import { runSchedulerLoop, SCHEDULER_LEASE } from '../../runtime/scheduler/scheduler-loop.ts';
 import { taskSpec } from '../helpers/factories.ts';
 import { InMemoryControl, InMemoryQueues, InMemoryTasks } from '../helpers/in-memory-ports.ts';
 
@@ -303,6 +303,61 @@ describe('Class: Scheduler (in-memory ports)', () => {
     expect([idle, readsIdle, most <= 4]).toEqual([false, 2_000, true]);
     expect(due).toBe(true);
     expect(reads).toBeLessThanOrEqual(16);
+  });
+
+  it("the idle stop's check keeps the lease while it reads: 2,000 registered tenant-tiers read one by one outlast the 30 s lease, which lapsed and was taken again (a start-over, a resume of every tenant-tier)", async () => {
+    // Prepare: a clock that moves; 2,000 registered tenant-tiers with work due in an hour; each read 30 ms
+    let nowMs = NOW.getTime();
+    const tasks = new InMemoryTasks();
+    const control = new InMemoryControl();
+    const queues = new InMemoryQueues();
+    const config = parseConfig({ pools: { lambda: { concurrency: 3 }, fargate: { vcpu: 1, memoryMiB: 2048 } } });
+    for (let i = 0; i < 2_000; i++) {
+      tasks.put(
+        createTask(`later-${i}`, taskSpec({ tenantId: `t${i}`, runAt: new Date(NOW.getTime() + 3_600_000) }), NOW),
+      );
+      await control.registerIntake(`t${i}`, 'normal', NOW);
+    }
+    // The minute tick tries the lease now and then: it takes it if it lapsed.
+    const tookOver: number[] = [];
+    const firstQueued = tasks.firstQueued.bind(tasks);
+    tasks.firstQueued = async (tenantId, tier) => {
+      nowMs += 30;
+      if (nowMs % 1_000 < 30 && (await control.acquireLease(SCHEDULER_LEASE, 'the-tick', nowMs, 30_000))) {
+        tookOver.push(nowMs);
+      }
+      return firstQueued(tenantId, tier);
+    };
+    const services = { store: tasks, control, queues };
+    const events: string[] = [];
+    let ticks = 0;
+
+    // Act: ticks of a second each, until the loop stops idle (or 200 ticks)
+    const end = await runSchedulerLoop({
+      control,
+      createScheduler: () => new Scheduler({ store: tasks, control, queues, config, now: () => new Date(nowMs) }),
+      signal: new AbortController().signal,
+      keepGoing: () => ticks < 200,
+      now: () => new Date(nowMs),
+      waitSeconds: 0,
+      leaseTtlMs: 30_000,
+      waitForLease: false,
+      idleStop: {
+        afterMs: 20_000,
+        graceMs: 3_000,
+        hasWork: (keepAlive) => hasSchedulerWork(services, new Date(nowMs), undefined, undefined, keepAlive),
+      },
+      onTick: () => {
+        ticks++;
+        nowMs += 1_000;
+      },
+      onLease: (event, lease) => events.push(`${event} ${lease.token}`),
+    });
+
+    // Assess: it read every registration (60 s) under one lease, found nothing due within 90 s, and stopped
+    expect(tookOver).toEqual([]);
+    expect(events).toEqual(['acquired 1', 'released 1']);
+    expect(end).toBe('idle');
   });
 
   it("activation: a due announcement nobody took starts a scheduler, wherever its task falls in the index scan (it was left to the backstop's page a minute)", async () => {
