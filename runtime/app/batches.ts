@@ -234,9 +234,32 @@ export class BatchService {
       }
       planned[index] = { input: keyed, spec, taskId: idempotentTaskId(tenantId, keyed.idempotencyKey) };
     });
-    if (planned.every((plan) => plan === undefined)) {
+    // Every item's dependencies read at once (consistently): tasks that existed before the batch
+    // (app/dependencies.ts); an item's is refused at its index when one is missing.
+    // The items with dependencies are read too: one that exists (a retried batch) is answered with
+    // it, even if a dependency has since gone. Read before the batch is recorded, so that a batch
+    // whose every item names an unknown dependency records nothing either.
+    const dependencyIds = [
+      ...new Set(planned.flatMap((plan) => (plan?.input.dependsOn ? [plan.taskId, ...plan.input.dependsOn] : []))),
+    ];
+    const dependencies = dependencyIds.length > 0 ? await store.getMany(dependencyIds) : new Map<string, Task>();
+    const refusedOnDependencies = (plan: (typeof planned)[number]): ValidationError | undefined => {
+      if (!plan?.spec.dependsOn || dependencies.has(plan.taskId)) return undefined;
+      try {
+        dependencyStates(dependencies, tenantId, plan.taskId, plan.spec.dependsOn);
+        return undefined;
+      } catch (error) {
+        if (error instanceof ValidationError) return error;
+        throw error;
+      }
+    };
+    if (planned.every((plan) => plan === undefined || refusedOnDependencies(plan) !== undefined)) {
       // Nothing to run: no batch is recorded and no then-task runs on counts of 0. A 400, as every
       // refusal is, with each item's error where a 200 would have had it.
+      planned.forEach((plan, index) => {
+        const error = refusedOnDependencies(plan);
+        if (error) results[index] = itemError(error.code, error.message);
+      });
       throw new ValidationError(
         'all_items_refused',
         `Every item of the batch was refused (${results.length} of ${results.length}); nothing was written`,
@@ -261,14 +284,6 @@ export class BatchService {
     const accepted: SubmitResult[] = [];
     const excluded: number[] = [];
     const failures: unknown[] = [];
-    // Every item's dependencies read at once (consistently): tasks that existed before the batch
-    // (app/dependencies.ts); an item's is refused at its index when one is missing.
-    // The items with dependencies are read too: one that exists (a retried batch) is answered with
-    // it, even if a dependency has since gone.
-    const dependencyIds = [
-      ...new Set(planned.flatMap((plan) => (plan?.input.dependsOn ? [plan.taskId, ...plan.input.dependsOn] : []))),
-    ];
-    const dependencies = dependencyIds.length > 0 ? await store.getMany(dependencyIds) : new Map<string, Task>();
     // The tasks, conditional creates 25 to a BatchExecuteStatement call (task-store.ts createMany).
     const writes: { index: number; key: string | undefined; task: Task }[] = [];
     planned.forEach((plan, index) => {

@@ -187,6 +187,34 @@ describe('Class: BatchService (emulators)', () => {
     expect((await services.batches.list('bulk-none', 10)).items).toEqual([]);
   });
 
+  it('refuses a batch whose every item names an unknown dependency the same way, writing nothing (it recorded the batch and ran its then-task on counts of 0)', async () => {
+    // Prepare
+    const before = await snapshotWrites(services);
+    const input = {
+      ...batchOf('bulk-deps', 0),
+      tasks: [
+        { tenantId: 'bulk-deps', type: 'demo.echo', dependsOn: ['tsk_nope'] },
+        { tenantId: 'bulk-deps', type: 'demo.nope' },
+      ],
+      then: { tenantId: 'bulk-deps', type: 'demo.echo' },
+    };
+    // Act
+    const refused = await services.batches.submit(input).catch((error: unknown) => error);
+    // Assess
+    expect(refused).toMatchObject({
+      code: 'all_items_refused',
+      details: {
+        field: 'tasks',
+        results: [
+          { error: { code: 'unknown_dependency', message: expect.any(String) } },
+          { error: { code: 'unknown_task_type', message: expect.any(String) } },
+        ],
+      },
+    });
+    expect(await snapshotWrites(services)).toEqual(before);
+    expect((await services.batches.list('bulk-deps', 10)).items).toEqual([]);
+  });
+
   it('refuses a batch key reused with another body, and items of several tenants', async () => {
     // Prepare
     await services.batches.submit(batchOf('bulk-e', 1, { idempotencyKey: 'nightly' }));
