@@ -196,6 +196,7 @@ describe('Class: BatchService (emulators)', () => {
         { tenantId: 'bulk-deps', type: 'demo.echo', dependsOn: ['tsk_nope'] },
         { tenantId: 'bulk-deps', type: 'demo.nope' },
       ],
+      // biome-ignore lint/suspicious/noThenProperty: the field's name is pinned (PRODUCT.md, POST /v1/tasks/batch)
       then: { tenantId: 'bulk-deps', type: 'demo.echo' },
     };
     // Act
