@@ -86,16 +86,26 @@ describe('createAwsClients: S3 addressing', () => {
   });
 });
 
+/** A server that accepts connections and never answers (a half-open socket, as the SDK meets it). */
+async function silentServer() {
+  const { createServer } = await import('node:net');
+  const sockets: import('node:net').Socket[] = [];
+  const server = createServer((socket) => {
+    sockets.push(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as import('node:net').AddressInfo;
+  const close = async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  };
+  return { sockets, port, close };
+}
+
 describe('createAwsClients: call timeouts', () => {
   it('gives up on a connection that answers nothing (a half-open socket), where the SDK alone waits 300 s, and retries', async () => {
     // Prepare: a server that accepts and never answers
-    const { createServer } = await import('node:net');
-    const sockets: import('node:net').Socket[] = [];
-    const server = createServer((socket) => {
-      sockets.push(socket);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as import('node:net').AddressInfo;
+    const { sockets, port, close } = await silentServer();
     const { DescribeTableCommand } = await import('@aws-sdk/client-dynamodb');
     const { dynamodb } = createAwsClients({
       region: 'eu-west-1',
@@ -113,8 +123,7 @@ describe('createAwsClients: call timeouts', () => {
       expect(sockets.length).toBeGreaterThan(1);
       expect(sockets.length).toBeGreaterThanOrEqual(1);
     } finally {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
+      await close();
     }
   });
 
@@ -145,13 +154,7 @@ describe('createAwsClients: call timeouts', () => {
 
   it("onAws: a client made outside createAwsClients (the waker's Lambda invoke, the stream's PutEvents) gives up on a silent connection too", async () => {
     // Prepare: a server that accepts and never answers
-    const { createServer } = await import('node:net');
-    const sockets: import('node:net').Socket[] = [];
-    const server = createServer((socket) => {
-      sockets.push(socket);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as import('node:net').AddressInfo;
+    const { sockets, port, close } = await silentServer();
     const { InvokeCommand, LambdaClient } = await import('@aws-sdk/client-lambda');
     const lambda = new LambdaClient({
       ...onAws(300),
@@ -168,8 +171,7 @@ describe('createAwsClients: call timeouts', () => {
       ).rejects.toMatchObject({ name: 'TimeoutError' });
       expect(sockets.length).toBe(2);
     } finally {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => server.close(resolve));
+      await close();
     }
   });
 
