@@ -1,4 +1,5 @@
 import { ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
 import { TaskStore } from '../../runtime/adapters/task-store.ts';
@@ -160,6 +161,30 @@ describe('Class: Scheduler (against the emulators)', () => {
     expect(messages).toHaveLength(1);
     expect((await services.store.get(id!))?.fence).toBe(1);
     // The duplicate tier messages were dropped, not left to come back.
+    expect(await services.queues.receive('tier-normal', { waitSeconds: 0, visibilitySeconds: 0 })).toEqual([]);
+  });
+
+  it('dispatches once a task announced as versions before the ref rode along did (taskId, tenantId, priority only), and drops the announcement', async () => {
+    // Prepare: the submit's own announcement taken away, one as the release before sent it put back
+    const [id] = await submit(1, 'acme');
+    const sent = await services.queues.receive('tier-normal', { waitSeconds: 0, visibilitySeconds: 0 });
+    await services.queues.delete(
+      'tier-normal',
+      sent.map((message) => message.receiptHandle),
+    );
+    await services.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: services.queues.urlOf('tier-normal'),
+        MessageBody: JSON.stringify({ taskId: id, tenantId: 'acme', priority: 'normal' }),
+      }),
+    );
+    // Act
+    const scheduler = newScheduler();
+    await scheduler.resume();
+    await settle(scheduler);
+    // Assess
+    expect((await workerMessages('lambda')).map((message) => message.taskId)).toEqual([id]);
+    expect((await services.store.get(id!))?.fence).toBe(1);
     expect(await services.queues.receive('tier-normal', { waitSeconds: 0, visibilitySeconds: 0 })).toEqual([]);
   });
 
