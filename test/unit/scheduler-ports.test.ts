@@ -65,6 +65,31 @@ function withMovingClock(lambdaConcurrency: number) {
   return { clock, tasks, control, queues, newScheduler, submit };
 }
 
+/**
+ * `byTenantQueue` as a Scan meets a large index: every page full of tasks due tomorrow, and
+ * another after it (the activation check's whole-index read runs out of its budget and falls back
+ * to the registrations' first entries). Returns the pages read.
+ */
+function behindLargeIndex(tasks: InMemoryTasks): { pages: number } {
+  const read = { pages: 0 };
+  const tomorrow = new Date(NOW.getTime() + 86_400_000).toISOString();
+  tasks.scanQueued = async (limit: number) => {
+    read.pages++;
+    const refs = Array.from({ length: limit }, (_, i) => ({
+      taskId: `far-${read.pages}-${i}`,
+      tenantId: `far-${i % 7}`,
+      priority: 'normal' as const,
+      runtime: 'lambda' as const,
+      resources: { vcpu: 0.25, memoryMiB: 512 },
+      agingFrom: tomorrow,
+      runAt: tomorrow,
+      fence: 0,
+    }));
+    return { refs, next: { page: read.pages } as never };
+  };
+  return read;
+}
+
 describe('Class: Scheduler (in-memory ports)', () => {
   it('dispatches within the pool and the quota, one fenced worker message each, and frees capacity on completion', async () => {
     // Prepare
@@ -271,9 +296,11 @@ describe('Class: Scheduler (in-memory ports)', () => {
   });
 
   it('activation reads registered tenant-tiers a few at a time and stops at the first due: 10,000 at once (90,000 Queries) failed on timeouts', async () => {
-    // Prepare: 2,000 registered tenant-tiers, each with one task due in an hour; the 11th also one due now
+    // Prepare: 2,000 registered tenant-tiers, each with one task due in an hour; the 11th also one
+    // due now; behind an index too large to read whole
     const { tasks, control, queues } = setUp();
     const services = { store: tasks, control, queues };
+    behindLargeIndex(tasks);
     for (let i = 0; i < 2_000; i++) {
       tasks.put(
         createTask(`later-${i}`, taskSpec({ tenantId: `t${i}`, runAt: new Date(NOW.getTime() + 3_600_000) }), NOW),
@@ -320,6 +347,7 @@ describe('Class: Scheduler (in-memory ports)', () => {
     }
     // The minute tick tries the lease now and then: it takes it if it lapsed.
     const tookOver: number[] = [];
+    behindLargeIndex(tasks);
     const firstQueued = tasks.firstQueued.bind(tasks);
     tasks.firstQueued = async (tenantId, tier) => {
       nowMs += 30;
@@ -358,6 +386,68 @@ describe('Class: Scheduler (in-memory ports)', () => {
     expect(tookOver).toEqual([]);
     expect(events).toEqual(['acquired 1', 'released 1']);
     expect(end).toBe('idle');
+  });
+
+  it("activation reads the index whole when that costs less than the registrations' first entries: 2,000 registered tenant-tiers with a task due in an hour are one page, not 18,000 Queries", async () => {
+    // Prepare: 2,000 registered tenant-tiers, each with one task due in an hour
+    const { tasks, control, queues } = setUp();
+    const services = { store: tasks, control, queues };
+    for (let i = 0; i < 2_000; i++) {
+      tasks.put(
+        createTask(`later-${i}`, taskSpec({ tenantId: `t${i}`, runAt: new Date(NOW.getTime() + 3_600_000) }), NOW),
+      );
+      await control.registerIntake(`t${i}`, 'normal', NOW);
+    }
+    let firstEntries = 0;
+    const firstQueued = tasks.firstQueued.bind(tasks);
+    tasks.firstQueued = async (tenantId, tier) => {
+      firstEntries++;
+      return firstQueued(tenantId, tier);
+    };
+    const scans: number[] = [];
+    const scanQueued = tasks.scanQueued.bind(tasks);
+    tasks.scanQueued = async (limit: number) => {
+      scans.push(limit);
+      return scanQueued(limit);
+    };
+
+    // Act: nothing due within 90 s; then a task of the 11th tenant due now
+    const idle = await hasSchedulerWork(services, NOW);
+    const idleScans = [...scans];
+    tasks.put(createTask('due-now', taskSpec({ tenantId: 't10' }), NOW));
+    const due = await hasSchedulerWork(services, NOW);
+
+    // Assess: the Limit-1 emptiness read and one page of the whole index each time, no first entries
+    expect([idle, due]).toEqual([false, true]);
+    expect(idleScans).toEqual([1, 3_000]);
+    expect(firstEntries).toBe(0);
+  });
+
+  it("activation falls back to the registrations' first entries behind an index too large to read whole, spending no more on the attempt than they cost", async () => {
+    // Prepare: one registered tenant-tier, its task due now, behind a large index
+    const { tasks, control, queues } = setUp();
+    const services = { store: tasks, control, queues };
+    tasks.put(createTask('due-now', taskSpec({ tenantId: 'small' }), NOW));
+    await control.registerIntake('small', 'normal', NOW);
+    const scanned: number[] = [];
+    const read = behindLargeIndex(tasks);
+    const scanQueued = tasks.scanQueued.bind(tasks);
+    tasks.scanQueued = async (limit: number) => {
+      scanned.push(limit);
+      return scanQueued(limit);
+    };
+
+    // Act
+    const needed = await hasSchedulerWork(services, NOW);
+
+    // Assess: found through its first entry; the whole-index read stopped at its budget (4.5 + 20
+    // read units: about 600 entries), after the Limit-1 read
+    expect(needed).toBe(true);
+    expect(scanned[0]).toBe(1);
+    const wholeIndexEntries = scanned.slice(1).reduce((sum, limit) => sum + limit, 0);
+    expect(wholeIndexEntries).toBeGreaterThan(0);
+    expect(wholeIndexEntries).toBeLessThanOrEqual(Math.ceil((4.5 + 20) * 25) + 1);
+    expect(read.pages).toBe(scanned.length);
   });
 
   it("activation: a due announcement nobody took starts a scheduler, wherever its task falls in the index scan (it was left to the backstop's page a minute)", async () => {
