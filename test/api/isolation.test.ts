@@ -229,8 +229,11 @@ describe('Isolation: keys that name things', () => {
     // Assess
     expect([foreign.statusCode, missing.statusCode]).toEqual([400, 400]);
     expect((foreign.body ?? '').replaceAll(alphaTask, 'ID')).toBe((missing.body ?? '').replaceAll(missingId, 'ID'));
-    expect(inBatch.statusCode).toBe(200);
-    const { results } = body<{ results: { error: { code: string; message: string } }[] }>(inBatch);
+    // Every item refused: the whole batch is (400 all_items_refused, nothing written), each item's error in it.
+    expect(inBatch.statusCode).toBe(400);
+    const { results } = body<{ error: { details: { results: { error: { code: string; message: string } }[] } } }>(
+      inBatch,
+    ).error.details;
     expect(results.map((result) => result.error.code)).toEqual(['unknown_dependency', 'unknown_dependency']);
     expect(results[0]!.error.message.replaceAll(alphaTask, 'ID')).toBe(
       results[1]!.error.message.replaceAll(missingId, 'ID'),
