@@ -36,6 +36,13 @@
  *                  DEPENDENCY_FAILED, and a dependent so cancelled had a dependency recorded
  *                  FAILED or CANCELLED before;
  * - stranded:      no task is left held on dependencies (QUEUED with `waitingOn`) at the end.
+ * - due-start:     a task QUEUED with a later runAt (a delay, a retry's backoff) leaves QUEUED
+ *                  within DUE_START_ALLOWANCE_MS of that runAt (extended by scheduler crashes and
+ *                  stalls, as the wait bound is), unless the checker sees it held back: never
+ *                  announced (a submit that crashed: the backstop's case), its tenant at its quota
+ *                  or its pool full meanwhile, or flow control (a pause, a concurrency key, a start
+ *                  rate). Each due time is counted once: checked (on time or late), excused, or
+ *                  unresolved (still QUEUED at the run's end before its deadline).
  * - then-once:     each acknowledged batch whose members all ended has exactly one then-task (its
  *                  deterministic id; no other task carries the batch's summary), created after
  *                  every member's first end, with the members' end states counted in its payload,
@@ -65,7 +72,8 @@ export type Invariant =
   | 'dependency-order'
   | 'dependency-failed'
   | 'stranded'
-  | 'then-once';
+  | 'then-once'
+  | 'due-start';
 
 export interface Violation {
   readonly invariant: Invariant;
@@ -169,6 +177,8 @@ export interface CheckSummary {
     };
     /** Batches acknowledged, and those whose then-task was checked (every member ended). */
     readonly batches: { readonly acknowledged: number; readonly checked: number; readonly members: number };
+    /** The due-start invariant's due times (see the header), and the latest of the checked ones. */
+    readonly dueStarts: DueStartStats;
     readonly maxReceivesOfOneMessage: Readonly<Record<string, number>>;
     readonly deadLettered: Readonly<Record<string, number>>;
     readonly mostTierMessagesForOneTask: number;
@@ -670,6 +680,7 @@ export function checkHistory(history: History): CheckSummary {
   const flow = checkFlow(history, violations, sec, traceOf);
   const dependencies = checkDependencies(history, violations, sec, traceOf, writesByTask, finalById);
   const batches = checkBatches(history, violations, sec, writesByTask, finalById, traceOf);
+  const dueStarts = checkDueStarts(history, violations, sec, traceOf, writesByTask, outages);
 
   return {
     violations,
@@ -709,6 +720,7 @@ export function checkHistory(history: History): CheckSummary {
       flow,
       dependencies,
       batches,
+      dueStarts,
       maxReceivesOfOneMessage: maxReceives,
       deadLettered,
       mostTierMessagesForOneTask: mostAnnouncements,
@@ -943,6 +955,193 @@ function checkFlow(
     pausesAnswered: history.pauses.filter((pause) => pause.answeredAtMs !== undefined).length,
     dispatchesChecked,
   };
+}
+
+/**
+ * How late past its due time a delayed task may leave QUEUED when nothing the checker sees holds
+ * it back, from the design (runtime/scheduler/activation.ts). With no scheduler running the
+ * minute tick starts one: at most 60 s after the task's announcement shows in its tier queue (it
+ * was sent with the task's delay) or its registered tenant-tier's first entry comes within the
+ * 90 s horizon (so usually before it is due). Then 30 s for the scheduler's start and intake
+ * under the faults: the Lambda invoke, the lease, the settle (2 s) and resume, the intake's
+ * receive (short polls that miss, redeliveries), the dispatch write through lost responses and
+ * throttles (the SDK's retries back off for seconds). A scheduler crash or stall meanwhile
+ * extends it by the outage (schedulerOutages), as for the wait bound.
+ */
+export const DUE_START_ALLOWANCE_MS = 60_000 + 30_000;
+
+export interface DueStartStats {
+  /** Due times judged: the task left QUEUED, or was still QUEUED at the run's end past its deadline. */
+  readonly checked: number;
+  /** Of the checked, those past their deadline (each a due-start violation). */
+  readonly late: number;
+  /** Not judged, past their deadline for a reason the checker sees (see the header). */
+  readonly excused: {
+    readonly unannounced: number;
+    readonly atQuota: number;
+    readonly poolFull: number;
+    readonly flowHeld: number;
+  };
+  /** Still QUEUED when the run ended, before the deadline. */
+  readonly unresolved: number;
+  /** Of the checked, the longest from due to leaving QUEUED, seconds (0 when none). */
+  readonly mostLateSeconds: number;
+}
+
+/** The due-start invariant (see the header and DUE_START_ALLOWANCE_MS). */
+function checkDueStarts(
+  history: History,
+  violations: Violation[],
+  sec: (ms: number) => number,
+  traceOf: (taskId: string) => string[],
+  writesByTask: ReadonlyMap<string, readonly { atMs: number; task: Task }[]>,
+  outages: readonly { fromMs: number; toMs: number }[],
+): DueStartStats {
+  // Each attempt's time DISPATCHED or RUNNING, with its share of its pool (a Lambda slot, or vCPU).
+  const leased: { taskId: string; tenantId: string; runtime: string; weight: number; fromMs: number; toMs: number }[] =
+    [];
+  const open = new Map<string, (typeof leased)[number]>();
+  for (const { atMs, task } of history.writes) {
+    if (!task) continue;
+    const isLeased = task.state === 'DISPATCHED' || task.state === 'RUNNING';
+    const span = open.get(task.taskId);
+    if (isLeased && !span) {
+      const weight = task.runtime === 'lambda' ? 1 : (task.resources?.vcpu ?? 0);
+      const added = {
+        taskId: task.taskId,
+        tenantId: task.tenantId,
+        runtime: task.runtime,
+        weight,
+        fromMs: atMs,
+        toMs: Number.POSITIVE_INFINITY,
+      };
+      leased.push(added);
+      open.set(task.taskId, added);
+    } else if (!isLeased && span) {
+      span.toMs = atMs;
+      open.delete(task.taskId);
+    }
+  }
+  /**
+   * The most of `spans` leased at once in [fromMs, toMs], each counted until `learnedMs` after its
+   * end: by their share of the pool (`weighed`), or one each.
+   */
+  const most = (
+    spans: readonly (typeof leased)[number][],
+    fromMs: number,
+    toMs: number,
+    learnedMs: number,
+    weighed: boolean,
+  ) => {
+    const edges: [number, number][] = [];
+    for (const span of spans) {
+      if (span.fromMs > toMs || span.toMs + learnedMs <= fromMs) continue;
+      const weight = weighed ? span.weight : 1;
+      edges.push([Math.max(span.fromMs, fromMs), weight], [span.toMs + learnedMs, -weight]);
+    }
+    edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let now = 0;
+    let peak = 0;
+    for (const [, step] of edges) {
+      now += step;
+      peak = Math.max(peak, now);
+    }
+    return peak;
+  };
+  const tierIds = new Set(tierQueuesFor(MAX_SCHEDULER_SHARDS).map((queue) => queue.id));
+  const announcedAt = new Map<string, number[]>();
+  for (const send of history.sends) {
+    if (!tierIds.has(send.queueId)) continue;
+    const taskId = safeTaskId(send.body);
+    if (!taskId) continue;
+    const times = announcedAt.get(taskId);
+    if (times) times.push(send.atMs);
+    else announcedAt.set(taskId, [send.atMs]);
+  }
+  let checked = 0;
+  let late = 0;
+  let unresolved = 0;
+  let mostLateMs = 0;
+  const excused = { unannounced: 0, atQuota: 0, poolFull: 0, flowHeld: 0 };
+  for (const [taskId, writes] of writesByTask) {
+    for (let i = 0; i < writes.length; i++) {
+      const entered = writes[i]!;
+      if (entered.task.state !== 'QUEUED' || (i > 0 && writes[i - 1]!.task.state === 'QUEUED')) continue;
+      let end = i + 1;
+      while (end < writes.length && writes[end]!.task.state === 'QUEUED') end++;
+      const span = writes.slice(i, end);
+      // Held on dependencies: the dependency invariants' (its release, not its runAt, makes it ready).
+      if (span.some(({ task }) => (task.waitingOn?.length ?? 0) > 0)) continue;
+      const dueMs = Date.parse(entered.task.runAt);
+      // Due at once: the wait bound's; due after the run: nothing to judge.
+      if (!(dueMs > entered.atMs) || dueMs >= history.endMs) continue;
+      const left = writes[end];
+      const deadline = extendedBy(outages, dueMs, dueMs + DUE_START_ALLOWANCE_MS);
+      if (!left && history.endMs <= deadline) {
+        unresolved++;
+        continue;
+      }
+      const leftAtMs = left?.atMs ?? history.endMs;
+      if (leftAtMs > deadline) {
+        const task = entered.task;
+        const quota = history.tenants[task.tenantId]?.maxConcurrency;
+        const others = leased.filter((l) => l.taskId !== taskId);
+        const capacity =
+          history.pools && (task.runtime === 'lambda' ? history.pools.lambdaSlots : history.pools.fargateVcpu);
+        const weight = task.runtime === 'lambda' ? 1 : (task.resources?.vcpu ?? 0);
+        if (!(announcedAt.get(taskId) ?? []).some((atMs) => atMs >= entered.atMs && atMs <= deadline)) {
+          excused.unannounced++;
+          continue;
+        }
+        const settings = history.tenants[task.tenantId];
+        if (flowHeldMeanwhile(history, task, dueMs, leftAtMs) || (settings && startRateOf(settings))) {
+          excused.flowHeld++;
+          continue;
+        }
+        if (
+          quota !== undefined &&
+          most(
+            others.filter((l) => l.tenantId === task.tenantId),
+            dueMs,
+            leftAtMs,
+            0,
+            false,
+          ) >= quota
+        ) {
+          excused.atQuota++;
+          continue;
+        }
+        if (
+          capacity !== undefined &&
+          most(
+            others.filter((l) => l.runtime === task.runtime),
+            dueMs,
+            leftAtMs,
+            SLOT_LEARNED_MS,
+            true,
+          ) +
+            weight >
+            capacity
+        ) {
+          excused.poolFull++;
+          continue;
+        }
+      }
+      checked++;
+      mostLateMs = Math.max(mostLateMs, leftAtMs - dueMs);
+      if (leftAtMs <= deadline) continue;
+      late++;
+      violations.push({
+        invariant: 'due-start',
+        taskId,
+        tenantId: entered.task.tenantId,
+        atSeconds: sec(deadline),
+        detail: `due at t=${sec(dueMs)}s (QUEUED at t=${sec(entered.atMs)}s, deadline with outages t=${sec(deadline)}s); ${left ? `left QUEUED (${left.task.state}) at t=${sec(left.atMs)}s` : 'never left QUEUED'}, ${Math.round((leftAtMs - dueMs) / 1000)} s after it was due`,
+        trace: traceOf(taskId),
+      });
+    }
+  }
+  return { checked, late, excused, unresolved, mostLateSeconds: Math.round(mostLateMs / 1000) };
 }
 
 /** How long after a crash or during a stall no scheduler dispatches: until a lease is taken again, and its settle. */

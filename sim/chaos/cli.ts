@@ -5,7 +5,7 @@
 import { fork } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { MAX_SCHEDULER_SHARDS } from '../../runtime/core/shards.ts';
-import { checkHistory, medianAndMax, type Violation } from './check.ts';
+import { checkHistory, type DueStartStats, medianAndMax, type Violation } from './check.ts';
 import { type History, historyDigest } from './history.ts';
 import { CHAOS_SCENARIOS, type ChaosOptions, DEFAULT_OPTIONS, NO_FAULTS, runChaos } from './run.ts';
 import { schedulerModeOption } from './throughput-cli.ts';
@@ -44,7 +44,10 @@ Options:
                    steady tenants each keeping one task waiting at a time for 10 min (asked
                    for every 4-12 s while it waits), beside 3 tenants queueing 240 tasks in
                    30 s; Lambda and Fargate (whole-pool tasks too), timeouts 15-120 s (the
-                   wait bound given and checked thousands of times over a few seeds)
+                   wait bound given and checked thousands of times over a few seeds);
+                   delayed: a tenant's 3,000 tasks due tomorrow, and 16 one-task tenants
+                   submitting tasks delayed 2-20 min (some retried after a backoff) while
+                   the scheduler idles (the due-start invariant)
   --no-faults      the same workload without any fault
   --stalls MS      every scheduler invocation stalls once, at a random moment, for up to MS:
                    its calls are held, then land late, even after it died (default: 10 % of
@@ -153,6 +156,7 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
       schedulerLeases: results.reduce((sum, r) => sum + r.schedulerLeases, 0),
       seedsWithViolations: results.filter((r) => r.violations.length > 0).map((r) => r.seed),
       waitBounds: sumBounds(results),
+      dueStarts: sumDueStarts(results),
       violations,
       jobs,
       wallSeconds,
@@ -163,11 +167,30 @@ export async function runChaosCommand(argv: readonly string[]): Promise<number> 
     const tasks = results.reduce((sum, r) => sum + r.tasks, 0);
     const simulated = results.reduce((sum, r) => sum + r.simulatedSeconds, 0);
     const bounds = sumBounds(results);
+    const dueStarts = sumDueStarts(results);
     process.stdout.write(
-      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked (for ${bounds.checkedTasks} tasks; ${bounds.onPace} of them on the Lambda pool's pace, ${bounds.onHeadroom} on its headroom), ${bounds.broken} broken (not checked: ${bounds.assumptionBroken} with an assumption broken before the start: their tenant submitting more, or ${bounds.paceNotKept} the pool freeing fewer slots than assumed, or ${bounds.headroomNotKept} the pool filling when assumed to keep room, or ${bounds.runningNotSeen} their tenant running a task they did not count, or ${bounds.joinsExceeded} more tenants joining than counted; ${bounds.cancelledWaiting} cancelled while waiting, ${bounds.unresolved} still waiting at the run's end before their deadline), bound / wait median ${bounds.ratio?.median ?? '-'} (at submit ${bounds.ratioAtSubmit?.median ?? '-'}, asked again ${bounds.ratioLater?.median ?? '-'}), ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
+      `${results.length} runs (seeds ${seeds[0]}..${seeds.at(-1)}, scenario ${scenarioName}), ${tasks} tasks, ${simulated} s simulated, ${violations.length} violations in ${failing.length} of them${failing.length > 0 ? ` (seeds ${failing.map((r) => r.seed).join(', ')})` : ''}; wait bounds: ${bounds.given} given, ${bounds.checked} checked (for ${bounds.checkedTasks} tasks; ${bounds.onPace} of them on the Lambda pool's pace, ${bounds.onHeadroom} on its headroom), ${bounds.broken} broken (not checked: ${bounds.assumptionBroken} with an assumption broken before the start: their tenant submitting more, or ${bounds.paceNotKept} the pool freeing fewer slots than assumed, or ${bounds.headroomNotKept} the pool filling when assumed to keep room, or ${bounds.runningNotSeen} their tenant running a task they did not count, or ${bounds.joinsExceeded} more tenants joining than counted; ${bounds.cancelledWaiting} cancelled while waiting, ${bounds.unresolved} still waiting at the run's end before their deadline), bound / wait median ${bounds.ratio?.median ?? '-'} (at submit ${bounds.ratioAtSubmit?.median ?? '-'}, asked again ${bounds.ratioLater?.median ?? '-'}), ${bounds.none} answers without one; rotation: ${bounds.rotationChecked} one-task tenants checked, at most ${bounds.mostStartsOfOneTenantAhead} start of another tenant ahead of one; due starts: ${dueStarts.checked} checked, ${dueStarts.late} late (most ${dueStarts.mostLateSeconds} s after due), ${dueStarts.unresolved} unresolved, excused ${JSON.stringify(dueStarts.excused)}; ${wallSeconds} s wall with ${jobs} job${jobs === 1 ? '' : 's'}\n`,
     );
   }
   return violations.length > 0 ? 1 : 0;
+}
+
+/** The due-start invariant's counts over the runs (the most late: the largest of any run). */
+function sumDueStarts(results: readonly SeedResult[]): DueStartStats {
+  const sum = (pick: (stats: DueStartStats) => number) =>
+    results.reduce((total, r) => total + pick(r.stats.dueStarts), 0);
+  return {
+    checked: sum((d) => d.checked),
+    late: sum((d) => d.late),
+    excused: {
+      unannounced: sum((d) => d.excused.unannounced),
+      atQuota: sum((d) => d.excused.atQuota),
+      poolFull: sum((d) => d.excused.poolFull),
+      flowHeld: sum((d) => d.excused.flowHeld),
+    },
+    unresolved: sum((d) => d.unresolved),
+    mostLateSeconds: Math.max(0, ...results.map((r) => r.stats.dueStarts.mostLateSeconds)),
+  };
 }
 
 interface SeedResult {
@@ -314,7 +337,7 @@ function sumBounds(results: readonly SeedResult[]) {
 
 function describe(result: SeedResult): string {
   const { waitBounds, rotation } = result.stats;
-  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.partitionThrottles} over a partition's limit, ${result.crashes} crashes, ${result.schedulerLeases} scheduler leases taken, ${waitBounds.checked} of ${waitBounds.given} wait bounds checked (${waitBounds.broken} broken), ${rotation.checked} rotations checked, history ${result.historyDigest}: ${result.violations.length} violations`;
+  const head = `seed ${result.seed}: ${result.tasks} tasks, ${result.simulatedSeconds} s simulated, ${result.calls.lost} lost responses, ${result.calls.throttled} throttled, ${result.partitionThrottles} over a partition's limit, ${result.crashes} crashes, ${result.schedulerLeases} scheduler leases taken, ${waitBounds.checked} of ${waitBounds.given} wait bounds checked (${waitBounds.broken} broken), ${rotation.checked} rotations checked, ${result.stats.dueStarts.checked} due starts checked (${result.stats.dueStarts.late} late), history ${result.historyDigest}: ${result.violations.length} violations`;
   const lines = result.violations.map(
     (v) =>
       `  ${v.invariant} ${v.taskId ?? ''} at ${v.atSeconds}s: ${v.detail}${v.trace ? `\n    ${v.trace.join('\n    ')}` : ''}`,

@@ -118,6 +118,8 @@ export interface History {
   readonly calls: { ok: number; lost: number; throttled: number };
   /** DynamoDB's units and its per-partition refusals (sim/aws/capacity.ts), once the run ended. */
   throughput?: PartitionThroughput;
+  /** The pools' capacity as configured (the due-start check's "pool capacity free"). */
+  readonly pools?: { readonly lambdaSlots: number; readonly fargateVcpu: number };
   /** The account's Lambda concurrency: peak in use, invocations throttled. */
   lambda?: LambdaAccount;
 }

@@ -228,6 +228,21 @@ export interface ChaosOptions {
   readonly timeouts?: { readonly lambda: readonly number[]; readonly fargate: readonly number[] };
   /** A Fargate task's vCPU, drawn from this list, with 2 GiB a vCPU (default: taskDefaults'). */
   readonly fargateVcpus?: readonly number[];
+  /**
+   * Delayed work while the system idles (the delayed scenario): `indexTasks` tasks of tenant
+   * `archive`, due a day after the run starts, stored before it (submitted earlier, their
+   * announcements long taken in, the tenant-tier registered): a large `byTenantQueue` index.
+   * Then `submits` one-task tenants (`late-<i>`, quota 1), one about every `spacingSeconds`, each
+   * submitting a task with a delay drawn from `delaySeconds`; `retriedShare` of them fail their
+   * first attempt and wait out the retry backoff. Default: none.
+   */
+  readonly delayedWork?: {
+    readonly indexTasks: number;
+    readonly submits: number;
+    readonly spacingSeconds: number;
+    readonly delaySeconds: readonly [number, number];
+    readonly retriedShare: number;
+  };
 }
 
 export const DEFAULT_OPTIONS: Omit<ChaosOptions, 'seed'> = {
@@ -335,6 +350,26 @@ export const CHAOS_SCENARIOS = {
     workMs: [200, 4000] as const,
     maxDelaySeconds: 60,
   },
+  /**
+   * Scale to zero with a large index (runtime/scheduler/activation.ts): 3,000 tasks of tenant
+   * `archive` due tomorrow (its tenant-tier registered: 6 pages of the backstop's Scan), and 16
+   * one-task tenants submitting one
+   * task each about every 150 s, delayed 2-20 minutes (beyond the 90 s horizon, some beyond SQS's
+   * 15-minute DelaySeconds cap), a quarter of them failing once and retried after a backoff of up
+   * to 4 minutes: short work, so the scheduler stops between them and the minute tick must start
+   * one when each falls due (the due-start invariant). Every fault of the default sweep.
+   */
+  delayed: {
+    tasks: 0,
+    tenants: 0,
+    submitSeconds: 2400,
+    maxSimulatedSeconds: 4200,
+    cancelRate: 0,
+    operatorRetryRate: 0,
+    workMs: [200, 2000] as const,
+    delayedWork: { indexTasks: 3000, submits: 16, spacingSeconds: 150, delaySeconds: [120, 1200], retriedShare: 0.25 },
+    config: { retry: { baseDelaySeconds: 240, maxDelaySeconds: 900 } } as ConfigInput,
+  },
 } satisfies Record<string, Partial<ChaosOptions>>;
 
 /** The flow scenario's start-rate limits, by tenant index. */
@@ -344,6 +379,8 @@ const FLOW_RATES: readonly ({ maxStartsPerSecond: number; burst: number } | unde
 ];
 
 const START_MS = Date.parse('2026-01-05T00:00:00.000Z');
+/** The delayed scenario's tenant whose far-future tasks make the large index. */
+const DELAYED_INDEX_TENANT = 'archive';
 const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
 /** The task table's stream function's timeout, as lib/task-events.ts deploys it. */
 const STREAM_FUNCTION_TIMEOUT_MS = 60_000;
@@ -439,6 +476,15 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       },
     ]),
     ...steadyTenants.map((t, i) => [t, { weight: 1 + (i % 3), maxConcurrency: 1 + (i % 2) }]),
+    ...(options.delayedWork
+      ? [
+          [DELAYED_INDEX_TENANT, { weight: 1, maxConcurrency: 1 }],
+          ...Array.from({ length: options.delayedWork.submits }, (_, i) => [
+            `late-${i}`,
+            { weight: 1, maxConcurrency: 1 },
+          ]),
+        ]
+      : []),
   ]);
   const tasksTable = world.resources.tables.tasks!;
   if (options.record === false) world.dynamodb.recordTables.delete(tasksTable);
@@ -500,6 +546,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     schedulerInvocations: 0,
     scheduler: { invoked: {}, ended: {} },
     calls: { ok: 0, lost: 0, throttled: 0 },
+    pools: { lambdaSlots: config.pools.lambda.concurrency, fargateVcpu: config.pools.fargate.vcpu },
   };
   const componentFaults: TransportFaults = {
     lostResponseRate: faults.lostResponseRate,
@@ -811,6 +858,93 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     track(steady());
   });
 
+  // --- Delayed work while idle (delayed scenario): a large index, then one-task tenants ---
+  /** The index's far-future tasks: not the run's to finish (the run settles without them). */
+  const background = new Set<string>();
+  const delayedWork = options.delayedWork;
+  if (delayedWork) {
+    const delayedRandom = seededRandom(seed * 7919 + 127);
+    // Stored before the run, as an earlier day's submits left them: no faults (the run's faults
+    // start with it), their announcements long taken in and the tenant-tier registered.
+    const loader = buildServices({
+      config,
+      clients: world.component('index-loader', NO_TRANSPORT_FAULTS, { direct: options.transport === 'direct' }).clients,
+      resources: world.resources,
+      registry,
+    });
+    track(
+      (async () => {
+        const now = new Date();
+        const tomorrow = new Date(now.getTime() + 86_400_000);
+        const ids = Array.from({ length: delayedWork.indexTasks }, (_, i) => i);
+        for (let from = 0; from < ids.length; from += 50) {
+          await Promise.all(
+            ids.slice(from, from + 50).map(async (i) => {
+              const spec = loader.tasks.resolveSpec(
+                {
+                  tenantId: DELAYED_INDEX_TENANT,
+                  type: 'sim.work',
+                  payload: { ms: 100, failTimes: 0, permanent: false },
+                  priority: 'low',
+                  runtime: 'lambda',
+                  runAt: tomorrow.toISOString(),
+                  idempotencyKey: `archive-${i}`,
+                },
+                now,
+              );
+              const task = createTask(idempotentTaskId(DELAYED_INDEX_TENANT, `archive-${i}`), spec, now);
+              background.add(task.taskId);
+              await loader.store.create(task);
+            }),
+          );
+        }
+        await loader.control.registerIntake(DELAYED_INDEX_TENANT, 'low', new Date());
+      })(),
+    );
+    const [minDelay, maxDelay] = delayedWork.delaySeconds;
+    const [minMs, maxMs] = options.workMs ?? [200, 8200];
+    for (let i = 0; i < delayedWork.submits; i++) {
+      const tenantId = `late-${i}`;
+      const atMs = (i + 0.5 + (delayedRandom() - 0.5) * 0.6) * delayedWork.spacingSeconds * 1000;
+      const input = {
+        tenantId,
+        type: 'sim.work',
+        payload: {
+          ms: Math.floor(minMs + delayedRandom() * (maxMs - minMs)),
+          failTimes: delayedRandom() < delayedWork.retriedShare ? 1 : 0,
+          permanent: false,
+        },
+        priority: priorities[Math.floor(delayedRandom() * priorities.length)]!,
+        idempotencyKey: `chaos-late-${i}`,
+        runtime: delayedRandom() < (options.fargateShare ?? 0.25) ? ('fargate' as const) : ('lambda' as const),
+        delaySeconds: Math.floor(minDelay + delayedRandom() * (maxDelay - minDelay)),
+      };
+      const environment = apiEnvironments[i % apiEnvironments.length]!;
+      setTimeout(() => {
+        options.onSubmitStart?.(idempotentTaskId(tenantId, input.idempotencyKey), Date.now());
+        track(
+          (async () => {
+            const task = await submitWithRetries(environment, input, lambda);
+            if (!task) {
+              history.unacknowledged++;
+              return;
+            }
+            const described =
+              options.describe === false ? undefined : await describeAndRecord(environment, task.taskId, tenantId);
+            history.accepted.push({
+              taskId: task.taskId,
+              tenantId,
+              atMs: Date.now(),
+              maxAttempts: task.maxAttempts,
+              maxWaitSeconds: described?.wait?.maxWaitSeconds ?? null,
+              boundAtMs: Date.now(),
+            });
+          })(),
+        );
+      }, atMs);
+    }
+  }
+
   // --- Batches: their own stream of draws, so every other draw of a seed stays where it was ---
   const batchRandom = seededRandom(seed * 7919 + 73);
   const [minBatch, maxBatch] = options.batchSize ?? [4, 12];
@@ -1113,10 +1247,13 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       world.dynamodb
         .items(tasksTable)
         // Task items have all ended (batch and dependents items have no state), and no batch is open.
-        .every((item) =>
-          isTaskItem(item)
-            ? ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(String(item.state?.S))
-            : !String(item.taskId?.S).endsWith('#open'),
+        .every(
+          (item) =>
+            // The delayed scenario's far-future index is not the run's to finish.
+            background.has(String(item.taskId?.S)) ||
+            (isTaskItem(item)
+              ? ['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(String(item.state?.S))
+              : !String(item.taskId?.S).endsWith('#open')),
         )
     );
   };
