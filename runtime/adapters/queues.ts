@@ -155,6 +155,15 @@ export const tierMessageOf = (task: Task): TierMessage => ({
 
 /** SQS caps DelaySeconds at 15 minutes; longer waits are re-announced by the scheduler. */
 export const MAX_DELAY_SECONDS = 900;
+/**
+ * A task delayed longer than this is announced this long before it is due: with no scheduler
+ * running, only the minute tick finds an announcement nobody took (runtime/scheduler/activation.ts,
+ * whose DUE_HORIZON_MS this is), so one that turned visible when due made its task start up to a
+ * tick late (the chaos `delayed` scenario: 61 s). The scheduler holds a ref announced early until
+ * it is due (docs/intake.md), as it does one SQS delivers early. A shorter delay (a retry's
+ * backoff) is announced when due.
+ */
+export const ANNOUNCE_AHEAD_SECONDS = 90;
 
 export interface QueueClientOptions {
   /**
@@ -201,7 +210,8 @@ export class QueueClient {
     // By queue: the tier's, of the shard that owns the tenant.
     const byQueue = new Map<string, SendMessageBatchRequestEntry[]>();
     for (const task of tasks) {
-      const delay = Math.ceil((Date.parse(task.runAt) - now.getTime()) / 1000);
+      const dueIn = Math.ceil((Date.parse(task.runAt) - now.getTime()) / 1000);
+      const delay = dueIn > ANNOUNCE_AHEAD_SECONDS ? dueIn - ANNOUNCE_AHEAD_SECONDS : dueIn;
       const body = tierMessageOf(task);
       const queueId = tierQueue(task.priority, shardOfTenant(task.tenantId, this.#shards)).id;
       const entries = byQueue.get(queueId) ?? [];
