@@ -21,11 +21,10 @@
  * `deploy.allowAnyCaller: true` opens the API to every caller API Gateway lets through, i.e. any
  * IAM principal of the account whose policies allow `execute-api:Invoke` on it, for every tenant.
  */
-import type { AuthorizeFn } from './router.ts';
 
 export type CallerMap = Readonly<Record<string, readonly string[]>>;
 
-import { ALL_TENANTS, type CallerIdentity, callerIdentity } from './caller.ts';
+import { ALL_TENANTS, type AuthorizeFn, type CallerIdentity, callerIdentity } from './caller.ts';
 
 export { ALL_TENANTS, type CallerIdentity, callerIdentity };
 

@@ -21,3 +21,6 @@ export function callerIdentity(event: APIGatewayProxyEventV2): CallerIdentity | 
     ...(typeof iam.callerId === 'string' ? { callerId: iam.callerId } : {}),
   };
 }
+
+/** Decides whether the caller of `event` may act for `tenantId` (deployed stack: IAM caller → tenants). */
+export type AuthorizeFn = (event: APIGatewayProxyEventV2, tenantId: string) => boolean | Promise<boolean>;

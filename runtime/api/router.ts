@@ -13,6 +13,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { Services } from '../app/wiring.ts';
 import { SchedulerError } from '../core/errors.ts';
+import type { AuthorizeFn } from './caller.ts';
 import {
   ApiError,
   forbidden,
@@ -27,8 +28,7 @@ import type { AnyRoute, ApiResponse } from './route.ts';
 import { API_ROUTES } from './routes.ts';
 import type { ErrorResponse } from './views.ts';
 
-/** Decides whether the caller of `event` may act for `tenantId` (deployed stack: IAM caller → tenants). */
-export type AuthorizeFn = (event: APIGatewayProxyEventV2, tenantId: string) => boolean | Promise<boolean>;
+export type { AuthorizeFn };
 
 export interface ApiLogger {
   error(message: string, extra: Record<string, unknown>): void;

@@ -5,8 +5,10 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { resolveTenantSettings } from '../app/task-service.ts';
 import { MAX_BATCH_BODY_BYTES } from '../core/batch.ts';
+import type { SchedulerConfig } from '../core/config.ts';
 import { type SchedulerError, TaskNotFoundError } from '../core/errors.ts';
 import { mostGenerous, pickTenantSettings, type SettingAbove, settingsAbove } from '../core/tenant-settings.ts';
+import { mayActFor as principalMayActFor } from './authorization.ts';
 import { ALL_TENANTS, callerIdentity } from './caller.ts';
 import { ApiError } from './errors.ts';
 import {
@@ -343,7 +345,7 @@ const putTenant = defineRoute({
     ...errors(400, 413, 415),
     403: {
       description:
-        'The caller may not act for this tenant (forbidden), or acts for it but not for every tenant and asks for more than its configured or current settings give: a larger weight or maxConcurrency, a start rate lifted or raised, a pause lifted (settings_above_configured, details.fields)',
+        'The caller may not act for this tenant (forbidden), or acts for it but not for every tenant and asks for more than its configured or current settings give: a larger weight or maxConcurrency, a start rate lifted or raised, a pause lifted, or a pause lifted that a caller for every tenant made (settings_above_configured, details.fields)',
       schema: errorResponseSchema,
     },
   },
@@ -356,6 +358,9 @@ const putTenant = defineRoute({
       const configured = resolveTenantSettings(services.config, params.tenantId, undefined);
       const current = await services.tasks.tenantSettings(params.tenantId);
       const above = settingsAbove(mostGenerous(pickTenantSettings(configured), pickTenantSettings(current)), body);
+      if (body.paused !== true && pausedByOperator(services.config, current)) {
+        above.push({ field: 'paused', value: false, allowed: true });
+      }
       if (above.length > 0) throw settingsAboveAllowed(params.tenantId, above);
     }
     const stored = await services.tasks.putTenant(params.tenantId, body, callerOf(event));
@@ -375,8 +380,14 @@ const deleteTenant = defineRoute({
     200: { description: 'The tenant, as it is now', schema: tenantViewSchema, example: EXAMPLE_TENANT },
     ...errors(400, 403),
   },
-  async handle({ params, services, requireTenant }) {
+  async handle({ params, services, requireTenant, mayActFor }) {
     await requireTenant(params.tenantId);
+    if (
+      !(await mayActFor(ALL_TENANTS)) &&
+      pausedByOperator(services.config, await services.tasks.tenantSettings(params.tenantId))
+    ) {
+      throw settingsAboveAllowed(params.tenantId, [{ field: 'paused', value: false, allowed: true }]);
+    }
     return { status: 200, body: presentTenant(await services.tasks.deleteTenant(params.tenantId)) };
   },
 });
@@ -426,6 +437,19 @@ const settingsAboveAllowed = (tenantId: string, above: readonly SettingAbove[]):
       .join(', ')}; a caller for every tenant ("*" in deploy.callers) may`,
     { details: { tenantId, fields: above } },
   );
+
+/**
+ * A pause a caller for every tenant made (an operator, by `pausedBy` and deploy.callers): only
+ * such a caller lifts it, by a PUT or by deleting the stored settings. The tenant's own caller
+ * could otherwise resume what an operator held (an incident, a runaway job).
+ */
+const pausedByOperator = (
+  config: SchedulerConfig,
+  current: { paused?: boolean | undefined; pausedBy?: string | undefined },
+): boolean =>
+  current.paused === true &&
+  current.pausedBy !== undefined &&
+  principalMayActFor(config.deploy.callers, current.pausedBy, ALL_TENANTS);
 
 /** Who is acting, for a pause's record: the IAM caller on AWS, `local` without one. */
 const callerOf = (event: Parameters<typeof callerIdentity>[0]): string => callerIdentity(event)?.userArn ?? 'local';

@@ -440,6 +440,30 @@ describe("Isolation: a tenant's own settings", () => {
     expect(body<ErrorBody>(more).error.details?.fields).toEqual([{ field: 'weight', value: 6, allowed: 5 }]);
   });
 
+  it("does not let alpha's caller lift a pause a caller for every tenant made, by a PUT or by deleting the settings; the operator may", async () => {
+    // Prepare: the operator holds alpha (an incident)
+    expect((await put(OPS, 'alpha', { weight: 1, maxConcurrency: 5, paused: true })).statusCode).toBe(200);
+
+    // Act
+    const resumed = await put(ALPHA, 'alpha', { weight: 1, maxConcurrency: 5 });
+    const deleted = await as(ALPHA, { method: 'DELETE', path: '/v1/tenants/alpha' });
+    const stillPaused = await put(ALPHA, 'alpha', { weight: 0.5, maxConcurrency: 2, paused: true });
+    // The pause keeps who made it first: alpha's own pause on top does not make it alpha's to lift.
+    const resumedAgain = await put(ALPHA, 'alpha', { weight: 0.5, maxConcurrency: 2 });
+    const byOperator = await as(OPS, { method: 'DELETE', path: '/v1/tenants/alpha' });
+
+    // Assess: both lifts refused and nothing changed; lowering while paused is fine; the operator lifts it
+    expect([resumed.statusCode, deleted.statusCode, resumedAgain.statusCode]).toEqual([403, 403, 403]);
+    for (const refused of [resumed, deleted, resumedAgain]) {
+      expect(body<ErrorBody>(refused).error).toMatchObject({
+        code: 'settings_above_configured',
+        details: { tenantId: 'alpha', fields: [{ field: 'paused', value: false, allowed: true }] },
+      });
+    }
+    expect([stillPaused.statusCode, byOperator.statusCode]).toEqual([200, 200]);
+    expect(body(byOperator)).toMatchObject({ tenantId: 'alpha', source: 'config' });
+  });
+
   it('allows the more generous of the configured and the current settings, field by field', async () => {
     // Act / Assess
     expect(
