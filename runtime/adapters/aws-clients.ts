@@ -63,19 +63,12 @@ export const OTHER_CALL_TIMEOUT_MS = 10_000;
  * a deployed function creates outside createAwsClients is made with it (test/integration/aws-clients.test.ts).
  */
 export function onAws(requestMs = OTHER_CALL_TIMEOUT_MS) {
-  return {
-    requestHandler: {
-      connectionTimeout: AWS_CALL_TIMEOUTS.connectionMs,
-      requestTimeout: requestMs,
-      throwOnRequestTimeout: true,
-    },
-  };
+  return { requestHandler: handlerOptions(AWS_CALL_TIMEOUTS.connectionMs, requestMs) };
 }
 
-/** The default HTTP handler's options for a service (undefined: the SDK's own). */
-function handlerOptions(timeouts: CallTimeouts | undefined, requestMs: (t: CallTimeouts) => number) {
-  if (!timeouts) return undefined;
-  return { connectionTimeout: timeouts.connectionMs, requestTimeout: requestMs(timeouts), throwOnRequestTimeout: true };
+/** The default HTTP handler's options: a timeout to connect and one for the whole call. */
+function handlerOptions(connectionMs: number, requestMs: number) {
+  return { connectionTimeout: connectionMs, requestTimeout: requestMs, throwOnRequestTimeout: true };
 }
 
 export interface AwsClients {
@@ -94,8 +87,8 @@ export function createAwsClients(endpoints: AwsEndpoints = {}): AwsClients {
     endpoints.timeouts ?? (endpoint ? undefined : AWS_CALL_TIMEOUTS);
   const transportFor = (endpoint: string | undefined, requestMs: (t: CallTimeouts) => number) => {
     if (endpoints.requestHandler) return { requestHandler: endpoints.requestHandler };
-    const options = handlerOptions(timeoutsFor(endpoint), requestMs);
-    return options ? { requestHandler: options } : {};
+    const timeouts = timeoutsFor(endpoint);
+    return timeouts ? { requestHandler: handlerOptions(timeouts.connectionMs, requestMs(timeouts)) } : {};
   };
   const dynamodb = new DynamoDBClient({
     ...common,

@@ -357,10 +357,10 @@ const putTenant = defineRoute({
     if (!(await mayActFor(ALL_TENANTS))) {
       const configured = resolveTenantSettings(services.config, params.tenantId, undefined);
       const current = await services.tasks.tenantSettings(params.tenantId);
-      const above = settingsAbove(mostGenerous(pickTenantSettings(configured), pickTenantSettings(current)), body);
-      if (body.paused !== true && pausedByOperator(services.config, current)) {
-        above.push({ field: 'paused', value: false, allowed: true });
-      }
+      const allowed = mostGenerous(pickTenantSettings(configured), pickTenantSettings(current));
+      // An operator's pause is not the tenant's to lift, whatever the file says.
+      if (pausedByOperator(services.config, current)) allowed.paused = true;
+      const above = settingsAbove(allowed, body);
       if (above.length > 0) throw settingsAboveAllowed(params.tenantId, above);
     }
     const stored = await services.tasks.putTenant(params.tenantId, body, callerOf(event));

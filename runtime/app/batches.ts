@@ -253,11 +253,11 @@ export class BatchService {
         throw error;
       }
     };
-    if (planned.every((plan) => plan === undefined || refusedOnDependencies(plan) !== undefined)) {
+    const dependencyRefusals = planned.map(refusedOnDependencies);
+    if (planned.every((plan, index) => plan === undefined || dependencyRefusals[index] !== undefined)) {
       // Nothing to run: no batch is recorded and no then-task runs on counts of 0. A 400, as every
       // refusal is, with each item's error where a 200 would have had it.
-      planned.forEach((plan, index) => {
-        const error = refusedOnDependencies(plan);
+      dependencyRefusals.forEach((error, index) => {
         if (error) results[index] = itemError(error.code, error.message);
       });
       throw new ValidationError(

@@ -497,7 +497,7 @@ export class Scheduler {
     const messages = this.#completionsArrived.splice(0);
     let count: number;
     try {
-      count = await this.#releaseRounds(messages, messages.length >= 10, releases, deletes, batchEnds);
+      count = await this.#releaseRounds(messages, releases, deletes, batchEnds);
     } catch (error) {
       // The round failed midway: what it sent is waited for (not left to fail unheard), then the tick fails.
       await Promise.allSettled([...releases, ...deletes]);
@@ -511,14 +511,13 @@ export class Scheduler {
   /** {@link #freeCompleted}'s rounds: releases and deletes it starts go into the arrays given. */
   async #releaseRounds(
     first: ReceivedMessage<CompletionMessage>[],
-    firstFull: boolean,
     releases: Promise<void>[],
     deletes: Promise<unknown>[],
     batchEnds: ReceivedMessage<CompletionMessage>[],
   ): Promise<number> {
     let count = 0;
     let messages = first;
-    let full = firstFull;
+    let full = messages.length >= 10;
     for (let batches = 1, width = 2; ; ) {
       for (const { body } of messages) {
         const active = this.#active.get(body.taskId);

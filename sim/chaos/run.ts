@@ -651,6 +651,22 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
     };
   };
   let solos = 0;
+  /** The task the API accepted, with the bound its first answer gave (null: none, or not asked). */
+  const recordAccepted = (
+    task: { readonly taskId: string; readonly maxAttempts: number },
+    tenantId: string,
+    described: { readonly wait?: { readonly maxWaitSeconds: number | null } | undefined } | undefined,
+  ) => {
+    const atMs = Date.now();
+    history.accepted.push({
+      taskId: task.taskId,
+      tenantId,
+      atMs,
+      maxAttempts: task.maxAttempts,
+      maxWaitSeconds: described?.wait?.maxWaitSeconds ?? null,
+      boundAtMs: atMs,
+    });
+  };
   /** GET the task (undefined: the call failed) and record the wait bound of its answer, if it waits. */
   const describeAndRecord = async (environment: Services, taskId: string, tenantId: string) => {
     const askedAtMs = Date.now();
@@ -780,14 +796,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
           if (task.dependsOn) history.dependsOn!.set(task.taskId, task.dependsOn);
           const described =
             options.describe === false ? undefined : await describeAndRecord(environment, task.taskId, tenantId);
-          history.accepted.push({
-            taskId: task.taskId,
-            tenantId,
-            atMs: Date.now(),
-            maxAttempts: task.maxAttempts,
-            maxWaitSeconds: described?.wait?.maxWaitSeconds ?? null,
-            boundAtMs: Date.now(),
-          });
+          recordAccepted(task, tenantId, described);
           if (options.describeAgain) {
             const againMs = 3_000 + rotationRandom() * 5_000;
             track(sleep(againMs).then(() => describeAndRecord(environment, task.taskId, tenantId)));
@@ -836,15 +845,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
         } else {
           // Asked for while it waits: every answer while it is QUEUED is recorded (a bound, or why none).
           let described = await describeAndRecord(environment, task.taskId, tenantId);
-          const atMs = Date.now();
-          history.accepted.push({
-            taskId: task.taskId,
-            tenantId,
-            atMs,
-            maxAttempts: task.maxAttempts,
-            maxWaitSeconds: described?.wait?.maxWaitSeconds ?? null,
-            boundAtMs: atMs,
-          });
+          recordAccepted(task, tenantId, described);
           for (;;) {
             const state = described?.task.state;
             if (state !== undefined && (TERMINAL_STATES.has(state) || (nextAfterStart && state !== 'QUEUED'))) break;
@@ -931,14 +932,7 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
             }
             const described =
               options.describe === false ? undefined : await describeAndRecord(environment, task.taskId, tenantId);
-            history.accepted.push({
-              taskId: task.taskId,
-              tenantId,
-              atMs: Date.now(),
-              maxAttempts: task.maxAttempts,
-              maxWaitSeconds: described?.wait?.maxWaitSeconds ?? null,
-              boundAtMs: Date.now(),
-            });
+            recordAccepted(task, tenantId, described);
           })(),
         );
       }, atMs);

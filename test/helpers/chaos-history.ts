@@ -2,6 +2,7 @@
  * A chaos history with nothing in it (sim/chaos/history.ts), for tests of single checker rules:
  * each test fills in only what its rule reads.
  */
+import type { Task } from '../../runtime/core/task.ts';
 import type { History } from '../../sim/chaos/history.ts';
 
 export const HISTORY_T0 = Date.parse('2026-01-05T00:00:00.000Z');
@@ -33,3 +34,19 @@ export function emptyHistory(overrides: Partial<History> = {}): History {
     ...overrides,
   };
 }
+
+/** A task item as the history records its writes: tenant `a`'s `sim.work` on Lambda, fence 1; `extra` on top. */
+export const historyTask = (taskId: string, state: Task['state'], extra: Partial<Task> = {}): Task =>
+  ({
+    taskId,
+    tenantId: 'a',
+    type: 'sim.work',
+    state,
+    version: 1,
+    fence: 1,
+    attempts: 0,
+    maxAttempts: 3,
+    priority: 'normal',
+    runtime: 'lambda',
+    ...extra,
+  }) as Task;

@@ -11,24 +11,12 @@ import type { Task } from '../../runtime/core/task.ts';
 import { checkHistory, WAIT_BOUND_SLACK_MS } from '../../sim/chaos/check.ts';
 import type { History } from '../../sim/chaos/history.ts';
 import { CHAOS_SCENARIOS, DEFAULT_OPTIONS, runChaos } from '../../sim/chaos/run.ts';
-import { emptyHistory, HISTORY_T0 } from '../helpers/chaos-history.ts';
+import { emptyHistory, HISTORY_T0, historyTask } from '../helpers/chaos-history.ts';
 
 const T0 = HISTORY_T0;
 
 const task = (taskId: string, state: Task['state']): Task =>
-  ({
-    taskId,
-    tenantId: 'a',
-    type: 'sim.work',
-    state,
-    version: 1,
-    fence: 1,
-    attempts: 0,
-    maxAttempts: 3,
-    priority: 'normal',
-    runtime: 'lambda',
-    runAt: new Date(T0).toISOString(),
-  }) as Task;
+  historyTask(taskId, state, { runAt: new Date(T0).toISOString() });
 
 /** Task `t` of tenant a QUEUED at T0 + 0.5 s, then each of `then` ([state, seconds after T0]). */
 const writes = (then: [Task['state'], number][], taskId = 't') => [

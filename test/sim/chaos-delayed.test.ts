@@ -12,26 +12,13 @@ import { tierQueue } from '../../runtime/infra/resources.ts';
 import { checkHistory, DUE_START_ALLOWANCE_MS } from '../../sim/chaos/check.ts';
 import type { History } from '../../sim/chaos/history.ts';
 import { CHAOS_SCENARIOS, DEFAULT_OPTIONS, runChaos } from '../../sim/chaos/run.ts';
-import { emptyHistory, HISTORY_T0 } from '../helpers/chaos-history.ts';
+import { emptyHistory, HISTORY_T0, historyTask } from '../helpers/chaos-history.ts';
 
 const T0 = HISTORY_T0;
 const DUE = T0 + 300_000;
 
 const task = (taskId: string, state: Task['state'], extra: Partial<Task> = {}): Task =>
-  ({
-    taskId,
-    tenantId: 'a',
-    type: 'sim.work',
-    state,
-    version: 1,
-    fence: 1,
-    attempts: 0,
-    maxAttempts: 3,
-    priority: 'normal',
-    runtime: 'lambda',
-    runAt: new Date(DUE).toISOString(),
-    ...extra,
-  }) as Task;
+  historyTask(taskId, state, { runAt: new Date(DUE).toISOString(), ...extra });
 
 /** Task `d`, submitted at T0 with a delay to DUE (announced then), dispatched `lateMs` after DUE. */
 const delayed = (lateMs: number, extra: Partial<Task> = {}) => [

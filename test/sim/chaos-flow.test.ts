@@ -8,7 +8,7 @@ import type { Task } from '../../runtime/core/task.ts';
 import { checkHistory } from '../../sim/chaos/check.ts';
 import type { History } from '../../sim/chaos/history.ts';
 import { CHAOS_SCENARIOS, DEFAULT_OPTIONS, runChaos } from '../../sim/chaos/run.ts';
-import { emptyHistory, HISTORY_T0 } from '../helpers/chaos-history.ts';
+import { emptyHistory, HISTORY_T0, historyTask } from '../helpers/chaos-history.ts';
 
 const T0 = HISTORY_T0;
 
@@ -21,20 +21,10 @@ function history(writes: { atMs: number; task: Task }[], extra: Partial<History>
 }
 
 const task = (taskId: string, state: Task['state'], atMs: number, extra: Partial<Task> = {}): Task =>
-  ({
-    taskId,
-    tenantId: 'a',
-    type: 'sim.work',
-    state,
-    version: 1,
-    fence: 1,
-    attempts: 0,
-    maxAttempts: 3,
-    priority: 'normal',
-    runtime: 'lambda',
+  historyTask(taskId, state, {
     ...(state === 'DISPATCHED' ? { dispatchedAt: new Date(atMs).toISOString() } : {}),
     ...extra,
-  }) as Task;
+  });
 
 const dispatch = (taskId: string, atMs: number, extra: Partial<Task> = {}) => [
   { atMs: atMs - 1, task: task(taskId, 'QUEUED', atMs - 1, extra) },
