@@ -12,7 +12,7 @@ import type { IntakeWindows } from '../runtime/core/intake/index.ts';
 import type { SchedulingPolicy } from '../runtime/core/policy/policy.ts';
 import type { Candidate } from '../runtime/core/policy/types.ts';
 import type { SchedulerSnapshot } from '../runtime/core/scheduler-snapshot.ts';
-import type { Task } from '../runtime/core/task.ts';
+import type { Runtime, Task, TaskResources } from '../runtime/core/task.ts';
 import { LAMBDA_SAFETY_MARGIN_MS } from '../runtime/scheduler/scheduler-loop.ts';
 import { buildSnapshot } from '../runtime/scheduler/snapshot.ts';
 import { maxHoldSeconds, type Trace } from './trace.ts';
@@ -38,6 +38,8 @@ const NO_WINDOWS = {
 export interface RunningTask {
   readonly dispatchedAtMs: number;
   readonly timeoutSeconds: number;
+  readonly runtime: Runtime;
+  readonly resources: TaskResources;
 }
 
 export class ApiBoundModel {
@@ -65,6 +67,11 @@ export class ApiBoundModel {
         },
         'simulated configuration',
       );
+  }
+
+  /** The summed weight of the tenants with work in the engine now (what `assumedBusyWeight` bounds). */
+  get busyWeight(): number {
+    return this.#engine.busyWeight;
   }
 
   /** After the engine's decisions at `nowMs`: publish a snapshot when one is due, as the scheduler does. */
@@ -99,6 +106,8 @@ export class ApiBoundModel {
     joins?: { atMost: number; fromMs: number; byMs: number };
     /** On the Lambda pool's headroom: fewer than `slots` in use at every instant of [fromMs, byMs]. */
     headroom?: { slots: number; fromMs: number; byMs: number };
+    /** Below its fair share: the engine's summed weight of tenants with work at most `atMost` in [fromMs, byMs]. */
+    busyWeight?: { atMost: number; fromMs: number; byMs: number };
   } | null {
     const iso = (ms: number) => new Date(ms).toISOString();
     const task = {
@@ -114,6 +123,8 @@ export class ApiBoundModel {
     const facts = {
       waiting: tenantWaiting,
       running: running.map((r) => ({
+        runtime: r.runtime,
+        resources: r.resources,
         dispatchedAt: iso(r.dispatchedAtMs),
         runAt: iso(r.dispatchedAtMs),
         timeoutSeconds: r.timeoutSeconds,
@@ -130,7 +141,11 @@ export class ApiBoundModel {
     const freed = wait.assumedFreed;
     const joins = wait.assumedJoins;
     const room = wait.assumedHeadroom;
+    const busy = wait.assumedBusyWeight;
     return {
+      ...(busy
+        ? { busyWeight: { atMost: busy.atMost, fromMs: Date.parse(busy.from), byMs: Date.parse(busy.by) } }
+        : {}),
       seconds: wait.maxWaitSeconds,
       ...(room ? { headroom: { slots: room.slots, fromMs: Date.parse(room.from), byMs: Date.parse(room.by) } } : {}),
       ...(joins ? { joins: { atMost: joins.atMost, fromMs: Date.parse(joins.from), byMs: Date.parse(joins.by) } } : {}),

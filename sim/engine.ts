@@ -73,6 +73,17 @@ export interface RunResult {
   };
   readonly joinsByPool?: readonly (readonly { readonly atMs: number; readonly tenant: number }[])[];
   readonly lambdaFreedMs?: readonly number[];
+  /**
+   * With `apiBounds`: per task whose bound took its tenant to stay below its fair share, the most
+   * summed weight of tenants with work it assumed (NaN: none assumed) between fromMs and byMs; and
+   * the engine's summed weight as it moved (each value from `atMs` on).
+   */
+  readonly assumedBusyWeight?: {
+    readonly atMost: Float64Array;
+    readonly fromMs: Float64Array;
+    readonly byMs: Float64Array;
+  };
+  readonly busyWeightSteps?: readonly { readonly atMs: number; readonly weight: number }[];
   readonly wallMs: number;
 }
 
@@ -205,6 +216,22 @@ export function simulate(
       }
     : undefined;
   const joinsByPool: { atMs: number; tenant: number }[][] | undefined = api ? [[], []] : undefined;
+  const assumedBusyWeight = api
+    ? {
+        atMost: new Float64Array(trace.size).fill(Number.NaN),
+        fromMs: new Float64Array(trace.size).fill(Number.NaN),
+        byMs: new Float64Array(trace.size).fill(Number.NaN),
+      }
+    : undefined;
+  const busyWeightSteps: { atMs: number; weight: number }[] | undefined = api ? [] : undefined;
+  /** Record the engine's summed weight of tenants with work when it moved (the peak inside an instant included). */
+  const recordBusyWeight = (atMs: number) => {
+    if (!api || !busyWeightSteps) return;
+    const weight = api.busyWeight;
+    const last = busyWeightSteps.at(-1);
+    if (last && last.atMs === atMs) last.weight = Math.max(last.weight, weight);
+    else if (!last || last.weight !== weight) busyWeightSteps.push({ atMs, weight });
+  };
 
   /** Per tenant, its running tasks (for the API's describe), only with `apiBounds`. */
   const runningOf = api ? trace.tenantIds.map(() => new Map<number, RunningTask>()) : undefined;
@@ -306,6 +333,11 @@ export function simulate(
         const running = [...(runningOf[tenant] as Map<number, RunningTask>).values()];
         const bound = api.atSubmit(candidate, now, waiting[tenant] as number, running);
         if (bound !== null) boundMs[task] = bound.seconds * 1000;
+        if (bound?.busyWeight && assumedBusyWeight) {
+          assumedBusyWeight.atMost[task] = bound.busyWeight.atMost;
+          assumedBusyWeight.fromMs[task] = bound.busyWeight.fromMs;
+          assumedBusyWeight.byMs[task] = bound.busyWeight.byMs;
+        }
         if (bound?.joins && assumedJoins) {
           assumedJoins.atMost[task] = bound.joins.atMost;
           assumedJoins.fromMs[task] = bound.joins.fromMs;
@@ -332,6 +364,7 @@ export function simulate(
         tenantRanAtSubmit[task] = running.length > 0 ? 1 : 0;
       }
     }
+    recordBusyWeight(now);
     observe?.(dispatcher, now, arrived);
     for (let next = dispatcher.next(now); next; next = dispatcher.next(now)) {
       const task = next.seq;
@@ -347,6 +380,8 @@ export function simulate(
       const hold = trace.holdMs[task] as number;
       completions.push(now + hold, task);
       runningOf?.[tenant]?.set(task, {
+        runtime: trace.runtime[task] === 0 ? 'lambda' : 'fargate',
+        resources: { vcpu: trace.vcpu[task] as number, memoryMiB: trace.memoryMiB[task] as number },
         dispatchedAtMs: now,
         timeoutSeconds: Math.ceil((trace.timeoutMs[task] as number) / 1000),
       });
@@ -354,6 +389,7 @@ export function simulate(
       else fargateBusy += hold * (trace.vcpu[task] as number);
       lastFinish = Math.max(lastFinish, now + hold);
     }
+    recordBusyWeight(now);
     api?.afterDecisions(now);
     if (now >= nextSampleMs) {
       sample();
@@ -380,6 +416,7 @@ export function simulate(
     ...(assumedFreed && lambdaFreedMs ? { assumedFreed, lambdaFreedMs } : {}),
     ...(assumedHeadroom && lambdaFullSpans ? { assumedHeadroom, lambdaFullSpans } : {}),
     ...(assumedJoins && joinsByPool ? { assumedJoins, joinsByPool } : {}),
+    ...(assumedBusyWeight && busyWeightSteps ? { assumedBusyWeight, busyWeightSteps } : {}),
     wallMs: performance.now() - started,
   };
 }

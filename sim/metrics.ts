@@ -99,7 +99,26 @@ export interface BoundStats {
  * and its tenant's running tasks' end (`assumedFreed`). True for what it did not assume.
  */
 export function assumptionsHeld(run: RunResult, i: number): boolean {
-  return joinsHeld(run, i) && freedAsAssumed(run, i) && headroomKept(run, i);
+  return joinsHeld(run, i) && freedAsAssumed(run, i) && headroomKept(run, i) && busyWeightKept(run, i);
+}
+
+/**
+ * Below its fair share: the engine's summed weight of tenants with work was at most `atMost` at
+ * every instant between `fromMs` and `byMs` (the value in effect at `fromMs` included).
+ */
+function busyWeightKept(run: RunResult, i: number): boolean {
+  const assumed = run.assumedBusyWeight;
+  const steps = run.busyWeightSteps;
+  const atMost = assumed?.atMost[i] ?? Number.NaN;
+  if (!assumed || !steps || Number.isNaN(atMost)) return true;
+  const fromMs = assumed.fromMs[i] as number;
+  const byMs = assumed.byMs[i] as number;
+  for (let j = Math.max(0, firstAfter(steps, fromMs) - 1); j < steps.length; j++) {
+    const step = steps[j] as { atMs: number; weight: number };
+    if (step.atMs > byMs) break;
+    if (step.weight > atMost + 1e-9) return false;
+  }
+  return true;
 }
 
 /** On the Lambda pool's headroom: the pool was never full between `fromMs` and `byMs`. */

@@ -123,6 +123,10 @@ export const waitSchema = z
       description:
         "When the scheduler's snapshot predates the task: maxWaitSeconds assumes at most `atMost` other tenants start waiting in its pool between `from` and `by` (as many as did in the minute before the snapshot)",
     }),
+    assumedBusyWeight: z.object({ atMost: z.number().positive(), from: isoTime, by: isoTime }).optional().meta({
+      description:
+        "When maxWaitSeconds rests on the pool's pace and its tenant is below its fair share (its weighted dominant share under 1 / the summed weight of the tenants with work): it assumes that sum stays at most `atMost` (the most in any 10 s of the last minute) between `from` and `by`, so its tenant stays below its fair share, its running tasks do not hold it up and tenants that start waiting later do not go before it; checkable afterwards",
+    }),
     asOf: isoTime.optional(),
   })
   .meta({ id: 'Wait' });

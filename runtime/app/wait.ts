@@ -88,6 +88,12 @@ export interface WaitInfo {
    */
   readonly assumedJoins?: { readonly atMost: number; readonly from: string; readonly by: string } | undefined;
   /**
+   * When the bound on the pool's pace took its tenant to stay below its fair share (so its running
+   * tasks do not hold it up): the summed weight of the tenants with work in the scheduler stays at
+   * most `atMost` at every instant between `from` and `by`.
+   */
+  readonly assumedBusyWeight?: { readonly atMost: number; readonly from: string; readonly by: string } | undefined;
+  /**
    * When the bound rests on the Lambda pool's headroom (light load): it assumes fewer than `slots`
    * tasks dispatched or running at every instant between `from` and `by`, as lately (at most
    * `peakUsed` in use): then the scheduler's first round after the task joins starts it.
@@ -106,7 +112,9 @@ export interface TenantFacts {
   /** Its tenant's QUEUED tasks, counted up to 2 (1: the task is its only waiting one). */
   readonly waiting: number;
   /** Its tenant's dispatched and running tasks, when read (`needsRunningTasks`). */
-  readonly running?: readonly Pick<Task, 'dispatchedAt' | 'runAt' | 'timeoutSeconds'>[] | undefined;
+  readonly running?:
+    | readonly Pick<Task, 'dispatchedAt' | 'runAt' | 'timeoutSeconds' | 'runtime' | 'resources'>[]
+    | undefined;
 }
 
 /** Whether the bound needs the tenant's running tasks read from the store (the snapshot cannot say). */
@@ -143,7 +151,7 @@ export function explainWait(
   const plannedHandovers = plannedHandoversOf(snapshot, config, nowMs);
   const rotation =
     snapshot && input.facts
-      ? rotationOf(task, snapshot, config, input.facts, nowMs, handoverAssumption(config, plannedHandovers))
+      ? rotationOf(task, snapshot, config, tenant, input.facts, nowMs, handoverAssumption(config, plannedHandovers))
       : undefined;
   const sharded = input.config.scheduler.shards > 1;
   const explanation = explainInCore({
@@ -229,6 +237,15 @@ export function explainWait(
                 },
               }
             : {}),
+          ...(explanation.assumedBusyWeight
+            ? {
+                assumedBusyWeight: {
+                  atMost: explanation.assumedBusyWeight.atMost,
+                  from: new Date(explanation.assumedBusyWeight.fromMs).toISOString(),
+                  by: new Date(explanation.assumedBusyWeight.byMs).toISOString(),
+                },
+              }
+            : {}),
           ...(explanation.waitBoundSeconds !== null && rotation?.joins
             ? {
                 assumedJoins: {
@@ -290,6 +307,7 @@ function rotationOf(
   task: Task,
   snapshot: SchedulerSnapshot,
   config: SchedulerConfig,
+  tenant: TenantSettings,
   facts: TenantFacts,
   nowMs: number,
   /** What it assumes of the scheduler's lag, in words (`handoverAssumption`). */
@@ -318,6 +336,7 @@ function rotationOf(
     // t₀ = the snapshot's instant: its tenant is one of the `waiting`, and nothing that joined later is ahead.
     const busyFor = ownEntry(published.busyFor, task.tenantId);
     const busyForLately = ownEntry(published.busyForLately, task.tenantId);
+    const own = ownEntry(snapshot.tenants, task.tenantId);
     view = {
       ahead: Math.max(0, pool.waiting - 1),
       waiting: pool.waiting,
@@ -328,6 +347,9 @@ function rotationOf(
       freedPerSecond: pool.freedPerSecond ?? null,
       peakUsed: pool.peakUsed ?? null,
       ...(busyForLately !== undefined ? { tenantFreeAtMsLately: atMs + busyForLately * 1000 } : {}),
+      // The snapshot rounds the share to the thousandth: taken at the top of that rounding.
+      ...(own && own.weight > 0 ? { tenantShare: (own.dominantShare + 0.0005) / own.weight } : {}),
+      busyWeightPeak: published.busyWeightPeak ?? null,
     };
     reservedForOther = pool.reservedFor !== null && pool.reservedFor !== task.taskId;
     assumes.push(
@@ -358,6 +380,8 @@ function rotationOf(
       // Named by the snapshot, it was in the engine then (due too recently to count the others from there).
       ...(namedAt(task, snapshot) ? { inEngineAtMs: atMs } : {}),
       ...lately(facts.running, ownEntry(snapshot.tenants, task.tenantId)?.longestRunSeconds, nowMs),
+      ...(tenant.weight > 0 ? { tenantShare: dominantShareOf(facts.running, config) / tenant.weight } : {}),
+      busyWeightPeak: published.busyWeightPeak ?? null,
     };
     reservedForOther = true;
     joins = { atMost: pool.joinedLastMinute, fromMs: atMs, byMs: joinsMs };
@@ -416,6 +440,23 @@ function lately(
     until = Math.max(until, endsMs);
   }
   return { tenantFreeAtMsLately: until };
+}
+
+/** What the tasks hold of the pools, the largest fraction of any one resource (policy/drf.ts `dominantShare`). */
+function dominantShareOf(running: NonNullable<TenantFacts['running']>, config: SchedulerConfig): number {
+  let slots = 0;
+  let vcpu = 0;
+  let memoryMiB = 0;
+  for (const task of running) {
+    if (task.runtime === 'lambda') slots++;
+    else {
+      vcpu += task.resources.vcpu;
+      memoryMiB += task.resources.memoryMiB;
+    }
+  }
+  const { lambda, fargate } = config.pools;
+  const ratio = (used: number, capacity: number) => (capacity > 0 ? used / capacity : 0);
+  return Math.max(ratio(slots, lambda.concurrency), ratio(vcpu, fargate.vcpu), ratio(memoryMiB, fargate.memoryMiB));
 }
 
 /** It fits what its scheduler may fill of its pool now (sharded: its shard's allowance). */

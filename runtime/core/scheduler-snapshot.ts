@@ -137,6 +137,14 @@ export interface RotationSnapshot {
    */
   readonly resumedAt?: string;
   readonly unread?: number;
+  /**
+   * The most summed weight of the tenants with work in the scheduler (waiting, due later or
+   * running) at once in any whole 10 s of the minute before `at`, and since, rounded up: a tenant's
+   * fair share is its weight over that sum, and fair-share serves tenants below theirs first
+   * (policy.ts). Null or absent when not known (a scheduler watching for less than a minute, a
+   * snapshot from before it existed).
+   */
+  readonly busyWeightPeak?: number | null;
 }
 
 export interface PoolRotation {

@@ -157,6 +157,7 @@ function snapshotListing(sources: SnapshotSources, nowMs: number, listed: number
       busyFor,
       busyForLately,
       complete: busiest.length === policy.tenants.length,
+      busyWeightPeak: policy.busyWeightPeak === null ? null : Math.ceil(policy.busyWeightPeak * 1000 - 1e-6) / 1000,
       ...(sources.resumedAtMs !== undefined ? { resumedAt: new Date(sources.resumedAtMs).toISOString() } : {}),
       ...(unread > 0 ? { unread } : {}),
       ...(sources.handover

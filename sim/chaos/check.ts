@@ -137,6 +137,8 @@ export interface CheckSummary {
       readonly notOnlyWaitingLate: number;
       /** Bounds that would have been broken but more tenants joined after the snapshot than they counted (in `assumptionBroken`). */
       readonly joinsExceeded: number;
+      /** Late, and the tenants with work weighed more than its answer took them to (its tenant below its fair share). */
+      readonly busyWeightExceeded: number;
       /** Cancelled while it waited: the wait ended without a start. */
       readonly cancelledWaiting: number;
       /** Still QUEUED when the run ended, before its deadline: neither kept nor broken. */
@@ -408,6 +410,7 @@ export function checkHistory(history: History): CheckSummary {
     }
   }
   const joinsByPool = tenantsStartingToWait(writesByTask);
+  const mostBusyWeightBetween = busyWeightOf(history, writesByTask);
   /** Distinct tenants other than `own` that started waiting in `runtime`'s pool in (fromMs, byMs]. */
   const joinedBetween = (runtime: string, own: string, fromMs: number, byMs: number) =>
     new Set(
@@ -480,6 +483,7 @@ export function checkHistory(history: History): CheckSummary {
   let intakeNotKept = 0;
   let notOnlyWaitingLate = 0;
   let joinsExceeded = 0;
+  let busyWeightExceeded = 0;
   let given = 0;
   let checked = 0;
   let assumptionBroken = 0;
@@ -600,6 +604,17 @@ export function checkHistory(history: History): CheckSummary {
       assumptionBroken++;
       continue;
     }
+    // Its tenant was taken to stay below its fair share, and the tenants with work weighed more (wait.assumedBusyWeight).
+    const busy = bound.assumedBusyWeight;
+    if (
+      busy &&
+      leftAt > deadline &&
+      mostBusyWeightBetween(busy.fromMs, Math.min(leftAt, busy.byMs)) > busy.atMost + 1e-9
+    ) {
+      busyWeightExceeded++;
+      assumptionBroken++;
+      continue;
+    }
     if (freed) onPace++;
     if (room) onHeadroom++;
     checked++;
@@ -705,6 +720,7 @@ export function checkHistory(history: History): CheckSummary {
         intakeNotKept,
         notOnlyWaitingLate,
         joinsExceeded,
+        busyWeightExceeded,
         cancelledWaiting,
         unresolved,
         none,
@@ -1267,6 +1283,55 @@ function checkBatches(
     if (!TERMINAL.includes(thenTask.state)) fail(`then-task still ${thenTask.state} when the run ended`);
   }
   return { acknowledged: batches.length, checked, members };
+}
+
+/**
+ * The most summed weight of tenants with work at once in [fromMs, byMs], as the checker can see
+ * it (a wait.assumedBusyWeight bounds the engine's): a tenant counts from its first task's first
+ * write to SLOT_LEARNED_MS after its last open task ended (the scheduler learns of an end that
+ * late), weighed as configured (1 when not). It counts every task written, taken in by the engine
+ * or not (held on dependencies, due beyond the intake's horizon), so it weighs at least what the
+ * engine did: a late answer is excused when this exceeds what it assumed, never blamed when the
+ * engine's sum was within it.
+ */
+function busyWeightOf(
+  history: History,
+  writesByTask: ReadonlyMap<string, readonly { atMs: number; task: { tenantId: string; state: string } }[]>,
+): (fromMs: number, byMs: number) => number {
+  const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'CANCELLED']);
+  const edges: { atMs: number; tenantId: string; step: 1 | -1 }[] = [];
+  for (const writes of writesByTask.values()) {
+    const first = writes[0];
+    if (!first) continue;
+    const last = writes.at(-1) as (typeof writes)[number];
+    const endMs = TERMINAL.has(last.task.state) ? last.atMs + SLOT_LEARNED_MS : Number.POSITIVE_INFINITY;
+    edges.push({ atMs: first.atMs, tenantId: first.task.tenantId, step: 1 });
+    if (endMs !== Number.POSITIVE_INFINITY) edges.push({ atMs: endMs, tenantId: first.task.tenantId, step: -1 });
+  }
+  // Starts before ends at one instant: the larger sum counts.
+  edges.sort((a, b) => a.atMs - b.atMs || b.step - a.step);
+  const weightOf = (tenantId: string) => history.tenants[tenantId]?.weight ?? 1;
+  const steps: { atMs: number; weight: number }[] = [];
+  const open = new Map<string, number>();
+  let weight = 0;
+  for (const edge of edges) {
+    const before = open.get(edge.tenantId) ?? 0;
+    const after = before + edge.step;
+    open.set(edge.tenantId, after);
+    if (before === 0 && after > 0) weight += weightOf(edge.tenantId);
+    if (before > 0 && after === 0) weight -= weightOf(edge.tenantId);
+    steps.push({ atMs: edge.atMs, weight });
+  }
+  return (fromMs, byMs) => {
+    let most = 0;
+    let inEffect = 0;
+    for (const step of steps) {
+      if (step.atMs <= fromMs) inEffect = step.weight;
+      else if (step.atMs <= byMs) most = Math.max(most, step.weight);
+      else break;
+    }
+    return Math.max(most, inEffect);
+  };
 }
 
 /**

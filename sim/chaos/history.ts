@@ -49,6 +49,10 @@ export interface History {
     readonly assumedHeadroom?: { readonly slots: number; readonly fromMs: number; readonly byMs: number } | undefined;
     /** A task the snapshot predated: at most `atMost` other tenants start waiting in its pool between two instants. */
     readonly assumedJoins?: { readonly atMost: number; readonly fromMs: number; readonly byMs: number } | undefined;
+    /** Its tenant below its fair share: the summed weight of the tenants with work stays at most `atMost` between two instants. */
+    readonly assumedBusyWeight?:
+      | { readonly atMost: number; readonly fromMs: number; readonly byMs: number }
+      | undefined;
     /** The snapshot the answer rests on (`wait.asOf`): a task in its rotation was in the scheduler's engine by then. */
     readonly asOfMs?: number | undefined;
   }[];

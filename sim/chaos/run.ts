@@ -680,6 +680,15 @@ async function simulate(options: ChaosOptions, clock: ReturnType<typeof installV
       maxWaitSeconds: described.wait.maxWaitSeconds,
       noBound: described.wait.noBound?.code,
       ...(described.wait.asOf ? { asOfMs: Date.parse(described.wait.asOf) } : {}),
+      ...(described.wait.assumedBusyWeight
+        ? {
+            assumedBusyWeight: {
+              atMost: described.wait.assumedBusyWeight.atMost,
+              fromMs: Date.parse(described.wait.assumedBusyWeight.from),
+              byMs: Date.parse(described.wait.assumedBusyWeight.by),
+            },
+          }
+        : {}),
       ...(described.wait.assumedJoins
         ? {
             assumedJoins: {

@@ -215,6 +215,25 @@ describe('chaos checker: the wait bound', () => {
     expect(check({ writes: late, bounds: [counted(2)] }).invariants).toEqual(['wait-bound']);
   });
 
+  it('does not judge a late bound whose tenant was taken to stay below its fair share while the tenants with work weighed more', () => {
+    // Tenant a's task t waits from 0 (dispatched at 20 s). Tenants b (weight 2) and c start work at
+    // 2 s and 3 s; b's ends at 4 s (the scheduler learns of it by 6 s), c's runs on.
+    const others = [
+      { atMs: T0 + 2000, task: { ...task('b1', 'QUEUED'), tenantId: 'b' } },
+      { atMs: T0 + 3000, task: { ...task('c1', 'QUEUED'), tenantId: 'c' } },
+      { atMs: T0 + 4000, task: { ...task('b1', 'SUCCEEDED'), tenantId: 'b' } },
+    ];
+    const late = [...writes([['DISPATCHED', 20]]), ...others].sort((a, b) => a.atMs - b.atMs);
+    const tenants = { a: { weight: 1, maxConcurrency: 5 }, b: { weight: 2, maxConcurrency: 5 } };
+    const assumed = (atMost: number) => bound(5, { assumedBusyWeight: { atMost, fromMs: T0 + 1000, byMs: T0 + 5000 } });
+    // a, b and c at once weigh 4 (3 to 6 s); it took at most 3: not judged.
+    const exceeded = checkHistory(emptyHistory({ writes: late, bounds: [assumed(3)], tenants }));
+    expect(exceeded.violations).toEqual([]);
+    expect(exceeded.stats.waitBounds).toMatchObject({ checked: 0, assumptionBroken: 1, busyWeightExceeded: 1 });
+    // It took at most 4: the assumption held, and the late start breaks the bound.
+    expect(check({ writes: late, bounds: [assumed(4)], tenants }).invariants).toEqual(['wait-bound']);
+  });
+
   it('does not judge a late bound whose task the scheduler took in later than the answer assumed', () => {
     // Dispatched at 20 s; the answer assumed it in the engine by 5 s (its join instant) or, from a
     // snapshot that held it, by 1 s.
@@ -317,7 +336,13 @@ describe('chaos: the bounds scenario', () => {
     // intake, its tenant's other tasks) is judged only for a late start, so a shrunk bound may move
     // from checked to assumption broken, no further.
     const judgedLate = (b: typeof bounds) =>
-      b.paceNotKept + b.headroomNotKept + b.runningNotSeen + b.joinsExceeded + b.intakeNotKept + b.notOnlyWaitingLate;
+      b.paceNotKept +
+      b.headroomNotKept +
+      b.runningNotSeen +
+      b.joinsExceeded +
+      b.busyWeightExceeded +
+      b.intakeNotKept +
+      b.notOnlyWaitingLate;
     expect(shrunk.stats.waitBounds.checked + judgedLate(shrunk.stats.waitBounds)).toBe(
       bounds.checked + judgedLate(bounds),
     );

@@ -40,6 +40,8 @@ const snapshot = (overrides: Partial<SchedulerSnapshot> = {}): SchedulerSnapshot
   ...overrides,
 });
 const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
+/** A running Lambda task's shape as the describe reads it (its pool and size count in its tenant's share). */
+const LAMBDA_TASK = { runtime: 'lambda' as const, resources: { vcpu: 0.25, memoryMiB: 512 } };
 
 describe('Function: explainWait (API, over the published snapshot)', () => {
   it('says a task scheduled later is delayed', () => {
@@ -297,7 +299,9 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
     it("waits for its tenant's running tasks first: they end at their own timeouts", () => {
       // Prepare: its tenant runs a task dispatched at 0 with a 100 s timeout
       const stale = snapshot({ rotation: rotation({ waiting: 0, joinedLastMinute: 0 }) });
-      const running = [{ dispatchedAt: at(0).toISOString(), runAt: at(0).toISOString(), timeoutSeconds: 100 }];
+      const running = [
+        { ...LAMBDA_TASK, dispatchedAt: at(0).toISOString(), runAt: at(0).toISOString(), timeoutSeconds: 100 },
+      ];
       // Act
       const wait = explainWait(task('normal'), {
         config,
@@ -399,7 +403,9 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
         },
         rotation: rotation({ waiting: 0, joinedLastMinute: 0, freedPerSecond: 2 }),
       });
-      const running = [{ dispatchedAt: at(0).toISOString(), runAt: at(0).toISOString(), timeoutSeconds: 100 }];
+      const running = [
+        { ...LAMBDA_TASK, dispatchedAt: at(0).toISOString(), runAt: at(0).toISOString(), timeoutSeconds: 100 },
+      ];
       const input = { config, tenant, snapshot: paced, now: at(1), facts: { waiting: 1, running } };
       // Act
       const wait = explainWait(task('normal'), input);
@@ -416,6 +422,40 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
       // Asked at 4 s, its task has run longer than any did lately: its timeout counts (160 s)
       expect(overran.assumedFreed?.tenantFreeBy).toBeUndefined();
       expect(overran.assumedFreed?.from).toBe(at(160).toISOString());
+    });
+
+    it("does not wait for its tenant's running tasks on the pace while its tenant stays below its fair share, and says so", () => {
+      // Prepare: its tenant runs a task since 0 (timeout 100 s, nothing known of how long its tasks
+      // run): 1 of 4 slots, a share of 0.25. At most `peak` weight of tenants had work lately.
+      const running = [
+        { ...LAMBDA_TASK, dispatchedAt: at(0).toISOString(), runAt: at(0).toISOString(), timeoutSeconds: 100 },
+      ];
+      const ask = (peak: number | null, quota = 2) =>
+        explainWait(task('normal'), {
+          config,
+          tenant: { ...tenant, maxConcurrency: quota },
+          snapshot: snapshot({
+            tenants: {},
+            rotation: {
+              ...rotation({ waiting: 0, joinedLastMinute: 0, freedPerSecond: 2 }),
+              busyWeightPeak: peak,
+            },
+          }),
+          now: at(1),
+          facts: { waiting: 1, running },
+        });
+      // Act
+      const below = ask(3);
+      // Assess: 0.25 under 1/3: from its join at 5 s, 1 slot at 2 a second: by 5.5 s, + 2 s + 5 s
+      expect(below.maxWaitSeconds).toBe(11.5);
+      expect(below.assumedFreed).toEqual({ slots: 1, from: at(5).toISOString(), by: at(5.5).toISOString() });
+      expect(below.assumedBusyWeight).toEqual({ atMost: 3, from: at(5).toISOString(), by: at(5.5).toISOString() });
+      expect(below.assumes).toMatch(/its tenant stays below its fair share while it waits/);
+      // At its fair share (0.25 of 1/4), with none known lately, or at its quota: its task's timeout counts (160 s)
+      for (const other of [ask(4), ask(null), ask(3, 1)]) {
+        expect(other.assumedBusyWeight).toBeUndefined();
+        expect(other.assumedFreed?.from).toBe(at(160).toISOString());
+      }
     });
 
     it("rests on the pool's headroom at light load: the first round after it joins, whatever its tenant runs", () => {
@@ -470,6 +510,7 @@ describe('Function: explainWait (API, over the published snapshot)', () => {
       const predates = snapshot({ ...atQuota, tenants: {} });
       const running = (n: number) =>
         Array.from({ length: n }, () => ({
+          ...LAMBDA_TASK,
           dispatchedAt: at(0).toISOString(),
           runAt: at(0).toISOString(),
           timeoutSeconds: 100,

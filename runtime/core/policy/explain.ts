@@ -161,6 +161,17 @@ export interface RotationView {
    * headroom answer runs from there, since it needs the task taken in, not the turns of others.
    */
   readonly inEngineAtMs?: number | undefined;
+  /**
+   * Its tenant's weighted dominant share at `asOfMs` (what it runs, over every pool, divided by its
+   * weight), when known: below its fair share its running tasks do not hold it up (bound.ts
+   * `paceBound`, below its fair share).
+   */
+  readonly tenantShare?: number | undefined;
+  /**
+   * The most summed weight of the tenants with work in the scheduler at once lately (the engine's
+   * `busyWeightPeak`), when known: the pace answer below the fair share assumes no more meanwhile.
+   */
+  readonly busyWeightPeak?: number | null | undefined;
 }
 
 /** τ per pool: the longest one task holds that pool's capacity (timeout cap + leases). */
@@ -199,6 +210,12 @@ export interface WaitExplanation {
    * every instant from `fromMs` to `byMs` (epoch ms), as it kept lately (at most `peakUsed`).
    */
   readonly assumedHeadroom?: (HeadroomBound['below'] & { readonly peakUsed: number }) | undefined;
+  /**
+   * When the bound on the pool's pace took its tenant to stay below its fair share instead of
+   * waiting for its running tasks: the summed weight of the tenants with work in the scheduler is
+   * at most `atMost` at every instant from `fromMs` to `byMs` (epoch ms).
+   */
+  readonly assumedBusyWeight?: { readonly atMost: number; readonly fromMs: number; readonly byMs: number } | undefined;
 }
 
 const NO_BOUND_MESSAGES: Record<NoBoundReason, string> = {
@@ -270,6 +287,15 @@ export function explainWait(view: WaitView): WaitExplanation {
             ...onPace.freed,
             ...(onPace.tenantFreeByMs !== undefined ? { tenantFreeByMs: onPace.tenantFreeByMs } : {}),
           },
+          ...(onPace.belowFairShare
+            ? {
+                assumedBusyWeight: {
+                  atMost: onPace.belowFairShare.busyWeightAtMost,
+                  fromMs: onPace.freed.fromMs,
+                  byMs: onPace.freed.byMs,
+                },
+              }
+            : {}),
         }
       : {}),
   };
@@ -300,6 +326,33 @@ interface PaceAnswer {
   readonly tenantBusy: boolean;
   /** Its tenant's running tasks taken to end by then, as its tasks did lately (instead of their timeouts). */
   readonly tenantFreeByMs?: number | undefined;
+  /** Its tenant taken to stay below its fair share, so its running tasks do not hold it up (bound.ts). */
+  readonly belowFairShare?: BelowFairShare | undefined;
+}
+
+interface BelowFairShare {
+  /** Its tenant's weighted dominant share at t₀. */
+  readonly share: number;
+  /** The summed weight of the tenants with work it takes the scheduler to have at most meanwhile. */
+  readonly busyWeightAtMost: number;
+}
+
+/** Shares within this of the fair share count as at it (as the engine counts them, policy.ts). */
+const FAIR_SHARE_EPSILON = 1e-9;
+
+/**
+ * Its tenant is below its fair share at t₀, and stays below it while the summed weight of the
+ * tenants with work stays at most what it was lately (its share only falls: it submits nothing
+ * more, A1). Then tenants that start waiting later do not go before it, whatever its tenant runs
+ * (bound.ts `paceBound`). Not when its tenant is at its quota (it waits for its own tasks then)
+ * or flow control holds it (its turn is where it is let go).
+ */
+function belowFairShareOf(view: WaitView, rotation: RotationView, asOfMs: number): BelowFairShare | undefined {
+  const { tenantShare: share, busyWeightPeak: peak } = rotation;
+  if (share === undefined || peak == null || !(peak > 0) || view.hold) return undefined;
+  if (rotation.tenantFreeAtMs <= asOfMs) return undefined;
+  if (Math.max(view.tenant.active, rotation.tenantRunning ?? 0) >= view.tenant.maxConcurrency) return undefined;
+  return share * peak < 1 - FAIR_SHARE_EPSILON ? { share, busyWeightAtMost: peak } : undefined;
 }
 
 function boundOf(view: WaitView, baseRank: number): Bound {
@@ -355,13 +408,14 @@ function boundOf(view: WaitView, baseRank: number): Bound {
     rotation.tenantFreeAtMsLately < rotation.tenantFreeAtMs
       ? Math.max(asOfMs, rotation.tenantFreeAtMsLately)
       : undefined;
+  const belowFairShare = task.runtime === 'lambda' ? belowFairShareOf(view, rotation, asOfMs) : undefined;
   const pace =
     task.runtime === 'lambda' && rotation.freedPerSecond
       ? paceBound({
           nowMs,
           ahead: rotation.ahead,
           fromMs: asOfMs,
-          tenantFreeAtMs: lately ?? rotation.tenantFreeAtMs,
+          tenantFreeAtMs: belowFairShare ? asOfMs : (lately ?? rotation.tenantFreeAtMs),
           freedPerSecond: rotation.freedPerSecond,
         })
       : null;
@@ -376,8 +430,8 @@ function boundOf(view: WaitView, baseRank: number): Bound {
             freed: pace.freed,
             perSecond: rotation.freedPerSecond as number,
             worstCaseSeconds: seconds,
-            tenantBusy: rotation.tenantFreeAtMs > asOfMs,
-            ...(lately !== undefined ? { tenantFreeByMs: lately } : {}),
+            tenantBusy: rotation.tenantFreeAtMs > asOfMs && !belowFairShare,
+            ...(belowFairShare ? { belowFairShare } : lately !== undefined ? { tenantFreeByMs: lately } : {}),
           },
         };
   return onHeadroomOf(view, rotation, asOfMs, answer) ?? answer;
@@ -489,13 +543,17 @@ function assumptionsOf(view: WaitView, pace?: PaceAnswer, headroom?: HeadroomAns
     : pace
       ? [
           `the ${view.task.runtime} pool keeps freeing slots at least at ${round2(pace.perSecond)} a second, the fewest it freed in any 10 s of the last minute: ${pace.freed.slots} between ${new Date(pace.freed.fromMs).toISOString()} and ${new Date(pace.freed.byMs).toISOString()} (however slowly it frees them, it starts within ${Math.ceil(pace.worstCaseSeconds * 10) / 10} s)`,
-          ...(pace.tenantFreeByMs !== undefined
+          ...(pace.belowFairShare
             ? [
-                `its tenant's running tasks have all ended by ${new Date(pace.tenantFreeByMs).toISOString()}, none running longer than the longest of its tasks did in the last minute`,
+                `its tenant stays below its fair share while it waits, so its running tasks do not hold it up and no tenant that starts waiting later goes before it: its weighted dominant share (${round3(pace.belowFairShare.share)}) is under 1 / the summed weight of the tenants with work in the scheduler, taken to be at most ${round3(pace.belowFairShare.busyWeightAtMost)} until it starts, the most it was in any 10 s of the last minute`,
               ]
-            : pace.tenantBusy
-              ? ["its tenant's running tasks hold the pool at most their timeout plus the dispatch and run leases"]
-              : []),
+            : pace.tenantFreeByMs !== undefined
+              ? [
+                  `its tenant's running tasks have all ended by ${new Date(pace.tenantFreeByMs).toISOString()}, none running longer than the longest of its tasks did in the last minute`,
+                ]
+              : pace.tenantBusy
+                ? ["its tenant's running tasks hold the pool at most their timeout plus the dispatch and run leases"]
+                : []),
         ]
       : [
           `every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda ${hold.lambda} s, fargate ${hold.fargate} s)`,
@@ -589,3 +647,4 @@ function reasonFor(view: WaitView, rank: number): { reason: WaitReason; message:
 
 const pct = (fraction: number) => `${Math.round(fraction * 100)}%`;
 const round2 = (value: number) => Math.floor(value * 100) / 100;
+const round3 = (value: number) => Math.round(value * 1000) / 1000;

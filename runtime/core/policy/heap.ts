@@ -71,6 +71,11 @@ export class IndexedHeap<T> {
     return true;
   }
 
+  /** Restore the heap order of every item at once, after the order itself changed. O(n). */
+  rebuild(): void {
+    for (let index = Math.floor(this.#items.length / 2) - 1; index >= 0; index--) this.#siftDown(index);
+  }
+
   /**
    * Items in heap order, best first, without modifying the heap: a best-first walk of the tree
    * with a small frontier heap, so visiting the k best costs O(k log k).

@@ -153,6 +153,8 @@ interface TenantState {
   settings: TenantSettings;
   readonly used: ResourceVector;
   share: number;
+  /** Its weight while it has work in the engine (waiting, due later or running), else 0: its part of #busyWeight. */
+  countedWeight: number;
   active: number;
   waiting: number;
   readonly entries: Partial<Record<Runtime, Entry>>;
@@ -228,8 +230,12 @@ function entryOrder(policy: PolicyName): (a: Entry, b: Entry) => boolean {
   if (policy === 'priority') {
     return (a, b) => (a.effectiveRank !== b.effectiveRank ? a.effectiveRank < b.effectiveRank : byAge(a, b));
   }
+  // fair-share is the engine's own (#fairShareBefore): its order depends on the tenants with work.
   return (a, b) => (a.tenant.share !== b.tenant.share ? a.tenant.share < b.tenant.share : turnBefore(a, b));
 }
+
+/** Shares within this of a tenant's fair share count as at it (floating-point sums of weights). */
+const FAIR_SHARE_EPSILON = 1e-9;
 
 export class SchedulingPolicy {
   readonly policy: PolicyName;
@@ -280,6 +286,12 @@ export class SchedulingPolicy {
   #unschedulable = 0;
   /** Arrival order in the rotations (ties of equal turn times). */
   #turnSeq = 0;
+  /** The summed weight of the tenants with work in the engine (waiting, due later or running). */
+  #busyWeight = 0;
+  /** The #busyWeight the pools' heaps are ordered by (#settleOrder brings it up to date). */
+  #orderWeight = 0;
+  /** How #busyWeight moved lately: the API's bound may rest on its peak (bound.ts `paceBound`). */
+  readonly #busyWeights = new UsedSlots();
   /** The latest time seen; time never runs backwards inside the policy. */
   #clockMs = Number.NEGATIVE_INFINITY;
 
@@ -294,7 +306,7 @@ export class SchedulingPolicy {
     this.#reservations = options.reservations ?? true;
     this.#fitScanLimit = options.fitScanLimit ?? DEFAULT_FIT_SCAN_LIMIT;
     this.#fitScanPerTenant = options.fitScanPerTenant ?? DEFAULT_FIT_SCAN_PER_TENANT;
-    this.#entryBefore = entryOrder(options.policy);
+    this.#entryBefore = options.policy === 'fair-share' ? this.#fairShareBefore : entryOrder(options.policy);
     const pool = (runtime: Runtime): PoolState => ({
       runtime,
       entries: new IndexedHeap<Entry>(this.#entryBefore, {
@@ -325,6 +337,11 @@ export class SchedulingPolicy {
 
   get activeCount(): number {
     return this.#active.size;
+  }
+
+  /** The summed weight of the tenants with work in the engine now (a tenant's fair share is its weight over it). */
+  get busyWeight(): number {
+    return this.#busyWeight;
   }
 
   /** Change (or, with undefined, reset to the defaults) a tenant's settings. Applies to queued work. */
@@ -474,6 +491,7 @@ export class SchedulingPolicy {
     this.#waiting.set(candidate.taskId, task);
     tenant.waiting++;
     pool.waiting++;
+    this.#countWeight(tenant);
     if (capacity.hold(demand, zeroVector(), this.#capacity, pool.runtime)) {
       // Bigger than the whole pool: it could only block its tenant's queue. Kept aside, explained.
       task.state = 'unschedulable';
@@ -743,6 +761,8 @@ export class SchedulingPolicy {
     return {
       nowMs: this.#clockMs,
       policy: this.policy,
+      busyWeight: this.#busyWeight,
+      busyWeightPeak: this.#busyWeights.peak(this.#clockMs),
       waiting: this.#waiting.size,
       active: this.#active.size,
       unschedulable: this.#unschedulable,
@@ -781,6 +801,7 @@ export class SchedulingPolicy {
       turns: { lambda: turns(this.#pools.lambda), fargate: turns(this.#pools.fargate) },
       freed: { lambda: this.#pools.lambda.freed.state(this.#clockMs) },
       occupancy: { lambda: this.#pools.lambda.occupancy.state(this.#clockMs) },
+      busyWeight: this.#busyWeights.state(this.#clockMs),
     };
   }
 
@@ -800,6 +821,10 @@ export class SchedulingPolicy {
     const occupancy = state.occupancy?.lambda;
     if (occupancy && typeof occupancy === 'object' && Array.isArray(occupancy.buckets)) {
       this.#pools.lambda.occupancy.restore(occupancy);
+    }
+    const busyWeight = state.busyWeight;
+    if (busyWeight && typeof busyWeight === 'object' && Array.isArray(busyWeight.buckets)) {
+      this.#busyWeights.restore(busyWeight);
     }
     for (const pool of this.#poolList) {
       for (const [tenantId, servedMs] of Object.entries(state[pool.runtime] ?? {})) {
@@ -827,6 +852,7 @@ export class SchedulingPolicy {
         settings: this.#settingsOf(tenantId),
         used: zeroVector(),
         share: 0,
+        countedWeight: 0,
         active: 0,
         waiting: 0,
         entries: {},
@@ -1008,6 +1034,7 @@ export class SchedulingPolicy {
     this.#waiting.delete(task.candidate.taskId);
     task.tenant.waiting--;
     task.pool.waiting--;
+    this.#countWeight(task.tenant);
     if (task.state === 'delayed') this.#delayed.remove(task);
     else if (task.state === 'unschedulable') this.#unschedulable--;
     else if (task.state === 'parked') {
@@ -1070,6 +1097,7 @@ export class SchedulingPolicy {
   /** Share, weight or quota of a tenant changed: re-key its entries in both pools. */
   #tenantChanged(tenant: TenantState): void {
     tenant.share = weightedDominantShare(tenant.used, this.#capacity, tenant.settings.weight);
+    this.#countWeight(tenant);
     // The tenant units (pause, quota, start rate): one that holds takes the tenant out of the pools' order.
     tenant.hold = tenantHold(tenant, this.#clockMs);
     if (tenant.hold?.constraint === 'rate') {
@@ -1141,6 +1169,58 @@ export class SchedulingPolicy {
       this.#blockedKeys.delete(key);
       this.#unparkKey(tenant, key);
     }
+    this.#busyWeights.record(now, this.#busyWeight);
+    this.#settleOrder();
+  }
+
+  /**
+   * A tenant's weight counts toward the fair shares while it has work in the engine. Kept as a
+   * running sum (O(1) a change); the heaps take it up at the next decision (#settleOrder).
+   */
+  #countWeight(tenant: TenantState): void {
+    const counted = tenant.active > 0 || tenant.waiting > 0 ? tenant.settings.weight : 0;
+    if (counted === tenant.countedWeight) return;
+    this.#busyWeight += counted - tenant.countedWeight;
+    tenant.countedWeight = counted;
+    // A sum of fractional weights drifts: back to exactly 0 when no tenant has work.
+    if (this.#busyWeight < FAIR_SHARE_EPSILON) this.#busyWeight = 0;
+    // Before the engine's first instant (work added at a start) the next #advance records it.
+    if (Number.isFinite(this.#clockMs)) this.#busyWeights.record(this.#clockMs, this.#busyWeight);
+  }
+
+  /**
+   * Re-order the pools' heaps when the tenants with work changed the fair share (fair-share): which
+   * tenants are below theirs depends on it. O(entries) when it changed, between decisions only, so
+   * every heap operation in between uses one order.
+   */
+  #settleOrder(): void {
+    if (this.policy !== 'fair-share' || this.#orderWeight === this.#busyWeight) return;
+    this.#orderWeight = this.#busyWeight;
+    for (const pool of this.#poolList) pool.entries.rebuild();
+  }
+
+  /** Below its fair share: its weighted dominant share under 1 / (the summed weight of the tenants with work). */
+  #belowFairShare(tenant: TenantState): boolean {
+    return tenant.share * this.#orderWeight < 1 - FAIR_SHARE_EPSILON;
+  }
+
+  /**
+   * The fair-share order (see the header): tenants below their fair share first, by their turn in
+   * the rotation; then the others by weighted dominant share, ties by turn.
+   */
+  readonly #fairShareBefore = (a: Entry, b: Entry): boolean => {
+    const aBelow = this.#belowFairShare(a.tenant);
+    if (aBelow !== this.#belowFairShare(b.tenant)) return aBelow;
+    if (!aBelow && a.tenant.share !== b.tenant.share) return a.tenant.share < b.tenant.share;
+    return turnBefore(a, b);
+  };
+
+  /** `a` goes before `b` other than by turn (its tenant below its fair share and b's not, or a smaller share above it). */
+  #rankedBefore(a: Entry, b: Entry): boolean {
+    if (this.policy !== 'fair-share') return a.tenant.share < b.tenant.share;
+    const aBelow = this.#belowFairShare(a.tenant);
+    if (aBelow !== this.#belowFairShare(b.tenant)) return aBelow;
+    return !aBelow && a.tenant.share < b.tenant.share;
   }
 
   /** What this scheduler may fill: its allowance, else the whole pools. */
@@ -1266,7 +1346,7 @@ export class SchedulingPolicy {
       this.#waiting.get(held.candidate.taskId) === held &&
       entry?.head === held &&
       pool.entries.has(entry) &&
-      !(top.tenant.share < held.tenant.share);
+      !this.#rankedBefore(top, entry);
     return valid ? held : best;
   }
 

@@ -148,6 +148,13 @@ export interface TenantSnapshot {
 export interface PolicySnapshot {
   readonly nowMs: number;
   readonly policy: PolicyName;
+  /**
+   * The summed weight of the tenants with work in the engine (waiting, due later or running): a
+   * tenant's fair share is its weight over it (fair-share orders tenants below theirs first).
+   */
+  readonly busyWeight: number;
+  /** The most `busyWeight` was in any 10 s of the last minute and since (pace.ts UsedSlots); null before a minute was watched. */
+  readonly busyWeightPeak: number | null;
   readonly waiting: number;
   readonly active: number;
   /** Waiting tasks that can never fit their pool (bigger than its whole capacity). */
@@ -174,4 +181,6 @@ export interface RotationState {
   readonly freed?: { readonly lambda?: FreedSlotsState | undefined } | undefined;
   /** The Lambda pool's record of how full it was (pace.ts UsedSlots); absent in older memories. */
   readonly occupancy?: { readonly lambda?: UsedSlotsState | undefined } | undefined;
+  /** How the summed weight of the tenants with work moved (pace.ts UsedSlots); absent in older memories. */
+  readonly busyWeight?: UsedSlotsState | undefined;
 }

@@ -368,16 +368,17 @@ describe('Fair share: the bound at submit cannot drop the worst cases it allows 
 
   it('its tenant running tasks: tenants arriving later take the slots first, and the task waits a full timeout after its tenant’s end', () => {
     // Prepare: 3 slots, timeouts 30 s. At 0: "own" starts two tasks (30 s and 29.95 s), "one-shot"
-    // one of 29.9 s, and "fargate" a 30 s Fargate task. At 0.5 s "fargate" submits a 30 s Lambda
-    // task (the slots are full); at 1 s "own" submits X. As the one-shot's and then own's shorter
-    // task end, two tenants arriving then take the slots (share 0, while "own" still runs one); at
-    // 30 s own's other task and the Fargate task end together, and the freed slot goes to
-    // "fargate" (share 0 again, its turn before X's).
+    // one of 29.9 s, and "fargate" a 30 s Fargate task that takes the whole Fargate pool. At 0.5 s
+    // "fargate" submits a 30 s Lambda task (the slots are full); at 1 s "own" submits X. As the
+    // one-shot's and then own's shorter task end, two tenants arriving then take the slots (share
+    // 0, while "own" still runs one and is above its fair share, as "fargate" is); at 30 s own's
+    // other task and the Fargate task end together, and the freed slot goes to "fargate" (share 0
+    // again, its turn before X's).
     const builder = new TraceBuilder(8);
     builder.push({ tenant: 0, tier: NORMAL, ...LAMBDA, arriveMs: 0, holdMs: 30_000 });
     builder.push({ tenant: 0, tier: NORMAL, ...LAMBDA, arriveMs: 0, holdMs: 29_950, timeoutMs: 30_000 });
     builder.push({ tenant: 1, tier: NORMAL, ...LAMBDA, arriveMs: 0, holdMs: 29_900, timeoutMs: 30_000 });
-    builder.push({ tenant: 2, tier: NORMAL, fargate: true, vcpu: 1, memoryMiB: 1024, arriveMs: 0, holdMs: 30_000 });
+    builder.push({ tenant: 2, tier: NORMAL, fargate: true, vcpu: 16, memoryMiB: 1024, arriveMs: 0, holdMs: 30_000 });
     builder.push({ tenant: 2, tier: NORMAL, ...LAMBDA, arriveMs: 500, holdMs: 30_000 });
     builder.push({ tenant: 0, tier: NORMAL, ...LAMBDA, arriveMs: 1_000, holdMs: 1_000, timeoutMs: 30_000 });
     builder.push({ tenant: 3, tier: NORMAL, ...LAMBDA, arriveMs: 29_900, holdMs: 30_000 });

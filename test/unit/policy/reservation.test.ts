@@ -154,22 +154,24 @@ describe('Class: SchedulingPolicy', () => {
 
   describe('Method: next (the reservation under fair-share)', () => {
     it('passes the reservation to a task of a lower share at the next decision, full pool or not, so a holder that lost it does not take it back', () => {
-      // Prepare: 1 Lambda slot, Fargate 4 vCPU. a runs a Lambda task (its share is 1); b runs a 3 vCPU
-      // task for 10 s; c's 3 vCPU task reserves the pool (c runs nothing yet) and c's 1 vCPU task
+      // Prepare: 1 Lambda slot, Fargate 4 vCPU. a runs a Lambda task (its share is 1); b runs a 2 vCPU
+      // task for 10 s; c's 3 vCPU task reserves the pool (c runs nothing yet) and c's 2 vCPU task
       // starts beside it (it ends before the pool would drain). a's 3 vCPU task waits behind c's.
       const policy = makePolicy({ pools: { slots: 1, vcpu: 4, memoryMiB: 4096 }, maxHoldSeconds: 10 });
       policy.add(candidate({ taskId: 'aL', tenantId: 'a', holdSeconds: 1 }));
-      policy.add(fargate('b1', 'b', 3, { holdSeconds: 10 }));
+      policy.add(fargate('b1', 'b', 2, { holdSeconds: 10 }));
       expect(drain(policy, 0).map((c) => c.taskId)).toEqual(['aL', 'b1']);
       policy.add(fargate('c2', 'c', 3, { holdSeconds: 10 }));
-      policy.add(fargate('c1', 'c', 1, { holdSeconds: 1 }));
+      policy.add(fargate('c1', 'c', 2, { holdSeconds: 1 }));
       policy.add(fargate('a2', 'a', 3, { holdSeconds: 10 }));
       expect(drain(policy, 0).map((c) => c.taskId)).toEqual(['c1']);
-      // At 1 s a's Lambda task ends: a (share 0) is below c (c1 runs), so a2 is the pool's best.
+      // At 1 s a's Lambda task ends: a (share 0) is below its fair share (1/3: a, b and c have work)
+      // and c (c1 runs, share 1/2) is above it, so a2 is the pool's best.
       policy.release('aL', 1000);
       const explained = policy.explain('a2', 1000);
       expect(drain(policy, 1000)).toEqual([]);
-      // Act: at 1.5 s c1 ends (c back at share 0, level with a); at 10 s b1 ends and the pool drains.
+      // Act: at 1.5 s c1 ends (c back at share 0, below its fair share as a is: level but for the
+      // turn); at 10 s b1 ends and the pool drains.
       policy.release('c1', 1500);
       expect(drain(policy, 1500)).toEqual([]);
       policy.release('b1', 10_000);

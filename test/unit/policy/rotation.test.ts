@@ -43,6 +43,31 @@ describe('Class: SchedulingPolicy (fair-share rotation)', () => {
       expect(new Set(before.map((s) => s.taskId.split('-')[0])).size).toBe(before.length);
     });
 
+    it('serves a tenant below its fair share in its turn, whatever it runs: tenants that start waiting later do not pass it; above its fair share DRF decides', () => {
+      // Prepare: 10 slots. "own" runs `held` tasks and "big" the other slots (with work queued);
+      // at 1 s own's only waiting task X is due, at 1.1 s five newcomers each submit one task; at
+      // 2 s one of big's tasks ends. Seven tenants with work: a fair share is 1/7 of the pool.
+      const firstAfterX = (held: number) => {
+        const policy = makePolicy({ pools: { slots: 10 } });
+        for (let i = 0; i < held; i++) policy.add(candidate({ taskId: `own-run${i}`, tenantId: 'own' }));
+        expect(drain(policy, 0)).toHaveLength(held);
+        for (let i = 0; i < 20; i++) policy.add(candidate({ taskId: `big${i}`, tenantId: 'big' }));
+        expect(drain(policy, 0)).toHaveLength(10 - held);
+        policy.add(candidate({ taskId: 'X', tenantId: 'own', agingFromMs: 1000, runAtMs: 1000 }));
+        for (let n = 1; n <= 5; n++) {
+          policy.add(candidate({ taskId: `new${n}`, tenantId: `newcomer${n}`, agingFromMs: 1100, runAtMs: 1100 }));
+        }
+        expect(drain(policy, 1100)).toEqual([]);
+        // Act
+        policy.release('big0', 2000);
+        return drain(policy, 2000).map((c) => c.taskId);
+      };
+      // Assess: holding 1 slot (0.1 of the pool, below 1/7) its turn (1 s) comes before the
+      // newcomers' (1.1 s); holding 2 (0.2, above 1/7) the newcomers at share 0 go first, as DRF has it
+      expect(firstAfterX(1)).toEqual(['X']);
+      expect(firstAfterX(2)).toEqual(['new1']);
+    });
+
     it('rotates among tenants of equal share: each backlogged tenant gets one slot in turn', () => {
       // Prepare: 1 slot, three tenants with 3 tasks each, queued at 0 in tenant order a, b, c
       const policy = makePolicy({ pools: { slots: 1 } });
