@@ -1,12 +1,14 @@
 /**
- * The wait bound under `fair-share`: DRF with a rotation among equal shares.
+ * The wait bound under `fair-share`: a rotation below the fair share, DRF above it.
  *
  * The rule (policy.ts). Per pool, tenants with ready work form a rotation: each has a turn, the
- * later of when it was last served in the pool and when its work there became due. The pool's
- * next task comes from the tenant with the smallest weighted dominant share (DRF, over every
- * pool), ties going to the earliest turn (then arrival order); inside a tenant, tiers with aging
- * pick the task. Serving a tenant moves its turn to now (the end of the rotation); a tenant that
- * starts waiting joins at the end, behind every tenant already waiting there.
+ * later of when it was last served in the pool and when its work there became due. A tenant is
+ * below its fair share when its weighted dominant share (over every pool) is under 1 / W, W the
+ * summed weight of the tenants with work in the engine. The pool's next task comes from the
+ * tenants below their fair share, the earliest turn first (then arrival order); when none waits,
+ * from the one with the smallest weighted dominant share (DRF), ties to the earliest turn; inside
+ * a tenant, tiers with aging pick the task. Serving a tenant moves its turn to now (the end of the
+ * rotation); a tenant that starts waiting joins at the end, behind every tenant already waiting.
  *
  * Claim. Let X wait in pool p at time t₀, the only waiting task of its tenant x, fitting p. Let
  * k be the tenants with ready work in p at t₀ whose turn is before x's. Assume (A1) x submits
@@ -24,8 +26,9 @@
  *                        later of that and t₁ + τ (t₁ > t₀); h = 1 if the pool is reserved for
  *                        another task at t₀ or t₁ > t₀, else 0.
  *
- * Proof. (1) From t₁ on, x runs nothing (A1: X is all it has), so its share is 0, the least
- * possible: no tenant holding capacity goes before X in p, and X's key (0, turn) stays put.
+ * Proof. (1) From t₁ on, x runs nothing (A1: X is all it has), so its share is 0, below its fair
+ * share (1 / W > 0 while x has work): no tenant above its fair share goes before X in p, those
+ * below go before it only by an earlier turn, and X's key (below, turn) stays put.
  * (2) No tenant that starts waiting after t₀ goes before X: it joins with a turn after x's
  * (ties to arrival order; work let go by flow control joins at that instant, not at its due
  * time), and x's turn does not move while X waits. (3) Each of the k tenants
@@ -124,6 +127,17 @@ function slotEnds(steps: readonly (readonly [number, number])[], slots: number, 
  * one of the k (work conserving; X fits any slot), and each of the k takes one at most. So of
  * k + 1 slots freed after s, one is X's, and (A4) gives k + 1 by the stated time.   ∎
  *
+ * Below its fair share. Let σ be x's weighted dominant share at t₀ and assume (A6) the summed
+ * weight of the tenants with work stays at most W̄ from t₀ until X starts, with σ·W̄ < 1, and x is
+ * below its quota and X held by no flow control at t₀. Then the same holds with s = t₀.
+ *
+ * Proof. x's share only falls while X waits (A1: its running tasks end, nothing is added), so
+ * σ(t) ≤ σ < 1 / W̄ ≤ 1 / W(t): x is below its fair share throughout and X's key is (below, turn_x)
+ * from t₀. Tenants above their fair share go after it; of those below, only ones with an earlier
+ * turn, which are the k (a tenant that starts waiting after t₀ joins behind x, step (2)), each at
+ * most once (step (3)). x stays below its quota (its count only falls), so X may start whenever it
+ * is first; the rest is the proof above from s = t₀.   ∎
+ *
  * No timeout enters it except through t₁ (its own tenant's running tasks). (A4) is a statement
  * about the future that the API takes from the past (pace.ts: the fewest slots the pool freed in
  * any 10 s of the last minute); it says so in `wait.assumes` and in `assumedFreed`, so whoever
@@ -135,7 +149,7 @@ export interface PaceBoundInput {
   readonly ahead: number;
   /** t₀: the instant X is in the rotation (now, or later when it joins later). */
   readonly fromMs: number;
-  /** t₁. */
+  /** t₁; t₀ when its tenant is below its fair share (A6, the second claim). */
   readonly tenantFreeAtMs: number;
   /** ρ: slots the pool frees a second (> 0). */
   readonly freedPerSecond: number;

@@ -5,23 +5,27 @@
  * Order (lexicographic; smaller goes first):
  *   fifo        (agingFrom, seq)
  *   priority    (effective tier, agingFrom, seq)
- *   fair-share  (tenant's weighted dominant share, tenant's turn in the pool's rotation)
- *               and inside a tenant (effective tier, agingFrom, seq)
- * Under fair-share DRF orders tenants and tiers order a tenant's own work. Tier-first was tried
+ *   fair-share  tenants below their fair share first, by turn in the pool's rotation; then the
+ *               others by (weighted dominant share, turn); inside a tenant (effective tier,
+ *               agingFrom, seq). A tenant's fair share is its weight over the summed weight of
+ *               the tenants with work in the engine (waiting, due later or running).
+ * Under fair-share DRF and the rotation order tenants and tiers order a tenant's own work. Tier-first was tried
  * and rejected (docs/policy.md has the numbers): tiers are chosen by the tenants themselves, so a
  * tenant flooding `critical` would starve everyone. Deployments that want global tiers use
  * `priority`. Hard constraints apply under every policy: a task starts only if it fits its
  * pool's free capacity and its tenant is below maxConcurrency.
  *
- * The rotation (fair-share). Equal shares are common: every tenant that runs nothing is at share
- * 0, and with as many busy tenants as slots each one whose task just ended is back at 0. Such
- * ties go to the tenant whose turn comes first in the pool's rotation: a tenant's turn is the
+ * The rotation (fair-share). Tenants below their fair share, and ties of equal share above it
+ * (with as many busy tenants as slots each one whose task just ended is back at 0), go in the
+ * order of their turns in the pool's rotation: a tenant's turn is the
  * later of when it was last served in the pool and when its work there became due, so serving a
  * tenant sends it to the end, and a tenant that starts waiting joins at the end, behind every
  * tenant already waiting (ties to arrival order). Tie-breaking by age instead made fair share
  * FIFO across tenants (the backlog's heads are the oldest). The rotation gives the wait bound
  * its shape (bound.ts): a tenant's only waiting task is passed by at most one task of each
- * tenant ahead of it once its tenant runs nothing, and by no tenant that arrives later. Its
+ * tenant ahead of it once its tenant runs nothing, or while its tenant stays below its fair share,
+ * and by no tenant that arrives later. Below the fair share the ring and not DRF decides so that
+ * a tenant running a few tasks is not passed by every later arrival at share 0 (docs/policy.md). Its
  * memory, when each tenant was last served, is explicit (`rotationState`/`restoreRotation`), so a
  * scheduler that starts afresh keeps the order.
  *
