@@ -415,12 +415,12 @@ function handoverAssumption(
   planned: { readonly nextAtMs: number; readonly everyMs: number } | undefined,
 ): string {
   if (config.scheduler.mode === 'service') {
-    return `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s; a crash, a stall, a restart after a failed call or its replacement (a deploy) is not included`;
+    return `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s; a crash, a stall, a restart after a failed call or its replacement (a deploy) is not included; nor a worker's report of a task's end that reaches it late (a receive whose answer was lost: its lease sweep then finds the end)`;
   }
   const handsOver = planned
     ? `hands over at ${new Date(planned.nextAtMs).toISOString().slice(11, 19)} UTC and then no more often than every ${planned.everyMs / 1000} s (its Lambda's time limit), each within ${HANDOVER_SECONDS} s`
     : `hands over (every minute on AWS) within ${HANDOVER_SECONDS} s`;
-  return `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s and ${handsOver}; a crash, a stall or a restart after a failed call beyond that is not included`;
+  return `the scheduler acts on a freed slot within ${SCHEDULER_PACE_SECONDS} s and ${handsOver}; a crash, a stall or a restart after a failed call beyond that is not included; nor a worker's report of a task's end that reaches it late (a receive whose answer was lost: its lease sweep then finds the end)`;
 }
 
 /**

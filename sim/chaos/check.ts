@@ -139,6 +139,12 @@ export interface CheckSummary {
       readonly joinsExceeded: number;
       /** Late, and the tenants with work weighed more than its answer took them to (its tenant below its fair share). */
       readonly busyWeightExceeded: number;
+      /**
+       * Late, and a worker's report of an end in its pool or of its tenant was delivered again: its
+       * first delivery freed nothing (a receive whose answer was lost), so the scheduler learned of
+       * that end late (a later delivery or its lease sweep), not within the 2 s the answers allow.
+       */
+      readonly reportLost: number;
       /** Cancelled while it waited: the wait ended without a start. */
       readonly cancelledWaiting: number;
       /** Still QUEUED when the run ended, before its deadline: neither kept nor broken. */
@@ -411,6 +417,7 @@ export function checkHistory(history: History): CheckSummary {
   }
   const joinsByPool = tenantsStartingToWait(writesByTask);
   const mostBusyWeightBetween = busyWeightOf(history, writesByTask);
+  const reportLostBetween = reportsRedelivered(history, writesByTask);
   /** Distinct tenants other than `own` that started waiting in `runtime`'s pool in (fromMs, byMs]. */
   const joinedBetween = (runtime: string, own: string, fromMs: number, byMs: number) =>
     new Set(
@@ -484,6 +491,7 @@ export function checkHistory(history: History): CheckSummary {
   let notOnlyWaitingLate = 0;
   let joinsExceeded = 0;
   let busyWeightExceeded = 0;
+  let reportLost = 0;
   let given = 0;
   let checked = 0;
   let assumptionBroken = 0;
@@ -541,6 +549,15 @@ export function checkHistory(history: History): CheckSummary {
     // Still waiting when the run ended, before its deadline: nothing to judge either way.
     if (!left && history.endMs <= deadline) {
       unresolved++;
+      continue;
+    }
+    // The scheduler learned of an end it counted on late: a report whose first delivery freed nothing.
+    if (
+      leftAt > deadline &&
+      reportLostBetween(bound.tenantId, writes[0]?.task.runtime, bound.askedAtMs ?? bound.atMs, leftAt)
+    ) {
+      reportLost++;
+      assumptionBroken++;
       continue;
     }
     // Judged only when late, as the pace's assumptions are.
@@ -721,6 +738,7 @@ export function checkHistory(history: History): CheckSummary {
         notOnlyWaitingLate,
         joinsExceeded,
         busyWeightExceeded,
+        reportLost,
         cancelledWaiting,
         unresolved,
         none,
@@ -1283,6 +1301,44 @@ function checkBatches(
     if (!TERMINAL.includes(thenTask.state)) fail(`then-task still ${thenTask.state} when the run ended`);
   }
   return { acknowledged: batches.length, checked, members };
+}
+
+/**
+ * Whether a worker's report of an attempt's end, of `tenantId` or in the `runtime` pool, first
+ * delivered in [fromMs, byMs], was delivered again later: the first delivery freed nothing (its
+ * receive's answer was lost, or its receiver went away), so the scheduler learned of the end from
+ * a later delivery or its lease sweep.
+ */
+function reportsRedelivered(
+  history: History,
+  writesByTask: ReadonlyMap<string, readonly { atMs: number; task: { runtime: string } }[]>,
+): (tenantId: string, runtime: string | undefined, fromMs: number, byMs: number) => boolean {
+  const first = new Map<string, { atMs: number; tenantId: string; runtime: string | undefined; again: boolean }>();
+  for (const receive of history.receives) {
+    if (!receive.queueId.startsWith('completions')) continue;
+    let body: { taskId?: string; tenantId?: string; fence?: number };
+    try {
+      body = JSON.parse(receive.body);
+    } catch {
+      continue;
+    }
+    if (typeof body.taskId !== 'string' || typeof body.tenantId !== 'string') continue;
+    const key = `${body.taskId}#${body.fence}`;
+    const seen = first.get(key);
+    if (seen) seen.again = true;
+    else {
+      const runtime = writesByTask.get(body.taskId)?.[0]?.task.runtime;
+      first.set(key, { atMs: receive.atMs, tenantId: body.tenantId, runtime, again: receive.receiveCount > 1 });
+    }
+  }
+  const lost = [...first.values()].filter((report) => report.again);
+  return (tenantId, runtime, fromMs, byMs) =>
+    lost.some(
+      (report) =>
+        report.atMs >= fromMs - SLOT_LEARNED_MS &&
+        report.atMs <= byMs &&
+        (report.tenantId === tenantId || report.runtime === runtime),
+    );
 }
 
 /**

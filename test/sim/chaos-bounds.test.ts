@@ -234,6 +234,33 @@ describe('chaos checker: the wait bound', () => {
     expect(check({ writes: late, bounds: [assumed(4)], tenants }).invariants).toEqual(['wait-bound']);
   });
 
+  it("does not judge a late bound when a worker's report of an end it counted on was delivered again (its first receive's answer lost)", () => {
+    // Tenant a's own task r ends at 1 s; its report is received at 1.1 s and again at 31 s (the
+    // first receive freed nothing); t, asked about at 0.5 s with a bound of 5 s, starts at 20 s.
+    const own = [
+      { atMs: T0 + 200, task: task('r', 'RUNNING') },
+      { atMs: T0 + 1000, task: task('r', 'SUCCEEDED') },
+    ];
+    const late = [...writes([['DISPATCHED', 20]]), ...own].sort((a, b) => a.atMs - b.atMs);
+    const report = (atMs: number, receiveCount: number) => ({
+      queueId: 'completions',
+      messageId: 'm-r',
+      body: JSON.stringify({ taskId: 'r', fence: 1, tenantId: 'a', state: 'SUCCEEDED' }),
+      atMs,
+      receiveCount,
+    });
+    const answer = bound(5);
+    const lost = checkHistory(
+      emptyHistory({ writes: late, bounds: [answer], receives: [report(T0 + 1100, 1), report(T0 + 31_000, 2)] }),
+    );
+    expect(lost.violations).toEqual([]);
+    expect(lost.stats.waitBounds).toMatchObject({ checked: 0, assumptionBroken: 1, reportLost: 1 });
+    // Delivered once: the scheduler learned of it at once, and the late start breaks the bound.
+    expect(check({ writes: late, bounds: [answer], receives: [report(T0 + 1100, 1)] }).invariants).toEqual([
+      'wait-bound',
+    ]);
+  });
+
   it('does not judge a late bound whose task the scheduler took in later than the answer assumed', () => {
     // Dispatched at 20 s; the answer assumed it in the engine by 5 s (its join instant) or, from a
     // snapshot that held it, by 1 s.
@@ -341,6 +368,7 @@ describe('chaos: the bounds scenario', () => {
       b.runningNotSeen +
       b.joinsExceeded +
       b.busyWeightExceeded +
+      b.reportLost +
       b.intakeNotKept +
       b.notOnlyWaitingLate;
     expect(shrunk.stats.waitBounds.checked + judgedLate(shrunk.stats.waitBounds)).toBe(
