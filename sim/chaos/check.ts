@@ -551,15 +551,6 @@ export function checkHistory(history: History): CheckSummary {
       unresolved++;
       continue;
     }
-    // The scheduler learned of an end it counted on late: a report whose first delivery freed nothing.
-    if (
-      leftAt > deadline &&
-      reportLostBetween(bound.tenantId, writes[0]?.task.runtime, bound.askedAtMs ?? bound.atMs, leftAt)
-    ) {
-      reportLost++;
-      assumptionBroken++;
-      continue;
-    }
     // Judged only when late, as the pace's assumptions are.
     if ((notOnlyWaiting || intakeLate) && leftAt > deadline) {
       if (notOnlyWaiting) notOnlyWaitingLate++;
@@ -629,6 +620,16 @@ export function checkHistory(history: History): CheckSummary {
       mostBusyWeightBetween(busy.fromMs, Math.min(leftAt, busy.byMs)) > busy.atMost + 1e-9
     ) {
       busyWeightExceeded++;
+      assumptionBroken++;
+      continue;
+    }
+    // Last, so it excuses only what nothing else did: the scheduler learned of an end it counted on
+    // late (a report whose first delivery freed nothing).
+    if (
+      leftAt > deadline &&
+      reportLostBetween(bound.tenantId, writes[0]?.task.runtime, bound.askedAtMs ?? bound.atMs, leftAt)
+    ) {
+      reportLost++;
       assumptionBroken++;
       continue;
     }
