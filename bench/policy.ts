@@ -65,6 +65,43 @@ function measure(queued: number, tenants: number, decisions: number): number {
   return decisions / seconds;
 }
 
+/**
+ * Decisions per second behind `backlogged` tenants with work queued (100 slots), each decision
+ * with a task of a new one-shot tenant (`churn`: the summed weight of the tenants with work, so
+ * every fair share, moves at every decision) or of a backlogged one (steady).
+ */
+function measureChurn(backlogged: number, decisions: number, churn: boolean): number {
+  const policy = new SchedulingPolicy({
+    policy: 'fair-share',
+    agingSeconds: 60,
+    pools: { lambda: { concurrency: 100 }, fargate: { vcpu: 16, memoryMiB: 32_768 } },
+    tenantDefaults: { weight: 1, maxConcurrency: 100_000 },
+  });
+  let seq = 0;
+  const task = (tenantId: string, nowMs: number): Candidate => ({
+    taskId: `t${seq}`,
+    tenantId,
+    priority: 'normal',
+    runtime: 'lambda',
+    resources: { vcpu: 0.25, memoryMiB: 512 },
+    agingFromMs: nowMs,
+    runAtMs: nowMs,
+    seq: seq++,
+  });
+  for (let t = 0; t < backlogged; t++) for (let i = 0; i < 30; i++) policy.add(task(`backlogged-${t}`, 0));
+  const running: string[] = [];
+  for (let c = policy.next(0); c; c = policy.next(0)) running.push(c.taskId);
+  let nowMs = 0;
+  const started = performance.now();
+  for (let i = 0; i < decisions; i++) {
+    nowMs += 10;
+    policy.release(running.shift() as string, nowMs);
+    policy.add(task(churn ? `one-shot-${i}` : `backlogged-${i % backlogged}`, nowMs));
+    for (let c = policy.next(nowMs); c; c = policy.next(nowMs)) running.push(c.taskId);
+  }
+  return decisions / ((performance.now() - started) / 1000);
+}
+
 export function runPolicyBench(options: { quick: boolean }): PolicyBenchCase[] {
   const sizes = options.quick ? [1_000, 100_000] : [1_000, 100_000, 1_000_000];
   const tenantCounts = options.quick ? [10, 1_000] : [10, 1_000, 10_000];
@@ -88,6 +125,23 @@ export function runPolicyBench(options: { quick: boolean }): PolicyBenchCase[] {
   ]);
   process.stdout.write(
     `### policy: fair-share decisions per second (release + add + next)\n\n${formatTable(['queued', 'tenants', 'decisions/s', 'ratio vs smallest'], rows, { markdown: true })}\n\n`,
+  );
+  // Fair shares move with every tenant that arrives or leaves: what that costs a decision.
+  const churnRows: string[][] = [];
+  for (const backlogged of options.quick ? [2_000] : [2_000, 10_000]) {
+    const best = (churn: boolean) =>
+      Math.max(measureChurn(backlogged, decisions / 5, churn), measureChurn(backlogged, decisions / 5, churn));
+    const steady = best(false);
+    const churn = best(true);
+    churnRows.push([
+      backlogged.toLocaleString('en'),
+      Math.round(steady).toLocaleString('en'),
+      Math.round(churn).toLocaleString('en'),
+      (churn / steady).toFixed(2),
+    ]);
+  }
+  process.stdout.write(
+    `### policy: a new tenant at every decision (every fair share moves) vs a backlogged tenant's task\n\n${formatTable(['tenants backlogged', 'steady decisions/s', 'churn decisions/s', 'churn / steady'], churnRows, { markdown: true })}\n\n`,
   );
   return cases;
 }

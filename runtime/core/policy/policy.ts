@@ -150,6 +150,8 @@ interface Entry {
   /** Its turn in the pool's rotation (fair-share): epoch ms, then arrival order. */
   turnMs: number;
   turnSeq: number;
+  /** Its tenant's share when it was last placed in its pool's heap (counted in #heapShares). */
+  heapShare: number;
 }
 
 interface TenantState {
@@ -294,6 +296,8 @@ export class SchedulingPolicy {
   #busyWeight = 0;
   /** The #busyWeight the pools' heaps are ordered by (#settleOrder brings it up to date). */
   #orderWeight = 0;
+  /** How many entries in the pools' heaps were placed at each share: which could change sides. */
+  readonly #heapShares = new Map<number, number>();
   /** How #busyWeight moved lately: the API's bound may rest on its peak (bound.ts `paceBound`). */
   readonly #busyWeights = new UsedSlots();
   /** The latest time seen; time never runs backwards inside the policy. */
@@ -980,6 +984,7 @@ export class SchedulingPolicy {
         ready: 0,
         turnMs: Number.NEGATIVE_INFINITY,
         turnSeq: 0,
+        heapShare: 0,
       };
       tenant.entries[pool.runtime] = entry;
     }
@@ -1139,8 +1144,13 @@ export class SchedulingPolicy {
     entry.effectiveRank = headRank;
     entry.nextAgingMs = nextAging;
     const eligible = head !== undefined && entry.tenant.hold === undefined;
-    if (eligible) entry.pool.entries.upsert(entry);
-    else entry.pool.entries.remove(entry);
+    const heap = entry.pool.entries;
+    if (heap.has(entry)) this.#countHeapShare(entry.heapShare, -1);
+    if (eligible) {
+      entry.heapShare = entry.tenant.share;
+      this.#countHeapShare(entry.heapShare, 1);
+      heap.upsert(entry);
+    } else heap.remove(entry);
     if (eligible && nextAging !== Number.POSITIVE_INFINITY) this.#aging.upsert(entry);
     else this.#aging.remove(entry);
   }
@@ -1199,8 +1209,22 @@ export class SchedulingPolicy {
    */
   #settleOrder(): void {
     if (this.policy !== 'fair-share' || this.#orderWeight === this.#busyWeight) return;
+    const before = this.#orderWeight;
     this.#orderWeight = this.#busyWeight;
-    for (const pool of this.#poolList) pool.entries.rebuild();
+    // Only an entry whose share is now on the other side of the fair share moves: usually none
+    // (shares take few values), so a tenant arriving or leaving costs O(distinct shares), not O(entries).
+    const below = (share: number, weight: number) => share * weight < 1 - FAIR_SHARE_EPSILON;
+    for (const share of this.#heapShares.keys()) {
+      if (below(share, before) === below(share, this.#orderWeight)) continue;
+      for (const pool of this.#poolList) pool.entries.rebuild();
+      return;
+    }
+  }
+
+  #countHeapShare(share: number, delta: 1 | -1): void {
+    const count = (this.#heapShares.get(share) ?? 0) + delta;
+    if (count > 0) this.#heapShares.set(share, count);
+    else this.#heapShares.delete(share);
   }
 
   /** Below its fair share: its weighted dominant share under 1 / (the summed weight of the tenants with work). */
