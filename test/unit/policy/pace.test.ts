@@ -179,6 +179,25 @@ describe('Class: SchedulingPolicy (the pace it publishes)', () => {
     // ...and how full the pool was: one task at a time (released 400 ms after each dispatch)
     expect(lambda()?.peakUsed).toBe(1);
     expect(successor.snapshot(T0 + 70_000).pools.find((pool) => pool.runtime === 'lambda')?.peakUsed).toBe(1);
+    // ...and the most weight of tenants with work (one tenant, t1, weight 1), which a fresh engine does not know
+    expect(engine.snapshot(T0 + 70_000).busyWeightPeak).toBe(1);
+    expect(successor.snapshot(T0 + 70_000).busyWeightPeak).toBe(1);
+    expect(makePolicy({}).snapshot(T0 + 70_000).busyWeightPeak).toBeNull();
+  });
+
+  it('keeps the most summed weight of tenants with work in any 10 s of the last minute, a tenant counting while it has work', () => {
+    // Prepare: tenant a (weight 1) has work from 0; b (weight 3) from 20 s to 30 s
+    const engine = makePolicy({ pools: { slots: 4 }, tenants: { b: { weight: 3, maxConcurrency: 10 } } });
+    engine.add(candidate({ taskId: 'a1', tenantId: 'a', agingFromMs: T0, runAtMs: T0 }));
+    engine.next(T0);
+    engine.add(candidate({ taskId: 'b1', tenantId: 'b', agingFromMs: T0 + 20_000, runAtMs: T0 + 20_000 }));
+    engine.next(T0 + 20_000);
+    engine.release('b1', T0 + 30_000);
+    // Act / Assess: 4 while b had work, and a minute after that 1 again (a alone)
+    expect(engine.busyWeight).toBe(1);
+    expect(engine.snapshot(T0 + 60_000).busyWeightPeak).toBe(4);
+    expect(engine.snapshot(T0 + 100_000).busyWeightPeak).toBe(1);
+    expect(engine.snapshot(T0 + 100_000).busyWeight).toBe(1);
   });
 });
 
