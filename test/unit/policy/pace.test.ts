@@ -274,10 +274,15 @@ describe('The bound on the pace, in the simulator (the API over snapshots)', () 
     .record({
       tenants: fc.integer({ min: 2, max: 12 }),
       slots: fc.integer({ min: 1, max: 6 }),
+      // Weights and quotas vary, and a tenth of the tasks run on Fargate: a tenant's share (the
+      // fair share's test) is its dominant one over both pools, divided by its weight.
+      weights: fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 12, maxLength: 12 }),
+      quotas: fc.array(fc.constantFrom(1, 2, 100), { minLength: 12, maxLength: 12 }),
       tasks: fc.array(
         fc.record({
           tenant: fc.nat(11),
           tier: fc.nat(3),
+          fargate: fc.nat(9).map((n) => n === 0),
           arriveMs: fc.nat(240_000),
           holdMs: fc.integer({ min: 50, max: 20_000 }),
         }),
@@ -290,9 +295,9 @@ describe('The bound on the pace, in the simulator (the API over snapshots)', () 
         builder.push({
           tenant: task.tenant % r.tenants,
           tier: task.tier,
-          fargate: false,
-          vcpu: 0.25,
-          memoryMiB: 512,
+          fargate: task.fargate,
+          vcpu: task.fargate ? 1 : 0.25,
+          memoryMiB: task.fargate ? 1024 : 512,
           arriveMs: task.arriveMs,
           holdMs: task.holdMs,
         });
@@ -301,7 +306,10 @@ describe('The bound on the pace, in the simulator (the API over snapshots)', () 
         scenario: 'random',
         description: 'random',
         tenantIds: Array.from({ length: r.tenants }, (_, i) => `t${i}`),
-        tenantSettings: Array.from({ length: r.tenants }, () => ({ weight: 1, maxConcurrency: 100 })),
+        tenantSettings: Array.from({ length: r.tenants }, (_, i) => ({
+          weight: r.weights[i] as number,
+          maxConcurrency: r.quotas[i] as number,
+        })),
         pools: { lambda: { concurrency: r.slots }, fargate: { vcpu: 4, memoryMiB: 4096 } },
         agingSeconds: 300,
       });
