@@ -62,45 +62,50 @@ export const resourcesSchema = z.strictObject({
   memoryMiB: z.number().int().min(128).max(122_880).optional(),
 });
 
-export const submitTaskSchema = z
-  .strictObject({
-    tenantId: idSchema,
-    type: taskTypeNameSchema,
-    payload: payloadSchema.optional(),
-    priority: z.enum(PRIORITY_TIERS).optional(),
-    idempotencyKey: idSchema.optional(),
-    resources: resourcesSchema.optional(),
-    runtime: z.enum(RUNTIMES).optional(),
-    timeoutSeconds: z.number().int().min(1).max(86_400).optional(),
-    maxAttempts: z.number().int().min(1).max(100).optional(),
-    delaySeconds: z.number().int().min(0).max(31_536_000).optional(),
-    runAt: z.iso.datetime({ offset: true }).optional(),
-    concurrencyKey: idSchema
-      .optional()
-      .meta({ description: "At most concurrencyLimit of the tenant's tasks with this key run at once" }),
-    concurrencyLimit: z
-      .number()
-      .int()
-      .min(1)
-      .max(100)
-      .optional()
-      .meta({ description: 'With concurrencyKey: how many may be dispatched or running at once (default 1)' }),
-    dependsOn: z
-      .array(idSchema)
-      .min(1)
-      .max(MAX_DEPENDENCIES)
-      .refine((ids) => new Set(ids).size === ids.length, 'each task id at most once')
-      .optional()
-      .meta({
-        description: `Task ids of the same tenant (at most ${MAX_DEPENDENCIES}, each existing at submit, else 400 unknown_dependency): the task is held (QUEUED, wait.reason "dependencies") until all of them SUCCEEDED; if one ends FAILED or CANCELLED it is CANCELLED with error code DEPENDENCY_FAILED`,
-        examples: [['tsk_5f3a9c1e7b2d4e6f8a0b1c2d3e4f5a6b']],
-      }),
-  })
-  .superRefine((input, ctx) => {
-    if (input.delaySeconds !== undefined && input.runAt !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['runAt'], message: 'give delaySeconds or runAt, not both' });
-    }
-  })
+/** A submit body's fields; the checks across fields are `submitTaskSchema`'s. */
+const submitTaskFields = z.strictObject({
+  tenantId: idSchema,
+  type: taskTypeNameSchema,
+  payload: payloadSchema.optional(),
+  priority: z.enum(PRIORITY_TIERS).optional(),
+  idempotencyKey: idSchema.optional(),
+  resources: resourcesSchema.optional(),
+  runtime: z.enum(RUNTIMES).optional(),
+  timeoutSeconds: z.number().int().min(1).max(86_400).optional(),
+  maxAttempts: z.number().int().min(1).max(100).optional(),
+  delaySeconds: z.number().int().min(0).max(31_536_000).optional(),
+  runAt: z.iso.datetime({ offset: true }).optional(),
+  concurrencyKey: idSchema
+    .optional()
+    .meta({ description: "At most concurrencyLimit of the tenant's tasks with this key run at once" }),
+  concurrencyLimit: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .optional()
+    .meta({ description: 'With concurrencyKey: how many may be dispatched or running at once (default 1)' }),
+  dependsOn: z
+    .array(idSchema)
+    .min(1)
+    .max(MAX_DEPENDENCIES)
+    .refine((ids) => new Set(ids).size === ids.length, 'each task id at most once')
+    .optional()
+    .meta({
+      description: `Task ids of the same tenant (at most ${MAX_DEPENDENCIES}, each existing at submit, else 400 unknown_dependency): the task is held (QUEUED, wait.reason "dependencies") until all of them SUCCEEDED; if one ends FAILED or CANCELLED it is CANCELLED with error code DEPENDENCY_FAILED`,
+      examples: [['tsk_5f3a9c1e7b2d4e6f8a0b1c2d3e4f5a6b']],
+    }),
+});
+
+/** A start time is given one way at most. */
+function oneStartTime(input: { delaySeconds?: number | undefined; runAt?: string | undefined }, ctx: z.RefinementCtx) {
+  if (input.delaySeconds !== undefined && input.runAt !== undefined) {
+    ctx.addIssue({ code: 'custom', path: ['runAt'], message: 'give delaySeconds or runAt, not both' });
+  }
+}
+
+export const submitTaskSchema = submitTaskFields
+  .superRefine(oneStartTime)
   .meta({ description: 'A task to run. Fields left out take the task type defaults, then the configured defaults.' });
 
 /** Compile-time proof that what the schema produces is what TaskService.submit takes. */
@@ -169,9 +174,9 @@ export const submitBatchSchema = z
       .max(MAX_BATCH_TASKS)
       .meta({ description: `1 to ${MAX_BATCH_TASKS} tasks, each validated and idempotent on its own` }),
     // biome-ignore lint/suspicious/noThenProperty: the field's name is pinned (PRODUCT.md, POST /v1/tasks/batch)
-    then: submitTaskSchema.optional().meta({
+    then: submitTaskFields.omit({ dependsOn: true, idempotencyKey: true }).superRefine(oneStartTime).optional().meta({
       description:
-        'Submitted once every task of the batch has ended, with `batch: { batchId, succeeded, failed, cancelled }` added to its payload; without `dependsOn` or `idempotencyKey` (400 invalid_request: it waits for the batch, and the batch names it)',
+        'A submit body without `dependsOn` and `idempotencyKey` (either is 400 invalid_request, an unknown field: it waits for the batch, and the batch names it), submitted once every task of the batch has ended, with `batch: { batchId, succeeded, failed, cancelled }` added to its payload',
     }),
     idempotencyKey: idSchema.optional().meta({
       description:

@@ -44,6 +44,20 @@ describe('Function: buildOpenApiDocument', () => {
     expect(JSON.stringify(document.components.schemas.Wait)).toContain('dependencies');
   });
 
+  it("documents a batch's then-task without the fields the route refuses (dependsOn, idempotencyKey)", () => {
+    const batch = document.paths['/v1/tasks/batch']!.post! as unknown as {
+      requestBody: { content: { 'application/json': { schema: { properties: Record<string, unknown> } } } };
+    };
+    const then = batch.requestBody.content['application/json'].schema.properties.then as {
+      properties: Record<string, unknown>;
+      additionalProperties?: boolean;
+    };
+    expect(Object.keys(then.properties)).toEqual(expect.arrayContaining(['tenantId', 'type', 'payload', 'runAt']));
+    expect(Object.keys(then.properties)).not.toContain('dependsOn');
+    expect(Object.keys(then.properties)).not.toContain('idempotencyKey');
+    expect(then.additionalProperties).toBe(false);
+  });
+
   it('shows a Wait example the code gives: the explanation of the situation it describes', () => {
     // Prepare
     const { task, input } = exampleWaitFixture();
