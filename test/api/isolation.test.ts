@@ -207,6 +207,29 @@ describe('Isolation: keys that name things', () => {
     expect(body<ErrorBody>(then).error.code).toBe('mixed_tenants');
   });
 
+  it('refuses a then-task with dependsOn or an idempotencyKey of its own at the route, as the OpenAPI document shows it', async () => {
+    // Act
+    const refused = await Promise.all(
+      [{ dependsOn: ['tsk_00000000000000000000000000000001'] }, { idempotencyKey: 'then-key' }].map((extra) =>
+        as(BETA, {
+          method: 'POST',
+          path: '/v1/tasks/batch',
+          json: {
+            tasks: [{ tenantId: 'beta', type: 'demo.echo' }],
+            // biome-ignore lint/suspicious/noThenProperty: the field's name is pinned (PRODUCT.md, POST /v1/tasks/batch)
+            then: { tenantId: 'beta', type: 'demo.echo', ...extra },
+          },
+        }),
+      ),
+    );
+    // Assess
+    expect(refused.map((r) => r.statusCode)).toEqual([400, 400]);
+    expect(refused.map((r) => JSON.stringify(body(r)))).toEqual([
+      expect.stringContaining('then.dependsOn'),
+      expect.stringContaining('then.idempotencyKey'),
+    ]);
+  });
+
   it("refuses dependsOn naming alpha's task exactly as a task that does not exist", async () => {
     // Prepare
     const alphaTask = body(await submit(ALPHA, { tenantId: 'alpha' })).taskId as string;
