@@ -34,6 +34,10 @@
 import type { SchedulerConfig } from '../core/config.ts';
 import type { Hold } from '../core/policy/constraints.ts';
 import {
+  addInto,
+  capacityOf,
+  demandOf,
+  dominantShare,
   explainWait as explainInCore,
   holdSecondsOf,
   type NoBoundReason,
@@ -42,6 +46,7 @@ import {
   taskHoldSeconds,
   WAIT_REASONS,
   type WaitReason,
+  zeroVector,
 } from '../core/policy/index.ts';
 import { ownEntry } from '../core/records.ts';
 import { INTAKE_ALLOWANCE_MS, type SchedulerSnapshot } from '../core/scheduler-snapshot.ts';
@@ -442,21 +447,11 @@ function lately(
   return { tenantFreeAtMsLately: until };
 }
 
-/** What the tasks hold of the pools, the largest fraction of any one resource (policy/drf.ts `dominantShare`). */
+/** What the tasks hold of the pools, the largest fraction of any one resource, as the engine counts it. */
 function dominantShareOf(running: NonNullable<TenantFacts['running']>, config: SchedulerConfig): number {
-  let slots = 0;
-  let vcpu = 0;
-  let memoryMiB = 0;
-  for (const task of running) {
-    if (task.runtime === 'lambda') slots++;
-    else {
-      vcpu += task.resources.vcpu;
-      memoryMiB += task.resources.memoryMiB;
-    }
-  }
-  const { lambda, fargate } = config.pools;
-  const ratio = (used: number, capacity: number) => (capacity > 0 ? used / capacity : 0);
-  return Math.max(ratio(slots, lambda.concurrency), ratio(vcpu, fargate.vcpu), ratio(memoryMiB, fargate.memoryMiB));
+  const used = zeroVector();
+  for (const task of running) addInto(used, demandOf(task.runtime, task.resources), 1);
+  return dominantShare(used, capacityOf(config.pools));
 }
 
 /** It fits what its scheduler may fill of its pool now (sharded: its shard's allowance). */

@@ -9,6 +9,7 @@ import { PRIORITY_TIERS, type PriorityTier, type Runtime, tierRank } from '../ta
 import { effectiveRank, type NoBoundReason, topTierAtMs, waitBound } from './aging.ts';
 import { type HeadroomBound, headroomBound, type PaceBound, paceBound, rotationBoundSeconds } from './bound.ts';
 import { capacity, describeHold, type Hold } from './constraints.ts';
+import { belowFairShare } from './fair-share.ts';
 
 /** The wait reason each constraint unit's hold reports. */
 const HOLD_REASONS = {
@@ -337,9 +338,6 @@ interface BelowFairShare {
   readonly busyWeightAtMost: number;
 }
 
-/** Shares within this of the fair share count as at it (as the engine counts them, policy.ts). */
-const FAIR_SHARE_EPSILON = 1e-9;
-
 /**
  * Its tenant is below its fair share at t₀, and stays below it while the summed weight of the
  * tenants with work stays at most what it was lately (its share only falls: it submits nothing
@@ -352,7 +350,7 @@ function belowFairShareOf(view: WaitView, rotation: RotationView, asOfMs: number
   if (share === undefined || peak == null || !(peak > 0) || view.hold) return undefined;
   if (rotation.tenantFreeAtMs <= asOfMs) return undefined;
   if (Math.max(view.tenant.active, rotation.tenantRunning ?? 0) >= view.tenant.maxConcurrency) return undefined;
-  return share * peak < 1 - FAIR_SHARE_EPSILON ? { share, busyWeightAtMost: peak } : undefined;
+  return belowFairShare(share, peak) ? { share, busyWeightAtMost: peak } : undefined;
 }
 
 function boundOf(view: WaitView, baseRank: number): Bound {
@@ -533,6 +531,24 @@ function constraintAssumptions(view: WaitView): string[] {
   return parts;
 }
 
+/** On the pace, what it takes of its tenant's running tasks, in words (none when it runs nothing). */
+function ownTasksAssumption(pace: PaceAnswer): string[] {
+  if (pace.belowFairShare) {
+    const { share, busyWeightAtMost } = pace.belowFairShare;
+    return [
+      `its tenant stays below its fair share while it waits, so its running tasks do not hold it up and no tenant that starts waiting later goes before it: its weighted dominant share (${round3(share)}) is under 1 / the summed weight of the tenants with work in the scheduler, taken to be at most ${round3(busyWeightAtMost)} until it starts, the most it was in any 10 s of the last minute`,
+    ];
+  }
+  if (pace.tenantFreeByMs !== undefined) {
+    return [
+      `its tenant's running tasks have all ended by ${new Date(pace.tenantFreeByMs).toISOString()}, none running longer than the longest of its tasks did in the last minute`,
+    ];
+  }
+  return pace.tenantBusy
+    ? ["its tenant's running tasks hold the pool at most their timeout plus the dispatch and run leases"]
+    : [];
+}
+
 /** The bound's assumptions in words (bound.ts A1–A3, aging.ts), then the view's own. */
 function assumptionsOf(view: WaitView, pace?: PaceAnswer, headroom?: HeadroomAnswer): string {
   const hold = view.limits.holdSeconds;
@@ -543,17 +559,7 @@ function assumptionsOf(view: WaitView, pace?: PaceAnswer, headroom?: HeadroomAns
     : pace
       ? [
           `the ${view.task.runtime} pool keeps freeing slots at least at ${round2(pace.perSecond)} a second, the fewest it freed in any 10 s of the last minute: ${pace.freed.slots} between ${new Date(pace.freed.fromMs).toISOString()} and ${new Date(pace.freed.byMs).toISOString()} (however slowly it frees them, it starts within ${Math.ceil(pace.worstCaseSeconds * 10) / 10} s)`,
-          ...(pace.belowFairShare
-            ? [
-                `its tenant stays below its fair share while it waits, so its running tasks do not hold it up and no tenant that starts waiting later goes before it: its weighted dominant share (${round3(pace.belowFairShare.share)}) is under 1 / the summed weight of the tenants with work in the scheduler, taken to be at most ${round3(pace.belowFairShare.busyWeightAtMost)} until it starts, the most it was in any 10 s of the last minute`,
-              ]
-            : pace.tenantFreeByMs !== undefined
-              ? [
-                  `its tenant's running tasks have all ended by ${new Date(pace.tenantFreeByMs).toISOString()}, none running longer than the longest of its tasks did in the last minute`,
-                ]
-              : pace.tenantBusy
-                ? ["its tenant's running tasks hold the pool at most their timeout plus the dispatch and run leases"]
-                : []),
+          ...ownTasksAssumption(pace),
         ]
       : [
           `every task holds its pool at most its timeout plus the dispatch and run leases (for tasks not yet known, the pool's cap: lambda ${hold.lambda} s, fargate ${hold.fargate} s)`,

@@ -20,7 +20,15 @@ export {
   type RotationBoundInput,
   rotationBoundSeconds,
 } from './bound.ts';
-export { capacityOf, demandOf, dominantShare, jainIndex, weightedDominantShare } from './drf.ts';
+export {
+  addInto,
+  capacityOf,
+  demandOf,
+  dominantShare,
+  jainIndex,
+  weightedDominantShare,
+  zeroVector,
+} from './drf.ts';
 export {
   explainWait,
   type HoldSeconds,

@@ -67,6 +67,7 @@ import {
 } from './constraints.ts';
 import { addInto, capacityOf, demandOf, weightedDominantShare, zeroVector } from './drf.ts';
 import { explainWait, type HoldSeconds, type PoolLeader, type WaitExplanation } from './explain.ts';
+import { belowFairShare, FAIR_SHARE_EPSILON } from './fair-share.ts';
 import { IndexedHeap, NOT_IN_HEAP } from './heap.ts';
 import { FreedSlots, RecentRuns, UsedSlots } from './pace.ts';
 import { grantStarts } from './rate.ts';
@@ -240,9 +241,6 @@ function entryOrder(policy: PolicyName): (a: Entry, b: Entry) => boolean {
   return (a, b) => (a.tenant.share !== b.tenant.share ? a.tenant.share < b.tenant.share : turnBefore(a, b));
 }
 
-/** Shares within this of a tenant's fair share count as at it (floating-point sums of weights). */
-const FAIR_SHARE_EPSILON = 1e-9;
-
 export class SchedulingPolicy {
   readonly policy: PolicyName;
   readonly agingSeconds: number;
@@ -300,6 +298,8 @@ export class SchedulingPolicy {
   readonly #heapShares = new Map<number, number>();
   /** How #busyWeight moved lately: the API's bound may rest on its peak (bound.ts `paceBound`). */
   readonly #busyWeights = new UsedSlots();
+  /** #busyWeight moved before the engine's first instant (work added at a start): #advance records it. */
+  #busyWeightUnrecorded = false;
   /** The latest time seen; time never runs backwards inside the policy. */
   #clockMs = Number.NEGATIVE_INFINITY;
 
@@ -1183,7 +1183,11 @@ export class SchedulingPolicy {
       this.#blockedKeys.delete(key);
       this.#unparkKey(tenant, key);
     }
-    this.#busyWeights.record(now, this.#busyWeight);
+    this.#busyWeights.observe(now);
+    if (this.#busyWeightUnrecorded) {
+      this.#busyWeights.record(now, this.#busyWeight);
+      this.#busyWeightUnrecorded = false;
+    }
     this.#settleOrder();
   }
 
@@ -1198,8 +1202,8 @@ export class SchedulingPolicy {
     tenant.countedWeight = counted;
     // A sum of fractional weights drifts: back to exactly 0 when no tenant has work.
     if (this.#busyWeight < FAIR_SHARE_EPSILON) this.#busyWeight = 0;
-    // Before the engine's first instant (work added at a start) the next #advance records it.
     if (Number.isFinite(this.#clockMs)) this.#busyWeights.record(this.#clockMs, this.#busyWeight);
+    else this.#busyWeightUnrecorded = true;
   }
 
   /**
@@ -1213,9 +1217,8 @@ export class SchedulingPolicy {
     this.#orderWeight = this.#busyWeight;
     // Only an entry whose share is now on the other side of the fair share moves: usually none
     // (shares take few values), so a tenant arriving or leaving costs O(distinct shares), not O(entries).
-    const below = (share: number, weight: number) => share * weight < 1 - FAIR_SHARE_EPSILON;
     for (const share of this.#heapShares.keys()) {
-      if (below(share, before) === below(share, this.#orderWeight)) continue;
+      if (belowFairShare(share, before) === belowFairShare(share, this.#orderWeight)) continue;
       for (const pool of this.#poolList) pool.entries.rebuild();
       return;
     }
@@ -1227,29 +1230,22 @@ export class SchedulingPolicy {
     else this.#heapShares.delete(share);
   }
 
-  /** Below its fair share: its weighted dominant share under 1 / (the summed weight of the tenants with work). */
-  #belowFairShare(tenant: TenantState): boolean {
-    return tenant.share * this.#orderWeight < 1 - FAIR_SHARE_EPSILON;
-  }
-
   /**
-   * The fair-share order (see the header): tenants below their fair share first, by their turn in
-   * the rotation; then the others by weighted dominant share, ties by turn.
+   * Fair-share's rank of two entries before their turns: negative when `a` goes first (its tenant
+   * below its fair share and b's not, or both above it and a's share the smaller), positive when
+   * `b` does, 0 when only their turns decide.
    */
-  readonly #fairShareBefore = (a: Entry, b: Entry): boolean => {
-    const aBelow = this.#belowFairShare(a.tenant);
-    if (aBelow !== this.#belowFairShare(b.tenant)) return aBelow;
-    if (!aBelow && a.tenant.share !== b.tenant.share) return a.tenant.share < b.tenant.share;
-    return turnBefore(a, b);
-  };
-
-  /** `a` goes before `b` other than by turn (its tenant below its fair share and b's not, or a smaller share above it). */
-  #rankedBefore(a: Entry, b: Entry): boolean {
-    if (this.policy !== 'fair-share') return a.tenant.share < b.tenant.share;
-    const aBelow = this.#belowFairShare(a.tenant);
-    if (aBelow !== this.#belowFairShare(b.tenant)) return aBelow;
-    return !aBelow && a.tenant.share < b.tenant.share;
+  #rankOrder(a: Entry, b: Entry): number {
+    const aBelow = belowFairShare(a.tenant.share, this.#orderWeight);
+    if (aBelow !== belowFairShare(b.tenant.share, this.#orderWeight)) return aBelow ? -1 : 1;
+    return aBelow ? 0 : a.tenant.share - b.tenant.share;
   }
+
+  /** The fair-share order (see the header): the rank, then the turn in the rotation. */
+  readonly #fairShareBefore = (a: Entry, b: Entry): boolean => {
+    const rank = this.#rankOrder(a, b);
+    return rank !== 0 ? rank < 0 : turnBefore(a, b);
+  };
 
   /** What this scheduler may fill: its allowance, else the whole pools. */
   get #room(): ResourceVector {
@@ -1374,7 +1370,7 @@ export class SchedulingPolicy {
       this.#waiting.get(held.candidate.taskId) === held &&
       entry?.head === held &&
       pool.entries.has(entry) &&
-      !this.#rankedBefore(top, entry);
+      !(this.#rankOrder(top, entry) < 0);
     return valid ? held : best;
   }
 
