@@ -13,6 +13,8 @@ import type { DefinedQueue } from './task-queues.ts';
 export interface SchedulerResources {
   readonly tasksTable: dynamodb.ITable;
   readonly controlTable: dynamodb.ITable;
+  /** The lease ledger: a page written before each dispatch round, deleted once its attempts ended. */
+  readonly leasesTable: dynamodb.ITable;
   /** Read (candidates) and written (reconciliation re-enqueues). */
   readonly tierQueues: readonly DefinedQueue[];
   /** Dispatch targets. */
@@ -25,6 +27,7 @@ export interface SchedulerResources {
 export function grantSchedulerAccess(resources: SchedulerResources, grantee: iam.IGrantable): void {
   resources.tasksTable.grantReadWriteData(grantee);
   resources.controlTable.grantReadWriteData(grantee);
+  resources.leasesTable.grantReadWriteData(grantee);
   for (const tier of resources.tierQueues) {
     tier.queue.grantConsumeMessages(grantee);
     tier.queue.grantSendMessages(grantee);

@@ -33,6 +33,8 @@ export interface TaskApiProps {
   readonly runtime: RuntimeSettings;
   readonly tasksTable: dynamodb.ITable;
   readonly controlTable: dynamodb.ITable;
+  /** Read: a tenant's dispatched and running tasks (listings, a task's wait). */
+  readonly leasesTable: dynamodb.ITable;
   /** Submit and retry enqueue here. */
   readonly tierQueues: readonly DefinedQueue[];
   /** Steady-state requests per second across the API. @default 100 */
@@ -80,6 +82,7 @@ export class TaskApi extends Construct {
     // of their own that grantReadWriteData does not include.
     props.tasksTable.grant(fn, 'dynamodb:PartiQLInsert');
     props.controlTable.grantReadWriteData(fn);
+    props.leasesTable.grantReadData(fn);
     for (const tier of props.tierQueues) tier.queue.grantSendMessages(fn);
 
     this.api = new apigwv2.HttpApi(this, 'Api', {

@@ -161,6 +161,7 @@ export class TaskSchedulerStack extends Stack {
     const workers = [...this.queues.workers, ...typeQueues.values()];
     const tasksTable = this.tables.tasks;
     const controlTable = this.tables.control;
+    const leasesTable = this.tables.leases;
 
     const runtime: RuntimeSettings = {
       code,
@@ -206,12 +207,22 @@ export class TaskSchedulerStack extends Stack {
     const schedulerResources: SchedulerResources = {
       tasksTable,
       controlTable,
+      leasesTable,
       tierQueues: tiers,
       workerQueues: workers,
       completionQueues: completions,
     };
+    // The lease ledger, only where leased tasks are recorded or listed (the scheduler, the API):
+    // every variable counts against each function's 4 KB of environment.
+    const withLeases = (settings: RuntimeSettings): RuntimeSettings => ({
+      ...settings,
+      environment: { ...settings.environment, [ENV.leasesTable]: leasesTable.tableName },
+    });
     // The scheduler first: every other function wakes it by name when it announces a task.
-    this.scheduler = new SchedulerLoop(this, 'Scheduler', { runtime: withTypeQueues(runtime), ...schedulerResources });
+    this.scheduler = new SchedulerLoop(this, 'Scheduler', {
+      runtime: withLeases(withTypeQueues(runtime)),
+      ...schedulerResources,
+    });
     const announcing: RuntimeSettings = {
       ...runtime,
       environment: { ...runtime.environment, [ENV.schedulerFunction]: this.scheduler.functionName },
@@ -228,7 +239,13 @@ export class TaskSchedulerStack extends Stack {
       },
     };
 
-    this.api = new TaskApi(this, 'Api', { runtime: announcing, tasksTable, controlTable, tierQueues: tiers });
+    this.api = new TaskApi(this, 'Api', {
+      runtime: withLeases(announcing),
+      tasksTable,
+      controlTable,
+      leasesTable,
+      tierQueues: tiers,
+    });
     this.lambdaWorkers = new LambdaWorkers(this, 'LambdaWorkers', {
       runtime: workerRuntime,
       tasksTable,
@@ -249,7 +266,7 @@ export class TaskSchedulerStack extends Stack {
     if (config.scheduler.mode === 'service') {
       this.schedulerService = new SchedulerService(this, 'SchedulerService', {
         // The scheduler Lambda's settings: the same configuration, queue URLs and type queues.
-        runtime: withTypeQueues(runtime),
+        runtime: withLeases(withTypeQueues(runtime)),
         ...schedulerResources,
         shards: config.scheduler.shards,
         cluster: this.fargateWorkers.cluster,

@@ -1,7 +1,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Construct } from 'constructs';
-import { CONTROL_TABLE, TASKS_TABLE, type TableDefinition } from '../runtime/infra/resources.ts';
+import { CONTROL_TABLE, LEASES_TABLE, TASKS_TABLE, type TableDefinition } from '../runtime/infra/resources.ts';
 
 export interface TaskTablesProps {
   /**
@@ -13,18 +13,21 @@ export interface TaskTablesProps {
 }
 
 /**
- * The task table and the control table (tenant settings, scheduler lease), built from the shared
+ * The task table, the control table (tenant settings, scheduler lease) and the lease ledger, built from the shared
  * definitions: keys, index names, projections and the TTL attribute come from resources.ts.
  */
 export class TaskTables extends Construct {
   public readonly tasks: dynamodb.Table;
   public readonly control: dynamodb.Table;
+  /** The lease ledger: which tasks are dispatched or running (runtime/adapters/lease-pages.ts). */
+  public readonly leases: dynamodb.Table;
 
   constructor(scope: Construct, id: string, props: TaskTablesProps = {}) {
     super(scope, id);
     const deletionProtection = props.deletionProtection ?? true;
     this.tasks = tableFrom(this, 'Tasks', TASKS_TABLE, deletionProtection);
     this.control = tableFrom(this, 'Control', CONTROL_TABLE, deletionProtection);
+    this.leases = tableFrom(this, 'Leases', LEASES_TABLE, deletionProtection);
   }
 }
 

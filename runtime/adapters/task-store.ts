@@ -22,7 +22,13 @@ import {
   ScanCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { ConcurrentUpdateError, SchedulerFencedError, StaleAttemptError, TaskNotFoundError } from '../core/errors.ts';
+import {
+  ConcurrentUpdateError,
+  ConfigError,
+  SchedulerFencedError,
+  StaleAttemptError,
+  TaskNotFoundError,
+} from '../core/errors.ts';
 import type { TaskEvent } from '../core/events.ts';
 import { creationEvent, type TransitionPlan } from '../core/lifecycle.ts';
 import { decodeJsonFields, encodeJsonFields } from '../core/storable.ts';
@@ -35,7 +41,7 @@ import {
   type Task,
   type TaskState,
 } from '../core/task.ts';
-import { ACTIVE_SHARDS, FINISHED_TASK_RETENTION_DAYS, LEGACY_ACTIVE_SHARDS } from '../infra/resources.ts';
+import { ACTIVE_SHARDS, ENV, FINISHED_TASK_RETENTION_DAYS, LEGACY_ACTIVE_SHARDS } from '../infra/resources.ts';
 import { inParallel, sizedChunks } from './in-parallel.ts';
 import {
   decodeKeyCursor,
@@ -43,7 +49,6 @@ import {
   heldKey,
   heldKeys,
   LEGACY_KEY,
-  leasedShardOf,
   mergePages,
   perShardLimit,
   queuedListingOf,
@@ -53,6 +58,10 @@ import {
   tenantStateKey,
   tenantStateKeys,
 } from './index-keys.ts';
+import type { LeasedTaskRef, LeasePages } from './lease-pages.ts';
+
+export type { LeasedTaskRef };
+
 import { insertStatement } from './partiql-insert.ts';
 import { isThrottling } from './throttling.ts';
 
@@ -195,8 +204,8 @@ const dueFirst = (a: { queueSort: string }, b: { queueSort: string }) =>
 function toItem(task: Task): Record<string, unknown> {
   // Payload and result as JSON text: see core/storable.ts.
   const item: Record<string, unknown> = { ...encodeJsonFields(task), listKey: listKeyOf(task) };
-  // Sparse: DISPATCHED and RUNNING are left out of `byTenantState` (they are listed from
-  // `byLeased`), so the two busiest writes, dispatch and start, do not move its entry; so is a
+  // Sparse: DISPATCHED and RUNNING are left out of `byTenantState` (they are listed from the
+  // lease ledger), so the two busiest writes, dispatch and start, do not move its entry; so is a
   // QUEUED task due when submitted (listed from `byTenantQueue`, index-keys.ts `queuedListingOf`).
   if (task.state === 'QUEUED') {
     const listing = queuedListingOf(task);
@@ -207,16 +216,12 @@ function toItem(task: Task): Record<string, unknown> {
   }
   if (task.state === 'QUEUED' && (task.waitingOn?.length ?? 0) === 0) {
     // Sparse `byTenantQueue`: the entry exists exactly while the task waits, and is not held for
-    // dependencies (core/dependencies.ts): the scheduler never reads a held task. Not in `byLeased`:
-    // an entry there created at submit and moved at dispatch cost 2 write units a task.
+    // dependencies (core/dependencies.ts): the scheduler never reads a held task.
     item.queueKey = queueKey(task.tenantId, task.priority, task.taskId);
     item.queueSort = `${task.runAt}#${task.taskId}`;
-  } else if (LEASED_STATES.includes(task.state)) {
-    // One key for DISPATCHED and RUNNING, sorted by dispatch time, and nothing projected that
-    // start or a lease renewal changes: those writes cost no index write.
-    item.leasedShard = leasedPartition(leasedShardOf(task.taskId));
-    item.leasedAt = task.dispatchedAt ?? task.runAt;
   }
+  // DISPATCHED and RUNNING are in no index: the lease ledger lists them (lease-pages.ts). Their
+  // `byLeased` entry cost 2 write units a task; an older version's is dropped at the next write.
   if (isTerminal(task.state) && task.finishedAt) {
     // TTL in epoch seconds; readers filter on it too (TTL deletes lazily).
     item.expiresAt = Math.floor(Date.parse(task.finishedAt) / 1000) + FINISHED_TASK_RETENTION_DAYS * 86_400;
@@ -236,25 +241,6 @@ function fromItem(item: Record<string, unknown>): Task {
   const task = decodeJsonFields(item);
   for (const key of DERIVED) delete task[key];
   return task as unknown as Task;
-}
-
-/**
- * A dispatched or running task as the `byLeased` index holds it: enough to rebuild the
- * scheduler's count of running work. Not its state or lease (not projected, so that start and
- * renewals write no index): read the item for those.
- */
-export interface LeasedTaskRef {
-  readonly taskId: string;
-  readonly tenantId: string;
-  readonly priority: Task['priority'];
-  readonly runtime: Task['runtime'];
-  readonly resources: Task['resources'];
-  readonly fence: number;
-  readonly runAt: string;
-  readonly agingFrom: string;
-  readonly submittedAt: string;
-  /** The index's sort key: `dispatchedAt`. */
-  readonly leasedAt: string;
 }
 
 /** A QUEUED task as `byTenantQueue` holds it: what the policy engine needs, no payload. */
@@ -358,6 +344,13 @@ export type CreateManyResult = CreateResult | { readonly error: unknown };
 
 export interface TaskStoreOptions {
   /**
+   * The lease ledger (lease-pages.ts): where dispatched and running tasks are listed. The
+   * scheduler writes it; the store reads it, with the indexes older versions wrote. Given only
+   * where leased tasks are recorded or listed (the scheduler, the API: each variable of the
+   * environment counts against a Lambda's 4 KB); without it, listing them throws.
+   */
+  readonly leases?: LeasePages | undefined;
+  /**
    * Record each write's state-change event in the item's `outbox`, in the same conditional write
    * (the local runtime with webhooks; docs/events.md). Off on AWS: the table's stream feeds events.
    */
@@ -387,6 +380,22 @@ export class TaskStore {
     this.#documents = documents;
     this.#tableName = tableName;
     this.#options = options;
+  }
+
+  /** The lease ledger's pages (the scheduler records its dispatches there); absent where not given. */
+  get leasePages(): LeasePages | undefined {
+    return this.#options.leases;
+  }
+
+  /** The ledger, or a ConfigError naming what is missing: leased tasks are listed from it. */
+  get #ledger(): LeasePages {
+    const { leases } = this.#options;
+    if (!leases) {
+      throw new ConfigError('This function has no lease ledger: leased tasks cannot be listed here', {
+        problems: [`${ENV.leasesTable}: not set`],
+      });
+    }
+    return leases;
   }
 
   /** Whether writes record their events in the item's outbox. */
@@ -1088,15 +1097,32 @@ export class TaskStore {
   }
 
   /**
-   * Dispatched and running tasks from the sparse `byLeased` index, optionally one tenant's.
-   * Eventually consistent, and without state or lease: callers read the items before acting.
-   *
-   * Also from `byActive`'s `LEASED#` partitions, for one release: a task an older version
-   * dispatched is listed there, not in `byLeased`, until its next write. Reading both lets a
-   * stack be upgraded with tasks in flight (their leases still expire, their quota still counts).
-   * Delete with `byActive`.
+   * Dispatched and running tasks, optionally one tenant's: every attempt on the lease ledger's
+   * pages (read consistently), the latest of each task, then those the indexes older versions
+   * wrote list (`listLegacyLeased`). Without state or lease, and with attempts that ended or
+   * never landed among them: callers read the items before acting.
    */
   async *listLeased(options: { tenantId?: string } = {}): AsyncGenerator<LeasedTaskRef> {
+    const latest = new Map<string, LeasedTaskRef>();
+    for (const page of await this.#ledger.all()) {
+      for (const ref of page.refs) {
+        if (options.tenantId !== undefined && ref.tenantId !== options.tenantId) continue;
+        const known = latest.get(ref.taskId);
+        if (!known || known.fence < ref.fence) latest.set(ref.taskId, ref);
+      }
+    }
+    yield* latest.values();
+    for await (const ref of this.listLegacyLeased(options)) if (!latest.has(ref.taskId)) yield ref;
+  }
+
+  /**
+   * Dispatched and running tasks as the indexes of older versions list them, for one release:
+   * `byLeased` (until issue 25's ledger) and `byActive`'s `LEASED#` partitions (before it). A
+   * task such a version dispatched is listed there until its next write; reading them lets a
+   * stack be upgraded with tasks in flight (their leases still expire, their quota still counts).
+   * Eventually consistent. Delete with the indexes.
+   */
+  async *listLegacyLeased(options: { tenantId?: string } = {}): AsyncGenerator<LeasedTaskRef> {
     const seen = new Set<string>();
     for (const index of LEASED_INDEXES) {
       // Every shard read at once (bounded): the index holds no more than the pools do.
@@ -1122,13 +1148,14 @@ export class TaskStore {
   }
 
   /**
-   * Whether `byLeased` (or, for one release, `byActive`'s `LEASED#` partitions) lists any
-   * dispatched or running task: the idle tick's check, eventually consistent. `byLeased` holds
-   * nothing else, so one Limit-1 Scan answers (0.5 read units when empty; an empty page that is
-   * not the last is taken as a yes). `byActive` also holds older versions' QUEUED entries, so its
-   * `LEASED#` partitions are queried, Limit 1 each.
+   * Whether the lease ledger has a page, or (for one release) `byLeased` or `byActive`'s
+   * `LEASED#` partitions list a task an older version dispatched: the idle tick's check. The
+   * ledger and `byLeased` hold nothing else, so a Limit-1 Scan of each answers (0.5 read units
+   * when empty; an empty page that is not the last is taken as a yes). `byActive` also holds
+   * older versions' QUEUED entries, so its `LEASED#` partitions are queried, Limit 1 each.
    */
   async anyLeased(): Promise<boolean> {
+    if (await this.#ledger.any()) return true;
     const scan = await this.#documents.send(
       new ScanCommand({ TableName: this.#tableName, IndexName: BY_LEASED.indexName, Limit: 1 }),
     );

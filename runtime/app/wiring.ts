@@ -8,6 +8,7 @@ import { type AwsClients, createAwsClients, onAws } from '../adapters/aws-client
 import { BatchStore } from '../adapters/batch-store.ts';
 import { ControlStore } from '../adapters/control-store.ts';
 import { DependentsStore } from '../adapters/dependents-store.ts';
+import { LeasePages } from '../adapters/lease-pages.ts';
 import { QueueClient, toMessageBody, type WorkerMessage } from '../adapters/queues.ts';
 import { TaskStore } from '../adapters/task-store.ts';
 import { submitTaskSchema } from '../api/schemas.ts';
@@ -19,6 +20,7 @@ import {
   CONTROL_TABLE,
   ENV,
   LAMBDA_ENTRY_CLASS,
+  LEASES_TABLE,
   type QueueDefinition,
   queuesFor,
   TASKS_TABLE,
@@ -93,6 +95,9 @@ export function buildServices(options: {
   // The store counts a batch member's end after the write that ended it (app/batches.ts).
   let batches: BatchService | undefined;
   const store = new TaskStore(clients.documents, tableName(TASKS_TABLE.id), {
+    ...(resources.tables[LEASES_TABLE.id]
+      ? { leases: new LeasePages(clients.documents, tableName(LEASES_TABLE.id)) }
+      : {}),
     ...outbox,
     ...(dependencyOutbox ? { records: DependencyService.concerns } : {}),
     nowMs: () => now().getTime(),
@@ -170,7 +175,12 @@ export function resourcesFromEnvironment(env: NodeJS.ProcessEnv = process.env): 
     throw new ConfigError(`Missing environment: ${missing.join(', ')}`, { problems: missing });
   }
   return {
-    tables: { [TASKS_TABLE.id]: env[ENV.tasksTable]!, [CONTROL_TABLE.id]: env[ENV.controlTable]! },
+    tables: {
+      [TASKS_TABLE.id]: env[ENV.tasksTable]!,
+      [CONTROL_TABLE.id]: env[ENV.controlTable]!,
+      // Set where leased tasks are recorded or listed (the scheduler, the API) only.
+      ...(env[ENV.leasesTable] ? { [LEASES_TABLE.id]: env[ENV.leasesTable] as string } : {}),
+    },
     queueUrls: queueUrlsFromEnvironment(env),
     typeQueues: typeQueuesFromEnvironment(env),
   };

@@ -139,7 +139,23 @@ export const CONTROL_TABLE = {
   indexes: [],
 } as const satisfies TableDefinition;
 
-export const TABLES = [TASKS_TABLE, CONTROL_TABLE] as const;
+/**
+ * The lease ledger (issue 25; runtime/adapters/lease-pages.ts): a page per dispatch round naming
+ * the attempts it leases, written before their dispatch writes and deleted once all have ended.
+ * It replaced the `byLeased` index, whose entry cost 2 write units a task; read with strong
+ * consistency, by key. Partition `P<k>` spreads the pages over `LEASE_PARTITIONS` keys.
+ */
+export const LEASES_TABLE = {
+  id: 'leases',
+  partitionKey: 'partition',
+  sortKey: 'page',
+  indexes: [],
+} as const satisfies TableDefinition;
+
+/** Partition keys of the lease ledger: pages go round robin, readers Query every one. */
+export const LEASE_PARTITIONS = 8;
+
+export const TABLES = [TASKS_TABLE, CONTROL_TABLE, LEASES_TABLE] as const;
 
 export interface QueueDefinition {
   readonly id: string;
@@ -264,6 +280,8 @@ export const LAMBDA_ENTRY_CLASS: LambdaWorkerSize = LAMBDA_WORKER_CLASSES[0];
 export const ENV = {
   tasksTable: 'TASKS_TABLE',
   controlTable: 'CONTROL_TABLE',
+  /** The lease ledger's table (LEASES_TABLE). */
+  leasesTable: 'LEASES_TABLE',
   /** JSON object: queue id → queue URL. */
   queueUrls: 'QUEUE_URLS',
   /**

@@ -6,7 +6,7 @@
  * of both, and of its concurrency key's place.
  *
  *   Reservation.commit ────────────────▶ committed ─┐
- *   byLeased at resume, the reconciler ─▶ adopted  ─┴▶ end: a completion, its task queued again,
+ *   the ledger at resume, the reconciler ▶ adopted ─┴▶ end: a completion, its task queued again,
  *                                                       the reconciler ─▶ engine release, key place back
  */
 
@@ -27,6 +27,8 @@ export interface ActiveAttemptsDeps {
   readonly policy: Pick<SchedulingPolicy, 'markActive' | 'heldUntil' | 'release'>;
   readonly flow: Pick<FlowControl, 'releaseKey'>;
   readonly logger?: TaskLogger | undefined;
+  /** Told when an attempt stops counting (the lease ledger settles it: lease-ledger.ts). */
+  readonly ended?: ((taskId: string, fence: number) => void) | undefined;
 }
 
 export class ActiveAttempts {
@@ -87,6 +89,7 @@ export class ActiveAttempts {
     const attempt = this.#attempts.get(taskId);
     this.#attempts.delete(taskId);
     this.#deps.policy.release(taskId);
+    if (attempt) this.#deps.ended?.(taskId, attempt.fence);
     if (!attempt?.key) return undefined;
     const { tenantId, name } = attempt.key;
     return this.#deps.flow.releaseKey(tenantId, name, taskId, attempt.fence).catch((error: unknown) => {

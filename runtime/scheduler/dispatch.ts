@@ -5,7 +5,7 @@
  * its pool's worker queue.
  *
  *   pick: reservations.pickAll ─▶ BatchGet (consistent) ─▶ settings version ─▶ flow admission
- *   writeDispatches: conditional dispatch writes, all side by side
+ *   writeDispatches: the round's page on the lease ledger ─▶ conditional dispatch writes, all side by side
  *   sendWorkerMessages: worker queues, a batch per runtime side by side
  *   Each pick ends committed (written) or aborted (reservation.ts): not QUEUED: dropped;
  *   changed, held or failed: back in its window.
@@ -15,14 +15,16 @@
  */
 import type { KeyHolders } from '../adapters/flow-store.ts';
 import type { WorkerMessage } from '../adapters/queues.ts';
+import type { LeasedTaskRef } from '../adapters/task-store.ts';
 import { isThrottling } from '../adapters/throttling.ts';
 import type { SchedulerConfig } from '../core/config.ts';
 import { ConcurrentUpdateError, InvalidTransitionError } from '../core/errors.ts';
-import { dispatch } from '../core/lifecycle.ts';
+import { dispatch, type TransitionPlan } from '../core/lifecycle.ts';
 import { DEFAULT_CONCURRENCY_LIMIT } from '../core/policy/constraints.ts';
 import type { SchedulingPolicy } from '../core/policy/index.ts';
 import { ACTIVE_STATES, type Task } from '../core/task.ts';
 import { startRateOf } from '../core/tenant-settings.ts';
+import type { LeaseLedger } from './lease-ledger.ts';
 import type { FlowControl, MessageQueues, TaskRepository } from './ports.ts';
 import type { Reservation, Reservations } from './reservation.ts';
 
@@ -59,6 +61,8 @@ export interface DispatchDeps {
   readonly reservations: Reservations;
   /** True once the scheduler is stopping: nothing more is dispatched (checked again before the writes). */
   readonly stopped?: () => boolean;
+  /** Where attempts are recorded before their writes (absent: a store that lists leases itself, in tests). */
+  readonly ledger?: Pick<LeaseLedger, 'record' | 'settle'> | undefined;
 }
 
 /** Whether a lease (if any) leaves time to dispatch at `nowMs`. */
@@ -118,25 +122,64 @@ async function readPicked(deps: DispatchDeps, picked: readonly Reservation[], no
   return ready;
 }
 
+/** A dispatched attempt as the lease ledger lists it. */
+export const leasedRefOf = (task: Task): LeasedTaskRef => ({
+  taskId: task.taskId,
+  tenantId: task.tenantId,
+  priority: task.priority,
+  runtime: task.runtime,
+  resources: task.resources,
+  fence: task.fence,
+  runAt: task.runAt,
+  agingFrom: task.agingFrom,
+  submittedAt: task.submittedAt,
+  leasedAt: task.dispatchedAt ?? task.runAt,
+});
+
 /**
- * Stage "dispatch writes": one conditional write per reservation, all side by side, and every
- * one waited for, failed or not (one that lands after another failed must still be counted and
- * get its worker message). Each reservation is committed or aborted by its outcome. Returns the
- * attempts written and the first failure the tick must report (a refusal or a throttle is none).
+ * Stage "dispatch writes": the round's attempts recorded on the lease ledger first (a successor
+ * must find every one that may land: a page that cannot be stored fails the round, nothing
+ * written), then one conditional write per reservation, all side by side, and every one waited
+ * for, failed or not (one that lands after another failed must still be counted and get its
+ * worker message). Each reservation is committed or aborted by its outcome; an attempt refused
+ * is settled on the ledger at once (one that failed unanswered may have landed: the reconciler
+ * settles it from the item). Returns the attempts written and the first failure the tick must
+ * report (a refusal or a throttle is none).
  */
 export async function writeDispatches(
-  deps: Pick<DispatchDeps, 'store' | 'config'>,
+  deps: Pick<DispatchDeps, 'store' | 'config' | 'ledger'>,
   admitted: readonly Reservation[],
   now: Date,
   lease: HeldLease | undefined,
 ): Promise<{ written: Task[]; failure: unknown }> {
   const nowMs = now.getTime();
+  // A plan refused here (not dispatchable as read) is refused like its write would be, below.
+  const plans = admitted.map((reservation): TransitionPlan | Error => {
+    try {
+      return dispatch(reservation.item, now, deps.config.scheduler.dispatchLeaseSeconds, lease?.token);
+    } catch (error) {
+      return error as Error;
+    }
+  });
+  if (deps.ledger) {
+    try {
+      const attempts = plans.filter((plan): plan is TransitionPlan => !(plan instanceof Error));
+      if (attempts.length > 0)
+        await deps.ledger.record(
+          attempts.map((plan) => leasedRefOf(plan.next)),
+          nowMs,
+        );
+    } catch (error) {
+      for (const reservation of admitted) reservation.abort('round-failed', { error });
+      return { written: [], failure: error };
+    }
+  }
   const outcomes = await Promise.allSettled(
-    admitted.map((reservation) => {
+    admitted.map((reservation, i) => {
+      const plan = plans[i]!;
+      if (plan instanceof Error) return Promise.reject(plan);
       reservation.writing();
-      return deps.store.apply(
-        dispatch(reservation.item, now, deps.config.scheduler.dispatchLeaseSeconds, lease?.token),
-      );
+      return deps.store.apply(plan);
     }),
   );
   const written: Task[] = [];
@@ -154,6 +197,8 @@ export async function writeDispatches(
       // leaves its window (cancelled, or dispatched by another scheduler).
       const item = error instanceof ConcurrentUpdateError ? error.current : undefined;
       reservation.abort('refused', { item });
+      const plan = plans[i]!;
+      if (!(plan instanceof Error)) deps.ledger?.settle(plan.next.taskId, plan.next.fence);
     } else if (isThrottling(error)) {
       // Its tenant's index partitions are hot (a throttled GSI write refuses the table write,
       // and the SDK's retries did not get through): that tenant-tier backs off alone and the

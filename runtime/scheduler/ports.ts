@@ -7,7 +7,7 @@
  *
  * The records they carry (refs, registrations, leases, messages) are the adapters' own types.
  *
- *   TaskRepository   tasks: consistent reads, conditional transitions, the queue and lease indexes
+ *   TaskRepository   tasks: consistent reads, conditional transitions, the queue index, the lease ledger
  *   IntakeRegistry   the durable registry of active tenant-tiers and their promises
  *   LeaseStore       the scheduler lease (one holder at a time, fenced by its token)
  *   Announcer        tier messages that announce queued work
@@ -18,6 +18,7 @@
  */
 import type { IntakeRegistration, Lease, SlicesWrite, StoredSettings, SweepMarks } from '../adapters/control-store.ts';
 import type { KeyAcquisition, StaleHolders } from '../adapters/flow-store.ts';
+import type { LeasePageStore } from '../adapters/lease-pages.ts';
 import type { BatchEntryFailure, ReceivedMessage, WorkerMessage } from '../adapters/queues.ts';
 import type { DuePage, LeasedTaskRef, QueuedTaskRef, QueueScanCursor } from '../adapters/task-store.ts';
 import type { CapacitySlices } from '../core/capacity-slices.ts';
@@ -47,8 +48,15 @@ export interface TaskRepository {
   countQueued(tenantId: string, tier: PriorityTier, atMost: number): Promise<number>;
   /** Whether any task holds capacity (one small read of the lease index: is there work to run). */
   anyLeased(): Promise<boolean>;
-  /** Every task holding capacity (DISPATCHED or RUNNING), from the lease index. */
+  /** Every task holding capacity (DISPATCHED or RUNNING): the lease ledger and older versions' indexes. */
   listLeased(options?: { tenantId?: string }): AsyncIterable<LeasedTaskRef>;
+  /**
+   * The lease ledger's pages (adapters/lease-pages.ts), where a scheduler records its attempts
+   * before their dispatch writes. Absent: the store lists leased tasks itself (in-memory fakes).
+   */
+  readonly leasePages?: LeasePageStore | undefined;
+  /** Leased tasks as older versions' indexes list them (for one release; with `leasePages`). */
+  listLegacyLeased?(options?: { tenantId?: string }): AsyncIterable<LeasedTaskRef>;
   /** A page of every queued task, whatever its tenant-tier (the registry backstop). */
   scanQueued(limit: number, cursor?: QueueScanCursor): Promise<{ refs: QueuedTaskRef[]; next?: QueueScanCursor }>;
 }

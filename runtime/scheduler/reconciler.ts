@@ -18,6 +18,7 @@ import type { TaskLogger } from '../core/logger.ts';
 import { ownsTenant, type ShardScope, SINGLE_SHARD } from '../core/shards.ts';
 import { ACTIVE_STATES, type Task } from '../core/task.ts';
 import { type IntakeView, QueueBackstop } from './backstop.ts';
+import { type LeaseLedger, type LedgerRef, listedLeases, PAGE_LANDING_GRACE_MS } from './lease-ledger.ts';
 import type { Announcer, MessageQueues, SchedulerState, TaskRepository } from './ports.ts';
 
 export { type IntakeView, NO_INTAKE } from './backstop.ts';
@@ -37,6 +38,8 @@ export interface ReconcilerDeps {
   readonly orphanAfterMs?: number;
   /** Entries of `byTenantQueue` the backstop reads per pass. */
   readonly backstopPage?: number;
+  /** The scheduler's side of the lease ledger (absent: the store lists leased tasks itself). */
+  readonly ledger?: LeaseLedger | undefined;
   /** Whose tenants' leased and queued tasks this reconciler looks after; one shard by default. */
   readonly shard?: ShardScope | undefined;
 }
@@ -110,13 +113,16 @@ export class Reconciler {
     const requeued: Task[] = [];
     let expired = 0;
 
-    // The index lists the leased tasks without their state or lease (start and renewals write no
-    // index), so the items, never more than the pools hold, are read consistently for those: each
-    // once its known lease has passed, or LEASE_REREAD_MS after its last read (#leaseSeen).
+    // The ledger (and older versions' indexes) list the leased tasks without their state or lease
+    // (start and renewals write neither), so the items, never more than the pools hold, are read
+    // consistently for those: each once its known lease has passed, or LEASE_REREAD_MS after its
+    // last read (#leaseSeen).
+    const { ledger } = this.#deps;
+    const listed = await listedLeases({ store, ledger }, nowMs);
     const stillActive = new Map<string, LeasedTaskRef>();
-    // Every shard's leased tasks share the index: each looks after its own tenants'.
+    // Every shard's leased tasks are listed together: each looks after its own tenants'.
     const shard = this.#deps.shard ?? SINGLE_SHARD;
-    for await (const ref of store.listLeased()) if (ownsTenant(shard, ref.tenantId)) stillActive.set(ref.taskId, ref);
+    for (const ref of listed.latest.values()) if (ownsTenant(shard, ref.tenantId)) stillActive.set(ref.taskId, ref);
     const seenKey = (ref: { taskId: string; fence: number }) => `${ref.taskId}#${ref.fence}`;
     const toRead = [...stillActive.values()].filter((ref) => {
       // Adoption needs the item's state, whatever its lease.
@@ -124,7 +130,14 @@ export class Reconciler {
       const seen = this.#leaseSeen.get(seenKey(ref));
       return seen === undefined || seen.untilMs <= nowMs || nowMs - seen.readMs >= LEASE_REREAD_MS;
     });
-    const leased = await store.getMany(toRead.map((ref) => ref.taskId));
+    // Attempts on pages this scheduler keeps that are not its tenants' latest (an earlier fence,
+    // another shard's tenant): settled from their items, read each pass (they are few).
+    const toSettle = listed.onLedger.filter((ref) => ref.tracked && stillActive.get(ref.taskId)?.fence !== ref.fence);
+    const readIds = new Set([...toRead, ...toSettle].map((ref) => ref.taskId));
+    const items = await store.getMany([...readIds]);
+    // The lease sweep looks at its own tenants' latest attempts only.
+    const ownIds = new Set(toRead.map((ref) => ref.taskId));
+    const leased = new Map([...items].filter(([taskId]) => ownIds.has(taskId)));
     const listedKeys = new Set([...stillActive.values()].map(seenKey));
     for (const key of this.#leaseSeen.keys()) if (!listedKeys.has(key)) this.#leaseSeen.delete(key);
     for (const task of leased.values()) {
@@ -144,6 +157,7 @@ export class Reconciler {
         expired++;
         stillActive.delete(task.taskId);
         leased.delete(task.taskId);
+        items.set(task.taskId, after);
         if (after.state === 'QUEUED') requeued.push(after);
         this.#deps.logger?.warn(`lease expired: task ${after.state}`, {
           taskId: after.taskId,
@@ -164,9 +178,31 @@ export class Reconciler {
     const activeWith = (task: Task | undefined, fence: number) =>
       task !== undefined && ACTIVE_STATES.includes(task.state) && task.fence === fence;
     if (missing.length > 0) {
-      const items = await store.getMany(missing.map(([taskId]) => taskId));
-      for (const [taskId, { fence }] of missing) if (!activeWith(items.get(taskId), fence)) released.push(taskId);
+      const missingItems = await store.getMany(missing.map(([taskId]) => taskId));
+      for (const [taskId, { fence }] of missing) {
+        if (!activeWith(missingItems.get(taskId), fence)) released.push(taskId);
+      }
     }
+    // Attempts the ledger still lists that a read shows over: a counted one is released (which
+    // settles it), any other on a page this scheduler keeps is settled. One the item shows no
+    // sign of yet may still be landing (a write that failed unanswered, a predecessor's stalled
+    // call): counted and kept while its page is young.
+    const releasedNow = new Set(released);
+    for (const ref of [...stillActive.values(), ...toSettle]) {
+      if (!readIds.has(ref.taskId)) continue;
+      const task = items.get(ref.taskId);
+      if (activeWith(task, ref.fence)) continue;
+      const onLedger = 'recordedAtMs' in ref ? (ref as LedgerRef) : undefined;
+      const landingMayFollow = task !== undefined && task.fence < ref.fence;
+      if (landingMayFollow && onLedger && nowMs - onLedger.recordedAtMs <= PAGE_LANDING_GRACE_MS) continue;
+      if (active.get(ref.taskId)?.fence === ref.fence) {
+        if (!releasedNow.has(ref.taskId)) released.push(ref.taskId);
+        releasedNow.add(ref.taskId);
+      } else if (ledger && onLedger?.tracked) {
+        ledger.settle(ref.taskId, ref.fence);
+      }
+    }
+    await ledger?.flush();
     const adopted: Task[] = [];
     for (const ref of stillActive.values()) {
       if (active.has(ref.taskId) || intake.holds(ref)) continue;

@@ -4,7 +4,7 @@
  * up reconciliation, tenant settings and the published snapshot (snapshot.ts).
  *
  * What it holds in memory is a cache: after a crash a new scheduler rebuilds the capacity in use
- * from DynamoDB (the `byLeased` index) and the active tenant-tiers from the intake registry,
+ * from DynamoDB (the lease ledger, lease-ledger.ts) and the active tenant-tiers from the intake registry,
  * and reads each one's queued work from the `byTenantQueue` index. Writes are idempotent on
  * taskId + fence, so a duplicate announcement, a duplicate worker message or a replayed tick
  * cannot dispatch a task twice.
@@ -42,6 +42,7 @@ import {
   writeDispatches,
 } from './dispatch.ts';
 import { Intake } from './intake.ts';
+import { LeaseLedger, listedLeases } from './lease-ledger.ts';
 import type { Announcer, MessageQueues, SchedulerControl, TaskRepository } from './ports.ts';
 import { Reconciler } from './reconciler.ts';
 import { Reservations } from './reservation.ts';
@@ -120,6 +121,8 @@ export class Scheduler {
   /** Dispatched or running tasks this scheduler counts against capacity, from commit (or adoption) to end. */
   readonly #active: ActiveAttempts;
   readonly #reconciler: Reconciler;
+  /** Where this scheduler records its attempts before their dispatch writes (lease-ledger.ts). */
+  readonly #ledger: LeaseLedger | undefined;
   /** The real backlog per tenant-tier, counted at a paced interval (issue 27). */
   readonly #backlog: BacklogCounter;
   readonly #finished = new RecentlyFinishedTenants();
@@ -175,7 +178,14 @@ export class Scheduler {
       queuedAgain: (ref) => this.#queuedAgain(ref),
       shard: this.#shard,
     });
-    this.#active = new ActiveAttempts({ policy: this.#policy, flow: deps.control.flow, logger: deps.logger });
+    const ledger = deps.store.leasePages ? new LeaseLedger(deps.store.leasePages, this.#shard, deps.logger) : undefined;
+    this.#ledger = ledger;
+    this.#active = new ActiveAttempts({
+      policy: this.#policy,
+      flow: deps.control.flow,
+      logger: deps.logger,
+      ended: (taskId, fence) => ledger?.settle(taskId, fence),
+    });
     this.#reservations = new Reservations({
       policy: this.#policy,
       intake: this.#intake,
@@ -199,6 +209,7 @@ export class Scheduler {
     }
     this.#reconciler = new Reconciler({
       store: deps.store,
+      ledger,
       control: deps.control,
       queues: deps.queues,
       config,
@@ -269,7 +280,8 @@ export class Scheduler {
     }
     await this.#intake.restore();
     const nowMs = this.#now().getTime();
-    for await (const ref of this.#deps.store.listLeased()) {
+    const { latest } = await listedLeases({ store: this.#deps.store, ledger: this.#ledger }, nowMs);
+    for (const ref of latest.values()) {
       // Other shards count their own tenants' attempts.
       if (!ownsTenant(this.#shard, ref.tenantId)) continue;
       // Its timeout is not in the index: its hold counts as the pool's cap until it ends.
@@ -417,6 +429,7 @@ export class Scheduler {
       config: this.#deps.config,
       policy: this.#policy,
       reservations: this.#reservations,
+      ledger: this.#ledger,
       ...(signal ? { stopped: () => signal.aborted } : {}),
     };
     const now = this.#now();

@@ -79,7 +79,7 @@ export class SimulatedAws {
     });
     this.#handler = new InMemoryAwsHandler(this.dynamodb, this.sqs);
     this.resources = {
-      tables: { [TASKS_TABLE.id]: `sim-${TASKS_TABLE.id}`, [CONTROL_TABLE.id]: `sim-${CONTROL_TABLE.id}` },
+      tables: Object.fromEntries(TABLES.map((table) => [table.id, `sim-${table.id}`])),
       queueUrls: this.sqs.queueUrls,
     };
   }

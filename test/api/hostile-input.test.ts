@@ -4,10 +4,12 @@
  * JavaScript object keys. Each was a 500 or a broken response; each is now either stored and
  * returned faithfully or refused with a coded 400.
  */
+
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ApiRouter, createApiRouter } from '../../runtime/api/router.ts';
 import { dispatch, start, succeed } from '../../runtime/core/lifecycle.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
+import { dispatchAsScheduler } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;
@@ -59,7 +61,7 @@ describe('Payload keys named after Object.prototype members', () => {
     const submitted = await submitText('{"tenantId":"proto-keys","type":"demo.echo","payload":{}}');
     const { taskId } = jsonOf(submitted) as { taskId: string };
     const result = JSON.parse('{"constructor":"x","__proto__":{"constructor":{"__proto__":null}}}');
-    const dispatched = await services.store.transition(taskId, (t) => dispatch(t, services.now(), 60));
+    const dispatched = await dispatchAsScheduler(services.store, taskId, services.now(), 60);
     await services.store.transition(taskId, (t) => start(t, dispatched.fence, services.now(), 60));
 
     // Act

@@ -6,7 +6,7 @@ import { MAX_RECENT_TASKS, statusSchema } from '../../runtime/api/status.ts';
 import { dispatch } from '../../runtime/core/lifecycle.ts';
 import type { SchedulerSnapshot } from '../../runtime/core/scheduler-snapshot.ts';
 import { apiEvent, jsonOf } from '../helpers/api-events.ts';
-import { runningTask, submitTask, succeededTask } from '../helpers/factories.ts';
+import { dispatchAsScheduler, runningTask, submitTask, succeededTask } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 const NOW = new Date('2030-01-01T12:00:00.000Z');
@@ -174,7 +174,7 @@ describe('Route: GET /v1/status', () => {
     const tenantId = 'quiet-leased';
     await runningTask(services, { tenantId });
     const dispatched = await submitTask(services, { tenantId });
-    await services.store.transition(dispatched.taskId, (task) => dispatch(task, NOW, 60));
+    await dispatchAsScheduler(services.store, dispatched.taskId, NOW, 60);
     await submitTask(services, { tenantId });
 
     // Act

@@ -16,7 +16,7 @@ import { NO_INTAKE, Reconciler } from '../../runtime/scheduler/reconciler.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
 import { runAttempt } from '../../runtime/worker/run-attempt.ts';
 import { attributeString, installLostResponses, loseFirstPut } from '../../sim/faults/lost-response.ts';
-import { failedTask, submitTask } from '../helpers/factories.ts';
+import { dispatchAsScheduler, failedTask, submitTask } from '../helpers/factories.ts';
 import { FakeClock } from '../helpers/faults.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
@@ -64,7 +64,7 @@ async function messagesOn<T extends { taskId: string }>(queueId: string): Promis
 }
 
 async function dispatched(task: Task): Promise<Task> {
-  return services.store.transition(task.taskId, (t) => dispatch(t, clock.now(), 5));
+  return dispatchAsScheduler(services.store, task.taskId, clock.now(), 5);
 }
 
 describe('a write applied whose response was lost is recognised as our own (issue 10, item 1)', () => {

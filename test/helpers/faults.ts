@@ -18,13 +18,14 @@ import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Emulators } from '../../local/emulators.ts';
 import { BatchStore } from '../../runtime/adapters/batch-store.ts';
 import { ControlStore } from '../../runtime/adapters/control-store.ts';
+import { LeasePages } from '../../runtime/adapters/lease-pages.ts';
 import { parseInsert } from '../../runtime/adapters/partiql-insert.ts';
 import { QueueClient } from '../../runtime/adapters/queues.ts';
 import { TaskStore } from '../../runtime/adapters/task-store.ts';
 import { TaskService } from '../../runtime/app/task-service.ts';
 import type { SchedulerConfig } from '../../runtime/core/config.ts';
 import { isTerminal, type Task, type TaskState } from '../../runtime/core/task.ts';
-import { CONTROL_TABLE, TASKS_TABLE } from '../../runtime/infra/resources.ts';
+import { CONTROL_TABLE, LEASES_TABLE, TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import type { TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 
 /** A component "died" at this point: nothing after it runs. */
@@ -325,7 +326,9 @@ export function faultyComponent(options: {
       : undefined,
   );
   sqsFaults.install(sqs, 'sqs', (input) => queueIds.get(String(input.QueueUrl)) ?? String(input.QueueUrl));
-  const store = new TaskStore(documents, emulators.tables[TASKS_TABLE.id]!);
+  const store = new TaskStore(documents, emulators.tables[TASKS_TABLE.id]!, {
+    leases: new LeasePages(documents, emulators.tables[LEASES_TABLE.id]!),
+  });
   const control = new ControlStore(documents, emulators.tables[CONTROL_TABLE.id]!);
   const queues = new QueueClient(sqs, emulators.queueUrls);
   const tasks = new TaskService({

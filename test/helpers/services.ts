@@ -7,7 +7,7 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { type Emulators, startEmulators } from '../../local/emulators.ts';
 import { buildServices, type Services } from '../../runtime/app/wiring.ts';
 import { type ConfigInput, parseConfig } from '../../runtime/core/config.ts';
-import { CONTROL_TABLE, ENV, QUEUES, TASKS_TABLE } from '../../runtime/infra/resources.ts';
+import { CONTROL_TABLE, ENV, LEASES_TABLE, QUEUES, TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import type { TaskTypeRegistry } from '../../runtime/task-types/define.ts';
 
 export interface TestServices extends Services {
@@ -63,6 +63,7 @@ export function lambdaEnvironment(emulators: Emulators, config: ConfigInput): Re
     POWERTOOLS_METRICS_DISABLED: 'true',
     [ENV.tasksTable]: emulators.tables[TASKS_TABLE.id]!,
     [ENV.controlTable]: emulators.tables[CONTROL_TABLE.id]!,
+    [ENV.leasesTable]: emulators.tables[LEASES_TABLE.id]!,
     [ENV.queueUrls]: JSON.stringify(emulators.queueUrls),
     [ENV.configJson]: JSON.stringify(config),
   };

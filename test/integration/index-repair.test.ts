@@ -2,7 +2,8 @@
  * dynalite tears a PutItem under kill -9 (index entries first, item last). These tests tear one
  * on purpose, exactly as dynalite would have left it, and check that the next start of the
  * emulators rebuilds the indexes from the items; and, as a control, that without the rebuild
- * the damage is real (a RUNNING task invisible to lease recovery).
+ * the damage is real (a task never written in the queue index, a running one listed as ended).
+ * A RUNNING task stays on the lease ledger (its own table, not torn by a task write) either way.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -81,19 +82,20 @@ async function tornStore(): Promise<{ dataDir: string; running: string; ghost: s
   expect(existsSync(join(dataDir, 'dynamodb', 'clean-shutdown'))).toBe(true);
 
   const dynamoPath = join(dataDir, 'dynamodb');
-  const completion = await tearPutItem(dynamoPath, running.taskId, (item) => {
-    const { leasedShard: _shard, leasedAt: _at, ...rest } = item;
-    return { ...rest, state: { S: 'SUCCEEDED' }, tenantState: { S: 'acme#SUCCEEDED' } };
-  });
-  // The completion removed the task from byLeased and added it to byTenantState (which holds no
-  // RUNNING tasks).
-  expect(completion.deletes.map((d) => d.index)).toEqual(['byLeased']);
+  const completion = await tearPutItem(dynamoPath, running.taskId, (item) => ({
+    ...item,
+    state: { S: 'SUCCEEDED' },
+    tenantState: { S: 'acme#SUCCEEDED' },
+  }));
+  // The completion added the task to byTenantState (which holds no RUNNING tasks); a leased
+  // task is in no index, so it removed nothing.
+  expect(completion.deletes).toEqual([]);
   expect(completion.puts.map((p) => p.index).sort()).toEqual(['byTenantState']);
   const ghost = 'ghost-never-written';
   await tearPutItem(
     dynamoPath,
     running.taskId,
-    ({ leasedShard: _shard, leasedAt: _at, ...item }) => ({
+    (item) => ({
       ...item,
       taskId: { S: ghost },
       state: { S: 'QUEUED' },
@@ -110,7 +112,7 @@ async function tornStore(): Promise<{ dataDir: string; running: string; ghost: s
 }
 
 describe('Function: prepareDynaliteStore (via startEmulators)', () => {
-  it('control: a torn completion hides a RUNNING task from lease recovery when nothing repairs it', async () => {
+  it('control: a torn write leaves a never-written task in the queue index when nothing repairs it', async () => {
     const { dataDir, running, ghost } = await tornStore();
     markDynaliteStoreClean(join(dataDir, 'dynamodb')); // pretend the last stop was clean
 
@@ -118,7 +120,8 @@ describe('Function: prepareDynaliteStore (via startEmulators)', () => {
     try {
       expect(services.emulators.indexRepair).toBeUndefined();
       expect((await services.store.get(running))?.state).toBe('RUNNING');
-      expect((await activeRefs(services, 'RUNNING')).map((r) => r.taskId)).not.toContain(running);
+      // Still found by lease recovery: the ledger is not torn by a task write.
+      expect((await activeRefs(services, 'RUNNING')).map((r) => r.taskId)).toContain(running);
       expect(await queuedIds(services)).toContain(ghost);
     } finally {
       await services.stop();
@@ -130,9 +133,10 @@ describe('Function: prepareDynaliteStore (via startEmulators)', () => {
 
     const services = await startTestServices({ dataDir });
     try {
-      // The completion: the byLeased entry put back, byTenantState#SUCCEEDED dropped. The ghost:
-      // its byTenantState and byTenantQueue entries dropped.
-      expect(services.emulators.indexRepair).toEqual({ tables: 2, items: 1, entriesFixed: 4 });
+      // The completion: byTenantState#SUCCEEDED dropped. The ghost: its byTenantState and
+      // byTenantQueue entries dropped. Items read: the task and its ledger page (tables: tasks,
+      // control, leases).
+      expect(services.emulators.indexRepair).toEqual({ tables: 3, items: 2, entriesFixed: 3 });
       expect(existsSync(join(dataDir, 'dynamodb', 'clean-shutdown'))).toBe(false);
       const runningRefs = await activeRefs(services, 'RUNNING');
       expect(runningRefs.map((r) => r.taskId)).toEqual([running]);

@@ -1,12 +1,13 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { leasedShardOf } from '../../runtime/adapters/index-keys.ts';
 import type { TierMessage } from '../../runtime/adapters/queues.ts';
 import { type LeasedTaskRef, TaskStore } from '../../runtime/adapters/task-store.ts';
 import { createTask, dispatch, start, succeed } from '../../runtime/core/lifecycle.ts';
 import { LEGACY_ACTIVE_SHARDS, TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import { LEASE_REREAD_MS, NO_INTAKE, Reconciler } from '../../runtime/scheduler/reconciler.ts';
 import { Scheduler } from '../../runtime/scheduler/scheduler.ts';
-import { taskSpec } from '../helpers/factories.ts';
+import { dispatchAsScheduler, taskSpec } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;
@@ -37,7 +38,7 @@ async function runningTask(runLeaseSeconds: number) {
   const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
   await services.queues.receive('tier-normal', { waitSeconds: 0 });
   const atMs = Date.parse(task.runAt);
-  const dispatched = await services.store.apply(dispatch(task, new Date(atMs), 60));
+  const dispatched = await dispatchAsScheduler(services.store, task, new Date(atMs), 60);
   await services.store.apply(start(dispatched, dispatched.fence, new Date(atMs), runLeaseSeconds));
   return { task, dispatched, atMs };
 }
@@ -79,7 +80,7 @@ describe('Class: Reconciler (against the emulators)', () => {
   it('puts a task whose worker died back in the queue, counting the attempt, keeping tier and age', async () => {
     const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo', priority: 'high' });
     await services.queues.receive('tier-high', { waitSeconds: 0 }); // the submit's own message
-    const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+    const dispatched = await dispatchAsScheduler(services.store, task, new Date(), 60);
     await services.store.apply(start(dispatched, dispatched.fence, new Date(), 60));
 
     const result = await reconcilerAt(new Date(Date.now() + 61_000)).run(NO_INTAKE, new Map());
@@ -134,46 +135,60 @@ describe('Class: Reconciler (against the emulators)', () => {
     expect(await services.store.get(task.taskId)).toMatchObject({ state: 'QUEUED', attempts: 1 });
   });
 
-  it("lists an older version's leased task (in byActive, not byLeased), counts it and expires its lease", async () => {
-    // Prepare: a running task, then stored again as the version before byLeased stored it.
-    const { task, dispatched, atMs: t0 } = await runningTask(60);
-    const TableName = services.emulators.tables[TASKS_TABLE.id]!;
-    const { Item } = await services.clients.documents.send(new GetCommand({ TableName, Key: { taskId: task.taskId } }));
-    const { leasedShard, leasedAt, ...rest } = Item as Record<string, unknown>;
-    await services.clients.documents.send(
-      // That version had 4 shards: the hash mod 4, which is the mod-32 shard mod 4.
-      new PutCommand({
-        TableName,
-        Item: {
-          ...rest,
-          activeShard: `LEASED#${Number(String(leasedShard).split('#')[1]) % LEGACY_ACTIVE_SHARDS}`,
-          dueAt: leasedAt,
-        },
-      }),
-    );
-    const listLeased = async () => {
-      const refs = [];
-      for await (const ref of services.store.listLeased()) refs.push(ref);
-      return refs;
-    };
+  it.each([
+    ['byLeased', 'the version before the lease ledger'],
+    ['byActive', 'the version before byLeased'],
+  ])(
+    "lists an older version's leased task (in %s, on no ledger page), counts it and expires its lease",
+    async (index) => {
+      // Prepare: a running task dispatched without a ledger page, stored as that version stored it.
+      const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
+      await services.queues.receive('tier-normal', { waitSeconds: 0 });
+      const t0 = Date.parse(task.runAt);
+      const dispatched = await services.store.apply(dispatch(task, new Date(t0), 60));
+      await services.store.apply(start(dispatched, dispatched.fence, new Date(t0), 60));
+      const TableName = services.emulators.tables[TASKS_TABLE.id]!;
+      const { Item } = await services.clients.documents.send(
+        new GetCommand({ TableName, Key: { taskId: task.taskId } }),
+      );
+      const leasedAt = dispatched.dispatchedAt;
+      const shard = leasedShardOf(task.taskId);
+      await services.clients.documents.send(
+        new PutCommand({
+          TableName,
+          Item: {
+            ...Item,
+            // byActive's version had 4 shards: the hash mod 4, which is the mod-32 shard mod 4.
+            ...(index === 'byLeased'
+              ? { leasedShard: `LEASED#${shard}`, leasedAt }
+              : { activeShard: `LEASED#${shard % LEGACY_ACTIVE_SHARDS}`, dueAt: leasedAt }),
+          },
+        }),
+      );
+      const listLeased = async () => {
+        const refs = [];
+        for await (const ref of services.store.listLeased()) refs.push(ref);
+        return refs;
+      };
 
-    // Act
-    const listed = await listLeased();
-    const counted = await services.store.countLeasedByTenant();
-    const any = await services.store.anyLeased();
-    const result = await reconcilerAt(new Date(t0 + 61_000)).run(NO_INTAKE, new Map());
+      // Act
+      const listed = await listLeased();
+      const counted = await services.store.countLeasedByTenant();
+      const any = await services.store.anyLeased();
+      const result = await reconcilerAt(new Date(t0 + 61_000)).run(NO_INTAKE, new Map());
 
-    // Assess: listed like any leased task, then recovered, and out of byActive once rewritten.
-    expect(listed).toEqual([
-      { ...listed[0], taskId: task.taskId, tenantId: 'acme', fence: dispatched.fence, leasedAt },
-    ]);
-    expect(listed[0]).not.toHaveProperty('state');
-    expect([...counted]).toEqual([['acme', 1]]);
-    expect(any).toBe(true);
-    expect(result.expired).toBe(1);
-    expect(await services.store.get(task.taskId)).toMatchObject({ state: 'QUEUED', attempts: 1 });
-    expect(await listLeased()).toEqual([]);
-  });
+      // Assess: listed like any leased task, then recovered, and out of byActive once rewritten.
+      expect(listed).toEqual([
+        { ...listed[0], taskId: task.taskId, tenantId: 'acme', fence: dispatched.fence, leasedAt },
+      ]);
+      expect(listed[0]).not.toHaveProperty('state');
+      expect([...counted]).toEqual([['acme', 1]]);
+      expect(any).toBe(true);
+      expect(result.expired).toBe(1);
+      expect(await services.store.get(task.taskId)).toMatchObject({ state: 'QUEUED', attempts: 1 });
+      expect(await listLeased()).toEqual([]);
+    },
+  );
 
   it('announces a QUEUED task that never got its message once the tier has drained', async () => {
     const orphan = createTask('orphan', spec(), new Date());
@@ -257,11 +272,14 @@ describe('Class: Reconciler (against the emulators)', () => {
         for await (const ref of super.listLeased(options)) if (!this.hidden.has(ref.taskId)) yield ref;
       }
     }
-    const lagging = () => new LaggingStore(services.clients.documents, services.emulators.tables[TASKS_TABLE.id]!);
+    const lagging = () =>
+      new LaggingStore(services.clients.documents, services.emulators.tables[TASKS_TABLE.id]!, {
+        leases: services.store.leasePages,
+      });
 
     it('keeps counting an active task the index misses; frees it only once a consistent read shows it ended', async () => {
       const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
-      const dispatched = await services.store.transition(task.taskId, (t) => dispatch(t, new Date(), 120));
+      const dispatched = await dispatchAsScheduler(services.store, task.taskId, new Date(), 120);
       const store = lagging();
       store.hidden.add(task.taskId);
       const reconciler = new Reconciler({
@@ -287,7 +305,7 @@ describe('Class: Reconciler (against the emulators)', () => {
 
     it('counts an active task the scheduler does not know of once the index shows it', async () => {
       const { task } = await services.tasks.submit({ tenantId: 'acme', type: 'demo.echo' });
-      const dispatched = await services.store.transition(task.taskId, (t) => dispatch(t, new Date(), 120));
+      const dispatched = await dispatchAsScheduler(services.store, task.taskId, new Date(), 120);
       const result = await reconcilerAt(new Date()).run(NO_INTAKE, new Map());
       expect(result.adopted).toEqual([expect.objectContaining({ taskId: task.taskId, fence: dispatched.fence })]);
     });

@@ -2,11 +2,13 @@
  * A start after an unclean stop takes back the dead process's attempts at once
  * (local/recovery.ts), with fenced writes: what moved on meanwhile is left alone.
  */
+
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { recoverAbandonedAttempts } from '../../local/recovery.ts';
 import type { TierMessage } from '../../runtime/adapters/queues.ts';
 import { dispatch, start } from '../../runtime/core/lifecycle.ts';
 import { tierQueue } from '../../runtime/infra/resources.ts';
+import { dispatchAsScheduler } from '../helpers/factories.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
 let services: TestServices;
@@ -36,8 +38,8 @@ describe('Function: recoverAbandonedAttempts', () => {
     const [a, b, c] = [await submitted({ n: 1 }), await submitted({ n: 2 }), await submitted({ n: 3 })];
     const now = new Date(Date.now() + 1_000);
     await drainTier();
-    const dispatched = await services.store.apply(dispatch(a, now, 600));
-    const startedFrom = await services.store.apply(dispatch(b, now, 600));
+    const dispatched = await dispatchAsScheduler(services.store, a, now, 600);
+    const startedFrom = await dispatchAsScheduler(services.store, b, now, 600);
     const running = await services.store.apply(start(startedFrom, startedFrom.fence, now, 600));
 
     // Act
@@ -66,7 +68,7 @@ describe('Function: recoverAbandonedAttempts', () => {
     // Prepare: the item is read as DISPATCHED (fence 1), then re-dispatched elsewhere (fence 2).
     const task = await submitted();
     const now = new Date(Date.now() + 1_000);
-    const first = await services.store.apply(dispatch(task, now, 600));
+    const first = await dispatchAsScheduler(services.store, task, now, 600);
     const store = new Proxy(services.store, {
       get(target, property) {
         if (property !== 'getMany') {

@@ -314,7 +314,9 @@ describe('Class: Scheduler (against the emulators)', () => {
         return super.apply(plan);
       }
     }
-    const store = new HotPartitionStore(services.clients.documents, services.store.tableName);
+    const store = new HotPartitionStore(services.clients.documents, services.store.tableName, {
+      leases: services.store.leasePages,
+    });
     let clockMs = Date.now() + 60_000;
     const scheduler = new Scheduler({
       store,

@@ -12,7 +12,7 @@ import {
 import { cancel, createTask, dispatch, expireLease, heartbeat, start, succeed } from '../../runtime/core/lifecycle.ts';
 import type { Task } from '../../runtime/core/task.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
-import { taskSpec } from '../helpers/factories.ts';
+import { dispatchAsScheduler, taskSpec } from '../helpers/factories.ts';
 import { faultyComponent, WriteLog } from '../helpers/faults.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
 
@@ -201,7 +201,7 @@ describe('Class: TaskStore (against dynalite)', () => {
   describe('Method: apply', () => {
     it('writes a plan whose precondition holds', async () => {
       const { task } = await services.store.create(createTask(newId(), spec(), new Date()));
-      const stored = await services.store.apply(dispatch(task, new Date(), 60));
+      const stored = await dispatchAsScheduler(services.store, task, new Date(), 60);
       expect(stored.state).toBe('DISPATCHED');
       expect(await services.store.get(task.taskId)).toEqual(stored);
     });
@@ -209,7 +209,7 @@ describe('Class: TaskStore (against dynalite)', () => {
     it('refuses a plan computed from a stale version and carries the current item', async () => {
       // Prepare: two writers read version 1; the first wins.
       const { task } = await services.store.create(createTask(newId(), spec(), new Date()));
-      const winner = await services.store.apply(dispatch(task, new Date(), 60));
+      const winner = await dispatchAsScheduler(services.store, task, new Date(), 60);
 
       // Act
       const loser = services.store.apply(cancel(task, new Date())!);
@@ -224,7 +224,7 @@ describe('Class: TaskStore (against dynalite)', () => {
     it('turns a fenced write from a superseded attempt into StaleAttemptError', async () => {
       // Prepare: attempt 1 runs, its lease is lost, the task is re-dispatched (fence 2).
       const { task } = await services.store.create(createTask(newId(), spec(), new Date()));
-      const d1 = await services.store.apply(dispatch(task, new Date(), 60));
+      const d1 = await dispatchAsScheduler(services.store, task, new Date(), 60);
       const r1 = await services.store.apply(start(d1, 1, new Date(), 60));
       const requeued = { ...r1, state: 'QUEUED' as const, version: r1.version };
       const zombiePlan = succeed(r1, 1, new Date(), 'late');
@@ -248,7 +248,7 @@ describe('Class: TaskStore (against dynalite)', () => {
   describe('Method: transition', () => {
     it('re-decides on the fresh item after losing a race', async () => {
       const { task } = await services.store.create(createTask(newId(), spec(), new Date()));
-      await services.store.apply(dispatch(task, new Date(), 60));
+      await dispatchAsScheduler(services.store, task, new Date(), 60);
       // The caller's copy is stale (QUEUED); cancel must be re-planned against DISPATCHED.
       const result = await services.store.transition(task.taskId, (t) => cancel(t, new Date()), { known: task });
       expect(result).toMatchObject({ state: 'CANCELLED', version: 3 });
@@ -308,7 +308,7 @@ describe('Class: TaskStore (against dynalite)', () => {
       const b = await put(createTask(newId(), { ...spec(tenant), runAt: new Date(Date.now() + 3_600_000) }, at(1)));
       const c = await put({ ...createTask(newId(), spec(tenant), at(2)), dependsOn: ['tsk_x'], waitingOn: ['tsk_x'] });
       const dQueued = await put(createTask(newId(), spec(tenant), at(3)));
-      const dLeased = await services.store.apply(dispatch(dQueued, new Date(), 60));
+      const dLeased = await dispatchAsScheduler(services.store, dQueued, new Date(), 60);
       const dRunning = await services.store.apply(start(dLeased, dLeased.fence, new Date(), 60));
       const d = await services.store.apply(expireLease(dRunning, new Date(Date.now() + 120_000), 5_000));
       const e = await put(createTask(newId(), spec(tenant), at(4)));
@@ -320,7 +320,7 @@ describe('Class: TaskStore (against dynalite)', () => {
       );
       const f = await put(createTask(newId(), spec(tenant), at(5)));
       const gQueued = await put(createTask(newId(), spec(tenant), at(6)));
-      const gLeased = await services.store.apply(dispatch(gQueued, new Date(), 60));
+      const gLeased = await dispatchAsScheduler(services.store, gQueued, new Date(), 60);
       const gRunning = await services.store.apply(start(gLeased, gLeased.fence, new Date(), 60));
       const g = await services.store.apply(succeed(gRunning, gRunning.fence, new Date(), { ok: true }));
       const listAll = async (state: 'QUEUED' | undefined, limit: number) => {
@@ -362,7 +362,7 @@ describe('Class: TaskStore (against dynalite)', () => {
       }
 
       // Dispatched, a task due at submit leaves byTenantQueue and was never in byTenantState.
-      await services.store.apply(dispatch(a, new Date(), 60));
+      await dispatchAsScheduler(services.store, a, new Date(), 60);
       expect(await rawItem(a.taskId)).not.toHaveProperty('tenantState');
       expect(await services.store.countByTenantState(tenant, 'QUEUED')).toBe(5);
       expect(await listAll('QUEUED', 2)).toEqual(queuedNewestFirst.slice(0, 5));
@@ -379,7 +379,7 @@ describe('Class: TaskStore (against dynalite)', () => {
         const { task } = await services.store.create(
           createTask(newId(), spec(tenantId), new Date(Date.UTC(2026, 0, 2, 0, 0, second))),
         );
-        const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+        const dispatched = await dispatchAsScheduler(services.store, task, new Date(), 60);
         return toState === 'RUNNING'
           ? services.store.apply(start(dispatched, dispatched.fence, new Date(), 60))
           : dispatched;
@@ -423,44 +423,53 @@ describe('Class: TaskStore (against dynalite)', () => {
       ).rejects.toBeInstanceOf(ValidationError);
       // The point: a leased item carries no tenantState, so dispatch and start do not move it.
       const Item = await rawItem(running[0]!);
-      expect(Item).toMatchObject({ state: 'RUNNING', leasedShard: expect.stringMatching(/^LEASED#/) });
+      // No index entry at all: the lease ledger lists it (no write per task there).
+      expect(Item).toMatchObject({ state: 'RUNNING' });
+      expect(Item).not.toHaveProperty('leasedShard');
       expect(Item).not.toHaveProperty('tenantState');
     });
   });
 
   describe('Method: listLeased', () => {
-    it('leaves QUEUED tasks out of byLeased (their index is byTenantQueue), and adds them at dispatch', async () => {
+    it('lists a task from its page on the lease ledger once dispatched, not while QUEUED (its index is byTenantQueue)', async () => {
+      const listedOf = async (tenantId: string) => {
+        const ids: string[] = [];
+        for await (const ref of services.store.listLeased({ tenantId })) ids.push(ref.taskId);
+        return ids;
+      };
       const { task } = await services.store.create(createTask(newId(), spec('queued-key'), new Date()));
       const queued = await rawItem(task.taskId);
       expect(queued).not.toHaveProperty('leasedShard');
       expect(queued).not.toHaveProperty('activeShard');
       expect(queued).toMatchObject({ queueKey: queueKey('queued-key', 'normal', task.taskId) });
-      await services.store.apply(dispatch(task, new Date(), 60));
-      expect(await rawItem(task.taskId)).toMatchObject({ leasedShard: expect.stringMatching(/^LEASED#/) });
-      expect(await rawItem(task.taskId)).not.toHaveProperty('queueKey');
+      expect(await listedOf('queued-key')).toEqual([]);
+      await dispatchAsScheduler(services.store, task, new Date(), 60);
+      const leased = await rawItem(task.taskId);
+      expect(leased).not.toHaveProperty('queueKey');
+      expect(leased).not.toHaveProperty('leasedShard');
+      expect(await listedOf('queued-key')).toEqual([task.taskId]);
     });
 
     it('anyLeased: a Limit-1 query a shard sees a dispatched task', async () => {
       const { task } = await services.store.create(createTask(newId(), spec('any-leased'), new Date()));
-      await services.store.apply(dispatch(task, new Date(), 60));
+      await dispatchAsScheduler(services.store, task, new Date(), 60);
       expect(await services.store.anyLeased()).toBe(true);
     });
 
-    it('keeps a leased task under one byLeased entry, unchanged, from dispatch to the last lease renewal', async () => {
-      // A moved GSI key costs two index writes, a changed projected attribute one, neither zero.
+    it('writes no index entry for a leased task from dispatch to the last lease renewal', async () => {
+      // An entry added and removed costs two index writes a task; the ledger's page one write per
+      // round. No index key or projected attribute may be set on a leased item.
       const { task } = await services.store.create(createTask(newId(), spec('leased-key'), new Date()));
-      const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+      const dispatched = await dispatchAsScheduler(services.store, task, new Date(), 60);
       const atDispatch = await rawItem(task.taskId);
       const running = await services.store.apply(start(dispatched, dispatched.fence, new Date(), 60));
       const atStart = await rawItem(task.taskId);
       await services.store.apply(heartbeat(running, running.fence, new Date(Date.now() + 30_000), 600));
       const atRenewal = await rawItem(task.taskId);
 
-      const byLeased = TASKS_TABLE.indexes.find((index) => index.indexName === 'byLeased')!;
-      const entry = (item: Record<string, unknown> | undefined) =>
-        [byLeased.partitionKey, byLeased.sortKey!, ...byLeased.nonKeyAttributes].map((name) => item?.[name]);
-      expect(entry(atStart)).toEqual(entry(atDispatch));
-      expect(entry(atRenewal)).toEqual(entry(atDispatch));
+      for (const item of [atDispatch, atStart, atRenewal]) {
+        for (const index of TASKS_TABLE.indexes) expect(item).not.toHaveProperty(index.partitionKey);
+      }
       expect(atRenewal?.leaseExpiresAt).not.toEqual(atStart?.leaseExpiresAt);
       expect(atStart?.state).not.toEqual(atDispatch?.state);
       // Still listed.
@@ -473,7 +482,7 @@ describe('Class: TaskStore (against dynalite)', () => {
       const ids: string[] = [];
       for (let i = 0; i < 8; i++) {
         const { task } = await services.store.create(createTask(newId(), spec('across'), new Date()));
-        if (i < 6) await services.store.apply(dispatch(task, new Date(), 60));
+        if (i < 6) await dispatchAsScheduler(services.store, task, new Date(), 60);
         ids.push(task.taskId);
       }
       const listed: string[] = [];
@@ -498,7 +507,7 @@ describe('Class: TaskStore, byTenantQueue (against dynalite)', () => {
     const later = await create(tenantId, 60_000);
     const high = await create(tenantId, -5_000, 'high');
     await create(`queue-b-${counter++}`, -4_000);
-    const dispatched = await services.store.apply(dispatch(middle, at(0), 60));
+    const dispatched = await dispatchAsScheduler(services.store, middle, at(0), 60);
 
     // Act
     const due = await services.store.listDue(tenantId, 'normal', nowMs, 10);
@@ -564,7 +573,7 @@ describe('Class: TaskStore, sharded per-tenant keys (against dynalite)', () => {
     const done = [];
     for (const [i, task] of tasks.entries()) {
       if (i % 2 === 1) {
-        const dispatched = await services.store.apply(dispatch(task, new Date(), 60));
+        const dispatched = await dispatchAsScheduler(services.store, task, new Date(), 60);
         const running = await services.store.apply(start(dispatched, dispatched.fence, new Date(), 60));
         done.push(await services.store.apply(succeed(running, running.fence, new Date(), { ok: true })));
       }
@@ -615,7 +624,7 @@ describe('Class: TaskStore, sharded per-tenant keys (against dynalite)', () => {
       expect(seen).toEqual([...expected].reverse().map((task) => task.taskId));
     }
   });
-  it('lists a tenant in every state newest first, from byTenantState (both key forms) and byLeased, page by page', async () => {
+  it('lists a tenant in every state newest first, from byTenantState (both key forms) and the lease ledger, page by page', async () => {
     // Prepare: 10 tasks a second apart: queued, dispatched, running and succeeded, some of them
     // written with the previous version's unsharded keys.
     const tenantId = `all-states-${counter++}`;
@@ -625,11 +634,11 @@ describe('Class: TaskStore, sharded per-tenant keys (against dynalite)', () => {
       const { task } = await services.store.create(createTask(newId(), spec(tenantId), new Date(t0 + i * 1000)));
       tasks.push(task);
     }
-    const dispatched = await services.store.apply(dispatch(tasks[2]!, new Date(), 60));
-    const running = await services.store.apply(dispatch(tasks[5]!, new Date(), 60));
+    const dispatched = await dispatchAsScheduler(services.store, tasks[2]!, new Date(), 60);
+    const running = await dispatchAsScheduler(services.store, tasks[5]!, new Date(), 60);
     await services.store.apply(start(running, running.fence, new Date(), 60));
     for (const i of [7, 8]) {
-      const d = await services.store.apply(dispatch(tasks[i]!, new Date(), 60));
+      const d = await dispatchAsScheduler(services.store, tasks[i]!, new Date(), 60);
       const r = await services.store.apply(start(d, d.fence, new Date(), 60));
       await services.store.apply(succeed(r, r.fence, new Date(), { ok: true }));
     }

@@ -13,6 +13,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import { BatchExecuteStatementCommand, GetCommand, PutCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { LeasePages } from '../../runtime/adapters/lease-pages.ts';
 import { insertStatement } from '../../runtime/adapters/partiql-insert.ts';
 import { TaskStore } from '../../runtime/adapters/task-store.ts';
 import { createTask, dispatch } from '../../runtime/core/lifecycle.ts';
@@ -20,6 +21,14 @@ import { SimulatedAws } from '../../sim/aws/world.ts';
 import { checkHistory } from '../../sim/chaos/check.ts';
 import type { ChaosFaults } from '../../sim/chaos/run.ts';
 import { NO_FAULTS, runChaos } from '../../sim/chaos/run.ts';
+
+/** A task store on the simulated account, without faults. */
+function storeOf(aws: SimulatedAws): TaskStore {
+  const { documents } = aws.component('test', NO_FAULTS).clients;
+  return new TaskStore(documents, aws.resources.tables.tasks!, {
+    leases: new LeasePages(documents, aws.resources.tables.leases!),
+  });
+}
 
 function world(overrides: { indexLagMs?: number; unprocessedRate?: number } = {}) {
   const clock = { ms: Date.parse('2026-01-01T00:00:00Z') };
@@ -127,7 +136,9 @@ describe('simulated DynamoDB through the SDK', () => {
     const { aws, clock } = world({ unprocessedRate: 1 });
     const calls: string[] = [];
     const component = aws.component('test', NO_FAULTS, { onCall: (call) => calls.push(call.operation) });
-    const store = new TaskStore(component.clients.documents, aws.resources.tables.tasks!);
+    const store = new TaskStore(component.clients.documents, aws.resources.tables.tasks!, {
+      leases: new LeasePages(component.clients.documents, aws.resources.tables.leases!),
+    });
     const tasks = Array.from({ length: 60 }, (_, i) => createTask(`tsk_pq${i}`, spec, new Date(clock.ms)));
 
     // Act
@@ -184,7 +195,7 @@ describe('simulated DynamoDB through the SDK', () => {
 
   it('lets an index lag the table while consistent reads see the write', async () => {
     const { aws, clock } = world({ indexLagMs: 5_000 });
-    const store = new TaskStore(aws.component('test', NO_FAULTS).clients.documents, aws.resources.tables.tasks!);
+    const store = storeOf(aws);
     const task = createTask('tsk_lag', spec, new Date(clock.ms));
     await store.create(task);
     expect(await store.get('tsk_lag')).toMatchObject(task);
@@ -197,7 +208,7 @@ describe('simulated DynamoDB through the SDK', () => {
   it('scans an index a page at a time: sparse, resumed after the last key, at most 1 MB a page', async () => {
     // Prepare: 30 QUEUED tasks of 3 tenants, and one dispatched (not in `byTenantQueue`).
     const { aws, clock } = world();
-    const store = new TaskStore(aws.component('test', NO_FAULTS).clients.documents, aws.resources.tables.tasks!);
+    const store = storeOf(aws);
     const ids: string[] = [];
     for (let i = 0; i < 30; i++) {
       const task = createTask(
@@ -251,7 +262,7 @@ describe('simulated DynamoDB through the SDK', () => {
 
   it('returns unprocessed BatchGetItem keys, which the store reads again', async () => {
     const { aws, clock } = world({ unprocessedRate: 1 });
-    const store = new TaskStore(aws.component('test', NO_FAULTS).clients.documents, aws.resources.tables.tasks!);
+    const store = storeOf(aws);
     const ids = Array.from({ length: 12 }, (_, i) => `tsk_${i}`);
     for (const id of ids) await store.create(createTask(id, spec, new Date(clock.ms)));
     const found = await store.getMany(ids);

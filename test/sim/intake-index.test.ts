@@ -3,6 +3,7 @@
  * definition: sparse (only QUEUED tasks), and lagging the table like any GSI.
  */
 import { describe, expect, it } from 'vitest';
+import { LeasePages } from '../../runtime/adapters/lease-pages.ts';
 import { TaskStore } from '../../runtime/adapters/task-store.ts';
 import { createTask, dispatch } from '../../runtime/core/lifecycle.ts';
 import { NO_TRANSPORT_FAULTS } from '../../sim/aws/faults.ts';
@@ -19,10 +20,10 @@ function world(indexLagMs: number) {
     unprocessedRate: 0,
     sqs: { duplicateDeliveryRate: 0, earlyRedeliveryRate: 0, shortPollMissRate: 0, batchEntryFailureRate: 0 },
   });
-  const store = new TaskStore(
-    aws.component('test', NO_TRANSPORT_FAULTS).clients.documents,
-    aws.resources.tables.tasks!,
-  );
+  const { documents } = aws.component('test', NO_TRANSPORT_FAULTS).clients;
+  const store = new TaskStore(documents, aws.resources.tables.tasks!, {
+    leases: new LeasePages(documents, aws.resources.tables.leases!),
+  });
   return { store, clock };
 }
 

@@ -50,6 +50,10 @@ describe('Construct: RuntimeFunction (every function)', () => {
         template.toJSON().Resources[logicalId(stack, wrapper.function)].Properties.Environment.Variables;
       expect(variables[ENV.tasksTable], name).toEqual({ Ref: logicalId(stack, stack.tables.tasks) });
       expect(variables[ENV.controlTable], name).toEqual({ Ref: logicalId(stack, stack.tables.control) });
+      // The lease ledger only where leased tasks are recorded or listed (4 KB of environment).
+      expect(variables[ENV.leasesTable], name).toEqual(
+        name === 'api' || name === 'scheduler' ? { Ref: logicalId(stack, stack.tables.leases) } : undefined,
+      );
       // The configuration as the runtime reads it: deploy-only settings left out (4 KB of environment).
       const shipped = JSON.parse(variables[ENV.configJson]);
       expect(Object.keys(shipped.deploy).sort(), name).toEqual([...RUNTIME_DEPLOY_KEYS].sort());

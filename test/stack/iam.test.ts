@@ -6,6 +6,7 @@ let synth: Synthesized;
 let ids: {
   tasks: string;
   control: string;
+  leases: string;
   tiers: string[];
   workerLambda: string;
   workerFargate: string;
@@ -21,6 +22,7 @@ beforeAll(() => {
   ids = {
     tasks: logicalId(stack, stack.tables.tasks),
     control: logicalId(stack, stack.tables.control),
+    leases: logicalId(stack, stack.tables.leases),
     tiers: stack.queues.tiers.map((tier) => logicalId(stack, tier.queue)).sort(),
     workerLambda: logicalId(stack, stack.queues.get('worker-lambda').queue),
     workerFargate: logicalId(stack, stack.queues.get('worker-fargate').queue),
@@ -36,12 +38,16 @@ const grantsFor = (role: iam.IRole) => grantsOf(synth.template, logicalId(synth.
 /** Logical ids of the tables a role may write items to. */
 const writableTables = (grants: Set<string>) =>
   resourcesFor(grants, 'dynamodb:PutItem').filter((resource) => !resource.includes('/index/'));
+/** Logical ids of the tables a role may read items from (Query). */
+const readableTables = (grants: Set<string>) =>
+  resourcesFor(grants, 'dynamodb:Query').filter((resource) => !resource.includes('/index/'));
 const sorted = (...lists: (string | string[])[]) => lists.flat().sort();
 
 describe('Least privilege per function', () => {
-  it('API: tasks and tenant settings, and enqueueing to the tiers only', () => {
+  it('API: tasks and tenant settings, reads the lease ledger, and enqueueing to the tiers only', () => {
     const grants = grantsFor(synth.stack.api.handler.role);
     expect(writableTables(grants)).toEqual(sorted(ids.tasks, ids.control));
+    expect(readableTables(grants)).toEqual(sorted(ids.tasks, ids.control, ids.leases));
     // A batch's creates: PartiQL INSERTs into the task table only.
     expect(resourcesFor(grants, 'dynamodb:PartiQLInsert').filter((resource) => !resource.includes('/index/'))).toEqual([
       ids.tasks,
@@ -51,9 +57,9 @@ describe('Least privilege per function', () => {
     expect(resourcesFor(grants, 's3:GetObject')).toEqual([]);
   });
 
-  it('scheduler: reads tiers and completions, dispatches to the worker queues', () => {
+  it('scheduler: reads tiers and completions, dispatches to the worker queues, keeps the lease ledger', () => {
     const grants = grantsFor(synth.stack.scheduler.handler.role);
-    expect(writableTables(grants)).toEqual(sorted(ids.tasks, ids.control));
+    expect(writableTables(grants)).toEqual(sorted(ids.tasks, ids.control, ids.leases));
     expect(resourcesFor(grants, 'sqs:ReceiveMessage')).toEqual(sorted(ids.tiers, ids.completions));
     expect(resourcesFor(grants, 'sqs:ChangeMessageVisibility')).toEqual(sorted(ids.tiers, ids.completions));
     expect(resourcesFor(grants, 'sqs:SendMessage')).toEqual(sorted(ids.tiers, ids.workerLambda, ids.workerFargate));

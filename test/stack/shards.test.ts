@@ -67,6 +67,7 @@ describe('Function: resourcesFromEnvironment with QUEUE_URL_PREFIX', () => {
     const resources = resourcesFromEnvironment({
       [ENV.tasksTable]: 't',
       [ENV.controlTable]: 'c',
+      [ENV.leasesTable]: 'l',
       [ENV.queueUrls]: JSON.stringify({ 'tier-high': 'https://listed/tier-high' }),
       [ENV.queueUrlPrefix]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/Stack-',
       [ENV.configJson]: JSON.stringify({ scheduler: { shards: 2 } }),

@@ -133,13 +133,20 @@ describe('Construct props are validated up front, with exact messages', () => {
           runtime,
           tasksTable: tables.tasks,
           controlTable: tables.control,
+          leasesTable: tables.leases,
           tierQueues: queues.tiers,
           workerQueues: queues.workers,
           completionQueues: queues.completionQueues,
           timeout: Duration.seconds(30),
         }),
     ).toThrow('SchedulerLoop: timeout must be from 60 seconds (the tick interval) to 900 seconds, got 30');
-    const api = { runtime, tasksTable: tables.tasks, controlTable: tables.control, tierQueues: queues.tiers };
+    const api = {
+      runtime,
+      tasksTable: tables.tasks,
+      controlTable: tables.control,
+      leasesTable: tables.leases,
+      tierQueues: queues.tiers,
+    };
     expect(() => new TaskApi(stack, 'B', { ...api, rateLimit: 0 })).toThrow(
       'TaskApi: rateLimit must be a positive number of requests per second, got 0',
     );
