@@ -26,6 +26,7 @@ export const API_ROUTES = [
   { method: apigwv2.HttpMethod.PUT, path: '/v1/task-types/{type}' },
   { method: apigwv2.HttpMethod.POST, path: '/v1/tasks/batch' },
   { method: apigwv2.HttpMethod.GET, path: '/v1/batches/{batchId}' },
+  { method: apigwv2.HttpMethod.GET, path: '/v1/batches/{batchId}/tasks' },
   { method: apigwv2.HttpMethod.GET, path: '/v1/batches' },
 ] as const;
 

@@ -29,6 +29,7 @@ import type {
   Task,
   TaskDetail,
   TaskPage,
+  TaskState,
   TaskTypeView,
   Tenant,
   TenantSettingsInput,
@@ -260,6 +261,23 @@ export class SchedulerClient {
   /** A batch: its members' counts by how they ended, and its then-task once submitted. */
   async getBatch(batchId: string, options: { signal?: AbortSignal | undefined } = {}): Promise<Batch> {
     return (await this.#request<Batch>('GET', `v1/batches/${encodeURIComponent(batchId)}`, read(options.signal))).body;
+  }
+
+  /**
+   * One page of a batch's tasks, in the order they were submitted, optionally those in one state.
+   * A batch's succeeded tasks are listed here, not among its tenant's (`listPage`).
+   */
+  async listBatchTasks(
+    batchId: string,
+    query: { state?: TaskState | undefined; limit?: number | undefined; cursor?: string | undefined } = {},
+    options: { signal?: AbortSignal | undefined } = {},
+  ): Promise<TaskPage> {
+    return (
+      await this.#request<TaskPage>('GET', `v1/batches/${encodeURIComponent(batchId)}/tasks`, {
+        ...read(options.signal),
+        query: { state: query.state, limit: query.limit, cursor: query.cursor },
+      })
+    ).body;
   }
 
   /** One page of a tenant's batches, newest first. */

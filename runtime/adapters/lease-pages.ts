@@ -13,8 +13,10 @@
  *
  *   partition `P<k>` (k = 0 … LEASE_PARTITIONS − 1, round robin: no hot key)
  *   page      `<shard>#<recordedAtMs, 15 digits>#<writer>#<seq>`
- *   refs      JSON: an array of compact tuples (encodeRef)
+ *   refsGz    gzipped JSON: an array of compact tuples (encodeRef); a round's attempts share their
+ *             tenant, tier and times, so they take far less than their 120 bytes each
  */
+import { gunzipSync, gzipSync } from 'node:zlib';
 import {
   DeleteCommand,
   type DynamoDBDocumentClient,
@@ -67,7 +69,7 @@ export interface LeasePageStore {
   all(): Promise<LeasePage[]>;
 }
 
-/** Attempts on one page at most: about 100 bytes each, far under the 400 KB item limit. */
+/** Attempts on one page at most: 120 KB of JSON at most before gzip, far under the 400 KB item limit. */
 export const MAX_REFS_PER_PAGE = 1_000;
 
 const ms = (iso: string): number => Date.parse(iso);
@@ -137,7 +139,7 @@ export class LeasePages implements LeasePageStore {
           page: page.page,
           shard: page.shard,
           recordedAtMs: page.recordedAtMs,
-          refs: JSON.stringify(page.refs.map(encodeRef)),
+          refsGz: gzipSync(JSON.stringify(page.refs.map(encodeRef))),
         },
       }),
     );
@@ -180,7 +182,7 @@ export class LeasePages implements LeasePageStore {
       page: item.page as string,
       shard: Number(item.shard),
       recordedAtMs: Number(item.recordedAtMs),
-      refs: (JSON.parse(item.refs as string) as EncodedRef[]).map(decodeRef),
+      refs: (JSON.parse(gunzipSync(item.refsGz as Uint8Array).toString('utf8')) as EncodedRef[]).map(decodeRef),
     }));
   }
 

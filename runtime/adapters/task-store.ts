@@ -201,6 +201,14 @@ const LISTING_CLOCK_MARGIN_MS = 60_000;
 const dueFirst = (a: { queueSort: string }, b: { queueSort: string }) =>
   a.queueSort < b.queueSort ? -1 : a.queueSort > b.queueSort ? 1 : 0;
 
+/**
+ * A batch member that succeeded is listed through its batch (GET /v1/batches/{batchId}/tasks),
+ * not among its tenant's tasks: bulk work's successes would bury the tenant's own listing, and
+ * the entry cost a write unit a task (issue 25; AWS Batch lists an array job's children under the
+ * array job the same way). One that failed or was cancelled is listed with its tenant too.
+ */
+const listedByItsBatch = (task: Task): boolean => task.batchId !== undefined && task.state === 'SUCCEEDED';
+
 function toItem(task: Task): Record<string, unknown> {
   // Payload and result as JSON text: see core/storable.ts.
   const item: Record<string, unknown> = { ...encodeJsonFields(task), listKey: listKeyOf(task) };
@@ -211,7 +219,7 @@ function toItem(task: Task): Record<string, unknown> {
     const listing = queuedListingOf(task);
     if (listing === 'held') item.tenantState = heldKey(task.tenantId, task.taskId);
     if (listing === 'late') item.tenantState = tenantStateKey(task.tenantId, task.state, task.taskId);
-  } else if (!LEASED_STATES.includes(task.state)) {
+  } else if (!LEASED_STATES.includes(task.state) && !listedByItsBatch(task)) {
     item.tenantState = tenantStateKey(task.tenantId, task.state, task.taskId);
   }
   if (task.state === 'QUEUED' && (task.waitingOn?.length ?? 0) === 0) {

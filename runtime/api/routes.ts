@@ -3,6 +3,7 @@
  * Handlers get validated input and call TaskService; authorization is checked before any write.
  */
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { memberCursor } from '../app/batches.ts';
 import { resolveTenantSettings } from '../app/task-service.ts';
 import { MAX_BATCH_BODY_BYTES } from '../core/batch.ts';
 import type { SchedulerConfig } from '../core/config.ts';
@@ -33,6 +34,7 @@ import {
   batchIdParamsSchema,
   emptyBodySchema,
   listBatchesQuerySchema,
+  listBatchTasksQuerySchema,
   listTasksQuerySchema,
   noParamsSchema,
   noQuerySchema,
@@ -198,6 +200,42 @@ const getBatch = defineRoute({
     const batch = await services.batches.describe(params.batchId, mayActFor);
     if (!batch) throw batchNotFound(params.batchId);
     return { status: 200, body: batch };
+  },
+});
+
+const listBatchTasks = defineRoute({
+  method: 'GET',
+  path: '/v1/batches/{batchId}/tasks',
+  operationId: 'listBatchTasks',
+  summary:
+    "A batch's tasks in the order they were submitted, optionally in one state (its succeeded tasks are listed here, not among its tenant's)",
+  params: batchIdParamsSchema,
+  query: listBatchTasksQuerySchema,
+  responses: {
+    200: {
+      description: "One page of the batch's tasks",
+      schema: taskPageSchema,
+      example: { items: [EXAMPLE_SUCCEEDED_TASK], nextCursor: EXAMPLE_CURSOR },
+    },
+    ...errors(400, 404),
+  },
+  async handle({ params, query, services, mayActFor }) {
+    const page = await services.batches.members(
+      params.batchId,
+      { state: query.state, limit: query.limit, cursor: query.cursor },
+      mayActFor,
+    );
+    if (!page) throw batchNotFound(params.batchId);
+    // Pages are capped by bytes as well as by count, to fit Lambda's 6 MB response.
+    const items = fitToBudget(
+      page.items.map(({ task }) => presentTask(task)),
+      LIST_RESPONSE_BUDGET_BYTES,
+    );
+    const next = items.length < page.items.length ? page.items[items.length]!.index : page.nextIndex;
+    return {
+      status: 200,
+      body: next === undefined ? { items } : { items, nextCursor: memberCursor(params.batchId, next) },
+    };
   },
 });
 
@@ -505,6 +543,7 @@ export const API_ROUTES: readonly AnyRoute[] = [
   listTaskTypes,
   putTaskType,
   getBatch,
+  listBatchTasks,
   listBatches,
   statusRoute,
   openApi,

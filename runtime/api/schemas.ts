@@ -187,6 +187,13 @@ export const submitBatchSchema = z
 
 export const batchIdParamsSchema = z.strictObject({ batchId: batchIdSchema });
 
+/** A batch's members: its tenant is the batch's, so none is named. */
+export const listBatchTasksQuerySchema = z.strictObject({
+  state: listTasksQuerySchema.shape.state,
+  limit: listTasksQuerySchema.shape.limit,
+  cursor: listTasksQuerySchema.shape.cursor,
+});
+
 export const listBatchesQuerySchema = z.strictObject({
   tenantId: idSchema,
   limit: listTasksQuerySchema.shape.limit,

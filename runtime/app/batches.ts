@@ -20,6 +20,7 @@ import type { z } from 'zod';
 import type { BatchStore, CounterShard, StoredBatch } from '../adapters/batch-store.ts';
 import { counted } from '../adapters/batch-store.ts';
 import { inParallel } from '../adapters/in-parallel.ts';
+import { decodeKeyCursor, encodeCursor } from '../adapters/index-keys.ts';
 import type { QueueClient } from '../adapters/queues.ts';
 import type { BatchMemberTask, TaskStore } from '../adapters/task-store.ts';
 import {
@@ -562,6 +563,36 @@ export class BatchService {
     );
   }
 
+  /**
+   * A batch's members in index order, optionally only those in `state`, at most `limit` a page,
+   * from `cursor` (a `memberCursor`): read from the batch's member shards and the items
+   * themselves, consistently. Where a batch's succeeded members are listed (their tenant's
+   * listing leaves them out: task-store.ts `toItem`), and a member in any state. A page reads a
+   * shard (BATCH_SHARD_SIZE members) at a time, so a state few members are in costs at most the
+   * batch's size in item reads, ever. Undefined when the batch does not exist or `visible` refuses.
+   */
+  async members(
+    batchId: string,
+    query: { readonly state?: TaskState | undefined; readonly limit: number; readonly cursor?: string | undefined },
+    visible: (tenantId: string) => Promise<boolean> = async () => true,
+  ): Promise<{ items: { index: number; task: Task }[]; nextIndex?: number } | undefined> {
+    const batch = await this.#deps.batches.get(batchId);
+    if (!batch || !(await visible(batch.tenantId))) return undefined;
+    let index = query.cursor === undefined ? 0 : memberIndexOf(query.cursor, batchId);
+    const items: { index: number; task: Task }[] = [];
+    while (index < batch.total && items.length < query.limit) {
+      const shard = Math.floor(index / BATCH_SHARD_SIZE);
+      const first = shard * BATCH_SHARD_SIZE;
+      const ids = await this.#deps.batches.getMembers(batchId, shard);
+      const tasks = await this.#deps.store.getMany(ids.slice(index - first).filter((id) => id !== ''));
+      for (; index < Math.min(batch.total, first + BATCH_SHARD_SIZE) && items.length < query.limit; index++) {
+        const task = tasks.get(ids[index - first] ?? '');
+        if (task && (query.state === undefined || task.state === query.state)) items.push({ index, task });
+      }
+    }
+    return index < batch.total ? { items, nextIndex: index } : { items };
+  }
+
   async list(tenantId: string, limit: number, cursor?: string): Promise<{ items: BatchView[]; nextCursor?: string }> {
     const page = await this.#deps.batches.list(tenantId, limit, cursor);
     const items = page.items.map((batch) => viewOf(batch, batch.counts));
@@ -577,6 +608,20 @@ interface StoredThen {
   readonly spec: Omit<NewTaskSpec, 'runAt' | 'idempotencyKey'>;
   readonly delaySeconds?: number;
   readonly runAt?: string;
+}
+
+/** The cursor of a members page that goes on at member `index` of `batchId`. */
+export const memberCursor = (batchId: string, index: number): string =>
+  encodeCursor({ batchId, member: String(index) });
+
+/** The member index a `memberCursor` goes on at; a 400 for one of another batch, or malformed. */
+function memberIndexOf(cursor: string, batchId: string): number {
+  const key = decodeKeyCursor(
+    cursor,
+    ['batchId', 'member'],
+    (k) => k.batchId === batchId && /^\d{1,4}$/.test(String(k.member)),
+  );
+  return Number(key.member);
 }
 
 /** A batch idempotency key reused with another body. */

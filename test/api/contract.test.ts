@@ -248,7 +248,7 @@ describe('Contract: live responses match the served OpenAPI document', () => {
     );
   });
 
-  it('POST /v1/tasks/batch, GET /v1/batches/{batchId} and GET /v1/batches', async () => {
+  it('POST /v1/tasks/batch, GET /v1/batches/{batchId}, its tasks, and GET /v1/batches', async () => {
     const item = { tenantId: 'contract', type: 'demo.echo', payload: { b: 1 } };
     const batch = { tasks: [item, { ...item, type: 'demo.nope' }], idempotencyKey: 'contract-batch' };
     const accepted = await expectConforms(json('POST', '/v1/tasks/batch', batch), 200);
@@ -267,6 +267,11 @@ describe('Contract: live responses match the served OpenAPI document', () => {
     await expectConforms({ path: `/v1/batches/${batchId}` }, 200);
     await expectConforms({ path: '/v1/batches/bat_missing' }, 404);
     await expectConforms({ path: '/v1/batches/not-a-batch' }, 400);
+    await expectConforms({ path: `/v1/batches/${batchId}/tasks` }, 200);
+    await expectConforms({ path: `/v1/batches/${batchId}/tasks?state=QUEUED&limit=1` }, 200);
+    await expectConforms({ path: `/v1/batches/${batchId}/tasks?cursor=bm90LWEtY3Vyc29y` }, 400);
+    await expectConforms({ path: `/v1/batches/${batchId}/tasks?tenantId=contract` }, 400);
+    await expectConforms({ path: '/v1/batches/bat_missing/tasks' }, 404);
     await expectConforms({ path: '/v1/batches?tenantId=contract' }, 200);
     await expectConforms({ path: '/v1/batches' }, 400);
     await expectConforms({ path: '/v1/batches?tenantId=denied' }, 403, guarded);

@@ -175,6 +175,8 @@ describe('Isolation: keys that name things', () => {
     const inAlpha = body<{ batchId: string; results: { taskId: string }[] }>(await batch(ALPHA, 'alpha'));
     const inBeta = body<{ batchId: string; results: { taskId: string }[] }>(await batch(BETA, 'beta'));
     const readForeign = await as(BETA, { path: `/v1/batches/${inAlpha.batchId}` });
+    const readForeignTasks = await as(BETA, { path: `/v1/batches/${inAlpha.batchId}/tasks` });
+    const readOwnTasks = await as(ALPHA, { path: `/v1/batches/${inAlpha.batchId}/tasks` });
     const readMissing = await as(BETA, { path: '/v1/batches/bat_0000000000000000000000000' });
 
     // Assess
@@ -182,6 +184,11 @@ describe('Isolation: keys that name things', () => {
     expect(inAlpha.results[0]!.taskId).not.toBe(inBeta.results[0]!.taskId);
     expect(readForeign.statusCode).toBe(404);
     expect(body<ErrorBody>(readForeign).error.code).toBe(body<ErrorBody>(readMissing).error.code);
+    // Its tasks too: another tenant's batch is not found, whatever is asked of it.
+    expect(readForeignTasks.statusCode).toBe(404);
+    expect(body<{ items: { taskId: string }[] }>(readOwnTasks).items.map((task) => task.taskId)).toEqual([
+      inAlpha.results[0]!.taskId,
+    ]);
   });
 
   it("refuses a beta batch whose items or then-task name alpha, writing nothing of alpha's", async () => {

@@ -129,6 +129,34 @@ describe('Batches over HTTP', () => {
     const tags = [...members.map((task) => task.payload.tag), 'then'];
     expect(tags.filter((tag) => runs.get(tag) !== 1)).toEqual([]);
     expect(runs.size).toBe(998);
+
+    // Assess: the succeeded members are listed by their batch, in submit order, not among the
+    // tenant's SUCCEEDED tasks (where the then-task, not a member, is); the failed ones are both.
+    const listedByBatch: TaskView[] = [];
+    let cursor: string | undefined;
+    do {
+      const query = `state=SUCCEEDED&limit=100${cursor ? `&cursor=${cursor}` : ''}`;
+      const page = await api<{ items: TaskView[]; nextCursor?: string }>(
+        'GET',
+        `/v1/batches/${first.body.batchId}/tasks?${query}`,
+      );
+      expect(page.status).toBe(200);
+      listedByBatch.push(...page.body.items);
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    const succeededIds = ids.filter((_, i) => members[i]!.state === 'SUCCEEDED');
+    expect(listedByBatch.map((task) => task.taskId)).toEqual(succeededIds);
+    const tenantSucceeded = await api<{ items: TaskView[] }>('GET', `/v1/tasks?tenantId=${TENANT}&state=SUCCEEDED`);
+    expect(tenantSucceeded.body.items.map((task) => task.taskId)).toEqual([batch.thenTaskId]);
+    const failedByBatch = await api<{ items: TaskView[] }>(
+      'GET',
+      `/v1/batches/${first.body.batchId}/tasks?state=FAILED&limit=100`,
+    );
+    const tenantFailed = await api<{ items: TaskView[] }>('GET', `/v1/tasks?tenantId=${TENANT}&state=FAILED&limit=100`);
+    expect(failedByBatch.body.items).toHaveLength(10);
+    expect(tenantFailed.body.items.map((task) => task.taskId).sort()).toEqual(
+      failedByBatch.body.items.map((task) => task.taskId).sort(),
+    );
   }, 600_000);
 
   it("lists the tenant's batches and refuses what is not a batch before writing anything", async () => {

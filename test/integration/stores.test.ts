@@ -9,7 +9,16 @@ import {
   TaskNotFoundError,
   ValidationError,
 } from '../../runtime/core/errors.ts';
-import { cancel, createTask, dispatch, expireLease, heartbeat, start, succeed } from '../../runtime/core/lifecycle.ts';
+import {
+  cancel,
+  createTask,
+  dispatch,
+  expireLease,
+  fail,
+  heartbeat,
+  start,
+  succeed,
+} from '../../runtime/core/lifecycle.ts';
 import type { Task } from '../../runtime/core/task.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
 import { dispatchAsScheduler, taskSpec } from '../helpers/factories.ts';
@@ -427,6 +436,41 @@ describe('Class: TaskStore (against dynalite)', () => {
       expect(Item).toMatchObject({ state: 'RUNNING' });
       expect(Item).not.toHaveProperty('leasedShard');
       expect(Item).not.toHaveProperty('tenantState');
+    });
+  });
+
+  describe('A batch member that ended', () => {
+    it('is listed with its tenant when it failed, and only through its batch when it succeeded', async () => {
+      const tenantId = `batch-member-${counter++}`;
+      const member = async (index: number) => {
+        const { task } = await services.store.create(
+          createTask(newId(), { ...spec(tenantId), maxAttempts: 1, batchId: 'bat_x', batchIndex: index }, new Date()),
+        );
+        const dispatched = await dispatchAsScheduler(services.store, task, new Date(), 60);
+        return services.store.apply(start(dispatched, dispatched.fence, new Date(), 60));
+      };
+      const succeeded = await services.store.apply(succeed(await member(0), 1, new Date(), { ok: true }));
+      const failing = await member(1);
+      const failed = await services.store.apply(
+        fail(failing, failing.fence, new Date(), { name: 'Error', message: 'no', retryable: false }, 0),
+      );
+      const lone = (await services.store.create(createTask(newId(), spec(tenantId), new Date()))).task;
+      const loneRunning = await services.store.apply(
+        start(await dispatchAsScheduler(services.store, lone, new Date(), 60), 1, new Date(), 60),
+      );
+      await services.store.apply(succeed(loneRunning, loneRunning.fence, new Date(), { ok: true }));
+
+      expect(succeeded.state).toBe('SUCCEEDED');
+      expect(failed.state).toBe('FAILED');
+      expect(await rawItem(succeeded.taskId)).not.toHaveProperty('tenantState');
+      expect(await rawItem(failed.taskId)).toMatchObject({
+        tenantState: tenantStateKey(tenantId, 'FAILED', failed.taskId),
+      });
+      const listed = async (state: 'SUCCEEDED' | 'FAILED') =>
+        (await services.store.list({ tenantId, state, limit: 10 })).items.map((task) => task.taskId);
+      expect(await listed('SUCCEEDED')).toEqual([lone.taskId]);
+      expect(await listed('FAILED')).toEqual([failed.taskId]);
+      expect(await services.store.countByTenantState(tenantId, 'SUCCEEDED')).toBe(1);
     });
   });
 
