@@ -53,12 +53,13 @@ const DYNAMODB_CALL_MS = 6;
 const LAMBDA_OVERHEAD_MS = 5;
 /**
  * One idle tick (`hasSchedulerWork`, runtime/scheduler/activation.ts): a consistent GetItem of
- * the lease (1 read unit), for leased tasks a Limit-1 Scan of `byLeased` and, for one release, a
- * Limit-1 query per shard of `byActive`'s `LEASED#` partitions (an older version's leased tasks),
- * and a Limit-1 Scan of `byTenantQueue` for queued ones (empty, eventually consistent: 0.5 read
- * units each). The registry and the backstop page are read only when `byTenantQueue` is not empty.
+ * the lease (1 read unit), for leased tasks a Limit-1 Scan of the lease ledger and, for one
+ * release, of `byLeased` and a Limit-1 query per shard of `byActive`'s `LEASED#` partitions
+ * (older versions' leased tasks), and a Limit-1 Scan of `byTenantQueue` for queued ones (empty,
+ * eventually consistent: 0.5 read units each). The registry and the backstop page are read only
+ * when `byTenantQueue` is not empty.
  */
-const TICK_QUERIES = 1 + LEGACY_ACTIVE_SHARDS + 1;
+const TICK_QUERIES = 1 + 1 + LEGACY_ACTIVE_SHARDS + 1;
 const TICK_READ_UNITS = 1 + 0.5 * TICK_QUERIES;
 const TICK_MS = LAMBDA_OVERHEAD_MS + DYNAMODB_CALL_MS * (1 + TICK_QUERIES);
 /**

@@ -55,9 +55,9 @@ export interface SchedulerEvent {
  * Whether a scheduler is needed: a task dispatched or running (its completion frees capacity,
  * its lease may need recovering), or QUEUED work due within `horizonMs`. Reads, cheapest first:
  *
- *   byLeased, a Limit-1 scan (and, for one release, byActive's LEASED# shards) ── any leased ──▶ yes
+ *   the lease ledger, a Limit-1 scan (and, for one release, byLeased and byActive's LEASED# shards) ── any leased ──▶ yes
  *   the shard's tier queues ── an announcement visible (due, nobody took it) ──▶ yes
- *   byTenantQueue, a Limit-1 scan ── empty ──▶ no (the idle case: 3 read units in all, 1 once byActive is deleted)
+ *   byTenantQueue, a Limit-1 scan ── empty ──▶ no (the idle case: 4.5 read units in all, 2 once byLeased and byActive are deleted)
  *   byTenantQueue whole, while that costs no more than the two reads below ──▶ any due within the horizon?
  *   registry ──▶ a registered tenant-tier's first entry due within the horizon ──▶ yes
  *            (REGISTRY_READS_AT_ONCE at a time, stopping at the first due)

@@ -65,10 +65,12 @@ export interface SchedulerLoopOptions {
 export type SchedulerLoopEnd = 'stopped' | 'idle' | 'lease-held';
 
 /**
- * A new scheduler rebuilds its running counts from the `byLeased` GSI, which lags the table
- * (DynamoDB: typically well under a second). A dispatch its predecessor made just before handing
- * over could be missing from that read and its tenant's quota exceeded. So a new holder resumes
- * no sooner than this long after the predecessor's release (or lease expiry).
+ * A new scheduler rebuilds its running counts from the lease ledger, read consistently (every
+ * dispatch is on a page before its write), and for one release from the `byLeased` GSI an older
+ * version wrote, which lags the table (typically well under a second): a dispatch such a
+ * predecessor made just before handing over could be missing from that read and its tenant's
+ * quota exceeded. So a new holder resumes no sooner than this long after the predecessor's
+ * release (or lease expiry). The queue index's lag is covered by the intake's own margins.
  */
 export const INDEX_SETTLE_MS = 2_000;
 
