@@ -174,6 +174,12 @@ const newestFirst = (a: { listKey: string }, b: { listKey: string }) =>
 interface ListingEntry {
   readonly listKey: string;
   readonly taskId: string;
+  /**
+   * From the lease ledger: shown only while the task is leased (a page outlives its ended
+   * attempts until the last of them ends; the task is then shown from its end-state entry, or,
+   * a batch member that succeeded, from its batch only).
+   */
+  readonly leased?: true;
 }
 
 /**
@@ -189,7 +195,8 @@ const entryId = (entry: ListingEntry) => entry.listKey;
  * `byTenantQueue` entry of a task due later than submitted is not (it sits at its due time);
  * the task is shown from its `byTenantState` entry (index-keys.ts `queuedListingOf`).
  */
-const showsTask = (entry: ListingEntry, task: Task): boolean => entry.listKey === listKeyOf(task);
+const showsTask = (entry: ListingEntry, task: Task): boolean =>
+  entry.listKey === listKeyOf(task) && (!entry.leased || LEASED_STATES.includes(task.state));
 
 /**
  * How far past its own clock a listing reads `byTenantQueue` for tasks due when submitted: their
@@ -877,7 +884,7 @@ export class TaskStore {
     // The tenant's leased entries, all of them (no more than the pools hold), as one more page;
     // `byLeased` projects `submittedAt`, so their `listKey` needs no item read.
     const leasedEntries = leased
-      .map((ref) => ({ listKey: listKeyOf(ref), taskId: ref.taskId }))
+      .map((ref): ListingEntry => ({ listKey: listKeyOf(ref), taskId: ref.taskId, leased: true }))
       .filter((entry) => after === undefined || entry.listKey < after)
       .sort(newestFirst);
     const page = mergePages([...merged, { items: leasedEntries, hasMore: false }], query.limit, newestFirst, entryId);
@@ -1056,13 +1063,17 @@ export class TaskStore {
   }
 
   /**
-   * DISPATCHED + RUNNING tasks per tenant, for many tenants in one pass over `byLeased` (which
-   * holds no more of them than the pools do): cheaper than counting tenant by tenant. As the
-   * index shows them (it may lag).
+   * DISPATCHED + RUNNING tasks per tenant, for many tenants in one pass over the lease ledger
+   * (which lists no more of them than the pools run, with ended attempts whose page lives on),
+   * the items read to count only those leased now: cheaper than counting tenant by tenant.
    */
   async countLeasedByTenant(): Promise<Map<string, number>> {
+    const ids: string[] = [];
+    for await (const ref of this.listLeased()) ids.push(ref.taskId);
     const counts = new Map<string, number>();
-    for await (const ref of this.listLeased()) counts.set(ref.tenantId, (counts.get(ref.tenantId) ?? 0) + 1);
+    for (const task of (await this.getMany(ids)).values()) {
+      if (LEASED_STATES.includes(task.state)) counts.set(task.tenantId, (counts.get(task.tenantId) ?? 0) + 1);
+    }
     return counts;
   }
 

@@ -19,8 +19,11 @@ import {
   start,
   succeed,
 } from '../../runtime/core/lifecycle.ts';
+import { SINGLE_SHARD } from '../../runtime/core/shards.ts';
 import type { Task } from '../../runtime/core/task.ts';
 import { TASKS_TABLE } from '../../runtime/infra/resources.ts';
+import { leasedRefOf } from '../../runtime/scheduler/dispatch.ts';
+import { LeaseLedger } from '../../runtime/scheduler/lease-ledger.ts';
 import { dispatchAsScheduler, taskSpec } from '../helpers/factories.ts';
 import { faultyComponent, WriteLog } from '../helpers/faults.ts';
 import { startTestServices, type TestServices } from '../helpers/services.ts';
@@ -471,6 +474,43 @@ describe('Class: TaskStore (against dynalite)', () => {
       expect(await listed('SUCCEEDED')).toEqual([lone.taskId]);
       expect(await listed('FAILED')).toEqual([failed.taskId]);
       expect(await services.store.countByTenantState(tenantId, 'SUCCEEDED')).toBe(1);
+    });
+  });
+
+  describe('A ledger page that outlives some of its attempts', () => {
+    it('lists and counts only the attempts still leased: an ended one is shown from its end (or its batch) alone', async () => {
+      // Prepare: two tasks dispatched in one round (one page); the batch member succeeds.
+      const tenantId = `page-${counter++}`;
+      const now = new Date();
+      const member = (
+        await services.store.create(
+          createTask(
+            newId(),
+            { ...spec(tenantId), batchId: 'bat_page', batchIndex: 0 },
+            new Date(now.getTime() - 2000),
+          ),
+        )
+      ).task;
+      const other = (await services.store.create(createTask(newId(), spec(tenantId), new Date(now.getTime() - 1000))))
+        .task;
+      const plans = [member, other].map((task) => dispatch(task, now, 60));
+      await new LeaseLedger(services.store.leasePages!, SINGLE_SHARD).record(
+        plans.map((plan) => leasedRefOf(plan.next)),
+        now.getTime(),
+      );
+      const [dispatchedMember] = await Promise.all(plans.map((plan) => services.store.apply(plan)));
+      const running = await services.store.apply(start(dispatchedMember!, dispatchedMember!.fence, now, 60));
+      await services.store.apply(succeed(running, running.fence, now, { ok: true }));
+
+      // Act
+      const all = await services.store.list({ tenantId, limit: 10 });
+      const counts = await services.store.countLeasedByTenant();
+
+      // Assess: the page still names both; only the other is shown, and counted.
+      const pages = await services.store.leasePages!.all();
+      expect(pages.some((page) => page.refs.some((ref) => ref.taskId === member.taskId))).toBe(true);
+      expect(all.items.map((task) => task.taskId)).toEqual([other.taskId]);
+      expect(counts.get(tenantId)).toBe(1);
     });
   });
 
