@@ -58,6 +58,8 @@ export class LeaseLedger {
   #seq = 0;
   readonly #tracked = new Map<string, TrackedPage>();
   readonly #pagesOf = new Map<string, Set<string>>();
+  /** Deletes under way (a scheduler that stops waits for them: a page left behind wakes a scheduler). */
+  readonly #deleting = new Set<Promise<void>>();
 
   constructor(pages: LeasePageStore, shard: ShardScope, logger?: TaskLogger) {
     this.#pages = pages;
@@ -106,17 +108,18 @@ export class LeaseLedger {
       const page = this.#tracked.get(pageId);
       if (!page) continue;
       page.live.delete(attempt);
-      if (page.live.size === 0) void this.#delete(pageId, page);
+      if (page.live.size === 0) this.#startDelete(pageId, page);
     }
   }
 
-  /** Deletes not done yet (one failed), tried again and waited for. */
+  /** Deletes under way waited for, and those not done (one failed) tried again and waited for. */
   async flush(): Promise<void> {
-    await Promise.all(
-      [...this.#tracked]
+    await Promise.all([
+      ...this.#deleting,
+      ...[...this.#tracked]
         .filter(([, page]) => page.live.size === 0 && !page.deleting)
         .map(([id, page]) => this.#delete(id, page)),
-    );
+    ]);
   }
 
   /**
@@ -168,7 +171,12 @@ export class LeaseLedger {
       pageIds.add(pageId);
       this.#pagesOf.set(attempt, pageIds);
     }
-    if (live.size === 0) void this.#delete(pageId, this.#tracked.get(pageId)!);
+    if (live.size === 0) this.#startDelete(pageId, this.#tracked.get(pageId)!);
+  }
+
+  #startDelete(pageId: string, page: TrackedPage): void {
+    const deleting = this.#delete(pageId, page).finally(() => this.#deleting.delete(deleting));
+    this.#deleting.add(deleting);
   }
 
   #untrack(pageId: string, page: TrackedPage): void {

@@ -743,6 +743,8 @@ export class Scheduler {
       this.#releaseCompletions(),
       this.#saveRotation(),
       this.#slice?.release(this.#now().getTime()),
+      // A page left behind would wake a scheduler just to find its attempts over.
+      this.#ledger?.flush(),
     ]);
   }
 

@@ -147,6 +147,34 @@ describe('Class: LeaseLedger', () => {
     expect(ledger.trackedPages).toBe(0);
   });
 
+  it('flush waits for a delete under way (a scheduler that stops leaves no page behind)', async () => {
+    const pages = new MemoryPages();
+    const ledger = new LeaseLedger(pages, ONE_SHARD);
+    await ledger.record([ref('a')], 1_000);
+    let land: () => void = () => {};
+    const landed = new Promise<void>((resolve) => {
+      land = resolve;
+    });
+    const slowDelete = pages.delete.bind(pages);
+    pages.delete = async (key) => {
+      await landed;
+      await slowDelete(key);
+    };
+
+    ledger.settle('a', 1);
+    let flushed = false;
+    const flushing = ledger.flush().then(() => {
+      flushed = true;
+    });
+    await settled();
+    const beforeLanding = flushed;
+    land();
+    await flushing;
+
+    expect(beforeLanding).toBe(false);
+    expect(pages.pages.size).toBe(0);
+  });
+
   it('keeps in view a page a read did not show while its put may still land, and lets it go after', async () => {
     const pages = new MemoryPages();
     const ledger = new LeaseLedger(pages, ONE_SHARD);
