@@ -52,10 +52,17 @@ const operationOf = (command: { constructor: { name: string } }) => command.cons
 
 const fromBase64 = (text: string) => new Uint8Array(Buffer.from(text, 'base64'));
 
-/** JSON as the wire carries it (binary as base64), detached from the caller's objects. */
+/**
+ * JSON as the wire carries it (binary as base64), detached from the caller's objects. The raw
+ * member is looked at, not the replacer's value: JSON.stringify hands a Buffer (what gzipSync
+ * returns) to the replacer already turned into `{ type: 'Buffer', data: [...] }` by its toJSON.
+ */
 function toWire(value: unknown): Record<string, unknown> {
   return JSON.parse(
-    JSON.stringify(value, (_key, v) => (v instanceof Uint8Array ? Buffer.from(v).toString('base64') : v)),
+    JSON.stringify(value, function (this: Record<string, unknown>, key, v) {
+      const raw = this[key];
+      return raw instanceof Uint8Array ? Buffer.from(raw).toString('base64') : v;
+    }),
   ) as Record<string, unknown>;
 }
 

@@ -111,6 +111,9 @@ describe('Direct clients (the flood backlog loader)', () => {
       strings: new Set(['a', 'b']),
       numbers: new Set([1, 2.5]),
       bytes: new Uint8Array([1, 2, 3]),
+      // A Buffer (what gzipSync returns: the lease ledger's pages, the snapshot) was sent as its
+      // toJSON form, `{ type, data }`, instead of base64: every page read back broken.
+      buffer: Buffer.from([4, 5, 6]),
     };
     const write = async (clients: AwsClients) => {
       await clients.documents.send(new PutCommand({ TableName: 'sim-tasks', Item: item }));
