@@ -92,6 +92,55 @@ describe('IntakeWindows', () => {
     );
   });
 
+  it('keeps a later due time known from an announcement across a read for an earlier one (chaos seed 9)', () => {
+    // Prepare: t-late announced early (due at 160 s); the probe found t-soon (due at 94 s) first,
+    // so the tenant-tier's next due time is 94 s.
+    const windows = intake(2);
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t0') }, 0);
+    windows.registration('a', 'normal', 'tok-1');
+    windows.taken('t0', 'a', 'normal');
+    windows.dispatched(ref('t0'), 0, 1);
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t-late', { runAtMs: 160_000 }) }, 70_000);
+    windows.querying('a', 'normal', 80_000);
+    windows.probed({ tenantId: 'a', tier: 'normal' }, ref('t-soon', { runAtMs: 94_000 }), 80_000);
+
+    // Act: the read at 94 s lists t-soon, which is dispatched.
+    windows.querying('a', 'normal', 94_000);
+    windows.listed(
+      { tenantId: 'a', tier: 'normal' },
+      { refs: [ref('t-soon', { runAtMs: 94_000 })], hasMore: false },
+      94_000,
+    );
+    windows.taken('t-soon', 'a', 'normal');
+    windows.dispatched(ref('t-soon', { runAtMs: 94_000 }), 0, 95_000);
+
+    // Assess: a refill is due by the time t-late is due, probes aside (a duplicate announcement
+    // can clear the probe: the next test). The read at 94 s forgot 160 s.
+    const next = windows.nextReadAtMs(95_000, false);
+    expect(next).toBeDefined();
+    expect(next!).toBeLessThanOrEqual(160_000);
+  });
+
+  it('still probes a tenant-tier emptied when a late duplicate announcement of a dispatched task comes (chaos seed 9)', () => {
+    // Prepare: the one task dispatched, then the probe shows it listed still (the index lags).
+    const windows = intake(2);
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t1') }, 0);
+    windows.registration('a', 'normal', 'tok-1');
+    windows.taken('t1', 'a', 'normal');
+    windows.dispatched(ref('t1'), 0, 1_000);
+    windows.querying('a', 'normal', 10_000);
+    windows.probed({ tenantId: 'a', tier: 'normal' }, ref('t1'), 10_000);
+
+    // Act: its announcement again (SQS delivers at least once), while it counts as just dispatched.
+    windows.announced({ tenantId: 'a', tier: 'normal', ref: ref('t1') }, 10_001);
+
+    // Assess: a probe is still due later (before, the announcement cleared it and none was set
+    // again: the tenant-tier was never read, and work submitted under it unannounced never found).
+    const next = windows.nextReadAtMs(10_001, true);
+    expect(next).toBeDefined();
+    expect(next!).toBeLessThanOrEqual(10_001 + G);
+  });
+
   it('says when a read held back by the gap between reads comes due, so the tick waits no longer (issue 24, item 2)', () => {
     // Prepare: a window of 2 just read (at 1,000) while more waits in the index
     const windows = new IntakeWindows({ windowSize: () => 2, bufferSize: 100, indexLagMs: G, minQueryGapMs: 250 });

@@ -279,9 +279,14 @@ export class IntakeWindows {
     if (ref.runAtMs > nowMs) {
       state.nextDueMs = Math.min(state.nextDueMs, ref.runAtMs);
       this.#setAside(state, ref);
+      this.#probeWhenEmpty(state, nowMs);
       return { register };
     }
-    if (this.#held(state, ref.taskId) || this.#recent.has(dispatchKey(ref.taskId, ref.fence))) return { register };
+    if (this.#held(state, ref.taskId) || this.#recent.has(dispatchKey(ref.taskId, ref.fence))) {
+      // A duplicate (SQS delivers at least once) of work held or just dispatched.
+      this.#probeWhenEmpty(state, nowMs);
+      return { register };
+    }
     if (state.hasMore || this.#occupied(state) >= this.windowOf(state.tenantId)) {
       // Older due work may wait in the index: admitting this one would let it jump the queue.
       if (this.#occupied(state) >= this.windowOf(state.tenantId)) state.backlogged = true;
@@ -447,7 +452,10 @@ export class IntakeWindows {
     }
     state.throttles = 0;
     state.unreadSinceRestore = false;
-    if (state.nextDueMs <= issuedAtMs) state.nextDueMs = NEVER;
+    // Passed: the next due time is the earliest work set aside that is not due yet (one announced
+    // early). NEVER here lost a later due time the passed one had hidden under its minimum: that
+    // work was read by no one until the next scheduler (chaos seed 9).
+    if (state.nextDueMs <= issuedAtMs) state.nextDueMs = this.#nextDueAside(state, issuedAtMs);
     const window = this.windowOf(state.tenantId);
     const admitted: QueuedRef[] = [];
     let overflow = false;
@@ -690,6 +698,25 @@ export class IntakeWindows {
    * announcement, and G after its promise ends (a task written under the promise, unannounced,
    * shows in the index by then).
    */
+  /** The earliest due time after `afterMs` of the refs set aside; NEVER without one. */
+  #nextDueAside(state: State, afterMs: number): number {
+    let next = NEVER;
+    for (const aside of state.aside.values()) if (aside.runAtMs > afterMs) next = Math.min(next, aside.runAtMs);
+    return next;
+  }
+
+  /**
+   * An announcement clears the probe (the index is read G after the last one); one that admits
+   * nothing into an emptied tenant-tier must set it again, or nothing reads the partition for work
+   * a submit left unannounced or whose announcement came early (chaos seed 9: a duplicate of a
+   * dispatched task's announcement cleared it, and two tasks waited for the next scheduler).
+   */
+  #probeWhenEmpty(state: State, nowMs: number): void {
+    if (state.window.size + state.taken.size === 0 && !state.hasMore && state.registration === 'registered') {
+      state.probeAtMs = this.#quietFromMs(state, nowMs);
+    }
+  }
+
   #quietFromMs(state: State, issuedAtMs: number): number {
     const afterPromise = state.scanUntilMs > 0 ? state.scanUntilMs + this.#graceMs : 0;
     return Math.max(issuedAtMs, state.lastAnnouncedMs + this.#options.indexLagMs, afterPromise);
