@@ -567,9 +567,10 @@ export class BatchService {
    * A batch's members in index order, optionally only those in `state`, at most `limit` a page,
    * from `cursor` (a `memberCursor`): read from the batch's member shards and the items
    * themselves, consistently. Where a batch's succeeded members are listed (their tenant's
-   * listing leaves them out: task-store.ts `toItem`), and a member in any state. A page reads a
-   * shard (BATCH_SHARD_SIZE members) at a time, so a state few members are in costs at most the
-   * batch's size in item reads, ever. Undefined when the batch does not exist or `visible` refuses.
+   * listing leaves them out: task-store.ts `toItem`), and a member in any state. Without a state
+   * a page reads the items it shows (refused items aside); with one, the rest of a shard
+   * (BATCH_SHARD_SIZE members) at a time, so a state few members are in costs at most the batch's
+   * size in item reads a page. Undefined when the batch does not exist or `visible` refuses.
    */
   async members(
     batchId: string,
@@ -584,8 +585,14 @@ export class BatchService {
       const shard = Math.floor(index / BATCH_SHARD_SIZE);
       const first = shard * BATCH_SHARD_SIZE;
       const ids = await this.#deps.batches.getMembers(batchId, shard);
-      const tasks = await this.#deps.store.getMany(ids.slice(index - first).filter((id) => id !== ''));
-      for (; index < Math.min(batch.total, first + BATCH_SHARD_SIZE) && items.length < query.limit; index++) {
+      // Without a state, exactly the members the page still needs; with one, the rest of the shard.
+      const end = Math.min(
+        batch.total,
+        first + BATCH_SHARD_SIZE,
+        query.state === undefined ? index + query.limit - items.length : Number.POSITIVE_INFINITY,
+      );
+      const tasks = await this.#deps.store.getMany(ids.slice(index - first, end - first).filter((id) => id !== ''));
+      for (; index < end && items.length < query.limit; index++) {
         const task = tasks.get(ids[index - first] ?? '');
         if (task && (query.state === undefined || task.state === query.state)) items.push({ index, task });
       }

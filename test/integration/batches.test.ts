@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchStore } from '../../runtime/adapters/batch-store.ts';
 import type { WorkerMessage } from '../../runtime/adapters/queues.ts';
 import { submitTaskSchema } from '../../runtime/api/schemas.ts';
-import { BatchService, type BatchSubmitInput } from '../../runtime/app/batches.ts';
+import { BatchService, type BatchSubmitInput, memberCursor } from '../../runtime/app/batches.ts';
 import { idempotentTaskId } from '../../runtime/app/task-service.ts';
 import { thenTaskKey } from '../../runtime/core/batch.ts';
 import { cancel, dispatch } from '../../runtime/core/lifecycle.ts';
@@ -43,6 +43,38 @@ const idsOf = (results: readonly unknown[]): string[] =>
   results.flatMap((result) => ('taskId' in (result as object) ? [(result as { taskId: string }).taskId] : []));
 
 describe('Class: BatchService (emulators)', () => {
+  it("pages a batch's tasks in submit order across its member shards, refused items skipped, with and without a state", async () => {
+    // Prepare: 230 items over 3 member shards; every 50th refused; 10 cancelled.
+    const input = batchOf('bulk-pages', 230);
+    for (let i = 0; i < 230; i += 50) (input.tasks as unknown[])[i] = { tenantId: 'bulk-pages', type: 'demo.nope' };
+    const { batchId, results } = await services.batches.submit(input);
+    const ids = idsOf(results);
+    const cancelled = ids.filter((_, i) => i % 23 === 5);
+    await cancelAll(cancelled);
+    const pageThrough = async (limit: number, state?: 'QUEUED' | 'CANCELLED') => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (let pages = 0; pages < 500; pages++) {
+        const page = await services.batches.members(batchId, { state, limit, cursor });
+        seen.push(...page!.items.map(({ task }) => task.taskId));
+        if (page!.nextIndex === undefined) break;
+        cursor = memberCursor(batchId, page!.nextIndex);
+      }
+      return seen;
+    };
+
+    // Act / Assess
+    expect(await pageThrough(7)).toEqual(ids);
+    expect(await pageThrough(100)).toEqual(ids);
+    expect(await pageThrough(30, 'CANCELLED')).toEqual(cancelled);
+    expect(await pageThrough(13, 'QUEUED')).toEqual(ids.filter((id) => !cancelled.includes(id)));
+    expect(await services.batches.members(batchId, { limit: 5 }, async () => false)).toBeUndefined();
+    expect(await services.batches.members('bat_missing', { limit: 5 })).toBeUndefined();
+    await expect(
+      services.batches.members(batchId, { limit: 5, cursor: memberCursor('bat_other', 3) }),
+    ).rejects.toMatchObject({ code: 'invalid_cursor' });
+  });
+
   it('answers per item in order, refuses a bad item alone, and a repeat creates nothing', async () => {
     // Prepare
     const input = batchOf('bulk-a', 5);
