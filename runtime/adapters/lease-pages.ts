@@ -47,6 +47,15 @@ export interface LeasedTaskRef {
   readonly leasedAt: string;
 }
 
+/**
+ * Keep `ref` in `latest` (taskId → ref) unless an attempt of its task with a higher fence is
+ * there: a task can be on several pages, one per attempt, until the older ones are deleted.
+ */
+export function keepLatestAttempt<T extends LeasedTaskRef>(latest: Map<string, T>, ref: T): void {
+  const known = latest.get(ref.taskId);
+  if (!known || known.fence < ref.fence) latest.set(ref.taskId, ref);
+}
+
 /** Where a page is stored. */
 export interface LeasePageKey {
   readonly partition: string;

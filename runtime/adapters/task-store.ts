@@ -58,7 +58,7 @@ import {
   tenantStateKey,
   tenantStateKeys,
 } from './index-keys.ts';
-import type { LeasedTaskRef, LeasePages } from './lease-pages.ts';
+import { keepLatestAttempt, type LeasedTaskRef, type LeasePages } from './lease-pages.ts';
 
 export type { LeasedTaskRef };
 
@@ -1041,10 +1041,10 @@ export class TaskStore {
     return refs;
   }
 
-  /** A tenant's leased tasks as the items are now (the index lags: its refs are only candidates). */
-  async #leasedTasksOf(tenantId: string): Promise<Map<string, Task>> {
+  /** Leased tasks (a tenant's, or all) as the items are now: the listed refs are only candidates. */
+  async #leasedTasksOf(tenantId?: string): Promise<Map<string, Task>> {
     const ids: string[] = [];
-    for await (const ref of this.listLeased({ tenantId })) ids.push(ref.taskId);
+    for await (const ref of this.listLeased(tenantId === undefined ? {} : { tenantId })) ids.push(ref.taskId);
     return this.getMany(ids);
   }
 
@@ -1068,10 +1068,8 @@ export class TaskStore {
    * the items read to count only those leased now: cheaper than counting tenant by tenant.
    */
   async countLeasedByTenant(): Promise<Map<string, number>> {
-    const ids: string[] = [];
-    for await (const ref of this.listLeased()) ids.push(ref.taskId);
     const counts = new Map<string, number>();
-    for (const task of (await this.getMany(ids)).values()) {
+    for (const task of (await this.#leasedTasksOf()).values()) {
       if (LEASED_STATES.includes(task.state)) counts.set(task.tenantId, (counts.get(task.tenantId) ?? 0) + 1);
     }
     return counts;
@@ -1125,9 +1123,7 @@ export class TaskStore {
     const latest = new Map<string, LeasedTaskRef>();
     for (const page of await this.#ledger.all()) {
       for (const ref of page.refs) {
-        if (options.tenantId !== undefined && ref.tenantId !== options.tenantId) continue;
-        const known = latest.get(ref.taskId);
-        if (!known || known.fence < ref.fence) latest.set(ref.taskId, ref);
+        if (options.tenantId === undefined || ref.tenantId === options.tenantId) keepLatestAttempt(latest, ref);
       }
     }
     yield* latest.values();

@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import {
+  keepLatestAttempt,
   type LeasePage,
   type LeasePageKey,
   type LeasePageStore,
@@ -219,10 +220,7 @@ export async function listedLeases(
   nowMs: number,
 ): Promise<{ latest: Map<string, LeasedTaskRef>; onLedger: LedgerRef[] }> {
   const latest = new Map<string, LeasedTaskRef>();
-  const take = (ref: LeasedTaskRef) => {
-    const known = latest.get(ref.taskId);
-    if (!known || known.fence < ref.fence) latest.set(ref.taskId, ref);
-  };
+  const take = (ref: LeasedTaskRef) => keepLatestAttempt(latest, ref);
   const { store, ledger } = sources;
   if (!ledger) {
     for await (const ref of store.listLeased()) take(ref);
